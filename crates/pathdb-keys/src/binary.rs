@@ -1,0 +1,525 @@
+//! The binary form (keypath-format.md §2): `{seg1} 01 {seg2} 01 ... {segN} 00 {meta1}...{metaN}`.
+//!
+//! Encoding writes into a caller's buffer. Decoding reads the metadata varints backwards from the
+//! end, never scanning the body for `00`/`01` (integer bodies contain them), checks that every
+//! segment is exactly what the encoder would write, and borrows from the input where it can.
+
+use crate::{namespace, DecodeError, Element, Id, Int, KeyPath, Namespace, Rule, SegmentType};
+use smallvec::SmallVec;
+use std::borrow::Cow;
+use uuid::Uuid;
+
+/// Ends the segment list; the metadata follows.
+pub const TERMINATOR: u8 = 0x00;
+/// Separates segments.
+pub const SEPARATOR: u8 = 0x01;
+/// Escapes `00`, `01` and `02` inside bytes and UUID segments, and bounds a subtree's scan range.
+pub const ESCAPE: u8 = 0x02;
+
+/// First byte of a descending string segment (no string segment starts with it: not UTF-8).
+const DESC_STRING_MARK: u8 = 0xfe;
+/// Ends a descending string segment: above every inverted UTF-8 byte (which are <= 0xdf).
+const DESC_STRING_END: u8 = 0xff;
+/// First byte of a descending bytes segment.
+const DESC_BYTES_MARK: u8 = 0xff;
+
+/// Where the encoder writes: a `Vec<u8>` or a stack buffer.
+pub trait Sink {
+    /// Appends one byte.
+    fn put(&mut self, byte: u8);
+    /// Appends bytes.
+    fn put_slice(&mut self, bytes: &[u8]);
+    /// Bytes written so far.
+    fn written(&self) -> usize;
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, byte: u8) {
+        self.push(byte);
+    }
+    fn put_slice(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    fn written(&self) -> usize {
+        self.len()
+    }
+}
+
+impl<const N: usize> Sink for SmallVec<[u8; N]> {
+    fn put(&mut self, byte: u8) {
+        self.push(byte);
+    }
+    fn put_slice(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    fn written(&self) -> usize {
+        self.len()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+
+/// Writes the body (segments and separators) of `elements`, recording each segment's metadata.
+fn encode_body<S: Sink>(elements: &[Element], out: &mut S, metas: &mut SmallVec<[u64; 16]>) {
+    for (i, element) in elements.iter().enumerate() {
+        if i > 0 {
+            out.put(SEPARATOR);
+        }
+        let ns = element.namespace().as_str().as_bytes();
+        out.put_slice(ns);
+        metas.push(meta(ns.len(), SegmentType::String));
+        if let Some(id) = element.id() {
+            out.put(SEPARATOR);
+            let before = out.written();
+            encode_id(id, out);
+            metas.push(meta(out.written() - before, id.segment_type()));
+        }
+    }
+}
+
+fn meta(len: usize, ty: SegmentType) -> u64 {
+    ((len as u64) << 3) | ty as u64
+}
+
+/// Writes the full encoding of `elements` (segments, `00`, metadata) after `out`'s contents.
+pub(crate) fn encode_elements_into<S: Sink>(elements: &[Element], out: &mut S) {
+    let mut metas = SmallVec::<[u64; 16]>::new();
+    encode_body(elements, out, &mut metas);
+    out.put(TERMINATOR);
+    for m in metas {
+        put_varint(m, out);
+    }
+}
+
+/// Writes the body only: the `B` of the scan ranges.
+pub(crate) fn encode_body_into<S: Sink>(elements: &[Element], out: &mut S) {
+    let mut metas = SmallVec::<[u64; 16]>::new();
+    encode_body(elements, out, &mut metas);
+}
+
+fn put_varint<S: Sink>(mut v: u64, out: &mut S) {
+    while v >= 0x80 {
+        out.put((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.put(v as u8);
+}
+
+/// Writes one id's segment bytes.
+pub(crate) fn encode_id<S: Sink>(id: &Id, out: &mut S) {
+    match id {
+        Id::String(s) => out.put_slice(s.as_bytes()),
+        Id::Int(v) => encode_int(*v, false, out),
+        Id::DescInt(v) => encode_int(*v, true, out),
+        Id::Uuid(u) => escape_into(u.as_bytes(), out),
+        Id::Bytes(b) => escape_into(b, out),
+        Id::DescString(s) => {
+            out.put(DESC_STRING_MARK);
+            for &b in s.as_bytes() {
+                out.put(!b);
+            }
+            out.put(DESC_STRING_END);
+        }
+        Id::DescBytes(b) => {
+            // The inverse of an ascending, self-terminated form (`00` -> `00 ff`, end `00 01`):
+            // inverted, `00` -> `ff 00` and the end is `ff fe`, above every other continuation.
+            out.put(DESC_BYTES_MARK);
+            for &byte in b {
+                if byte == 0 {
+                    out.put_slice(&[0xff, 0x00]);
+                } else {
+                    out.put(!byte);
+                }
+            }
+            out.put_slice(&[0xff, 0xfe]);
+        }
+    }
+}
+
+/// Bytes needed for a magnitude, at least 1.
+fn magnitude_len(m: u64) -> usize {
+    (8 - (m.leading_zeros() as usize) / 8).max(1)
+}
+
+/// Ascending: positive n -> `7 + len`, bytes of n; zero and negative -> `8 - len`, inverted
+/// bytes of |n|. Descending: the same bytes with the sort byte's low nibble and the payload
+/// inverted, so sort bytes are `0x10..=0x1f` and the order is reversed.
+fn encode_int<S: Sink>(v: Int, descending: bool, out: &mut S) {
+    let magnitude = v.magnitude();
+    let len = magnitude_len(magnitude);
+    let be = magnitude.to_be_bytes();
+    let payload = &be[8 - len..];
+    let positive = v.get() > 0;
+    let sort = if positive { 7 + len as u8 } else { 8 - len as u8 };
+    let invert = positive == descending;
+    out.put(if descending { 0x1f - sort } else { sort });
+    for &b in payload {
+        out.put(if invert { !b } else { b });
+    }
+}
+
+fn escape_into<S: Sink>(bytes: &[u8], out: &mut S) {
+    for &b in bytes {
+        if b <= ESCAPE {
+            out.put(ESCAPE);
+        }
+        out.put(b);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+
+/// A decoded id that borrows from the encoded key where its bytes appear verbatim.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum IdRef<'a> {
+    /// See [`Id::Int`].
+    Int(Int),
+    /// See [`Id::Uuid`].
+    Uuid(Uuid),
+    /// See [`Id::Bytes`]; borrowed unless the bytes held escaped low bytes.
+    Bytes(Cow<'a, [u8]>),
+    /// See [`Id::String`].
+    String(&'a str),
+    /// See [`Id::DescInt`].
+    DescInt(Int),
+    /// See [`Id::DescString`]; its bytes are stored inverted, so it is owned.
+    DescString(String),
+    /// See [`Id::DescBytes`]; stored inverted, so owned.
+    DescBytes(Vec<u8>),
+}
+
+impl IdRef<'_> {
+    /// An owned [`Id`].
+    pub fn to_id(&self) -> Id {
+        match self {
+            IdRef::Int(v) => Id::Int(*v),
+            IdRef::Uuid(u) => Id::Uuid(*u),
+            IdRef::Bytes(b) => Id::Bytes(b.to_vec()),
+            IdRef::String(s) => Id::String((*s).to_owned()),
+            IdRef::DescInt(v) => Id::DescInt(*v),
+            IdRef::DescString(s) => Id::DescString(s.clone()),
+            IdRef::DescBytes(b) => Id::DescBytes(b.clone()),
+        }
+    }
+}
+
+/// A decoded element borrowing from the encoded key.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ElementRef<'a> {
+    /// The namespace, validated.
+    pub namespace: &'a str,
+    /// The id, if any.
+    pub id: Option<IdRef<'a>>,
+}
+
+/// One segment of an encoded key, as `pathdb key explain` shows it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Segment<'a> {
+    /// The segment's type code.
+    pub ty: SegmentType,
+    /// The segment's bytes as encoded.
+    pub bytes: &'a [u8],
+    /// The segment's metadata varint.
+    pub meta: &'a [u8],
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: usize,
+    len: usize,
+    ty: SegmentType,
+    meta_start: usize,
+    meta_len: usize,
+}
+
+/// A validated encoded key path, decoded without copying where the format allows.
+#[derive(Clone, Debug)]
+pub struct KeyPathRef<'a> {
+    bytes: &'a [u8],
+    body_len: usize,
+    spans: SmallVec<[Span; 16]>,
+    elements: SmallVec<[ElementRef<'a>; 8]>,
+}
+
+impl<'a> KeyPathRef<'a> {
+    /// Decodes and fully validates an encoded key path.
+    ///
+    /// # Errors
+    /// Any input that the encoder would not produce for a valid key path, with the offset.
+    pub fn decode(bytes: &'a [u8]) -> Result<KeyPathRef<'a>, DecodeError> {
+        decode_with(bytes, true)
+    }
+
+    /// The encoded bytes.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The body: segments and separators, without the terminator and metadata.
+    pub fn body(&self) -> &'a [u8] {
+        &self.bytes[..self.body_len]
+    }
+
+    /// The decoded elements.
+    pub fn elements(&self) -> &[ElementRef<'a>] {
+        &self.elements
+    }
+
+    /// The segments in order, with their metadata bytes.
+    pub fn segments(&self) -> impl ExactSizeIterator<Item = Segment<'a>> + '_ {
+        self.spans.iter().map(|s| Segment {
+            ty: s.ty,
+            bytes: &self.bytes[s.start..s.start + s.len],
+            meta: &self.bytes[s.meta_start..s.meta_start + s.meta_len],
+        })
+    }
+
+    /// An owned [`KeyPath`].
+    pub fn to_key_path(&self) -> KeyPath {
+        KeyPath::from_checked(self.to_elements())
+    }
+
+    pub(crate) fn to_elements(&self) -> Vec<Element> {
+        self.elements
+            .iter()
+            .map(|e| {
+                // Validated by `decode`: namespace rules hold, ids are well-formed.
+                let ns = Namespace::new_unchecked(e.namespace);
+                Element::new_unchecked(ns, e.id.as_ref().map(IdRef::to_id))
+            })
+            .collect()
+    }
+}
+
+fn err(offset: usize, rule: Rule) -> DecodeError {
+    DecodeError { offset, rule }
+}
+
+/// Decodes an element list; `require_group_id` is false for a sort key's remainder (§4).
+pub(crate) fn decode_with(bytes: &[u8], require_group_id: bool) -> Result<KeyPathRef<'_>, DecodeError> {
+    let (spans, body_len) = decode_spans(bytes)?;
+    let mut elements = SmallVec::<[ElementRef<'_>; 8]>::new();
+    for pair in spans.chunks(2) {
+        let ns_span = pair[0];
+        let ns_bytes = &bytes[ns_span.start..ns_span.start + ns_span.len];
+        if ns_span.ty != SegmentType::String {
+            return Err(err(ns_span.meta_start, Rule::NamespaceType(ns_span.ty as u8)));
+        }
+        let ns = std::str::from_utf8(ns_bytes).map_err(|_| err(ns_span.start, Rule::InvalidUtf8))?;
+        namespace::validate(ns).map_err(|(at, rule)| err(ns_span.start + at, rule))?;
+        let id = match pair.get(1) {
+            Some(span) => Some(decode_id(&bytes[span.start..span.start + span.len], span.ty, span.start)?),
+            None => None,
+        };
+        elements.push(ElementRef { namespace: ns, id });
+    }
+    if require_group_id && elements[0].id.is_none() {
+        return Err(err(0, Rule::GroupWithoutId));
+    }
+    Ok(KeyPathRef { bytes, body_len, spans, elements })
+}
+
+/// Reads the metadata backwards and checks the layout; returns the segment spans and body length.
+fn decode_spans(bytes: &[u8]) -> Result<(SmallVec<[Span; 16]>, usize), DecodeError> {
+    if bytes.is_empty() {
+        return Err(err(0, Rule::EmptyPath));
+    }
+    // Metadata in reverse order: (value, varint start, varint len).
+    let mut metas = SmallVec::<[(u64, usize, usize); 16]>::new();
+    let mut pos = bytes.len();
+    let mut body_len: usize = 0;
+    loop {
+        let (value, start) = read_varint_backwards(bytes, pos)?;
+        let ty_code = (value & 7) as u8;
+        if SegmentType::from_code(ty_code).is_none() {
+            return Err(err(start, Rule::ReservedType(ty_code)));
+        }
+        let len = usize::try_from(value >> 3).map_err(|_| err(start, Rule::LengthMismatch))?;
+        let sep = usize::from(!metas.is_empty());
+        body_len = body_len
+            .checked_add(len)
+            .and_then(|b| b.checked_add(sep))
+            .ok_or(err(start, Rule::LengthMismatch))?;
+        metas.push((value, start, pos - start));
+        pos = start;
+        // Unread bytes are the body, the terminator, and the metadata not read yet (each >= 1
+        // byte, for a segment of >= 1 byte), so the first exact fit is the only possible one.
+        match (body_len + 1).cmp(&pos) {
+            std::cmp::Ordering::Equal => break,
+            std::cmp::Ordering::Greater => return Err(err(start, Rule::LengthMismatch)),
+            std::cmp::Ordering::Less => {}
+        }
+    }
+    if bytes[body_len] != TERMINATOR {
+        return Err(err(body_len, Rule::Separator { expected: TERMINATOR, found: bytes[body_len] }));
+    }
+    let mut spans = SmallVec::<[Span; 16]>::with_capacity(metas.len());
+    let mut offset = 0;
+    for (i, &(value, meta_start, meta_len)) in metas.iter().rev().enumerate() {
+        if i > 0 {
+            if bytes[offset] != SEPARATOR {
+                return Err(err(offset, Rule::Separator { expected: SEPARATOR, found: bytes[offset] }));
+            }
+            offset += 1;
+        }
+        let len = (value >> 3) as usize;
+        let ty = SegmentType::from_code((value & 7) as u8).unwrap_or(SegmentType::String);
+        spans.push(Span { start: offset, len, ty, meta_start, meta_len });
+        offset += len;
+    }
+    Ok((spans, body_len))
+}
+
+/// Reads the varint that ends just before `end`; returns its value and start offset.
+fn read_varint_backwards(bytes: &[u8], end: usize) -> Result<(u64, usize), DecodeError> {
+    if end == 0 {
+        return Err(err(0, Rule::Truncated));
+    }
+    if bytes[end - 1] >= 0x80 {
+        return Err(err(end - 1, Rule::Truncated));
+    }
+    let mut start = end - 1;
+    while start > 0 && bytes[start - 1] >= 0x80 {
+        start -= 1;
+        if end - start > 10 {
+            return Err(err(start, Rule::BadVarint));
+        }
+    }
+    let varint = &bytes[start..end];
+    // Minimal LEB128: a multi-byte varint's last (most significant) group is non-zero.
+    if varint.len() > 1 && varint[varint.len() - 1] == 0 {
+        return Err(err(start, Rule::BadVarint));
+    }
+    let mut value: u64 = 0;
+    for (i, &b) in varint.iter().enumerate() {
+        let group = u64::from(b & 0x7f);
+        let shift = 7 * i as u32;
+        if shift == 63 && group > 1 {
+            return Err(err(start, Rule::BadVarint));
+        }
+        value |= group << shift;
+    }
+    Ok((value, start))
+}
+
+fn decode_id(seg: &[u8], ty: SegmentType, at: usize) -> Result<IdRef<'_>, DecodeError> {
+    Ok(match ty {
+        SegmentType::String => {
+            let s = std::str::from_utf8(seg).map_err(|e| err(at + e.valid_up_to(), Rule::InvalidUtf8))?;
+            crate::id::validate_string(s).map_err(|(i, rule)| err(at + i, rule))?;
+            IdRef::String(s)
+        }
+        SegmentType::Int => IdRef::Int(decode_int(seg, false, at)?),
+        SegmentType::DescInt => IdRef::DescInt(decode_int(seg, true, at)?),
+        SegmentType::Uuid => {
+            let raw = unescape(seg, at)?;
+            let array: [u8; 16] = raw[..]
+                .try_into()
+                .map_err(|_| err(at, Rule::NonCanonical("a UUID holds 16 bytes")))?;
+            IdRef::Uuid(Uuid::from_bytes(array))
+        }
+        SegmentType::Bytes => {
+            let raw = unescape(seg, at)?;
+            if raw.is_empty() {
+                return Err(err(at, Rule::EmptyBytes));
+            }
+            IdRef::Bytes(raw)
+        }
+        SegmentType::DescString => {
+            let inner = seg
+                .strip_prefix(&[DESC_STRING_MARK])
+                .and_then(|s| s.strip_suffix(&[DESC_STRING_END]))
+                .ok_or(err(at, Rule::NonCanonical("a descending string is 0xfe, inverted UTF-8, 0xff")))?;
+            let raw: Vec<u8> = inner.iter().map(|b| !b).collect();
+            let s = String::from_utf8(raw).map_err(|e| err(at + 1 + e.utf8_error().valid_up_to(), Rule::InvalidUtf8))?;
+            crate::id::validate_string(&s).map_err(|(i, rule)| err(at + 1 + i, rule))?;
+            IdRef::DescString(s)
+        }
+        SegmentType::DescBytes => IdRef::DescBytes(decode_desc_bytes(seg, at)?),
+    })
+}
+
+fn decode_int(seg: &[u8], descending: bool, at: usize) -> Result<Int, DecodeError> {
+    let Some((&first, payload)) = seg.split_first() else {
+        return Err(err(at, Rule::NonCanonical("an integer needs a sort byte")));
+    };
+    let sort = if descending {
+        if !(0x10..=0x1f).contains(&first) {
+            return Err(err(at, Rule::NonCanonical("a descending integer's sort byte is 0x10..=0x1f")));
+        }
+        0x1f - first
+    } else {
+        if first > 0x0f {
+            return Err(err(at, Rule::NonCanonical("an integer's sort byte is 0x00..=0x0f")));
+        }
+        first
+    };
+    let positive = sort >= 8;
+    let len = if positive { sort as usize - 7 } else { 8 - sort as usize };
+    if payload.len() != len {
+        return Err(err(at, Rule::NonCanonical("integer length does not match its sort byte")));
+    }
+    let invert = positive == descending;
+    let mut magnitude: u64 = 0;
+    for &b in payload {
+        magnitude = (magnitude << 8) | u64::from(if invert { !b } else { b });
+    }
+    // Minimal: the leading magnitude byte is non-zero, except for the one-byte zero (`07 ff`).
+    let leading = if invert { !payload[0] } else { payload[0] };
+    if leading == 0 && (positive || len > 1) {
+        return Err(err(at + 1, Rule::NonCanonical("integer magnitude has a leading zero byte")));
+    }
+    Ok(Int::from_sign_magnitude(!positive, magnitude))
+}
+
+fn unescape(seg: &[u8], at: usize) -> Result<Cow<'_, [u8]>, DecodeError> {
+    if !seg.iter().any(|&b| b <= ESCAPE) {
+        return Ok(Cow::Borrowed(seg));
+    }
+    let mut out = Vec::with_capacity(seg.len());
+    let mut i = 0;
+    while i < seg.len() {
+        let b = seg[i];
+        if b == ESCAPE {
+            match seg.get(i + 1) {
+                Some(&next) if next <= ESCAPE => out.push(next),
+                _ => return Err(err(at + i, Rule::NonCanonical("0x02 escapes only 0x00, 0x01 or 0x02"))),
+            }
+            i += 2;
+        } else if b < ESCAPE {
+            return Err(err(at + i, Rule::NonCanonical("bytes 0x00 and 0x01 must be escaped")));
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    Ok(Cow::Owned(out))
+}
+
+fn decode_desc_bytes(seg: &[u8], at: usize) -> Result<Vec<u8>, DecodeError> {
+    let inner = seg
+        .strip_prefix(&[DESC_BYTES_MARK])
+        .and_then(|s| s.strip_suffix(&[0xff, 0xfe]))
+        .ok_or(err(at, Rule::NonCanonical("descending bytes are 0xff, inverted bytes, 0xff 0xfe")))?;
+    let mut out = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    while i < inner.len() {
+        let b = inner[i];
+        if b == 0xff {
+            if inner.get(i + 1) != Some(&0x00) {
+                return Err(err(at + 1 + i, Rule::NonCanonical("inside descending bytes 0xff is followed by 0x00")));
+            }
+            out.push(0);
+            i += 2;
+        } else {
+            out.push(!b);
+            i += 1;
+        }
+    }
+    if out.is_empty() {
+        return Err(err(at, Rule::EmptyBytes));
+    }
+    Ok(out)
+}

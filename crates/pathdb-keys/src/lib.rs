@@ -1,0 +1,46 @@
+//! PathDB key paths: the typed model, the text syntax and the order-preserving binary codec of
+//! `keypath-format.md`. No I/O.
+//!
+//! A key path such as `/user-7/post-1234/comment-!1678901234` is a list of elements, each a
+//! namespace and an id. Its binary form sorts, byte by byte, the way the path reads: integers
+//! numerically, a parent right before its subtree, descending ids in reverse.
+//!
+//! ```
+//! use pathdb_keys::KeyPath;
+//!
+//! let post: KeyPath = "/user-7/post-2".parse()?;
+//! let later: KeyPath = "/user-7/post-10".parse()?;
+//! assert!(post.encode() < later.encode()); // 2 < 10, no zero-padding
+//! assert_eq!(KeyPath::decode(&post.encode())?, post);
+//! assert!(post.subtree_range().contains(&"/user-7/post-2/comment-1".parse::<KeyPath>()?.encode()));
+//! assert!(!post.subtree_range().contains(&"/user-7/post-20".parse::<KeyPath>()?.encode()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The byte layout and the order across id types are specified in `docs/key-format.md`.
+
+#![deny(missing_docs)]
+
+mod binary;
+mod error;
+mod id;
+mod int;
+mod namespace;
+mod path;
+mod range;
+#[cfg(feature = "serde")]
+mod serde_impl;
+mod text;
+
+pub use binary::{ElementRef, IdRef, KeyPathRef, Segment, Sink, ESCAPE, SEPARATOR, TERMINATOR};
+pub use error::{BuildError, DecodeError, ParseError, Rule};
+pub use id::{Desc, Id, SegmentType};
+pub use int::Int;
+pub use namespace::{Namespace, MAX_NAMESPACE_LEN};
+pub use path::{Element, KeyPath, KeyPathBuilder};
+pub use range::{KeyRange, GROUP_SORT_KEY};
+pub use text::format_id;
+pub use uuid::Uuid;
+
+#[cfg(test)]
+mod test;
