@@ -4,7 +4,7 @@
 //! end, never scanning the body for `00`/`01` (integer bodies contain them), checks that every
 //! segment is exactly what the encoder would write, and borrows from the input where it can.
 
-use crate::{namespace, DecodeError, Element, Id, Int, KeyPath, Namespace, Rule, SegmentType};
+use crate::{DecodeError, Element, Id, Int, KeyPath, Namespace, Rule, SegmentType, namespace};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use uuid::Uuid;
@@ -151,7 +151,11 @@ fn encode_int<S: Sink>(v: Int, descending: bool, out: &mut S) {
     let be = magnitude.to_be_bytes();
     let payload = &be[8 - len..];
     let positive = v.get() > 0;
-    let sort = if positive { 7 + len as u8 } else { 8 - len as u8 };
+    let sort = if positive {
+        7 + len as u8
+    } else {
+        8 - len as u8
+    };
     let invert = positive == descending;
     out.put(if descending { 0x1f - sort } else { sort });
     for &b in payload {
@@ -298,19 +302,30 @@ fn err(offset: usize, rule: Rule) -> DecodeError {
 }
 
 /// Decodes an element list; `require_group_id` is false for a sort key's remainder (§4).
-pub(crate) fn decode_with(bytes: &[u8], require_group_id: bool) -> Result<KeyPathRef<'_>, DecodeError> {
+pub(crate) fn decode_with(
+    bytes: &[u8],
+    require_group_id: bool,
+) -> Result<KeyPathRef<'_>, DecodeError> {
     let (spans, body_len) = decode_spans(bytes)?;
     let mut elements = SmallVec::<[ElementRef<'_>; 8]>::new();
     for pair in spans.chunks(2) {
         let ns_span = pair[0];
         let ns_bytes = &bytes[ns_span.start..ns_span.start + ns_span.len];
         if ns_span.ty != SegmentType::String {
-            return Err(err(ns_span.meta_start, Rule::NamespaceType(ns_span.ty as u8)));
+            return Err(err(
+                ns_span.meta_start,
+                Rule::NamespaceType(ns_span.ty as u8),
+            ));
         }
-        let ns = std::str::from_utf8(ns_bytes).map_err(|_| err(ns_span.start, Rule::InvalidUtf8))?;
+        let ns =
+            std::str::from_utf8(ns_bytes).map_err(|_| err(ns_span.start, Rule::InvalidUtf8))?;
         namespace::validate(ns).map_err(|(at, rule)| err(ns_span.start + at, rule))?;
         let id = match pair.get(1) {
-            Some(span) => Some(decode_id(&bytes[span.start..span.start + span.len], span.ty, span.start)?),
+            Some(span) => Some(decode_id(
+                &bytes[span.start..span.start + span.len],
+                span.ty,
+                span.start,
+            )?),
             None => None,
         };
         elements.push(ElementRef { namespace: ns, id });
@@ -318,7 +333,12 @@ pub(crate) fn decode_with(bytes: &[u8], require_group_id: bool) -> Result<KeyPat
     if require_group_id && elements[0].id.is_none() {
         return Err(err(0, Rule::GroupWithoutId));
     }
-    Ok(KeyPathRef { bytes, body_len, spans, elements })
+    Ok(KeyPathRef {
+        bytes,
+        body_len,
+        spans,
+        elements,
+    })
 }
 
 /// Reads the metadata backwards and checks the layout; returns the segment spans and body length.
@@ -353,20 +373,38 @@ fn decode_spans(bytes: &[u8]) -> Result<(SmallVec<[Span; 16]>, usize), DecodeErr
         }
     }
     if bytes[body_len] != TERMINATOR {
-        return Err(err(body_len, Rule::Separator { expected: TERMINATOR, found: bytes[body_len] }));
+        return Err(err(
+            body_len,
+            Rule::Separator {
+                expected: TERMINATOR,
+                found: bytes[body_len],
+            },
+        ));
     }
     let mut spans = SmallVec::<[Span; 16]>::with_capacity(metas.len());
     let mut offset = 0;
     for (i, &(value, meta_start, meta_len)) in metas.iter().rev().enumerate() {
         if i > 0 {
             if bytes[offset] != SEPARATOR {
-                return Err(err(offset, Rule::Separator { expected: SEPARATOR, found: bytes[offset] }));
+                return Err(err(
+                    offset,
+                    Rule::Separator {
+                        expected: SEPARATOR,
+                        found: bytes[offset],
+                    },
+                ));
             }
             offset += 1;
         }
         let len = (value >> 3) as usize;
         let ty = SegmentType::from_code((value & 7) as u8).unwrap_or(SegmentType::String);
-        spans.push(Span { start: offset, len, ty, meta_start, meta_len });
+        spans.push(Span {
+            start: offset,
+            len,
+            ty,
+            meta_start,
+            meta_len,
+        });
         offset += len;
     }
     Ok((spans, body_len))
@@ -407,7 +445,8 @@ fn read_varint_backwards(bytes: &[u8], end: usize) -> Result<(u64, usize), Decod
 fn decode_id(seg: &[u8], ty: SegmentType, at: usize) -> Result<IdRef<'_>, DecodeError> {
     Ok(match ty {
         SegmentType::String => {
-            let s = std::str::from_utf8(seg).map_err(|e| err(at + e.valid_up_to(), Rule::InvalidUtf8))?;
+            let s = std::str::from_utf8(seg)
+                .map_err(|e| err(at + e.valid_up_to(), Rule::InvalidUtf8))?;
             crate::id::validate_string(s).map_err(|(i, rule)| err(at + i, rule))?;
             IdRef::String(s)
         }
@@ -431,9 +470,13 @@ fn decode_id(seg: &[u8], ty: SegmentType, at: usize) -> Result<IdRef<'_>, Decode
             let inner = seg
                 .strip_prefix(&[DESC_STRING_MARK])
                 .and_then(|s| s.strip_suffix(&[DESC_STRING_END]))
-                .ok_or(err(at, Rule::NonCanonical("a descending string is 0xfe, inverted UTF-8, 0xff")))?;
+                .ok_or(err(
+                    at,
+                    Rule::NonCanonical("a descending string is 0xfe, inverted UTF-8, 0xff"),
+                ))?;
             let raw: Vec<u8> = inner.iter().map(|b| !b).collect();
-            let s = String::from_utf8(raw).map_err(|e| err(at + 1 + e.utf8_error().valid_up_to(), Rule::InvalidUtf8))?;
+            let s = String::from_utf8(raw)
+                .map_err(|e| err(at + 1 + e.utf8_error().valid_up_to(), Rule::InvalidUtf8))?;
             crate::id::validate_string(&s).map_err(|(i, rule)| err(at + 1 + i, rule))?;
             IdRef::DescString(s)
         }
@@ -447,19 +490,32 @@ fn decode_int(seg: &[u8], descending: bool, at: usize) -> Result<Int, DecodeErro
     };
     let sort = if descending {
         if !(0x10..=0x1f).contains(&first) {
-            return Err(err(at, Rule::NonCanonical("a descending integer's sort byte is 0x10..=0x1f")));
+            return Err(err(
+                at,
+                Rule::NonCanonical("a descending integer's sort byte is 0x10..=0x1f"),
+            ));
         }
         0x1f - first
     } else {
         if first > 0x0f {
-            return Err(err(at, Rule::NonCanonical("an integer's sort byte is 0x00..=0x0f")));
+            return Err(err(
+                at,
+                Rule::NonCanonical("an integer's sort byte is 0x00..=0x0f"),
+            ));
         }
         first
     };
     let positive = sort >= 8;
-    let len = if positive { sort as usize - 7 } else { 8 - sort as usize };
+    let len = if positive {
+        sort as usize - 7
+    } else {
+        8 - sort as usize
+    };
     if payload.len() != len {
-        return Err(err(at, Rule::NonCanonical("integer length does not match its sort byte")));
+        return Err(err(
+            at,
+            Rule::NonCanonical("integer length does not match its sort byte"),
+        ));
     }
     let invert = positive == descending;
     let mut magnitude: u64 = 0;
@@ -469,7 +525,10 @@ fn decode_int(seg: &[u8], descending: bool, at: usize) -> Result<Int, DecodeErro
     // Minimal: the leading magnitude byte is non-zero, except for the one-byte zero (`07 ff`).
     let leading = if invert { !payload[0] } else { payload[0] };
     if leading == 0 && (positive || len > 1) {
-        return Err(err(at + 1, Rule::NonCanonical("integer magnitude has a leading zero byte")));
+        return Err(err(
+            at + 1,
+            Rule::NonCanonical("integer magnitude has a leading zero byte"),
+        ));
     }
     Ok(Int::from_sign_magnitude(!positive, magnitude))
 }
@@ -485,11 +544,19 @@ fn unescape(seg: &[u8], at: usize) -> Result<Cow<'_, [u8]>, DecodeError> {
         if b == ESCAPE {
             match seg.get(i + 1) {
                 Some(&next) if next <= ESCAPE => out.push(next),
-                _ => return Err(err(at + i, Rule::NonCanonical("0x02 escapes only 0x00, 0x01 or 0x02"))),
+                _ => {
+                    return Err(err(
+                        at + i,
+                        Rule::NonCanonical("0x02 escapes only 0x00, 0x01 or 0x02"),
+                    ));
+                }
             }
             i += 2;
         } else if b < ESCAPE {
-            return Err(err(at + i, Rule::NonCanonical("bytes 0x00 and 0x01 must be escaped")));
+            return Err(err(
+                at + i,
+                Rule::NonCanonical("bytes 0x00 and 0x01 must be escaped"),
+            ));
         } else {
             out.push(b);
             i += 1;
@@ -502,14 +569,20 @@ fn decode_desc_bytes(seg: &[u8], at: usize) -> Result<Vec<u8>, DecodeError> {
     let inner = seg
         .strip_prefix(&[DESC_BYTES_MARK])
         .and_then(|s| s.strip_suffix(&[0xff, 0xfe]))
-        .ok_or(err(at, Rule::NonCanonical("descending bytes are 0xff, inverted bytes, 0xff 0xfe")))?;
+        .ok_or(err(
+            at,
+            Rule::NonCanonical("descending bytes are 0xff, inverted bytes, 0xff 0xfe"),
+        ))?;
     let mut out = Vec::with_capacity(inner.len());
     let mut i = 0;
     while i < inner.len() {
         let b = inner[i];
         if b == 0xff {
             if inner.get(i + 1) != Some(&0x00) {
-                return Err(err(at + 1 + i, Rule::NonCanonical("inside descending bytes 0xff is followed by 0x00")));
+                return Err(err(
+                    at + 1 + i,
+                    Rule::NonCanonical("inside descending bytes 0xff is followed by 0x00"),
+                ));
             }
             out.push(0);
             i += 2;

@@ -25,7 +25,9 @@ pub enum Rule {
     #[error("a namespace starts with an ASCII letter or '_', not {0:?}")]
     NamespaceStart(char),
     /// A namespace holds only ASCII letters, digits and `_`.
-    #[error("a namespace holds only ASCII letters, digits and '_', not {0:?} (use '-' before the id)")]
+    #[error(
+        "a namespace holds only ASCII letters, digits and '_', not {0:?} (use '-' before the id)"
+    )]
     NamespaceChar(char),
     /// After `-` comes an id.
     #[error("an id cannot be empty (leave out the '-' for an element without id)")]
@@ -124,7 +126,11 @@ pub struct DecodeError {
 
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid encoded key path at byte {}: {}", self.offset, self.rule)
+        write!(
+            f,
+            "invalid encoded key path at byte {}: {}",
+            self.offset, self.rule
+        )
     }
 }
 
@@ -141,7 +147,11 @@ pub struct BuildError {
 
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid key path element {}: {}", self.element, self.rule)
+        write!(
+            f,
+            "invalid key path element {}: {}",
+            self.element, self.rule
+        )
     }
 }
 

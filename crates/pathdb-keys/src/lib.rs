@@ -32,13 +32,13 @@ mod range;
 mod serde_impl;
 mod text;
 
-pub use binary::{ElementRef, IdRef, KeyPathRef, Segment, Sink, ESCAPE, SEPARATOR, TERMINATOR};
+pub use binary::{ESCAPE, ElementRef, IdRef, KeyPathRef, SEPARATOR, Segment, Sink, TERMINATOR};
 pub use error::{BuildError, DecodeError, ParseError, Rule};
 pub use id::{Desc, Id, SegmentType};
 pub use int::Int;
-pub use namespace::{Namespace, MAX_NAMESPACE_LEN};
+pub use namespace::{MAX_NAMESPACE_LEN, Namespace};
 pub use path::{Element, KeyPath, KeyPathBuilder};
-pub use range::{KeyRange, GROUP_SORT_KEY};
+pub use range::{GROUP_SORT_KEY, KeyRange};
 pub use text::format_id;
 pub use uuid::Uuid;
 

@@ -57,7 +57,9 @@ pub(crate) fn validate(name: &str) -> Result<(), (usize, Rule)> {
 }
 
 fn first_char(s: &str, at: usize) -> char {
-    s.get(at..).and_then(|t| t.chars().next()).unwrap_or('\u{fffd}')
+    s.get(at..)
+        .and_then(|t| t.chars().next())
+        .unwrap_or('\u{fffd}')
 }
 
 impl fmt::Display for Namespace {

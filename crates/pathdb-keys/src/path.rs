@@ -129,9 +129,15 @@ impl KeyPath {
     fn extend(&self, namespace: &str, id: Option<Id>) -> Result<KeyPath, BuildError> {
         let index = self.elements.len();
         if self.last().id.is_none() {
-            return Err(BuildError { element: index - 1, rule: Rule::MissingId });
+            return Err(BuildError {
+                element: index - 1,
+                rule: Rule::MissingId,
+            });
         }
-        let element = make_element(namespace, id).map_err(|rule| BuildError { element: index, rule })?;
+        let element = make_element(namespace, id).map_err(|rule| BuildError {
+            element: index,
+            rule,
+        })?;
         let mut elements = self.elements.clone();
         elements.push(element);
         Ok(KeyPath { elements })
@@ -141,6 +147,21 @@ impl KeyPath {
     pub fn is_prefix_of(&self, other: &KeyPath) -> bool {
         other.elements.len() >= self.elements.len()
             && self.elements[..] == other.elements[..self.elements.len()]
+    }
+
+    /// Whether `other` lies in this path's subtree: `other` is this path or below it, and a last
+    /// element without id stands for its whole namespace (`/user-7/post` covers `/user-7/post-1`
+    /// and its subtree). This is the typed meaning of [`KeyPath::subtree_range`].
+    pub fn covers(&self, other: &KeyPath) -> bool {
+        let n = self.elements.len();
+        if other.elements.len() < n || self.elements[..n - 1] != other.elements[..n - 1] {
+            return false;
+        }
+        let (mine, theirs) = (&self.elements[n - 1], &other.elements[n - 1]);
+        match &mine.id {
+            Some(_) => mine == theirs,
+            None => mine.namespace == theirs.namespace,
+        }
     }
 }
 
@@ -165,15 +186,30 @@ impl PartialOrd for KeyPath {
 
 /// Checks the path-level rules over already-valid elements. `require_group_id` is false for the
 /// element list of a sort key (keypath-format.md §4), whose first element is not a group.
-pub(crate) fn check_elements(elements: &[Element], require_group_id: bool) -> Result<(), BuildError> {
+pub(crate) fn check_elements(
+    elements: &[Element],
+    require_group_id: bool,
+) -> Result<(), BuildError> {
     if elements.is_empty() {
-        return Err(BuildError { element: 0, rule: Rule::EmptyPath });
+        return Err(BuildError {
+            element: 0,
+            rule: Rule::EmptyPath,
+        });
     }
     if require_group_id && elements[0].id.is_none() {
-        return Err(BuildError { element: 0, rule: Rule::GroupWithoutId });
+        return Err(BuildError {
+            element: 0,
+            rule: Rule::GroupWithoutId,
+        });
     }
-    if let Some(i) = elements[..elements.len() - 1].iter().position(|e| e.id.is_none()) {
-        return Err(BuildError { element: i, rule: Rule::MissingId });
+    if let Some(i) = elements[..elements.len() - 1]
+        .iter()
+        .position(|e| e.id.is_none())
+    {
+        return Err(BuildError {
+            element: i,
+            rule: Rule::MissingId,
+        });
     }
     Ok(())
 }
@@ -215,7 +251,10 @@ impl KeyPathBuilder {
             match make_element(namespace, id) {
                 Ok(e) => self.elements.push(e),
                 Err(rule) => {
-                    self.error = Some(BuildError { element: self.elements.len(), rule });
+                    self.error = Some(BuildError {
+                        element: self.elements.len(),
+                        rule,
+                    });
                 }
             }
         }

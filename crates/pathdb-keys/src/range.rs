@@ -52,12 +52,14 @@ impl KeyPath {
         out
     }
 
-    /// The node and its whole subtree: `[B 00, B 02)`.
+    /// The node and its whole subtree, `[B 00, B 02)`: every key [`KeyPath::covers`] (but see
+    /// docs/key-format.md on bytes and UUID ids mixed with other types under one namespace).
     pub fn subtree_range(&self) -> KeyRange {
         body_range(self.body(), TERMINATOR)
     }
 
-    /// Children and deeper, without the node itself: `[B 01, B 02)`.
+    /// Children and deeper, without the node itself: `[B 01, B 02)`. For a path ending in a
+    /// namespace without id, that is every id of the namespace and their subtrees.
     pub fn descendants_range(&self) -> KeyRange {
         body_range(self.body(), SEPARATOR)
     }
@@ -87,14 +89,20 @@ impl KeyPath {
     pub fn from_partition_and_sort(partition: &[u8], sort: &[u8]) -> Result<KeyPath, DecodeError> {
         let group = binary::decode_with(partition, true)?;
         if group.elements().len() != 1 {
-            return Err(DecodeError { offset: 0, rule: Rule::NonCanonical("a partition key is one element") });
+            return Err(DecodeError {
+                offset: 0,
+                rule: Rule::NonCanonical("a partition key is one element"),
+            });
         }
         let mut elements = group.to_elements();
         if sort != GROUP_SORT_KEY {
             elements.extend(binary::decode_with(sort, false)?.to_elements());
         }
         // Only the last element may lack an id: the group might not have been last.
-        check_elements(&elements, true).map_err(|e| DecodeError { offset: 0, rule: e.rule })?;
+        check_elements(&elements, true).map_err(|e| DecodeError {
+            offset: 0,
+            rule: e.rule,
+        })?;
         Ok(KeyPath::from_checked(elements))
     }
 
@@ -112,7 +120,11 @@ impl KeyPath {
         let rest = &self.elements()[1..];
         if rest.is_empty() {
             // The group's own key is `00`; every other sort key starts with a namespace byte.
-            let start = if first == TERMINATOR { GROUP_SORT_KEY.to_vec() } else { vec![SEPARATOR] };
+            let start = if first == TERMINATOR {
+                GROUP_SORT_KEY.to_vec()
+            } else {
+                vec![SEPARATOR]
+            };
             return KeyRange { start, end: None };
         }
         let mut body = Vec::with_capacity(64);
@@ -126,5 +138,8 @@ fn body_range(body: Vec<u8>, first: u8) -> KeyRange {
     start.push(first);
     let mut end = body;
     end.push(ESCAPE);
-    KeyRange { start, end: Some(end) }
+    KeyRange {
+        start,
+        end: Some(end),
+    }
 }

@@ -13,7 +13,10 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The integer's segment bytes, via a one-element path `/i-<n>`.
 fn int_segment(n: i128) -> String {
-    let p = KeyPath::builder().push("i", Int::new(n).expect("in range")).build().expect("valid");
+    let p = KeyPath::builder()
+        .push("i", Int::new(n).expect("in range"))
+        .build()
+        .expect("valid");
     let enc = p.encode();
     // `69 01 <segment> 00 08 <meta>`; the meta is one byte for segments under 16 bytes.
     hex(&enc[2..enc.len() - 3])
@@ -23,9 +26,23 @@ fn int_segment(n: i128) -> String {
 fn reference_vector() {
     let text = "/user-4c9d36e5-6b19-4e6a-828c-226ed667458a/post-1234/comment-1678901234/react-42";
     let expected = concat!(
-        "7573657201", "4c9d36e56b194e6a828c226ed667458a01", "706f737401", "0904d201",
-        "636f6d6d656e7401", "0b6411fff201", "726561637401", "082a", "00",
-        "20", "8301", "20", "1a", "38", "2a", "28", "12",
+        "7573657201",
+        "4c9d36e56b194e6a828c226ed667458a01",
+        "706f737401",
+        "0904d201",
+        "636f6d6d656e7401",
+        "0b6411fff201",
+        "726561637401",
+        "082a",
+        "00",
+        "20",
+        "8301",
+        "20",
+        "1a",
+        "38",
+        "2a",
+        "28",
+        "12",
     );
     let p = path(text);
     let enc = p.encode();
@@ -77,7 +94,307 @@ fn seed_integer_table() {
     ];
     for &(n, want) in cases {
         assert_eq!(int_segment(n), want, "integer {n}");
-        let p = KeyPath::builder().push("i", Int::new(n).expect("in range")).build().expect("valid");
-        assert_eq!(KeyPath::decode(&p.encode()).expect("decodes"), p, "integer {n}");
+        let p = KeyPath::builder()
+            .push("i", Int::new(n).expect("in range"))
+            .build()
+            .expect("valid");
+        assert_eq!(
+            KeyPath::decode(&p.encode()).expect("decodes"),
+            p,
+            "integer {n}"
+        );
     }
+}
+
+fn parse_err(s: &str) -> (usize, Rule) {
+    match s.parse::<KeyPath>() {
+        Ok(p) => panic!("{s:?} parsed as {p}"),
+        Err(e) => (e.offset, e.rule),
+    }
+}
+
+#[test]
+fn text_errors_name_offset_and_rule() {
+    assert_eq!(parse_err(""), (0, Rule::EmptyPath));
+    assert_eq!(parse_err("user-1"), (0, Rule::MissingLeadingSlash));
+    assert_eq!(parse_err("/"), (1, Rule::EmptyNamespace));
+    assert_eq!(parse_err("/a-1/"), (5, Rule::EmptyNamespace));
+    assert_eq!(parse_err("/user"), (1, Rule::GroupWithoutId));
+    assert_eq!(parse_err("/a-1/b/c-2"), (6, Rule::MissingId));
+    assert_eq!(parse_err("/a-"), (3, Rule::EmptyId));
+    assert_eq!(parse_err("/a-01"), (3, Rule::LeadingZero("01".into())));
+    assert_eq!(parse_err("/a--007"), (4, Rule::LeadingZero("-007".into())));
+    assert_eq!(parse_err("/a--0"), (3, Rule::NegativeZero));
+    assert_eq!(
+        parse_err("/a-18446744073709551616"),
+        (3, Rule::IntegerOutOfRange)
+    );
+    assert_eq!(
+        parse_err("/a--18446744073709551616"),
+        (4, Rule::IntegerOutOfRange)
+    );
+    assert_eq!(parse_err("/a-~"), (4, Rule::EmptyBytes));
+    assert!(
+        matches!(parse_err("/a-~AB"), (4.., Rule::Base64(_))),
+        "non-canonical trailing bits"
+    );
+    assert!(
+        matches!(parse_err("/a-~AA=="), (4.., Rule::Base64(_))),
+        "padding"
+    );
+    assert!(
+        matches!(parse_err("/a-~A+"), (4.., Rule::Base64(_))),
+        "standard alphabet"
+    );
+    assert_eq!(parse_err("/a-b%"), (4, Rule::DanglingEscape));
+    assert_eq!(parse_err("/a-b\u{1}"), (4, Rule::ControlCharacter('\u{1}')));
+    assert_eq!(
+        parse_err("/a-b\u{7f}"),
+        (4, Rule::ControlCharacter('\u{7f}'))
+    );
+    assert_eq!(parse_err("/1a-1"), (1, Rule::NamespaceStart('1')));
+    assert_eq!(parse_err("/a b-1"), (2, Rule::NamespaceChar(' ')));
+    assert_eq!(parse_err("/é-1"), (1, Rule::NamespaceStart('é')));
+    assert_eq!(
+        parse_err(&format!("/{}-1", "n".repeat(65))),
+        (65, Rule::NamespaceTooLong(65))
+    );
+    assert_eq!(parse_err("/a-!"), (4, Rule::EmptyId));
+    assert_eq!(parse_err("/a-!!x"), (4, Rule::DoubleDescending));
+    assert_eq!(
+        parse_err("/a-!4c9d36e5-6b19-4e6a-828c-226ed667458a"),
+        (4, Rule::DescendingUuid)
+    );
+    assert_eq!(parse_err("/a-!01"), (4, Rule::LeadingZero("01".into())));
+    assert_eq!(parse_err("/a-!~"), (5, Rule::EmptyBytes));
+    let e = "/a-1/b-x%".parse::<KeyPath>().expect_err("dangling");
+    assert_eq!(
+        e.to_string(),
+        "invalid key path at byte 8: '%' must be followed by the character it escapes"
+    );
+}
+
+#[test]
+fn namespace_of_64_bytes_is_valid() {
+    let ns = "n".repeat(64);
+    assert!(format!("/{ns}-1").parse::<KeyPath>().is_ok());
+}
+
+#[test]
+fn canonical_text_escapes() {
+    let cases: &[(&str, &str)] = &[
+        ("1234", "%1234"),
+        ("-5", "%-5"),
+        ("007", "%007"),
+        ("a/b", "a%/b"),
+        ("%", "%%"),
+        ("50%", "50%%"),
+        ("~x", "%~x"),
+        ("!x", "%!x"),
+        ("a~!", "a~!"),
+        ("-", "-"),
+        ("a-b", "a-b"),
+        (
+            "4c9d36e5-6b19-4e6a-828c-226ed667458a",
+            "%4c9d36e5-6b19-4e6a-828c-226ed667458a",
+        ),
+        (
+            "4C9D36E5-6B19-4E6A-828C-226ED667458A",
+            "%4C9D36E5-6B19-4E6A-828C-226ED667458A",
+        ),
+        ("héllo wörld 😀", "héllo wörld 😀"),
+    ];
+    for &(value, text) in cases {
+        let p = KeyPath::builder().push("s", value).build().expect("valid");
+        assert_eq!(p.to_string(), format!("/s-{text}"), "string {value:?}");
+        assert_eq!(path(&format!("/s-{text}")), p);
+        let d = KeyPath::builder()
+            .push("s", Desc(value))
+            .build()
+            .expect("valid");
+        assert_eq!(
+            d.to_string(),
+            format!("/s-!{text}"),
+            "desc string {value:?}"
+        );
+        assert_eq!(path(&format!("/s-!{text}")), d);
+    }
+    // Any valid escaping parses; formatting gives the shortest one.
+    assert_eq!(path("/s-%a%b%-").to_string(), "/s-ab-");
+    assert_eq!(
+        path("/tag-%1234").last().id(),
+        Some(&Id::String("1234".into()))
+    );
+    assert_eq!(path("/file-a%/b/x-1").len(), 2);
+}
+
+#[test]
+fn ids_of_each_type_parse_and_format() {
+    let p = path(
+        "/u-4C9D36E5-6B19-4E6A-828C-226ED667458A/b-~AAEC/d-!-5/e-!~_w/f-!abc/g-18446744073709551615/h--18446744073709551615",
+    );
+    assert_eq!(
+        p.to_string(),
+        "/u-4c9d36e5-6b19-4e6a-828c-226ed667458a/b-~AAEC/d-!-5/e-!~_w/f-!abc/g-18446744073709551615/h--18446744073709551615"
+    );
+    let ids: Vec<_> = p
+        .elements()
+        .iter()
+        .map(|e| e.id().cloned().expect("id"))
+        .collect();
+    assert_eq!(ids[1], Id::Bytes(vec![0, 1, 2]));
+    assert_eq!(ids[2], Id::DescInt(Int::from(-5)));
+    assert_eq!(ids[3], Id::DescBytes(vec![0xff]));
+    assert_eq!(ids[4], Id::DescString("abc".into()));
+    assert_eq!(ids[5], Id::Int(Int::MAX));
+    assert_eq!(ids[6], Id::Int(Int::MIN));
+    assert_eq!(path("/u-1/settings").last().id(), None);
+}
+
+#[test]
+fn low_bytes_are_escaped_in_bytes_and_uuid() {
+    // `/b-~AAEC` is bytes 00 01 02: each escaped with 02; meta (6 << 3) | 1 = 0x31.
+    assert_eq!(hex(&path("/b-~AAEC").encode()), "6201020002010202000831");
+    let u = crate::Uuid::from_bytes([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xff]);
+    let p = KeyPath::builder().push("u", u).build().expect("valid");
+    // 16 bytes + 3 escapes = 19: meta (19 << 3) | 3 = 155 = 9b 01.
+    assert_eq!(
+        hex(&p.encode()),
+        "7501020002010202030405060708090a0b0c0d0eff00089b01"
+    );
+    assert_eq!(KeyPath::decode(&p.encode()).expect("decodes"), p);
+}
+
+#[test]
+fn descending_encodings() {
+    assert_eq!(hex(&path("/s-!0").encode()), "73011800000814");
+    // Descending integers: sort byte 0x1f - s, payload inverted.
+    assert_eq!(int_desc_segment("!1"), "17fe");
+    assert_eq!(int_desc_segment("!-1"), "1801");
+    assert_eq!(int_desc_segment("!1500"), "16fa23");
+    // Descending strings: fe, inverted UTF-8, ff.
+    assert_eq!(hex(&path("/s-!ab").encode()), "7301fe9e9dff000825");
+    // Descending bytes: ff, 00 -> ff 00, others inverted, then ff fe.
+    assert_eq!(hex(&path("/s-!~AP8").encode()), "7301ffff0000fffe000836");
+    let order = ["/s-!1500", "/s-!240", "/s-!10", "/s-!9", "/s-!0", "/s-!-3"];
+    assert_sorted(&order);
+    assert_sorted(&["/s-!b", "/s-!ab", "/s-!a"]);
+    assert_sorted(&["/s-!~AQ", "/s-!~AAE", "/s-!~AAA", "/s-!~AA"]);
+}
+
+fn int_desc_segment(id: &str) -> String {
+    let enc = path(&format!("/s-{id}")).encode();
+    hex(&enc[2..enc.len() - 3])
+}
+
+fn assert_sorted(texts: &[&str]) {
+    for w in texts.windows(2) {
+        assert!(
+            path(w[0]).encode() < path(w[1]).encode(),
+            "{} < {}",
+            w[0],
+            w[1]
+        );
+        assert!(path(w[0]) < path(w[1]), "{} < {} (Ord)", w[0], w[1]);
+    }
+}
+
+#[test]
+fn order_examples_from_the_seeds() {
+    // Integers numerically, no zero-padding; a parent right before its subtree; /p-1 vs /p-10.
+    assert_sorted(&["/p-2", "/p-9", "/p-10", "/p-42", "/p-100", "/p-1500"]);
+    assert_sorted(&[
+        "/u-1/p-1",
+        "/u-1/p-1/c-5",
+        "/u-1/p-1/c-10",
+        "/u-1/p-2",
+        "/u-1/p-10",
+    ]);
+    assert_sorted(&[
+        "/x--18446744073709551615",
+        "/x--257",
+        "/x--256",
+        "/x--1",
+        "/x-0",
+        "/x-1",
+        "/x-18446744073709551615",
+    ]);
+    // Integers before strings; ascending before descending integers; a namespace-only path first.
+    assert_sorted(&[
+        "/x-1/y",
+        "/x-1/y-5",
+        "/x-1/y-!5",
+        "/x-1/y-a",
+        "/x-1/y-!a",
+        "/x-1/y-!~YQ",
+    ]);
+}
+
+fn decode_err(h: &str) -> Rule {
+    let bytes: Vec<u8> = (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).expect("hex"))
+        .collect();
+    match KeyPath::decode(&bytes) {
+        Ok(p) => panic!("{h} decoded as {p}"),
+        Err(e) => e.rule,
+    }
+}
+
+#[test]
+fn decoder_rejects_non_canonical_input() {
+    assert_eq!(hex(&path("/i-42").encode()), "6901082a000812");
+    assert!(
+        matches!(decode_err("69010800000812"), Rule::NonCanonical(_)),
+        "08 00"
+    );
+    assert!(
+        matches!(decode_err("690109002a00081a"), Rule::NonCanonical(_)),
+        "09 00 2a"
+    );
+    assert!(
+        matches!(decode_err("6901ff07ff00081a"), Rule::NonCanonical(_)),
+        "sort byte 0xff"
+    );
+    assert!(
+        KeyPath::decode(&[0x69, 0x01, 0x08, 0x2a, 0x00, 0x08, 0x12, 0x00]).is_err(),
+        "trailing byte"
+    );
+    assert_eq!(decode_err(""), Rule::EmptyPath);
+    assert_eq!(decode_err("69"), Rule::LengthMismatch);
+    assert_eq!(
+        decode_err("690108"),
+        Rule::Separator {
+            expected: 0,
+            found: 1
+        }
+    );
+    assert!(matches!(
+        decode_err("6901082a010812"),
+        Rule::Separator {
+            expected: 0,
+            found: 1
+        }
+    ));
+    assert!(matches!(
+        decode_err("6902082a000812"),
+        Rule::Separator {
+            expected: 1,
+            found: 2
+        }
+    ));
+    assert_eq!(decode_err("6901082a000817"), Rule::ReservedType(7));
+    assert_eq!(decode_err("690008"), Rule::GroupWithoutId);
+    assert!(
+        matches!(decode_err("620100000809"), Rule::NonCanonical(_)),
+        "raw 00 in bytes"
+    );
+    assert!(
+        matches!(decode_err("62010203000811"), Rule::NonCanonical(_)),
+        "02 03 is no escape"
+    );
+    assert_eq!(decode_err("6901000800"), Rule::EmptyId);
+    assert_eq!(decode_err("3101082a000812"), Rule::NamespaceStart('1'));
+    // Overlong varint: 0x88 0x00 is a padded 0x08.
+    assert_eq!(decode_err("6901082a00880012"), Rule::BadVarint);
 }

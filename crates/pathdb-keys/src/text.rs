@@ -3,7 +3,7 @@
 //! valid escaping and names the byte offset and rule of the first problem.
 
 use crate::id::{is_forbidden_control, validate_string};
-use crate::{namespace, Element, Id, Int, KeyPath, Namespace, ParseError, Rule};
+use crate::{Element, Id, Int, KeyPath, Namespace, ParseError, Rule, namespace};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use std::fmt::{self, Write as _};
@@ -43,7 +43,14 @@ fn parse_elements(text: &str) -> Result<Vec<Element>, ParseError> {
             None | Some(b'/') | Some(b'-') => {}
             Some(_) => {
                 let c = text[pos..].chars().next().unwrap_or('\u{fffd}');
-                return Err(err(pos, if ns.is_empty() { Rule::NamespaceStart(c) } else { Rule::NamespaceChar(c) }));
+                return Err(err(
+                    pos,
+                    if ns.is_empty() {
+                        Rule::NamespaceStart(c)
+                    } else {
+                        Rule::NamespaceChar(c)
+                    },
+                ));
             }
         }
         namespace::validate(ns).map_err(|(at, rule)| err(ns_start + at, rule))?;
@@ -111,7 +118,9 @@ fn parse_id(raw: &str, at: usize) -> Result<Id, ParseError> {
     }
     if is_uuid_shaped(raw) {
         // Shape checked: 32 hex digits and four hyphens, which `try_parse` accepts.
-        return Uuid::try_parse(raw).map(Id::Uuid).map_err(|_| err(at, Rule::NonCanonical("UUID")));
+        return Uuid::try_parse(raw)
+            .map(Id::Uuid)
+            .map_err(|_| err(at, Rule::NonCanonical("UUID")));
     }
     unescape(raw, at).map(Id::String)
 }
@@ -144,7 +153,9 @@ fn parse_int(s: &str, at: usize) -> Result<Int, ParseError> {
     if negative && digits == "0" {
         return Err(err(at, Rule::NegativeZero));
     }
-    let magnitude: u64 = digits.parse().map_err(|_| err(digits_at, Rule::IntegerOutOfRange))?;
+    let magnitude: u64 = digits
+        .parse()
+        .map_err(|_| err(digits_at, Rule::IntegerOutOfRange))?;
     Ok(Int::from_sign_magnitude(negative, magnitude))
 }
 
@@ -154,7 +165,8 @@ fn parse_bytes(b64: &str, at: usize) -> Result<Vec<u8>, ParseError> {
     }
     URL_SAFE_NO_PAD.decode(b64).map_err(|e| {
         let offset = match e {
-            base64::DecodeError::InvalidByte(i, _) | base64::DecodeError::InvalidLastSymbol(i, _) => at + i,
+            base64::DecodeError::InvalidByte(i, _)
+            | base64::DecodeError::InvalidLastSymbol(i, _) => at + i,
             _ => at,
         };
         err(offset, Rule::Base64(e.to_string()))

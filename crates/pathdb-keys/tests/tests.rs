@@ -1,1 +1,5 @@
-//! Integration tests.
+//! Integration tests of pathdb-keys through its public API: one test binary, modules below.
+
+mod model;
+mod properties;
+mod strategy;

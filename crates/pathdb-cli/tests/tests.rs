@@ -1,0 +1,36 @@
+//! End-to-end tests of the `pathdb` binary: what a user types, what they see.
+
+mod key;
+
+use std::process::{Command, Output};
+
+/// Runs the built `pathdb` binary with `args`.
+pub fn pathdb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pathdb"))
+        .args(args)
+        .output()
+        .expect("the pathdb binary runs")
+}
+
+/// Runs `pathdb`, asserts success and returns stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = pathdb(args);
+    assert!(
+        out.status.success(),
+        "pathdb {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+/// Runs `pathdb`, asserts failure with nothing on stdout, and returns stderr.
+pub fn fails(args: &[&str]) -> String {
+    let out = pathdb(args);
+    assert!(!out.status.success(), "pathdb {args:?} should fail");
+    assert_eq!(out.status.code(), Some(2), "pathdb {args:?} exit code");
+    assert!(
+        out.stdout.is_empty(),
+        "pathdb {args:?} printed to stdout on error"
+    );
+    String::from_utf8(out.stderr).expect("utf-8 output")
+}
