@@ -1,0 +1,57 @@
+//! Binary codec: any input either fails to decode (with an error, never a panic) or is the
+//! canonical encoding of the path it decodes to. The same bytes, split in two, exercise the
+//! partition/sort-key reassembly.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use pathdb_keys::{KeyPath, KeyPathRef};
+
+/// Longer inputs only slow the fuzzer down without reaching new code.
+const MAX_LEN: usize = 4096;
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() > MAX_LEN {
+        return;
+    }
+
+    // The decoder accepts only canonical encodings, so a successful decode re-encodes exactly.
+    let owned = KeyPath::decode(data);
+    let borrowed = KeyPathRef::decode(data);
+    match (&owned, &borrowed) {
+        (Ok(path), Ok(r)) => {
+            assert_eq!(
+                path.encode(),
+                data,
+                "decode accepted a non-canonical encoding of {path}"
+            );
+            assert_eq!(
+                &r.to_key_path(),
+                path,
+                "KeyPathRef and KeyPath decode differently"
+            );
+            assert_eq!(r.as_bytes(), data);
+            // The text form must also survive (the decoder hands out only valid paths).
+            let text = path.to_string();
+            match text.parse::<KeyPath>() {
+                Ok(p) => assert_eq!(&p, path, "{text:?} re-parses to a different path"),
+                Err(e) => panic!("text {text:?} of a decoded path does not parse: {e}"),
+            }
+        }
+        (Err(_), Err(_)) => {}
+        _ => panic!("KeyPath::decode ({owned:?}) and KeyPathRef::decode ({borrowed:?}) disagree"),
+    }
+
+    // Partition/sort split: the first byte picks where the rest is cut into (pk, sk).
+    if let Some((&cut, rest)) = data.split_first() {
+        let (pk, sk) = rest.split_at(usize::from(cut).min(rest.len()));
+        if let Ok(p) = KeyPath::from_partition_and_sort(pk, sk) {
+            assert_eq!(
+                p.partition_key(),
+                pk,
+                "partition key of {p} differs from its input"
+            );
+            assert_eq!(p.sort_key(), sk, "sort key of {p} differs from its input");
+        }
+    }
+});
