@@ -1,0 +1,233 @@
+//! The storage contract: ordered binary keys grouped in partitions, snapshot reads, and atomic
+//! conditional write batches. Everything else (item metadata, history, conditions on user
+//! semantics, page tokens, TTL, limits) lives above it in [`crate::Store`], written once.
+//!
+//! The shape is what both an embedded B-tree and DynamoDB offer without faking: a key is a
+//! partition key plus a sort key (DynamoDB's PK/SK; one redb tuple key), range scans stay inside
+//! one partition, and a batch is a list of puts, deletes and checks, each with an optional
+//! condition on the stored version, applied all or nothing (redb's write transaction;
+//! DynamoDB's TransactWriteItems).
+
+mod file;
+mod memory;
+
+pub use file::{Durability, FileBackend, FileOptions};
+pub use memory::InMemoryBackend;
+
+use crate::StorageError;
+use std::ops::Bound;
+
+/// A stored key: the encoded group and the encoded rest of the path (or a system key).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Key {
+    /// The partition key; scans never cross partitions.
+    pub partition: Vec<u8>,
+    /// The sort key, ordered by unsigned bytes within the partition.
+    pub sort: Vec<u8>,
+}
+
+/// What a backend stores under a key. Backends keep every field and return it unchanged;
+/// `version` is what conditions compare and `expires_at` is exposed so a backend with native
+/// expiry (DynamoDB's TTL attribute) can use it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Record {
+    /// Incremented by the store on every write of the key; conditions compare it.
+    pub version: u64,
+    /// Microseconds since the Unix epoch (UTC).
+    pub created_at: i64,
+    /// Microseconds since the Unix epoch (UTC).
+    pub modified_at: i64,
+    /// Microseconds since the Unix epoch (UTC) after which the record is dead.
+    pub expires_at: Option<i64>,
+    /// Opaque to the backend (the store keeps JSON text here).
+    pub value: Vec<u8>,
+}
+
+/// A condition on a key's stored record, checked atomically with the batch.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Expect {
+    /// No record is stored under the key.
+    Absent,
+    /// A record with exactly this version is stored under the key.
+    Version(u64),
+}
+
+/// One operation of a [`WriteBatch`].
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum WriteOp {
+    /// Store `record` under `key`, if `expect` holds.
+    Put {
+        /// Where.
+        key: Key,
+        /// What.
+        record: Record,
+        /// Condition, if any.
+        expect: Option<Expect>,
+    },
+    /// Remove `key` (a no-op if absent), if `expect` holds.
+    Delete {
+        /// Where.
+        key: Key,
+        /// Condition, if any.
+        expect: Option<Expect>,
+    },
+    /// Write nothing; fail the batch unless `expect` holds.
+    Check {
+        /// Where.
+        key: Key,
+        /// Condition.
+        expect: Expect,
+    },
+}
+
+impl WriteOp {
+    /// The key the operation touches.
+    pub fn key(&self) -> &Key {
+        match self {
+            WriteOp::Put { key, .. } | WriteOp::Delete { key, .. } | WriteOp::Check { key, .. } => {
+                key
+            }
+        }
+    }
+
+    /// The operation's condition, if any.
+    pub fn expect(&self) -> Option<Expect> {
+        match self {
+            WriteOp::Put { expect, .. } | WriteOp::Delete { expect, .. } => *expect,
+            WriteOp::Check { expect, .. } => Some(*expect),
+        }
+    }
+}
+
+/// Operations applied all or nothing. No key appears twice (DynamoDB forbids it; the store never
+/// builds such a batch).
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct WriteBatch {
+    /// In order.
+    pub ops: Vec<WriteOp>,
+}
+
+/// A failed [`Backend::write`].
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The condition of `ops[index]` did not hold; nothing was written.
+    #[error("condition of batch operation {index} failed")]
+    ConditionFailed {
+        /// Index into [`WriteBatch::ops`].
+        index: usize,
+    },
+    /// The backend could not write; nothing was acknowledged.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// Scan direction.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Direction {
+    /// Ascending byte order.
+    #[default]
+    Forward,
+    /// Descending byte order.
+    Reverse,
+}
+
+/// A sort-key range inside one partition.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct SortRange {
+    /// Lower bound.
+    pub start: Bound<Vec<u8>>,
+    /// Upper bound.
+    pub end: Bound<Vec<u8>>,
+}
+
+impl SortRange {
+    /// Whether `sort` lies inside.
+    pub fn contains(&self, sort: &[u8]) -> bool {
+        let above = match &self.start {
+            Bound::Included(s) => sort >= s.as_slice(),
+            Bound::Excluded(s) => sort > s.as_slice(),
+            Bound::Unbounded => true,
+        };
+        let below = match &self.end {
+            Bound::Included(e) => sort <= e.as_slice(),
+            Bound::Excluded(e) => sort < e.as_slice(),
+            Bound::Unbounded => true,
+        };
+        above && below
+    }
+
+    /// Whether no key can lie inside.
+    pub fn is_empty(&self) -> bool {
+        match (&self.start, &self.end) {
+            (Bound::Included(s), Bound::Included(e)) => s > e,
+            (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e))
+            | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
+            _ => false,
+        }
+    }
+}
+
+/// A stored backend: implementations must be safe to share between threads.
+///
+/// Implementors guarantee:
+/// - a [`Reader`] sees one consistent state: every write acknowledged before it was created and
+///   nothing of a batch acknowledged later, or the backend documents the weaker guarantee;
+/// - [`Backend::write`] applies every operation or none, checks each condition against the state
+///   the batch applies to, and returns only once the batch is as durable as the backend promises;
+/// - keys and records come back byte-for-byte as written.
+pub trait Backend: Send + Sync + 'static {
+    /// A read view; see the trait's guarantees.
+    type Reader<'a>: Reader
+    where
+        Self: 'a;
+
+    /// Opens a consistent read view.
+    ///
+    /// # Errors
+    /// The backend cannot serve reads.
+    fn reader(&self) -> Result<Self::Reader<'_>, StorageError>;
+
+    /// Applies a batch atomically.
+    ///
+    /// # Errors
+    /// [`WriteError::ConditionFailed`] names the first failed condition; nothing was written.
+    fn write(&self, batch: WriteBatch) -> Result<(), WriteError>;
+
+    /// Whether the backend deletes expired records by itself (DynamoDB's TTL). When false, the
+    /// store keeps an expiry index and removes them in the background.
+    fn native_expiry(&self) -> bool {
+        false
+    }
+}
+
+/// Reads from one consistent view of a backend.
+pub trait Reader {
+    /// The record under `key`.
+    ///
+    /// # Errors
+    /// The backend failed.
+    fn get(&self, key: &Key) -> Result<Option<Record>, StorageError>;
+
+    /// Up to `limit` entries of `partition` whose sort key lies in `range`, in `direction`.
+    ///
+    /// # Errors
+    /// The backend failed.
+    fn scan(
+        &self,
+        partition: &[u8],
+        range: &SortRange,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Record)>, StorageError>;
+
+    /// Up to `limit` entries of the whole store after `after` (exclusive), in (partition, sort)
+    /// order: the resumable full scan behind export.
+    ///
+    /// # Errors
+    /// The backend failed.
+    fn scan_all(
+        &self,
+        after: Option<&Key>,
+        limit: usize,
+    ) -> Result<Vec<(Key, Record)>, StorageError>;
+}

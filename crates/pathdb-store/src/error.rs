@@ -1,0 +1,125 @@
+//! Errors. Backends fail with [`StorageError`]; the data API fails with [`Error`], whose variants
+//! say what the caller did wrong (and so map to HTTP statuses) or that storage failed.
+
+use pathdb_keys::KeyPath;
+
+/// The storage engine failed: I/O, corruption, or a closed database. Not the caller's fault.
+#[derive(Debug, thiserror::Error)]
+#[error("storage error: {message}")]
+pub struct StorageError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl StorageError {
+    /// An error with a message and its cause.
+    pub fn new(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StorageError {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// An error with a message only.
+    pub fn msg(message: impl Into<String>) -> Self {
+        StorageError {
+            message: message.into(),
+            source: None,
+        }
+    }
+}
+
+/// A condition the caller attached to a write.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Condition {
+    /// The item must not exist (expired items do not exist).
+    MustNotExist,
+    /// The item must exist.
+    MustExist,
+    /// The item must exist with exactly this version.
+    IfVersion(u64),
+}
+
+impl std::fmt::Display for Condition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Condition::MustNotExist => f.write_str("must not exist"),
+            Condition::MustExist => f.write_str("must exist"),
+            Condition::IfVersion(v) => write!(f, "must be at version {v}"),
+        }
+    }
+}
+
+/// Everything the data API can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A write's condition did not hold; nothing was written.
+    #[error("condition failed for {path}: {condition}, but it {}", describe(*.current))]
+    ConditionFailed {
+        /// The path whose condition failed.
+        path: KeyPath,
+        /// The condition.
+        condition: Condition,
+        /// The version found, `None` if the item does not exist.
+        current: Option<u64>,
+    },
+    /// A concurrent write changed what a transaction read; nothing was written. Retry.
+    #[error("transaction conflict: a concurrent write changed {path}; retry")]
+    Conflict {
+        /// A path that changed.
+        path: KeyPath,
+    },
+    /// A key path exceeds the storage limit.
+    #[error("key path too long: the {part} of {path} encodes to {size} bytes, the limit is {max}")]
+    KeyTooLarge {
+        /// The path.
+        path: KeyPath,
+        /// "group" or "sort key".
+        part: &'static str,
+        /// Encoded size.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// An item exceeds the storage limit.
+    #[error("item too large: {path} is {size} bytes with its key and metadata, the limit is {max}")]
+    ItemTooLarge {
+        /// The path.
+        path: KeyPath,
+        /// Size in bytes.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A value is not valid JSON.
+    #[error("invalid JSON value: {0}")]
+    InvalidJson(#[source] serde_json::Error),
+    /// A page token is malformed or belongs to another query.
+    #[error("invalid page token: {0}")]
+    InvalidPageToken(&'static str),
+    /// A request is malformed (names what and why).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The storage engine failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+fn describe(current: Option<u64>) -> String {
+    match current {
+        Some(v) => format!("is at version {v}"),
+        None => "does not exist".to_owned(),
+    }
+}
+
+impl Error {
+    /// Whether retrying the same request may succeed (a transaction conflict).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Conflict { .. })
+    }
+}

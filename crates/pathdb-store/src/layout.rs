@@ -1,0 +1,130 @@
+//! Where the data API puts things in the backend's key space.
+//!
+//! | what | partition | sort key |
+//! | --- | --- | --- |
+//! | item | encoded group | encoded rest of the path (`00` for the group's own item) |
+//! | revision | encoded group | `ff` + item sort key + big-endian `u64::MAX - version` |
+//! | expiry index entry | `00` | `01` + big-endian expiry + `u16` partition length + partition + sort |
+//! | namespace history setting | `00` | `02` + namespace |
+//!
+//! Item sort keys start with `00` or a namespace byte (`A-Z`, `_`, `a-z`), so revisions (`ff`)
+//! never collide with or sort among items, and a partition's items are `[00, ff)`. No group
+//! encoding starts with `00`, so the system partition is never a group. Revisions of one item are
+//! contiguous and newest first.
+
+use crate::backend::{Key, SortRange};
+use pathdb_keys::KeyPath;
+use std::ops::Bound;
+
+pub(crate) const SYSTEM_PARTITION: &[u8] = &[0x00];
+const EXPIRY_INDEX: u8 = 0x01;
+const NAMESPACE_HISTORY: u8 = 0x02;
+const REVISION: u8 = 0xff;
+
+pub(crate) fn item_key(path: &KeyPath) -> Key {
+    Key {
+        partition: path.partition_key(),
+        sort: path.sort_key(),
+    }
+}
+
+/// All item sort keys of a partition.
+pub(crate) fn items_upper_bound() -> Bound<Vec<u8>> {
+    Bound::Excluded(vec![REVISION])
+}
+
+pub(crate) fn revision_key(item: &Key, version: u64) -> Key {
+    let mut sort = Vec::with_capacity(item.sort.len() + 9);
+    sort.push(REVISION);
+    sort.extend_from_slice(&item.sort);
+    sort.extend_from_slice(&(u64::MAX - version).to_be_bytes());
+    Key {
+        partition: item.partition.clone(),
+        sort,
+    }
+}
+
+/// The revisions of one item, newest first when scanned forward.
+pub(crate) fn revision_range(item: &Key) -> SortRange {
+    let mut start = Vec::with_capacity(item.sort.len() + 9);
+    start.push(REVISION);
+    start.extend_from_slice(&item.sort);
+    let mut end = start.clone();
+    start.extend_from_slice(&[0; 8]);
+    end.extend_from_slice(&[0xff; 8]);
+    SortRange {
+        start: Bound::Included(start),
+        end: Bound::Included(end),
+    }
+}
+
+/// Whether `sort` is a revision of `item` (and not of an item whose sort key extends it).
+pub(crate) fn is_revision_of(item: &Key, sort: &[u8]) -> bool {
+    sort.len() == item.sort.len() + 9 && sort[1..1 + item.sort.len()] == item.sort[..]
+}
+
+/// Microseconds to a big-endian key that sorts like the signed value.
+fn order_preserving(t: i64) -> [u8; 8] {
+    ((t as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+pub(crate) fn expiry_key(expires_at: i64, item: &Key) -> Key {
+    let mut sort = Vec::with_capacity(11 + item.partition.len() + item.sort.len());
+    sort.push(EXPIRY_INDEX);
+    sort.extend_from_slice(&order_preserving(expires_at));
+    // Partition keys are at most 2048 bytes (checked before any write).
+    sort.extend_from_slice(&(item.partition.len() as u16).to_be_bytes());
+    sort.extend_from_slice(&item.partition);
+    sort.extend_from_slice(&item.sort);
+    Key {
+        partition: SYSTEM_PARTITION.to_vec(),
+        sort,
+    }
+}
+
+/// Index entries that expired at or before `now`.
+pub(crate) fn expired_range(now: i64) -> SortRange {
+    let mut end = vec![EXPIRY_INDEX];
+    end.extend_from_slice(&order_preserving(now));
+    end.push(0xff);
+    SortRange {
+        start: Bound::Included(vec![EXPIRY_INDEX]),
+        end: Bound::Excluded(end),
+    }
+}
+
+/// `(expires_at, item key)` of an expiry index entry.
+pub(crate) fn parse_expiry_key(sort: &[u8]) -> Option<(i64, Key)> {
+    let rest = sort.strip_prefix(&[EXPIRY_INDEX])?;
+    let t = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?) ^ (1 << 63);
+    let len = usize::from(u16::from_be_bytes(rest.get(8..10)?.try_into().ok()?));
+    let partition = rest.get(10..10 + len)?.to_vec();
+    let sort = rest.get(10 + len..)?.to_vec();
+    Some((t as i64, Key { partition, sort }))
+}
+
+pub(crate) fn namespace_history_key(namespace: &str) -> Key {
+    let mut sort = vec![NAMESPACE_HISTORY];
+    sort.extend_from_slice(namespace.as_bytes());
+    Key {
+        partition: SYSTEM_PARTITION.to_vec(),
+        sort,
+    }
+}
+
+pub(crate) fn namespace_history_range() -> SortRange {
+    SortRange {
+        start: Bound::Included(vec![NAMESPACE_HISTORY]),
+        end: Bound::Excluded(vec![NAMESPACE_HISTORY + 1]),
+    }
+}
+
+pub(crate) fn is_revision(sort: &[u8]) -> bool {
+    sort.first() == Some(&REVISION)
+}
+
+/// The item sort key inside a revision sort key.
+pub(crate) fn revision_item_sort(sort: &[u8]) -> Option<&[u8]> {
+    sort.strip_prefix(&[REVISION])?
+        .get(..sort.len().checked_sub(9)?)
+}

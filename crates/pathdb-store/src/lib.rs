@@ -1,0 +1,41 @@
+//! PathDB's data API: JSON items at typed key paths, with subtree and children listing, typed
+//! bounds, page tokens in both directions, conditions, transactions, history and expiry, over a
+//! small [`Backend`] trait that an embedded engine (redb, the default) and DynamoDB implement.
+//!
+//! ```
+//! use pathdb_store::{Json, ListRequest, PutOptions, Store, StoreOptions};
+//! use pathdb_store::backend::InMemoryBackend;
+//!
+//! let store = Store::new(InMemoryBackend::new(), StoreOptions::default())?;
+//! for id in [1, 2, 10] {
+//!     let path = format!("/user-7/post-{id}").parse()?;
+//!     store.put(&path, Json::parse(r#"{"title": "hi"}"#)?, PutOptions::default())?;
+//! }
+//! let page = store.list(&ListRequest::new("/user-7".parse()?))?;
+//! let paths: Vec<String> = page.items.iter().map(|i| i.path.to_string()).collect();
+//! assert_eq!(paths, ["/user-7/post-1", "/user-7/post-2", "/user-7/post-10"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod backend;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+mod error;
+mod export;
+mod item;
+mod layout;
+mod list;
+mod store;
+mod ttl;
+
+pub use error::{Condition, Error, StorageError};
+pub use export::{ExportRecord, ScanPage};
+pub use item::{Item, Json, Timestamp};
+pub use list::{DEFAULT_LIST_LIMIT, ListPage, ListRequest, MAX_LIST_LIMIT};
+pub use store::{
+    Clock, Expiry, MAX_GET_MANY, MAX_GROUP_BYTES, MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES,
+    MAX_TRANSACTION_OPS, ManualClock, PutOptions, Store, StoreOptions, SystemClock, Transaction,
+    TxOp, TxResult,
+};

@@ -1,0 +1,365 @@
+//! Listing a subtree or the direct children of a path: typed bounds, either direction, limits
+//! and page tokens. One snapshot per page; a page token is the position after the last item
+//! returned, bound to the listing it came from, so a listing resumes in either direction.
+
+use crate::backend::{Backend, Direction, Reader, SortRange};
+use crate::store::{check_key, to_item};
+use crate::{Error, Item, Store, layout};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pathdb_keys::KeyPath;
+use std::ops::Bound;
+
+/// Items per page when the request does not say.
+pub const DEFAULT_LIST_LIMIT: usize = 100;
+/// Most items per page.
+pub const MAX_LIST_LIMIT: usize = 1000;
+/// Entries read per backend call when listing children: enough to step over shallow subtrees
+/// without a seek each, few enough not to read deep subtrees.
+const CHILDREN_BATCH: usize = 16;
+
+/// What [`Store::list`] returns.
+#[derive(Clone, Debug)]
+pub struct ListRequest {
+    /// The subtree to list: the item at this path (if any), then everything below it in key order.
+    pub prefix: KeyPath,
+    /// Only the direct children of `prefix` (found by seeking over each child's subtree).
+    pub children_only: bool,
+    /// Only keys after this path.
+    pub gt: Option<KeyPath>,
+    /// Only keys at or after this path.
+    pub gte: Option<KeyPath>,
+    /// Only keys before this path.
+    pub lt: Option<KeyPath>,
+    /// Only keys at or before this path.
+    pub lte: Option<KeyPath>,
+    /// Descending key order.
+    pub reverse: bool,
+    /// Items per page, 1..=[`MAX_LIST_LIMIT`].
+    pub limit: usize,
+    /// Continue after the page that returned this token.
+    pub page_token: Option<String>,
+}
+
+impl ListRequest {
+    /// Lists the subtree of `prefix`, [`DEFAULT_LIST_LIMIT`] items per page.
+    pub fn new(prefix: KeyPath) -> ListRequest {
+        ListRequest {
+            prefix,
+            children_only: false,
+            gt: None,
+            gte: None,
+            lt: None,
+            lte: None,
+            reverse: false,
+            limit: DEFAULT_LIST_LIMIT,
+            page_token: None,
+        }
+    }
+}
+
+/// One page of a listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListPage {
+    /// The items, in the requested order.
+    pub items: Vec<Item>,
+    /// Present when more items follow; pass it back to continue.
+    pub next_page_token: Option<String>,
+}
+
+const TOKEN_VERSION: u8 = 1;
+
+/// FNV-1a: stable across builds, so tokens survive a restart or an upgrade.
+fn fnv(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in (part.len() as u64).to_le_bytes().iter().chain(*part) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+fn encode_token(fingerprint: u64, cursor: &[u8]) -> String {
+    let mut raw = Vec::with_capacity(9 + cursor.len());
+    raw.push(TOKEN_VERSION);
+    raw.extend_from_slice(&fingerprint.to_be_bytes());
+    raw.extend_from_slice(cursor);
+    URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn decode_token(token: &str) -> Result<(u64, Vec<u8>), Error> {
+    let raw = URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| Error::InvalidPageToken("not a page token"))?;
+    match raw.split_first() {
+        Some((&TOKEN_VERSION, rest)) if rest.len() > 8 => {
+            let mut fp = [0; 8];
+            fp.copy_from_slice(&rest[..8]);
+            Ok((u64::from_be_bytes(fp), rest[8..].to_vec()))
+        }
+        _ => Err(Error::InvalidPageToken("not a page token")),
+    }
+}
+
+fn tighten_start(range: &mut SortRange, bound: Bound<Vec<u8>>) {
+    let tighter = match (&range.start, &bound) {
+        (_, Bound::Unbounded) => false,
+        (Bound::Unbounded, _) => true,
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b)) => b > a,
+        (Bound::Included(a), Bound::Excluded(b)) => b >= a,
+        (Bound::Excluded(a), Bound::Excluded(b)) => b > a,
+    };
+    if tighter {
+        range.start = bound;
+    }
+}
+
+fn tighten_end(range: &mut SortRange, bound: Bound<Vec<u8>>) {
+    let tighter = match (&range.end, &bound) {
+        (_, Bound::Unbounded) => false,
+        (Bound::Unbounded, _) => true,
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b)) => b < a,
+        (Bound::Included(a), Bound::Excluded(b)) => b <= a,
+        (Bound::Excluded(a), Bound::Excluded(b)) => b < a,
+    };
+    if tighter {
+        range.end = bound;
+    }
+}
+
+/// Moves the range past `sort` in the scan direction.
+fn step_past(range: &mut SortRange, sort: Vec<u8>, direction: Direction) {
+    match direction {
+        Direction::Forward => range.start = Bound::Excluded(sort),
+        Direction::Reverse => range.end = Bound::Excluded(sort),
+    }
+}
+
+impl<B: Backend> Store<B> {
+    /// One page of a listing inside the group of `request.prefix`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRequest`] for a limit outside 1..=[`MAX_LIST_LIMIT`] or a bound in another
+    /// group; [`Error::InvalidPageToken`] for a token from another listing; storage failures.
+    pub fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        let prefix = &request.prefix;
+        check_key(prefix)?;
+        if !(1..=MAX_LIST_LIMIT).contains(&request.limit) {
+            return Err(Error::InvalidRequest(format!(
+                "limit must be 1..={MAX_LIST_LIMIT}, got {}",
+                request.limit
+            )));
+        }
+        let base = if request.children_only {
+            prefix.sort_key_descendants_range()
+        } else {
+            prefix.sort_key_subtree_range()
+        };
+        let mut range = SortRange {
+            start: Bound::Included(base.start),
+            end: base
+                .end
+                .map_or_else(layout::items_upper_bound, Bound::Excluded),
+        };
+        let mut fingerprint_parts: Vec<Vec<u8>> =
+            vec![prefix.encode(), vec![u8::from(request.children_only)]];
+        let bounds = [
+            (&request.gt, 0u8),
+            (&request.gte, 1),
+            (&request.lt, 2),
+            (&request.lte, 3),
+        ];
+        for (bound, kind) in bounds {
+            let Some(bound) = bound else { continue };
+            if bound.group() != prefix.group() {
+                return Err(Error::InvalidRequest(format!(
+                    "bound {bound} is not in the group of {prefix}"
+                )));
+            }
+            check_key(bound)?;
+            let sort = bound.sort_key();
+            fingerprint_parts.push([&[kind][..], &bound.encode()].concat());
+            match kind {
+                0 => tighten_start(&mut range, Bound::Excluded(sort)),
+                1 => tighten_start(&mut range, Bound::Included(sort)),
+                2 => tighten_end(&mut range, Bound::Excluded(sort)),
+                _ => tighten_end(&mut range, Bound::Included(sort)),
+            }
+        }
+        let parts: Vec<&[u8]> = fingerprint_parts.iter().map(Vec::as_slice).collect();
+        let fingerprint = fnv(&parts);
+        let direction = if request.reverse {
+            Direction::Reverse
+        } else {
+            Direction::Forward
+        };
+        let partition = prefix.partition_key();
+
+        if let Some(token) = &request.page_token {
+            let (fp, cursor) = decode_token(token)?;
+            if fp != fingerprint {
+                return Err(Error::InvalidPageToken(
+                    "the token belongs to another listing",
+                ));
+            }
+            if !range.contains(&cursor) {
+                return Err(Error::InvalidPageToken(
+                    "the token points outside this listing",
+                ));
+            }
+            let past = match (request.children_only, direction) {
+                // After a child comes the next child: skip the cursor's whole subtree.
+                (true, Direction::Forward) => {
+                    let child =
+                        KeyPath::from_partition_and_sort(&partition, &cursor).map_err(|_| {
+                            Error::InvalidPageToken("the token points outside this listing")
+                        })?;
+                    child
+                        .sort_key_subtree_range()
+                        .end
+                        .map_or(Bound::Excluded(cursor), Bound::Included)
+                }
+                _ => Bound::Excluded(cursor),
+            };
+            match direction {
+                Direction::Forward => tighten_start(&mut range, past),
+                Direction::Reverse => tighten_end(&mut range, past),
+            }
+        }
+
+        let reader = self.inner.backend.reader()?;
+        let now = self.now();
+        // One more than asked, to know whether a next page exists.
+        let want = request.limit + 1;
+        let mut found: Vec<(Vec<u8>, Item)> = Vec::with_capacity(want.min(1024));
+        if request.children_only {
+            self.collect_children(
+                &reader, prefix, &partition, range, direction, now, want, &mut found,
+            )?;
+        } else {
+            collect_subtree(
+                &reader, prefix, &partition, range, direction, now, want, &mut found,
+            )?;
+        }
+        let next_page_token = if found.len() > request.limit {
+            found.truncate(request.limit);
+            found
+                .last()
+                .map(|(sort, _)| encode_token(fingerprint, sort))
+        } else {
+            None
+        };
+        Ok(ListPage {
+            items: found.into_iter().map(|(_, item)| item).collect(),
+            next_page_token,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn collect_children<R: Reader>(
+        &self,
+        reader: &R,
+        prefix: &KeyPath,
+        partition: &[u8],
+        mut range: SortRange,
+        direction: Direction,
+        now: i64,
+        want: usize,
+        found: &mut Vec<(Vec<u8>, Item)>,
+    ) -> Result<(), Error> {
+        let requested = range.clone();
+        // A bare last element (`/u-1/post`) lists its namespace's ids: children sit at its depth.
+        let depth = prefix.len() + usize::from(prefix.last().id().is_some());
+        while found.len() < want {
+            let batch = reader.scan(partition, &range, direction, CHILDREN_BATCH)?;
+            if batch.is_empty() {
+                break;
+            }
+            for (sort, record) in batch {
+                if found.len() >= want {
+                    break;
+                }
+                // An earlier entry of this batch may have moved the range past this one.
+                if !range.contains(&sort) {
+                    continue;
+                }
+                let path = decode_path(partition, &sort)?;
+                if !prefix.covers(&path) || path.len() < depth {
+                    step_past(&mut range, sort, direction);
+                    continue;
+                }
+                let child = if path.len() == depth {
+                    path.clone()
+                } else {
+                    KeyPath::from_elements(path.elements()[..depth].to_vec()).map_err(|e| {
+                        crate::StorageError::msg(format!("stored key has an invalid prefix: {e}"))
+                    })?
+                };
+                let child_range = child.sort_key_subtree_range();
+                let child_sort = child.sort_key();
+                // Seek over the child's subtree.
+                match direction {
+                    Direction::Forward => {
+                        range.start = child_range.end.map_or(Bound::Unbounded, Bound::Included);
+                    }
+                    Direction::Reverse => range.end = Bound::Excluded(child_range.start),
+                }
+                // Forward, a child's own item comes before its subtree; reverse, after it.
+                let child_record = if path == child {
+                    Some(record)
+                } else if direction == Direction::Reverse && requested.contains(&child_sort) {
+                    reader.get(&crate::backend::Key {
+                        partition: partition.to_vec(),
+                        sort: child_sort.clone(),
+                    })?
+                } else {
+                    None
+                };
+                if let Some(r) = child_record.filter(|r| r.expires_at.is_none_or(|t| t > now)) {
+                    found.push((child_sort, to_item(child, r)?));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn collect_subtree<R: Reader>(
+    reader: &R,
+    prefix: &KeyPath,
+    partition: &[u8],
+    mut range: SortRange,
+    direction: Direction,
+    now: i64,
+    want: usize,
+    found: &mut Vec<(Vec<u8>, Item)>,
+) -> Result<(), Error> {
+    while found.len() < want {
+        let batch = reader.scan(partition, &range, direction, (want - found.len()).min(256))?;
+        let Some((last, _)) = batch.last() else { break };
+        let last = last.clone();
+        for (sort, record) in batch {
+            if found.len() >= want {
+                break;
+            }
+            if record.expires_at.is_some_and(|t| t <= now) {
+                continue;
+            }
+            let path = decode_path(partition, &sort)?;
+            // Exact results even where bytes ids alias other types (docs/key-format.md).
+            if prefix.covers(&path) {
+                found.push((sort, to_item(path, record)?));
+            }
+        }
+        step_past(&mut range, last, direction);
+    }
+    Ok(())
+}
+
+pub(crate) fn decode_path(partition: &[u8], sort: &[u8]) -> Result<KeyPath, Error> {
+    KeyPath::from_partition_and_sort(partition, sort)
+        .map_err(|e| crate::StorageError::new("stored key is not a valid key path", e).into())
+}

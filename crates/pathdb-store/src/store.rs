@@ -1,0 +1,745 @@
+//! [`Store`]: the data API over any [`Backend`]. Reads use one snapshot per call; writes read
+//! the current records, check the caller's conditions, and commit a batch that is conditional on
+//! the versions read, so a concurrent change makes the batch fail instead of being overwritten.
+
+use crate::backend::{
+    Backend, Direction, Expect, FileBackend, FileOptions, Key, Reader, Record, WriteBatch,
+    WriteError, WriteOp,
+};
+use crate::layout;
+use crate::{Condition, Error, Item, Json, StorageError, Timestamp};
+use pathdb_keys::KeyPath;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// Longest encoded group (DynamoDB's partition key limit).
+pub const MAX_GROUP_BYTES: usize = 2048;
+/// Longest encoded sort key (DynamoDB's sort key limit).
+pub const MAX_SORT_KEY_BYTES: usize = 1024;
+/// Largest item: value, keys and metadata, under DynamoDB's 400 KB with room for its attribute names.
+pub const MAX_ITEM_BYTES: usize = 400_000;
+/// Metadata bytes counted against [`MAX_ITEM_BYTES`] besides the value and the keys.
+const ITEM_OVERHEAD: usize = 64;
+/// Most operations in one transaction (DynamoDB's TransactWriteItems limit).
+pub const MAX_TRANSACTION_OPS: usize = 100;
+/// Most paths in one `get_many`.
+pub const MAX_GET_MANY: usize = 100;
+/// How often a single write re-reads and retries after a concurrent change.
+const WRITE_RETRIES: usize = 16;
+
+/// Where the store gets the time; tests substitute a [`ManualClock`].
+pub trait Clock: Send + Sync + 'static {
+    /// The current time.
+    fn now(&self) -> Timestamp;
+}
+
+/// The system clock.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+}
+
+/// A clock that moves only when told: for tests of expiry.
+#[derive(Default, Debug)]
+pub struct ManualClock(std::sync::atomic::AtomicI64);
+
+impl ManualClock {
+    /// A clock showing `t`.
+    pub fn new(t: Timestamp) -> ManualClock {
+        ManualClock(std::sync::atomic::AtomicI64::new(t.0))
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, d: Duration) {
+        let micros = i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
+        self.0
+            .fetch_add(micros, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.0.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
+/// Store settings.
+#[derive(Clone)]
+pub struct StoreOptions {
+    /// The time source.
+    pub clock: Arc<dyn Clock>,
+    /// Revisions kept per item when history is on and its namespace sets no retention.
+    pub default_history_retention: u32,
+    /// How often expired items are removed in the background; `None` disables the sweeper
+    /// (expired items are invisible regardless).
+    pub sweep_interval: Option<Duration>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            clock: Arc::new(SystemClock),
+            default_history_retention: 100,
+            sweep_interval: Some(Duration::from_secs(1)),
+        }
+    }
+}
+
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreOptions")
+            .field("default_history_retention", &self.default_history_retention)
+            .field("sweep_interval", &self.sweep_interval)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How an item expires.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Expiry {
+    /// At this time.
+    At(Timestamp),
+    /// This long after the write.
+    After(Duration),
+}
+
+/// Options of [`Store::put`].
+#[derive(Clone, Default, Debug)]
+pub struct PutOptions {
+    /// Write only if this holds.
+    pub condition: Option<Condition>,
+    /// Keep this version as a revision (also on when the namespace has history on).
+    pub history: bool,
+    /// When the item expires; `None` never.
+    pub expires: Option<Expiry>,
+}
+
+/// One operation of a [`Transaction`].
+#[derive(Clone, Debug)]
+pub enum TxOp {
+    /// Replace or create an item.
+    Put {
+        /// Where.
+        path: KeyPath,
+        /// The value.
+        value: Json,
+        /// Condition, history, expiry.
+        options: PutOptions,
+    },
+    /// Delete an item.
+    Delete {
+        /// Where.
+        path: KeyPath,
+        /// Delete only if this holds.
+        condition: Option<Condition>,
+    },
+    /// Write nothing; fail the transaction unless the condition holds.
+    Check {
+        /// Where.
+        path: KeyPath,
+        /// What must hold.
+        condition: Condition,
+    },
+}
+
+impl TxOp {
+    /// The path the operation touches.
+    pub fn path(&self) -> &KeyPath {
+        match self {
+            TxOp::Put { path, .. } | TxOp::Delete { path, .. } | TxOp::Check { path, .. } => path,
+        }
+    }
+}
+
+/// Puts, deletes and checks on any paths, applied all or nothing.
+#[derive(Clone, Default, Debug)]
+pub struct Transaction {
+    /// The operations, at most [`MAX_TRANSACTION_OPS`], each on a different path.
+    pub ops: Vec<TxOp>,
+}
+
+impl Transaction {
+    /// An empty transaction.
+    pub fn new() -> Transaction {
+        Transaction::default()
+    }
+
+    /// Adds a put.
+    pub fn put(mut self, path: KeyPath, value: Json, options: PutOptions) -> Self {
+        self.ops.push(TxOp::Put {
+            path,
+            value,
+            options,
+        });
+        self
+    }
+
+    /// Adds a delete.
+    pub fn delete(mut self, path: KeyPath, condition: Option<Condition>) -> Self {
+        self.ops.push(TxOp::Delete { path, condition });
+        self
+    }
+
+    /// Adds a condition check.
+    pub fn check(mut self, path: KeyPath, condition: Condition) -> Self {
+        self.ops.push(TxOp::Check { path, condition });
+        self
+    }
+}
+
+/// The outcome of one transaction operation.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum TxResult {
+    /// The item as written.
+    Put(Item),
+    /// The item that was deleted, if one existed.
+    Deleted(Option<Item>),
+    /// The check held.
+    Checked,
+}
+
+pub(crate) struct Inner<B> {
+    pub(crate) backend: B,
+    pub(crate) options: StoreOptions,
+    /// Namespace → revisions kept, for namespaces with history on.
+    namespace_history: RwLock<HashMap<String, u32>>,
+}
+
+/// PathDB's data API over a backend. Cheap to clone; clones share the backend.
+pub struct Store<B: Backend> {
+    pub(crate) inner: Arc<Inner<B>>,
+    _sweeper: Option<Arc<crate::ttl::Sweeper>>,
+}
+
+impl<B: Backend> Clone for Store<B> {
+    fn clone(&self) -> Self {
+        Store {
+            inner: Arc::clone(&self.inner),
+            _sweeper: self._sweeper.clone(),
+        }
+    }
+}
+
+impl Store<FileBackend> {
+    /// Opens (or creates) a database file with the embedded backend.
+    ///
+    /// # Errors
+    /// The file cannot be opened.
+    pub fn open(
+        path: impl AsRef<Path>,
+        file: FileOptions,
+        options: StoreOptions,
+    ) -> Result<Self, Error> {
+        Store::new(FileBackend::open(path, file)?, options)
+    }
+}
+
+pub(crate) fn now_of<B>(inner: &Inner<B>) -> i64 {
+    inner.options.clock.now().0
+}
+
+fn visible(record: Option<Record>, now: i64) -> Option<Record> {
+    record.filter(|r| r.expires_at.is_none_or(|t| t > now))
+}
+
+pub(crate) fn to_item(path: KeyPath, record: Record) -> Result<Item, Error> {
+    Ok(Item {
+        path,
+        version: record.version,
+        created_at: Timestamp(record.created_at),
+        modified_at: Timestamp(record.modified_at),
+        expires_at: record.expires_at.map(Timestamp),
+        value: Json::from_stored(record.value)?,
+    })
+}
+
+impl<B: Backend> Store<B> {
+    /// A store over `backend`; starts the expiry sweeper unless disabled or the backend expires
+    /// records itself.
+    ///
+    /// # Errors
+    /// The backend cannot be read.
+    pub fn new(backend: B, options: StoreOptions) -> Result<Self, Error> {
+        let reader = backend.reader()?;
+        let mut namespace_history = HashMap::new();
+        for (sort, record) in reader.scan(
+            layout::SYSTEM_PARTITION,
+            &layout::namespace_history_range(),
+            Direction::Forward,
+            usize::MAX,
+        )? {
+            let ns = String::from_utf8_lossy(&sort[1..]).into_owned();
+            let retention: u32 = serde_json::from_slice(&record.value)
+                .map_err(|e| StorageError::new("corrupt namespace setting", e))?;
+            namespace_history.insert(ns, retention);
+        }
+        drop(reader);
+        let sweep = options.sweep_interval.filter(|_| !backend.native_expiry());
+        let inner = Arc::new(Inner {
+            backend,
+            options,
+            namespace_history: RwLock::new(namespace_history),
+        });
+        let sweeper = sweep
+            .map(|interval| Arc::new(crate::ttl::Sweeper::start(Arc::downgrade(&inner), interval)));
+        Ok(Store {
+            inner,
+            _sweeper: sweeper,
+        })
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.inner.backend
+    }
+
+    pub(crate) fn now(&self) -> i64 {
+        now_of(&self.inner)
+    }
+
+    /// The item at `path`, if it exists and has not expired.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn get(&self, path: &KeyPath) -> Result<Option<Item>, Error> {
+        check_key(path)?;
+        let reader = self.inner.backend.reader()?;
+        let record = visible(reader.get(&layout::item_key(path))?, self.now());
+        record.map(|r| to_item(path.clone(), r)).transpose()
+    }
+
+    /// The items that exist among `paths`, in the order asked, read from one snapshot.
+    ///
+    /// # Errors
+    /// More than [`MAX_GET_MANY`] paths; storage failures.
+    pub fn get_many(&self, paths: &[KeyPath]) -> Result<Vec<Item>, Error> {
+        if paths.len() > MAX_GET_MANY {
+            return Err(Error::InvalidRequest(format!(
+                "get_many takes at most {MAX_GET_MANY} paths, got {}",
+                paths.len()
+            )));
+        }
+        paths.iter().try_for_each(check_key)?;
+        let reader = self.inner.backend.reader()?;
+        let now = self.now();
+        let mut items = Vec::new();
+        for path in paths {
+            if let Some(r) = visible(reader.get(&layout::item_key(path))?, now) {
+                items.push(to_item(path.clone(), r)?);
+            }
+        }
+        Ok(items)
+    }
+
+    /// Creates or replaces the item at `path`.
+    ///
+    /// # Errors
+    /// [`Error::ConditionFailed`], size limits, storage failures.
+    pub fn put(&self, path: &KeyPath, value: Json, options: PutOptions) -> Result<Item, Error> {
+        let op = TxOp::Put {
+            path: path.clone(),
+            value,
+            options,
+        };
+        match self.execute(&[op], true)?.pop() {
+            Some(TxResult::Put(item)) => Ok(item),
+            _ => Err(StorageError::msg("put returned no item").into()),
+        }
+    }
+
+    /// Deletes the item at `path`; returns it, or `None` if it did not exist.
+    ///
+    /// # Errors
+    /// [`Error::ConditionFailed`], storage failures.
+    pub fn delete(
+        &self,
+        path: &KeyPath,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, Error> {
+        let op = TxOp::Delete {
+            path: path.clone(),
+            condition,
+        };
+        match self.execute(&[op], true)?.pop() {
+            Some(TxResult::Deleted(item)) => Ok(item),
+            _ => Err(StorageError::msg("delete returned no result").into()),
+        }
+    }
+
+    /// Applies a transaction all or nothing; one result per operation.
+    ///
+    /// # Errors
+    /// [`Error::ConditionFailed`] (nothing written); [`Error::Conflict`] when a concurrent write
+    /// changed a path it read (nothing written; retry); [`Error::InvalidRequest`] for an empty
+    /// transaction, more than [`MAX_TRANSACTION_OPS`] operations or a path used twice.
+    pub fn transact(&self, tx: Transaction) -> Result<Vec<TxResult>, Error> {
+        if tx.ops.is_empty() {
+            return Err(Error::InvalidRequest(
+                "a transaction needs at least one operation".into(),
+            ));
+        }
+        if tx.ops.len() > MAX_TRANSACTION_OPS {
+            return Err(Error::InvalidRequest(format!(
+                "a transaction has at most {MAX_TRANSACTION_OPS} operations, got {}",
+                tx.ops.len()
+            )));
+        }
+        let mut seen = HashSet::new();
+        if let Some(dup) = tx.ops.iter().map(TxOp::path).find(|p| !seen.insert(*p)) {
+            return Err(Error::InvalidRequest(format!(
+                "{dup} appears twice in one transaction"
+            )));
+        }
+        self.execute(&tx.ops, false)
+    }
+
+    /// Reads, checks and commits `ops`; with `retry`, re-runs after a concurrent change.
+    fn execute(&self, ops: &[TxOp], retry: bool) -> Result<Vec<TxResult>, Error> {
+        for op in ops {
+            check_key(op.path())?;
+            if let TxOp::Put { path, value, .. } = op {
+                check_item_size(path, value)?;
+            }
+        }
+        let attempts = if retry { WRITE_RETRIES } else { 1 };
+        let mut last_conflict = None;
+        for _ in 0..attempts {
+            let (batch, results, owners) = self.plan(ops)?;
+            match self.inner.backend.write(batch) {
+                Ok(()) => return Ok(results),
+                Err(WriteError::ConditionFailed { index }) => {
+                    let path = owners
+                        .get(index)
+                        .cloned()
+                        .unwrap_or_else(|| ops[0].path().clone());
+                    last_conflict = Some(path);
+                }
+                Err(WriteError::Storage(e)) => return Err(e.into()),
+            }
+        }
+        Err(Error::Conflict {
+            path: last_conflict.unwrap_or_else(|| ops[0].path().clone()),
+        })
+    }
+
+    /// Builds the batch for `ops` from one snapshot: the batch, the results it will have, and
+    /// for each batch operation the path it belongs to (to name a conflict).
+    fn plan(&self, ops: &[TxOp]) -> Result<(WriteBatch, Vec<TxResult>, Vec<KeyPath>), Error> {
+        let reader = self.inner.backend.reader()?;
+        let now = self.now();
+        let mut batch = WriteBatch::default();
+        let mut owners = Vec::new();
+        let mut results = Vec::with_capacity(ops.len());
+        for op in ops {
+            let path = op.path();
+            let key = layout::item_key(path);
+            let stored = reader.get(&key)?;
+            let current = visible(stored.clone(), now);
+            let condition = match op {
+                TxOp::Put { options, .. } => options.condition,
+                TxOp::Delete { condition, .. } => *condition,
+                TxOp::Check { condition, .. } => Some(*condition),
+            };
+            if let Some(condition) = condition {
+                check_condition(path, condition, current.as_ref())?;
+            }
+            // Whatever happens, the batch only applies to the record this plan saw.
+            let expect = Some(
+                stored
+                    .as_ref()
+                    .map_or(Expect::Absent, |r| Expect::Version(r.version)),
+            );
+            match op {
+                TxOp::Put { value, options, .. } => {
+                    let version = match &stored {
+                        Some(r) => r.version + 1,
+                        None => latest_revision(&reader, &key)?.map_or(1, |v| v + 1),
+                    };
+                    let expires_at = options.expires.map(|e| match e {
+                        Expiry::At(t) => t.0,
+                        Expiry::After(d) => Timestamp(now).plus(d).0,
+                    });
+                    let record = Record {
+                        version,
+                        created_at: current.as_ref().map_or(now, |r| r.created_at),
+                        modified_at: now,
+                        expires_at,
+                        value: value.as_str().as_bytes().to_vec(),
+                    };
+                    if let Some(retention) = self.history_retention(path, options.history) {
+                        for old in old_revisions(&reader, &key, retention)? {
+                            batch.ops.push(WriteOp::Delete {
+                                key: old,
+                                expect: None,
+                            });
+                            owners.push(path.clone());
+                        }
+                        batch.ops.push(WriteOp::Put {
+                            key: layout::revision_key(&key, version),
+                            record: record.clone(),
+                            expect: None,
+                        });
+                        owners.push(path.clone());
+                    }
+                    if let (Some(t), false) = (expires_at, self.inner.backend.native_expiry()) {
+                        batch.ops.push(WriteOp::Put {
+                            key: layout::expiry_key(t, &key),
+                            record: index_record(now),
+                            expect: None,
+                        });
+                        owners.push(path.clone());
+                    }
+                    results.push(TxResult::Put(to_item(path.clone(), record.clone())?));
+                    batch.ops.push(WriteOp::Put {
+                        key,
+                        record,
+                        expect,
+                    });
+                }
+                TxOp::Delete { .. } => {
+                    results.push(TxResult::Deleted(
+                        current.map(|r| to_item(path.clone(), r)).transpose()?,
+                    ));
+                    match stored {
+                        Some(_) => batch.ops.push(WriteOp::Delete { key, expect }),
+                        None => batch.ops.push(WriteOp::Check {
+                            key,
+                            expect: Expect::Absent,
+                        }),
+                    }
+                }
+                TxOp::Check { .. } => {
+                    results.push(TxResult::Checked);
+                    batch.ops.push(WriteOp::Check {
+                        key,
+                        expect: expect.unwrap_or(Expect::Absent),
+                    });
+                }
+            }
+            owners.push(path.clone());
+        }
+        Ok((batch, results, owners))
+    }
+
+    /// Revisions to keep for a put of `path`, or `None` when it keeps none.
+    fn history_retention(&self, path: &KeyPath, asked: bool) -> Option<u32> {
+        let ns = path.last().namespace().as_str();
+        let configured = self
+            .inner
+            .namespace_history
+            .read()
+            .ok()
+            .and_then(|m| m.get(ns).copied());
+        match configured {
+            Some(n) => Some(n),
+            None if asked => Some(self.inner.options.default_history_retention),
+            None => None,
+        }
+    }
+
+    /// Turns history on for every item whose last element has `namespace`, keeping `retention`
+    /// revisions each, or off with `None`.
+    ///
+    /// # Errors
+    /// Invalid namespace, zero retention, storage failures.
+    pub fn set_namespace_history(
+        &self,
+        namespace: &str,
+        retention: Option<u32>,
+    ) -> Result<(), Error> {
+        pathdb_keys::Namespace::new(namespace)
+            .map_err(|rule| Error::InvalidRequest(format!("namespace {namespace:?}: {rule}")))?;
+        let key = layout::namespace_history_key(namespace);
+        let op = match retention {
+            Some(0) => {
+                return Err(Error::InvalidRequest(
+                    "history retention must be at least 1".into(),
+                ));
+            }
+            Some(n) => WriteOp::Put {
+                key,
+                record: setting_record(n, self.now()),
+                expect: None,
+            },
+            None => WriteOp::Delete { key, expect: None },
+        };
+        self.inner
+            .backend
+            .write(WriteBatch { ops: vec![op] })
+            .map_err(|e| match e {
+                WriteError::Storage(s) => Error::Storage(s),
+                WriteError::ConditionFailed { .. } => {
+                    Error::Storage(StorageError::msg("unconditional write failed a condition"))
+                }
+            })?;
+        let mut map = self
+            .inner
+            .namespace_history
+            .write()
+            .map_err(|_| StorageError::msg("lock poisoned"))?;
+        match retention {
+            Some(n) => map.insert(namespace.to_owned(), n),
+            None => map.remove(namespace),
+        };
+        Ok(())
+    }
+
+    /// Revisions of `path`, newest first, at most `limit`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn history(&self, path: &KeyPath, limit: usize) -> Result<Vec<Item>, Error> {
+        check_key(path)?;
+        let reader = self.inner.backend.reader()?;
+        let key = layout::item_key(path);
+        let mut out = Vec::new();
+        for (sort, record) in reader.scan(
+            &key.partition,
+            &layout::revision_range(&key),
+            Direction::Forward,
+            limit,
+        )? {
+            if layout::is_revision_of(&key, &sort) {
+                out.push(to_item(path.clone(), record)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The revision of `path` at `version`, from its history or, if that is the current
+    /// version, the item itself.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn get_version(&self, path: &KeyPath, version: u64) -> Result<Option<Item>, Error> {
+        check_key(path)?;
+        let reader = self.inner.backend.reader()?;
+        let key = layout::item_key(path);
+        if let Some(r) = reader.get(&layout::revision_key(&key, version))? {
+            return to_item(path.clone(), r).map(Some);
+        }
+        match visible(reader.get(&key)?, self.now()) {
+            Some(r) if r.version == version => to_item(path.clone(), r).map(Some),
+            _ => Ok(None),
+        }
+    }
+}
+
+fn check_condition(
+    path: &KeyPath,
+    condition: Condition,
+    current: Option<&Record>,
+) -> Result<(), Error> {
+    let version = current.map(|r| r.version);
+    let holds = match condition {
+        Condition::MustNotExist => version.is_none(),
+        Condition::MustExist => version.is_some(),
+        Condition::IfVersion(v) => version == Some(v),
+    };
+    if holds {
+        Ok(())
+    } else {
+        Err(Error::ConditionFailed {
+            path: path.clone(),
+            condition,
+            current: version,
+        })
+    }
+}
+
+/// The newest revision's version, so a re-created item continues its history's numbering.
+fn latest_revision<R: Reader>(reader: &R, key: &Key) -> Result<Option<u64>, Error> {
+    let newest = reader.scan(
+        &key.partition,
+        &layout::revision_range(key),
+        Direction::Forward,
+        1,
+    )?;
+    Ok(newest
+        .into_iter()
+        .find(|(sort, _)| layout::is_revision_of(key, sort))
+        .map(|(_, r)| r.version))
+}
+
+/// Revisions beyond the newest `retention - 1` (the put adds one more).
+fn old_revisions<R: Reader>(reader: &R, key: &Key, retention: u32) -> Result<Vec<Key>, Error> {
+    let keep = retention.saturating_sub(1) as usize;
+    // Trimming on every write keeps the excess small; take a few extra if the limit was lowered.
+    let entries = reader.scan(
+        &key.partition,
+        &layout::revision_range(key),
+        Direction::Forward,
+        keep + 16,
+    )?;
+    Ok(entries
+        .into_iter()
+        .filter(|(sort, _)| layout::is_revision_of(key, sort))
+        .skip(keep)
+        .map(|(sort, _)| Key {
+            partition: key.partition.clone(),
+            sort,
+        })
+        .collect())
+}
+
+fn index_record(now: i64) -> Record {
+    Record {
+        version: 1,
+        created_at: now,
+        modified_at: now,
+        expires_at: None,
+        value: Vec::new(),
+    }
+}
+
+fn setting_record(retention: u32, now: i64) -> Record {
+    Record {
+        version: 1,
+        created_at: now,
+        modified_at: now,
+        expires_at: None,
+        value: retention.to_string().into_bytes(),
+    }
+}
+
+/// The key size limits.
+pub(crate) fn check_key(path: &KeyPath) -> Result<(), Error> {
+    let group = path.partition_key().len();
+    if group > MAX_GROUP_BYTES {
+        return Err(Error::KeyTooLarge {
+            path: path.clone(),
+            part: "group",
+            size: group,
+            max: MAX_GROUP_BYTES,
+        });
+    }
+    let sort = path.sort_key().len();
+    if sort > MAX_SORT_KEY_BYTES {
+        return Err(Error::KeyTooLarge {
+            path: path.clone(),
+            part: "sort key",
+            size: sort,
+            max: MAX_SORT_KEY_BYTES,
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn check_item_size(path: &KeyPath, value: &Json) -> Result<(), Error> {
+    let size =
+        value.as_str().len() + path.partition_key().len() + path.sort_key().len() + ITEM_OVERHEAD;
+    if size > MAX_ITEM_BYTES {
+        return Err(Error::ItemTooLarge {
+            path: path.clone(),
+            size,
+            max: MAX_ITEM_BYTES,
+        });
+    }
+    Ok(())
+}
