@@ -507,7 +507,10 @@ impl<B: Backend> Store<B> {
                         current.map(|r| to_item(path.clone(), r)).transpose()?,
                     ));
                     match stored {
-                        Some(_) => batch.ops.push(WriteOp::Delete { key, expect }),
+                        Some(_) => batch.ops.push(WriteOp::Delete {
+                            key,
+                            expect: Some(expect),
+                        }),
                         None => batch.ops.push(WriteOp::Check {
                             key,
                             expect: Expect::Absent,
@@ -516,10 +519,7 @@ impl<B: Backend> Store<B> {
                 }
                 TxOp::Check { .. } => {
                     results.push(TxResult::Checked);
-                    batch.ops.push(WriteOp::Check {
-                        key,
-                        expect: expect.unwrap_or(Expect::Absent),
-                    });
+                    batch.ops.push(WriteOp::Check { key, expect });
                 }
             }
             owners.push(path.clone());

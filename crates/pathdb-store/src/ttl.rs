@@ -74,13 +74,14 @@ fn sweep<B: Backend>(inner: &Inner<B>, limit: usize) -> Result<usize, Error> {
         }];
         if let Some((expires_at, item_key)) = layout::parse_expiry_key(&index_key.sort) {
             // Only if the item still carries this expiry: a later write may have changed it.
-            if let Some(record) = reader.get(&item_key)? {
-                if record.expires_at == Some(expires_at) {
-                    ops.push(WriteOp::Delete {
-                        key: item_key,
-                        expect: Some(Expect::Version(record.version)),
-                    });
-                }
+            if let Some(record) = reader
+                .get(&item_key)?
+                .filter(|r| r.expires_at == Some(expires_at))
+            {
+                ops.push(WriteOp::Delete {
+                    key: item_key,
+                    expect: Some(Expect::Version(record.version)),
+                });
             }
         }
         match inner.backend.write(WriteBatch { ops }) {

@@ -320,20 +320,13 @@ impl Reader for FileReader {
             .range::<(&[u8], &[u8])>((start, end))
             .map_err(|e| storage("scan")(e.into()))?;
         let mut out = Vec::with_capacity(limit.min(1024));
-        let mut push = |entry: Result<
-            (
-                redb::AccessGuard<'_, (&[u8], &[u8])>,
-                redb::AccessGuard<'_, &[u8]>,
-            ),
-            redb::StorageError,
-        >| {
+        let entries: Box<dyn Iterator<Item = _>> = match direction {
+            Direction::Forward => Box::new(iter),
+            Direction::Reverse => Box::new(iter.rev()),
+        };
+        for entry in entries.take(limit) {
             let (k, v) = entry.map_err(|e| storage("scan")(e.into()))?;
             out.push((k.value().1.to_vec(), decode_record(v.value())?));
-            Ok::<_, StorageError>(())
-        };
-        match direction {
-            Direction::Forward => iter.take(limit).try_for_each(&mut push)?,
-            Direction::Reverse => iter.rev().take(limit).try_for_each(&mut push)?,
         }
         Ok(out)
     }
