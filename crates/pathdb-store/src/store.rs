@@ -450,11 +450,9 @@ impl<B: Backend> Store<B> {
                 check_condition(path, condition, current.as_ref())?;
             }
             // Whatever happens, the batch only applies to the record this plan saw.
-            let expect = Some(
-                stored
-                    .as_ref()
-                    .map_or(Expect::Absent, |r| Expect::Version(r.version)),
-            );
+            let expect = stored
+                .as_ref()
+                .map_or(Expect::Absent, |r| Expect::Version(r.version));
             match op {
                 TxOp::Put { value, options, .. } => {
                     let version = match &stored {
@@ -499,7 +497,7 @@ impl<B: Backend> Store<B> {
                     batch.ops.push(WriteOp::Put {
                         key,
                         record,
-                        expect,
+                        expect: Some(expect),
                     });
                 }
                 TxOp::Delete { .. } => {
