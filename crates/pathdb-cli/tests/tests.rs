@@ -1,6 +1,7 @@
 //! End-to-end tests of the `pathdb` binary: what a user types, what they see.
 
 mod key;
+mod store;
 
 use std::process::{Command, Output};
 
@@ -27,6 +28,31 @@ pub fn ok(args: &[&str]) -> String {
 pub fn fails(args: &[&str]) -> String {
     let out = pathdb(args);
     assert!(!out.status.success(), "pathdb {args:?} should fail");
+    assert_eq!(out.status.code(), Some(2), "pathdb {args:?} exit code");
+    assert!(
+        out.stdout.is_empty(),
+        "pathdb {args:?} printed to stdout on error"
+    );
+    String::from_utf8(out.stderr).expect("utf-8 output")
+}
+
+/// Like [`fails`], with `input` on stdin.
+pub fn fails_with_stdin(args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pathdb"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the pathdb binary runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("pathdb finishes");
     assert_eq!(out.status.code(), Some(2), "pathdb {args:?} exit code");
     assert!(
         out.stdout.is_empty(),

@@ -1,0 +1,120 @@
+//! `put`, `get`, `rm` and `history`: one item at a time.
+
+use super::Output;
+use super::output::print_items;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use pathdb_keys::KeyPath;
+use pathdb_store::backend::Backend;
+use pathdb_store::{Condition, Expiry, Json, PutOptions, Store};
+use std::io::Write;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct PutArgs {
+    /// Key path in text form, e.g. /user-7/post-1.
+    path: KeyPath,
+    /// The value: any JSON document, or `-` to read it from stdin (for values too long for a
+    /// command line).
+    #[arg(value_name = "JSON")]
+    value: String,
+    /// Fail if the item already exists.
+    #[arg(long, conflicts_with = "if_version")]
+    must_not_exist: bool,
+    /// Fail unless the item exists at this version (optimistic locking).
+    #[arg(long)]
+    if_version: Option<u64>,
+    /// Keep this version in the item's history.
+    #[arg(long)]
+    history: bool,
+    /// Expire the item this many seconds from now.
+    #[arg(long)]
+    ttl: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct GetArgs {
+    /// Key path in text form.
+    path: KeyPath,
+    /// A past version from the item's history.
+    #[arg(long)]
+    version: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct RmArgs {
+    /// Key path in text form.
+    path: KeyPath,
+    /// Fail unless the item exists at this version.
+    #[arg(long)]
+    if_version: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    /// Key path in text form.
+    path: KeyPath,
+    /// At most this many revisions.
+    #[arg(long, default_value_t = 100)]
+    limit: usize,
+}
+
+pub fn put<B: Backend>(store: &Store<B>, args: PutArgs, out: Output) -> Result<()> {
+    let condition = match (args.must_not_exist, args.if_version) {
+        (true, _) => Some(Condition::MustNotExist),
+        (false, Some(v)) => Some(Condition::IfVersion(v)),
+        (false, None) => None,
+    };
+    let options = PutOptions {
+        condition,
+        history: args.history,
+        expires: args.ttl.map(|s| Expiry::After(Duration::from_secs(s))),
+    };
+    let text = if args.value == "-" {
+        std::io::read_to_string(std::io::stdin().lock()).context("reading the value from stdin")?
+    } else {
+        args.value
+    };
+    let item = store.put(&args.path, Json::parse(&text)?, options)?;
+    print_items(&mut std::io::stdout().lock(), &[item], out.json)?;
+    Ok(())
+}
+
+pub fn get<B: Backend>(store: &Store<B>, args: GetArgs, out: Output) -> Result<()> {
+    let item = match args.version {
+        Some(v) => store.get_version(&args.path, v)?,
+        None => store.get(&args.path)?,
+    };
+    let Some(item) = item else {
+        match args.version {
+            Some(v) => bail!("{} has no version {v}", args.path),
+            None => bail!("{} not found", args.path),
+        }
+    };
+    print_items(&mut std::io::stdout().lock(), &[item], out.json)?;
+    Ok(())
+}
+
+pub fn rm<B: Backend>(store: &Store<B>, args: RmArgs, out: Output) -> Result<()> {
+    let deleted = store.delete(&args.path, args.if_version.map(Condition::IfVersion))?;
+    let Some(item) = deleted else {
+        bail!("{} not found", args.path)
+    };
+    let mut stdout = std::io::stdout().lock();
+    if out.json {
+        writeln!(
+            stdout,
+            "{}",
+            serde_json::json!({"deleted": item.path, "version": item.version})
+        )?;
+    } else {
+        writeln!(stdout, "deleted {} (version {})", item.path, item.version)?;
+    }
+    Ok(())
+}
+
+pub fn history<B: Backend>(store: &Store<B>, args: HistoryArgs, out: Output) -> Result<()> {
+    let items = store.history(&args.path, args.limit)?;
+    print_items(&mut std::io::stdout().lock(), &items, out.json)?;
+    Ok(())
+}

@@ -1,0 +1,92 @@
+//! How items look on the terminal: a readable table, or JSON lines with `--json`.
+
+use pathdb_store::{Item, Timestamp};
+use std::io::Write;
+
+/// One item as a JSON object: `{"path", "version", "created_at", "modified_at", "expires_at", "value"}`.
+pub fn item_json(item: &Item) -> String {
+    // Item serializes with the path in canonical text form and the value as stored.
+    serde_json::to_string(item).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+/// RFC 3339 UTC with microseconds, e.g. `2026-11-21T23:05:01.123456Z`.
+pub fn rfc3339(t: Timestamp) -> String {
+    let micros = t.micros();
+    let secs = micros.div_euclid(1_000_000);
+    let frac = micros.rem_euclid(1_000_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:06}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Prints items as a table (path, version, modified, expires, value) or JSON lines.
+pub fn print_items(out: &mut impl Write, items: &[Item], json: bool) -> std::io::Result<()> {
+    if json {
+        for item in items {
+            writeln!(out, "{}", item_json(item))?;
+        }
+        return Ok(());
+    }
+    let rows: Vec<[String; 4]> = items
+        .iter()
+        .map(|i| {
+            let expires = i.expires_at.map(rfc3339).unwrap_or_default();
+            [
+                i.path.to_string(),
+                i.version.to_string(),
+                rfc3339(i.modified_at),
+                expires,
+            ]
+        })
+        .collect();
+    let header = ["PATH", "VERSION", "MODIFIED", "EXPIRES"];
+    let widths: Vec<usize> = (0..4)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([header[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: [&str; 4], value: &str| {
+        format!(
+            "{:<w0$}  {:>w1$}  {:<w2$}  {:<w3$}  {value}",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3]
+        )
+    };
+    writeln!(out, "{}", line(header, "VALUE"))?;
+    for (row, item) in rows.iter().zip(items) {
+        writeln!(
+            out,
+            "{}",
+            line([&row[0], &row[1], &row[2], &row[3]], item.value.as_str())
+        )?;
+    }
+    Ok(())
+}

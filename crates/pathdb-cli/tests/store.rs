@@ -1,0 +1,228 @@
+//! `put get rm ls history export import demo` on a local database file.
+
+use crate::{fails, fails_with_stdin, ok, pathdb};
+use std::path::Path;
+
+fn db_args<'a>(db: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
+    let mut all = vec!["--db", db.to_str().expect("utf-8 temp path")];
+    all.extend_from_slice(args);
+    all
+}
+
+fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn put_get_ls_rm_round_trip_with_json_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("t.pathdb");
+    for id in [1, 2, 10] {
+        ok(&db_args(
+            &db,
+            &["put", &format!("/u-1/p-{id}"), &format!(r#"{{"n": {id}}}"#)],
+        ));
+    }
+    ok(&db_args(&db, &["put", "/u-1/p-1/c-5", r#""deep""#]));
+    ok(&db_args(&db, &["put", "/u-10/p-1", "null"]));
+
+    let got = json_lines(&ok(&db_args(&db, &["--json", "get", "/u-1/p-10"])));
+    assert_eq!(got.len(), 1);
+    let item = &got[0];
+    assert_eq!(item["path"], "/u-1/p-10");
+    assert_eq!(item["version"], 1);
+    assert_eq!(item["value"], serde_json::json!({"n": 10}));
+    assert!(item["created_at"].is_i64() && item["modified_at"].is_i64());
+    assert!(item["expires_at"].is_null());
+
+    let listed = json_lines(&ok(&db_args(&db, &["--json", "ls", "/u-1"])));
+    let paths: Vec<&str> = listed
+        .iter()
+        .map(|v| v["path"].as_str().expect("path"))
+        .collect();
+    assert_eq!(paths, ["/u-1/p-1", "/u-1/p-1/c-5", "/u-1/p-2", "/u-1/p-10"]);
+    let p1 = json_lines(&ok(&db_args(&db, &["--json", "ls", "/u-1/p-1"])));
+    assert_eq!(p1.len(), 2, "/u-1/p-1 never returns /u-1/p-10: {p1:?}");
+    let children = json_lines(&ok(&db_args(
+        &db,
+        &["--json", "ls", "/u-1", "--children", "--reverse"],
+    )));
+    let paths: Vec<&str> = children
+        .iter()
+        .map(|v| v["path"].as_str().expect("path"))
+        .collect();
+    assert_eq!(paths, ["/u-1/p-10", "/u-1/p-2", "/u-1/p-1"]);
+
+    // Paging: the last line carries the token; following it yields the rest.
+    let first = json_lines(&ok(&db_args(
+        &db,
+        &["--json", "ls", "/u-1", "--limit", "3"],
+    )));
+    assert_eq!(first.len(), 4);
+    let token = first[3]["next_page_token"].as_str().expect("token line");
+    let rest = json_lines(&ok(&db_args(
+        &db,
+        &[
+            "--json",
+            "ls",
+            "/u-1",
+            "--limit",
+            "3",
+            "--page-token",
+            token,
+        ],
+    )));
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0]["path"], "/u-1/p-10");
+
+    let table = ok(&db_args(&db, &["get", "/u-1/p-1"]));
+    assert!(
+        table.starts_with("PATH") && table.contains("/u-1/p-1") && table.contains(r#"{"n":1}"#),
+        "{table}"
+    );
+
+    ok(&db_args(&db, &["rm", "/u-1/p-2", "--if-version", "1"]));
+    let err = fails(&db_args(&db, &["get", "/u-1/p-2"]));
+    assert!(err.contains("not found"), "{err}");
+}
+
+#[test]
+fn conditions_and_history() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("t.pathdb");
+    ok(&db_args(
+        &db,
+        &[
+            "put",
+            "/e-1/audit",
+            r#"{"s":"pass"}"#,
+            "--history",
+            "--must-not-exist",
+        ],
+    ));
+    let err = fails(&db_args(
+        &db,
+        &["put", "/e-1/audit", "{}", "--must-not-exist"],
+    ));
+    assert!(
+        err.contains("condition failed") && err.contains("version 1"),
+        "{err}"
+    );
+    let err = fails(&db_args(
+        &db,
+        &["put", "/e-1/audit", "{}", "--if-version", "7"],
+    ));
+    assert!(err.contains("condition failed"), "{err}");
+    ok(&db_args(
+        &db,
+        &[
+            "put",
+            "/e-1/audit",
+            r#"{"s":"fail"}"#,
+            "--history",
+            "--if-version",
+            "1",
+        ],
+    ));
+    let history = json_lines(&ok(&db_args(&db, &["--json", "history", "/e-1/audit"])));
+    let versions: Vec<u64> = history
+        .iter()
+        .map(|v| v["version"].as_u64().expect("version"))
+        .collect();
+    assert_eq!(versions, [2, 1]);
+    let v1 = json_lines(&ok(&db_args(
+        &db,
+        &["--json", "get", "/e-1/audit", "--version", "1"],
+    )));
+    assert_eq!(v1[0]["value"], serde_json::json!({"s": "pass"}));
+}
+
+#[test]
+fn bad_input_is_an_error_and_changes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("t.pathdb");
+    ok(&db_args(&db, &["put", "/u-1", "1"]));
+    let before = ok(&db_args(&db, &["export"]));
+
+    let err = fails(&db_args(&db, &["put", "/u-01", "1"]));
+    assert!(err.contains("leading zeros"), "{err}");
+    let err = fails(&db_args(&db, &["put", "/u-2", "{not json"]));
+    assert!(err.contains("invalid JSON"), "{err}");
+    let big = format!("\"{}\"", "x".repeat(400_001));
+    let err = fails_with_stdin(&db_args(&db, &["put", "/u-3", "-"]), &big);
+    assert!(err.contains("too large"), "{err}");
+    let long_key = format!("/u-1/s-{}", "k".repeat(1100));
+    let err = fails(&db_args(&db, &["put", &long_key, "1"]));
+    assert!(err.contains("key path too long"), "{err}");
+    let err = fails(&db_args(&db, &["ls", "/u-1", "--page-token", "garbage!"]));
+    assert!(err.contains("page token"), "{err}");
+    let err = fails(&db_args(&db, &["ls", "/u-1", "--limit", "0"]));
+    assert!(err.contains("limit"), "{err}");
+    let err = fails(&db_args(&db, &["ls", "/u-1", "--gt", "/u-2/x-1"]));
+    assert!(err.contains("not in the group"), "{err}");
+
+    assert_eq!(
+        ok(&db_args(&db, &["export"])),
+        before,
+        "failed commands changed the database"
+    );
+}
+
+#[test]
+fn export_import_is_lossless() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.pathdb"), dir.path().join("b.pathdb"));
+    ok(&db_args(
+        &a,
+        &[
+            "put",
+            "/g-1/x-!5",
+            r#"{"k": [1, 2.50, "é\n"], "z": 1, "a": 2}"#,
+            "--history",
+        ],
+    ));
+    ok(&db_args(
+        &a,
+        &["put", "/g-1/x-!5", r#"{"v": 2}"#, "--history"],
+    ));
+    ok(&db_args(
+        &a,
+        &["put", "/g-2/y-~AAEC", "true", "--ttl", "3600"],
+    ));
+    let dump = ok(&db_args(&a, &["export"]));
+    assert_eq!(dump.lines().count(), 4, "2 items + 2 revisions: {dump}");
+    assert!(
+        dump.contains(r#""k":[1,2.50,"é\n"],"z":1,"a":2"#),
+        "key order and number spelling kept: {dump}"
+    );
+    let file = dir.path().join("dump.jsonl");
+    std::fs::write(&file, &dump).expect("write dump");
+    ok(&db_args(&b, &["import", file.to_str().expect("utf-8")]));
+    assert_eq!(ok(&db_args(&b, &["export"])), dump);
+
+    std::fs::write(&file, "{\"path\": \"/bad\"}\n").expect("write");
+    let err = fails(&db_args(&b, &["import", file.to_str().expect("utf-8")]));
+    assert!(err.contains("line 1"), "{err}");
+    assert_eq!(ok(&db_args(&b, &["export"])), dump);
+}
+
+#[test]
+fn demo_runs_on_a_temporary_database() {
+    let out = pathdb(&["demo"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(
+        text.contains("/season-2026-spring/score-!1500/ts-1719100500/player-p_8842"),
+        "{text}"
+    );
+    assert!(
+        text.contains("v3 {\"auditor\":\"Lee\",\"status\":\"pass\"}"),
+        "{text}"
+    );
+}
