@@ -1,7 +1,9 @@
 //! `pathdb`: PathDB's command-line tool. `main` only parses arguments and maps the outcome to an
 //! exit code; each subcommand lives in `cmd/`.
 
+mod client;
 mod cmd;
+mod db;
 
 use clap::Parser;
 use std::process::ExitCode;

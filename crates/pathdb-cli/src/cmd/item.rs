@@ -2,11 +2,11 @@
 
 use super::Output;
 use super::output::print_items;
+use crate::db::Db;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use pathdb_keys::KeyPath;
-use pathdb_store::backend::Backend;
-use pathdb_store::{Condition, Expiry, Json, PutOptions, Store};
+use pathdb_store::{Condition, Expiry, Json, PutOptions};
 use std::io::Write;
 use std::time::Duration;
 
@@ -59,7 +59,7 @@ pub struct HistoryArgs {
     limit: usize,
 }
 
-pub fn put<B: Backend>(store: &Store<B>, args: PutArgs, out: Output) -> Result<()> {
+pub fn put(store: &dyn Db, args: PutArgs, out: Output) -> Result<()> {
     let condition = match (args.must_not_exist, args.if_version) {
         (true, _) => Some(Condition::MustNotExist),
         (false, Some(v)) => Some(Condition::IfVersion(v)),
@@ -80,11 +80,8 @@ pub fn put<B: Backend>(store: &Store<B>, args: PutArgs, out: Output) -> Result<(
     Ok(())
 }
 
-pub fn get<B: Backend>(store: &Store<B>, args: GetArgs, out: Output) -> Result<()> {
-    let item = match args.version {
-        Some(v) => store.get_version(&args.path, v)?,
-        None => store.get(&args.path)?,
-    };
+pub fn get(store: &dyn Db, args: GetArgs, out: Output) -> Result<()> {
+    let item = store.get(&args.path, args.version)?;
     let Some(item) = item else {
         match args.version {
             Some(v) => bail!("{} has no version {v}", args.path),
@@ -95,7 +92,7 @@ pub fn get<B: Backend>(store: &Store<B>, args: GetArgs, out: Output) -> Result<(
     Ok(())
 }
 
-pub fn rm<B: Backend>(store: &Store<B>, args: RmArgs, out: Output) -> Result<()> {
+pub fn rm(store: &dyn Db, args: RmArgs, out: Output) -> Result<()> {
     let deleted = store.delete(&args.path, args.if_version.map(Condition::IfVersion))?;
     let Some(item) = deleted else {
         bail!("{} not found", args.path)
@@ -113,7 +110,7 @@ pub fn rm<B: Backend>(store: &Store<B>, args: RmArgs, out: Output) -> Result<()>
     Ok(())
 }
 
-pub fn history<B: Backend>(store: &Store<B>, args: HistoryArgs, out: Output) -> Result<()> {
+pub fn history(store: &dyn Db, args: HistoryArgs, out: Output) -> Result<()> {
     let items = store.history(&args.path, args.limit)?;
     print_items(&mut std::io::stdout().lock(), &items, out.json)?;
     Ok(())

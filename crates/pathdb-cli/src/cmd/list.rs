@@ -2,11 +2,11 @@
 
 use super::Output;
 use super::output::print_items;
+use crate::db::Db;
 use anyhow::Result;
 use clap::Args;
 use pathdb_keys::KeyPath;
-use pathdb_store::backend::Backend;
-use pathdb_store::{DEFAULT_LIST_LIMIT, ListRequest, Store};
+use pathdb_store::{DEFAULT_LIST_LIMIT, ListRequest};
 use std::io::Write;
 
 #[derive(Args, Debug)]
@@ -39,7 +39,7 @@ pub struct LsArgs {
     page_token: Option<String>,
 }
 
-pub fn ls<B: Backend>(store: &Store<B>, args: LsArgs, out: Output) -> Result<()> {
+pub fn ls(store: &dyn Db, args: LsArgs, out: Output) -> Result<()> {
     let request = ListRequest {
         prefix: args.prefix,
         children_only: args.children,

@@ -5,8 +5,11 @@ mod item;
 mod key;
 mod list;
 mod output;
+mod serve;
 mod transfer;
 
+use crate::client::Client;
+use crate::db::Db;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use pathdb_store::backend::{FileBackend, FileOptions};
@@ -23,6 +26,12 @@ pub struct Cli {
     /// Print JSON: one object per item, one per line.
     #[arg(long, global = true)]
     json: bool,
+    /// Send item commands to this server (e.g. http://127.0.0.1:7070) instead of a local file.
+    #[arg(long, global = true, env = "PATHDB_SERVER")]
+    server: Option<String>,
+    /// Bearer token for --server.
+    #[arg(long, global = true, env = "PATHDB_TOKEN", hide_env_values = true)]
+    token: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -46,6 +55,8 @@ enum Command {
     Export,
     /// Read JSON lines (as written by export) from FILE or stdin.
     Import(transfer::ImportArgs),
+    /// Run the HTTP/JSON server.
+    Serve(serve::ServeArgs),
     /// Load the four seed scenarios into a database and show what key paths return next to a
     /// string sort key.
     Demo,
@@ -67,15 +78,28 @@ pub fn run(cli: Cli) -> Result<()> {
     let db = cli.db.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
     match cli.command {
         Command::Key(cmd) => key::run(cmd),
-        Command::Put(args) => item::put(&open(&db)?, args, out),
-        Command::Get(args) => item::get(&open(&db)?, args, out),
-        Command::Rm(args) => item::rm(&open(&db)?, args, out),
-        Command::Ls(args) => list::ls(&open(&db)?, args, out),
-        Command::History(args) => item::history(&open(&db)?, args, out),
-        Command::Export => transfer::export(&open(&db)?),
-        Command::Import(args) => transfer::import(&open(&db)?, args),
+        Command::Serve(args) => serve::run(args, cli.db),
         Command::Demo => demo::run(cli.db.as_deref()),
+        Command::Put(args) => item::put(&*connect(&cli.server, cli.token, &db)?, args, out),
+        Command::Get(args) => item::get(&*connect(&cli.server, cli.token, &db)?, args, out),
+        Command::Rm(args) => item::rm(&*connect(&cli.server, cli.token, &db)?, args, out),
+        Command::Ls(args) => list::ls(&*connect(&cli.server, cli.token, &db)?, args, out),
+        Command::History(args) => item::history(&*connect(&cli.server, cli.token, &db)?, args, out),
+        Command::Export => transfer::export(&*connect(&cli.server, cli.token, &db)?),
+        Command::Import(args) => transfer::import(&*connect(&cli.server, cli.token, &db)?, args),
     }
+}
+
+/// The server named by `--server`, else the local database file.
+fn connect(
+    server: &Option<String>,
+    token: Option<String>,
+    db: &std::path::Path,
+) -> Result<Box<dyn Db>> {
+    Ok(match server {
+        Some(url) => Box::new(Client::new(url, token)),
+        None => Box::new(open(db)?),
+    })
 }
 
 /// Opens the database file for a one-shot command.

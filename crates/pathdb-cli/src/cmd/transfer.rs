@@ -1,10 +1,10 @@
 //! `export` and `import`: every item and revision as JSON lines, metadata included, so a round
 //! trip through a file is lossless.
 
+use crate::db::Db;
 use anyhow::{Context, Result};
 use clap::Args;
-use pathdb_store::backend::Backend;
-use pathdb_store::{ExportRecord, Store};
+use pathdb_store::ExportRecord;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
@@ -14,24 +14,14 @@ pub struct ImportArgs {
     file: Option<PathBuf>,
 }
 
-pub fn export<B: Backend>(store: &Store<B>) -> Result<()> {
+pub fn export(store: &dyn Db) -> Result<()> {
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut cursor: Option<String> = None;
-    loop {
-        let page = store.scan(cursor.as_deref(), 1000)?;
-        for record in &page.records {
-            writeln!(stdout, "{}", serde_json::to_string(record)?)?;
-        }
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
+    store.export(&mut stdout)?;
     stdout.flush()?;
     Ok(())
 }
 
-pub fn import<B: Backend>(store: &Store<B>, args: ImportArgs) -> Result<()> {
+pub fn import(store: &dyn Db, args: ImportArgs) -> Result<()> {
     let reader: Box<dyn BufRead> = match &args.file {
         Some(p) if p.as_os_str() != "-" => Box::new(std::io::BufReader::new(
             std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?,

@@ -1,0 +1,251 @@
+//! The HTTP client behind `--server URL`: the same [`Db`] calls, sent to a `pathdb serve`.
+
+use crate::db::Db;
+use anyhow::{Context, Result, anyhow, bail};
+use pathdb_keys::KeyPath;
+use pathdb_store::{
+    Condition, Expiry, ExportRecord, Item, Json, ListPage, ListRequest, PutOptions, Timestamp,
+};
+use serde::Deserialize;
+
+/// A PathDB server.
+pub struct Client {
+    base: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+}
+
+#[derive(Deserialize)]
+struct ItemIn {
+    path: String,
+    version: u64,
+    created_at: i64,
+    modified_at: i64,
+    expires_at: Option<i64>,
+    value: Box<serde_json::value::RawValue>,
+}
+
+impl ItemIn {
+    fn into_item(self) -> Result<Item> {
+        Ok(Item {
+            path: self
+                .path
+                .parse()
+                .with_context(|| format!("server sent an invalid path {:?}", self.path))?,
+            version: self.version,
+            created_at: Timestamp(self.created_at),
+            modified_at: Timestamp(self.modified_at),
+            expires_at: self.expires_at.map(Timestamp),
+            value: Json::parse(self.value.get())?,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct ItemsIn {
+    items: Vec<ItemIn>,
+    #[serde(default)]
+    next_page_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ErrorIn {
+    error: ErrorDetailIn,
+}
+
+#[derive(Deserialize)]
+struct ErrorDetailIn {
+    code: String,
+    message: String,
+}
+
+/// Characters a key path may keep in a URL path; everything else is percent-encoded.
+fn url_path(path: &KeyPath) -> String {
+    let mut out = String::new();
+    for b in path.to_string().bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~!".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl Client {
+    /// A client for the server at `base` (e.g. `http://127.0.0.1:7070`).
+    pub fn new(base: &str, token: Option<String>) -> Client {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build();
+        Client {
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+            agent: config.into(),
+        }
+    }
+
+    fn url(&self, route: &str, path: &KeyPath) -> String {
+        format!("{}{route}{}", self.base, url_path(path))
+    }
+
+    fn auth<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.token {
+            Some(t) => request.header("Authorization", &format!("Bearer {t}")),
+            None => request,
+        }
+    }
+
+    /// Turns a response into its body text, or the server's error into ours.
+    fn read(
+        response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+        what: &str,
+    ) -> Result<(u16, String)> {
+        let mut response = response.with_context(|| format!("{what}: cannot reach the server"))?;
+        let status = response.status().as_u16();
+        let body = response
+            .body_mut()
+            .read_to_string()
+            .with_context(|| format!("{what}: reading the response"))?;
+        if status >= 400 && status != 404 {
+            return Err(match serde_json::from_str::<ErrorIn>(&body) {
+                Ok(e) => anyhow!("{} ({})", e.error.message, e.error.code),
+                Err(_) => anyhow!("{what}: HTTP {status}: {body}"),
+            });
+        }
+        Ok((status, body))
+    }
+
+    fn item(body: &str) -> Result<Item> {
+        serde_json::from_str::<ItemIn>(body)
+            .context("server sent an invalid item")?
+            .into_item()
+    }
+}
+
+impl Db for Client {
+    fn get(&self, path: &KeyPath, version: Option<u64>) -> Result<Option<Item>> {
+        let mut request = self.auth(self.agent.get(self.url("/v1/items", path)));
+        if let Some(v) = version {
+            request = request.query("version", v.to_string());
+        }
+        match Self::read(request.call(), "get")? {
+            (404, _) => Ok(None),
+            (_, body) => Self::item(&body).map(Some),
+        }
+    }
+
+    fn put(&self, path: &KeyPath, value: Json, options: PutOptions) -> Result<Item> {
+        let mut request = self
+            .auth(self.agent.put(self.url("/v1/items", path)))
+            .header("Content-Type", "application/json");
+        match options.condition {
+            Some(Condition::MustNotExist) => request = request.header("If-None-Match", "*"),
+            Some(Condition::IfVersion(v)) => request = request.header("If-Match", &v.to_string()),
+            Some(Condition::MustExist) => {
+                bail!("must-exist puts are not supported over HTTP; use a transaction")
+            }
+            None => {}
+        }
+        if options.history {
+            request = request.query("history", "true");
+        }
+        match options.expires {
+            Some(Expiry::After(d)) => {
+                request = request.query("ttl_seconds", d.as_secs().to_string())
+            }
+            Some(Expiry::At(_)) => {
+                bail!("an absolute expiry is not supported over HTTP; use a TTL")
+            }
+            None => {}
+        }
+        match Self::read(request.send(value.as_str()), "put")? {
+            (404, body) => bail!("put: {body}"),
+            (_, body) => Self::item(&body),
+        }
+    }
+
+    fn delete(&self, path: &KeyPath, condition: Option<Condition>) -> Result<Option<Item>> {
+        let mut request = self.auth(self.agent.delete(self.url("/v1/items", path)));
+        if let Some(Condition::IfVersion(v)) = condition {
+            request = request.header("If-Match", &v.to_string());
+        }
+        match Self::read(request.call(), "delete")? {
+            (404, _) => Ok(None),
+            (_, body) => Self::item(&body).map(Some),
+        }
+    }
+
+    fn list(&self, r: &ListRequest) -> Result<ListPage> {
+        let mut request = self.auth(self.agent.get(self.url("/v1/list", &r.prefix)));
+        request = request.query("limit", r.limit.to_string());
+        if r.children_only {
+            request = request.query("children", "true");
+        }
+        if r.reverse {
+            request = request.query("reverse", "true");
+        }
+        for (name, bound) in [
+            ("gt", &r.gt),
+            ("gte", &r.gte),
+            ("lt", &r.lt),
+            ("lte", &r.lte),
+        ] {
+            if let Some(b) = bound {
+                request = request.query(name, b.to_string());
+            }
+        }
+        if let Some(t) = &r.page_token {
+            request = request.query("page_token", t);
+        }
+        let (_, body) = Self::read(request.call(), "list")?;
+        let page: ItemsIn = serde_json::from_str(&body).context("server sent an invalid page")?;
+        Ok(ListPage {
+            items: page
+                .items
+                .into_iter()
+                .map(ItemIn::into_item)
+                .collect::<Result<_>>()?,
+            next_page_token: page.next_page_token,
+        })
+    }
+
+    fn history(&self, path: &KeyPath, limit: usize) -> Result<Vec<Item>> {
+        let request = self
+            .auth(self.agent.get(self.url("/v1/history", path)))
+            .query("limit", limit.to_string());
+        let (_, body) = Self::read(request.call(), "history")?;
+        let page: ItemsIn = serde_json::from_str(&body).context("server sent invalid items")?;
+        page.items.into_iter().map(ItemIn::into_item).collect()
+    }
+
+    fn export(&self, out: &mut dyn std::io::Write) -> Result<()> {
+        let request = self.auth(self.agent.get(format!("{}/v1/export", self.base)));
+        let mut response = request.call().context("export: cannot reach the server")?;
+        if response.status().as_u16() != 200 {
+            let (_, body) = Self::read(Ok(response), "export")?;
+            bail!("export: {body}");
+        }
+        std::io::copy(&mut response.body_mut().as_reader(), out)
+            .context("export: reading the stream")?;
+        Ok(())
+    }
+
+    fn import(&self, records: &[ExportRecord]) -> Result<usize> {
+        let mut lines = String::new();
+        for r in records {
+            lines.push_str(&serde_json::to_string(r)?);
+            lines.push('\n');
+        }
+        let request = self
+            .auth(self.agent.post(format!("{}/v1/import", self.base)))
+            .header("Content-Type", "application/x-ndjson");
+        let (_, body) = Self::read(request.send(lines.as_str()), "import")?;
+        let n: serde_json::Value =
+            serde_json::from_str(&body).context("server sent an invalid answer")?;
+        n["imported"]
+            .as_u64()
+            .map(|n| n as usize)
+            .ok_or_else(|| anyhow!("import: unexpected answer {body}"))
+    }
+}

@@ -1,0 +1,68 @@
+//! `pathdb serve`: the HTTP/JSON server on the embedded store.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use pathdb_server::{AppState, Auth, DEFAULT_ADDR, ServerConfig, router};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Listen address [default: 127.0.0.1:7070, or the config file's].
+    #[arg(long)]
+    addr: Option<SocketAddr>,
+    /// TOML settings: addr, db, and [[tokens]] with token and scope ("read" or "read-write").
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
+    let mut config = match &args.config {
+        Some(path) => ServerConfig::from_file(path)?,
+        None => ServerConfig::default(),
+    };
+    if let Ok(tokens) = std::env::var("PATHDB_TOKENS") {
+        config.add_env_tokens(&tokens)?;
+    }
+    let addr = args.addr.or(config.addr).unwrap_or_else(|| {
+        DEFAULT_ADDR
+            .parse()
+            .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 7070)))
+    });
+    let db = db
+        .or_else(|| config.db.clone())
+        .unwrap_or_else(|| PathBuf::from(super::DEFAULT_DB));
+    let auth = Auth::new(config.token_map()?);
+    if !auth.enabled() && !addr.ip().is_loopback() {
+        bail!(
+            "no access tokens configured: refusing to listen on {addr}; configure tokens (--config or PATHDB_TOKENS) or bind a loopback address"
+        );
+    }
+
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+
+    let store = pathdb_store::Store::open(&db, Default::default(), Default::default())
+        .with_context(|| format!("opening {}", db.display()))?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+        let local = listener.local_addr()?;
+        if auth.enabled() {
+            tracing::info!(%local, db = %db.display(), "PathDB listening; bearer tokens required");
+        } else {
+            tracing::warn!(%local, db = %db.display(), "PathDB listening in local-only mode: no tokens configured, loopback only");
+        }
+        // Printed for scripts that bind port 0.
+        println!("listening on http://{local}");
+        let app = router(AppState { store }, auth);
+        pathdb_server::serve(listener, app, pathdb_server::shutdown_signal()).await?;
+        tracing::info!("shut down: in-flight requests finished");
+        anyhow::Ok(())
+    })
+}

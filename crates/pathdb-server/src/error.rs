@@ -1,0 +1,98 @@
+//! One error type for every handler: `{"error": {"code", "message"}}` with the right status.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// The error body of every failed request.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable, machine-readable: `invalid_path`, `invalid_json`, `invalid_request`,
+    /// `invalid_page_token`, `unauthorized`, `forbidden`, `not_found`, `condition_failed`,
+    /// `conflict`, `too_large`, `timeout`, `unavailable`, `internal`.
+    pub code: String,
+    /// For people.
+    pub message: String,
+}
+
+/// A failed request.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    /// An error with a status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// 400 `invalid_request`.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    /// 404 `not_found`.
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// The status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+impl From<pathdb_store::Error> for ApiError {
+    fn from(e: pathdb_store::Error) -> ApiError {
+        use pathdb_store::Error as E;
+        let (status, code) = match &e {
+            E::ConditionFailed { .. } => (StatusCode::CONFLICT, "condition_failed"),
+            E::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
+            E::KeyTooLarge { .. } | E::ItemTooLarge { .. } => {
+                (StatusCode::PAYLOAD_TOO_LARGE, "too_large")
+            }
+            E::InvalidJson(_) => (StatusCode::BAD_REQUEST, "invalid_json"),
+            E::InvalidPageToken(_) => (StatusCode::BAD_REQUEST, "invalid_page_token"),
+            E::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+            E::Storage(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        };
+        if status.is_server_error() {
+            tracing::error!(error = %e, "store error");
+        }
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
+impl From<pathdb_keys::ParseError> for ApiError {
+    fn from(e: pathdb_keys::ParseError) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_owned(),
+                message: self.message,
+            },
+        };
+        (self.status, axum::Json(body)).into_response()
+    }
+}

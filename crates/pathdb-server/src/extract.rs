@@ -1,0 +1,81 @@
+//! Extractors whose rejections use the API's error shape instead of axum's plain text.
+
+use crate::error::ApiError;
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use pathdb_keys::KeyPath;
+use serde::de::DeserializeOwned;
+
+/// The key path in the rest of the URL (`/v1/items/user-7/post-1` → `/user-7/post-1`).
+pub struct UrlPath(pub KeyPath);
+
+impl<S: Send + Sync> FromRequestParts<S> for UrlPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let axum::extract::Path(rest) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|e: PathRejection| {
+                    ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", e.body_text())
+                })?;
+        let text = format!("/{}", rest.trim_start_matches('/'));
+        // Offsets in errors count from the path's leading '/'.
+        Ok(UrlPath(text.parse()?))
+    }
+}
+
+/// Query parameters.
+pub struct Query<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Query(q.0))
+            .map_err(|e: QueryRejection| ApiError::bad_request(e.body_text()))
+    }
+}
+
+/// A JSON request body.
+pub struct Json<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        axum::Json::<T>::from_request(req, state)
+            .await
+            .map(|j| Json(j.0))
+            .map_err(|e| match e {
+                JsonRejection::BytesRejection(b) => bytes_rejection(b),
+                other => ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", other.body_text()),
+            })
+    }
+}
+
+/// A raw body (the JSON value of a put, JSON lines of an import).
+pub struct Body(pub axum::body::Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        axum::body::Bytes::from_request(req, state)
+            .await
+            .map(Body)
+            .map_err(bytes_rejection)
+    }
+}
+
+fn bytes_rejection(e: BytesRejection) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", e.body_text())
+    } else {
+        ApiError::bad_request(e.body_text())
+    }
+}

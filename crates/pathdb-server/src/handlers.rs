@@ -1,0 +1,381 @@
+//! The `/v1` handlers. Store calls block (redb), so each runs on tokio's blocking pool.
+
+use crate::AppState;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Body, Json, Query, UrlPath};
+use crate::wire::*;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pathdb_keys::KeyPath;
+use pathdb_store::backend::Backend;
+use pathdb_store::{
+    Condition, DEFAULT_LIST_LIMIT, Expiry, ExportRecord, Json as JsonText, ListRequest,
+    MAX_LIST_LIMIT, PutOptions, Transaction, TxOp,
+};
+use std::time::Duration;
+
+/// Runs a store call on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(|_| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "request task failed",
+        )
+    })?
+}
+
+fn parse_path(text: &str) -> Result<KeyPath, ApiError> {
+    Ok(text.parse::<KeyPath>()?)
+}
+
+/// An item with `ETag: "<version>"`, so HTTP caches and `If-Match` speak the same versions.
+fn item_response(status: StatusCode, item: ItemOut) -> Response {
+    let etag = HeaderValue::from_str(&format!("\"{}\"", item.version)).ok();
+    let mut response = (status, axum::Json(item)).into_response();
+    if let Some(etag) = etag {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    response
+}
+
+/// `If-None-Match: *` → must not exist; `If-Match: <version>` (quoted or not) → that version.
+fn condition_from(headers: &HeaderMap) -> Result<Option<Condition>, ApiError> {
+    if let Some(v) = headers.get(header::IF_NONE_MATCH) {
+        return match v.to_str().map(str::trim) {
+            Ok("*") => Ok(Some(Condition::MustNotExist)),
+            _ => Err(ApiError::bad_request("If-None-Match supports only *")),
+        };
+    }
+    match headers.get(header::IF_MATCH) {
+        None => Ok(None),
+        Some(v) => {
+            let text = v.to_str().unwrap_or("").trim();
+            let text = text.strip_prefix("W/").unwrap_or(text).trim_matches('"');
+            text.parse::<u64>()
+                .map(|n| Some(Condition::IfVersion(n)))
+                .map_err(|_| {
+                    ApiError::bad_request(format!("If-Match must be an item version, got {text:?}"))
+                })
+        }
+    }
+}
+
+/// Reads an item, or one of its past versions.
+#[utoipa::path(get, path = "/v1/items/{path}", tag = "items",
+    params(("path" = String, Path, description = "Key path without its leading '/', e.g. user-7/post-1"), GetQuery),
+    responses(
+        (status = 200, description = "The item", body = ItemOut),
+        (status = 400, description = "Invalid path", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, description = "No such item", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn get_item<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    UrlPath(path): UrlPath,
+    Query(q): Query<GetQuery>,
+) -> Result<Response, ApiError> {
+    let item = blocking(move || {
+        let found = match q.version {
+            Some(v) => state.store.get_version(&path, v)?,
+            None => state.store.get(&path)?,
+        };
+        found.ok_or_else(|| ApiError::not_found(format!("{path} not found")))
+    })
+    .await?;
+    Ok(item_response(StatusCode::OK, item.into()))
+}
+
+/// Creates or replaces an item with the request body (any JSON value).
+#[utoipa::path(put, path = "/v1/items/{path}", tag = "items",
+    params(("path" = String, Path, description = "Key path without its leading '/'"), PutQuery,
+        ("If-None-Match" = Option<String>, Header, description = "* : fail if the item exists"),
+        ("If-Match" = Option<String>, Header, description = "Fail unless the item is at this version")),
+    request_body(content = serde_json::Value, description = "Any JSON value", content_type = "application/json"),
+    responses(
+        (status = 200, description = "Replaced", body = ItemOut), (status = 201, description = "Created", body = ItemOut),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 409, description = "Condition failed or concurrent write", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn put_item<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    UrlPath(path): UrlPath,
+    Query(q): Query<PutQuery>,
+    headers: HeaderMap,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    let condition = condition_from(&headers)?;
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "body is not UTF-8"))?;
+    let value = JsonText::parse(text)?;
+    let options = PutOptions {
+        condition,
+        history: q.history.unwrap_or(false),
+        expires: q.ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
+    };
+    let item = blocking(move || Ok(state.store.put(&path, value, options)?)).await?;
+    let status = if item.version == 1 {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(item_response(status, item.into()))
+}
+
+/// Deletes an item.
+#[utoipa::path(delete, path = "/v1/items/{path}", tag = "items",
+    params(("path" = String, Path, description = "Key path without its leading '/'"),
+        ("If-Match" = Option<String>, Header, description = "Fail unless the item is at this version")),
+    responses(
+        (status = 200, description = "The deleted item", body = ItemOut),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn delete_item<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    UrlPath(path): UrlPath,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let condition = condition_from(&headers)?;
+    if condition == Some(Condition::MustNotExist) {
+        return Err(ApiError::bad_request(
+            "If-None-Match does not apply to DELETE",
+        ));
+    }
+    let deleted = blocking(move || {
+        let deleted = state.store.delete(&path, condition)?;
+        deleted.ok_or_else(|| ApiError::not_found(format!("{path} not found")))
+    })
+    .await?;
+    Ok(item_response(StatusCode::OK, deleted.into()))
+}
+
+/// Reads several items from one snapshot; missing ones are left out.
+#[utoipa::path(post, path = "/v1/get", tag = "items", request_body = GetManyIn,
+    responses((status = 200, body = ItemsOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn get_many<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Json(body): Json<GetManyIn>,
+) -> Result<axum::Json<ItemsOut>, ApiError> {
+    let paths = body
+        .paths
+        .iter()
+        .map(|p| parse_path(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let items = blocking(move || Ok(state.store.get_many(&paths)?)).await?;
+    Ok(axum::Json(ItemsOut {
+        items: items.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Lists a subtree or direct children, one page at a time.
+#[utoipa::path(get, path = "/v1/list/{prefix}", tag = "items",
+    params(("prefix" = String, Path, description = "Key path without its leading '/'"), ListQuery),
+    responses((status = 200, body = ListOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn list<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    UrlPath(prefix): UrlPath,
+    Query(q): Query<ListQuery>,
+) -> Result<axum::Json<ListOut>, ApiError> {
+    let bound = |b: &Option<String>| b.as_deref().map(parse_path).transpose();
+    let limit = q.limit.unwrap_or(DEFAULT_LIST_LIMIT);
+    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit must be 1..={MAX_LIST_LIMIT}"
+        )));
+    }
+    let request = ListRequest {
+        prefix,
+        children_only: q.children.unwrap_or(false),
+        gt: bound(&q.gt)?,
+        gte: bound(&q.gte)?,
+        lt: bound(&q.lt)?,
+        lte: bound(&q.lte)?,
+        reverse: q.reverse.unwrap_or(false),
+        limit,
+        page_token: q.page_token,
+    };
+    let page = blocking(move || Ok(state.store.list(&request)?)).await?;
+    Ok(axum::Json(ListOut {
+        items: page.items.into_iter().map(Into::into).collect(),
+        next_page_token: page.next_page_token,
+    }))
+}
+
+/// An item's revisions, newest first.
+#[utoipa::path(get, path = "/v1/history/{path}", tag = "items",
+    params(("path" = String, Path, description = "Key path without its leading '/'"), HistoryQuery),
+    responses((status = 200, body = ItemsOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn history<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    UrlPath(path): UrlPath,
+    Query(q): Query<HistoryQuery>,
+) -> Result<axum::Json<ItemsOut>, ApiError> {
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit must be 1..={MAX_LIST_LIMIT}"
+        )));
+    }
+    let items = blocking(move || Ok(state.store.history(&path, limit)?)).await?;
+    Ok(axum::Json(ItemsOut {
+        items: items.into_iter().map(Into::into).collect(),
+    }))
+}
+
+fn condition_of(
+    if_version: Option<u64>,
+    must_exist: bool,
+    must_not_exist: bool,
+) -> Result<Option<Condition>, ApiError> {
+    match (if_version, must_exist, must_not_exist) {
+        (Some(v), false, false) => Ok(Some(Condition::IfVersion(v))),
+        (None, true, false) => Ok(Some(Condition::MustExist)),
+        (None, false, true) => Ok(Some(Condition::MustNotExist)),
+        (None, false, false) => Ok(None),
+        _ => Err(ApiError::bad_request(
+            "give at most one of if_version, must_exist, must_not_exist",
+        )),
+    }
+}
+
+/// Applies puts, deletes and checks on any paths, all or nothing.
+#[utoipa::path(post, path = "/v1/transact", tag = "items", request_body = TransactIn,
+    responses((status = 200, body = TransactOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 409, description = "Condition failed, or conflict (retry)", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn transact<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Json(body): Json<TransactIn>,
+) -> Result<axum::Json<TransactOut>, ApiError> {
+    let mut tx = Transaction::new();
+    for op in body.ops {
+        tx.ops.push(match op {
+            TxOpIn::Put {
+                path,
+                value,
+                if_version,
+                must_not_exist,
+                history,
+                ttl_seconds,
+            } => TxOp::Put {
+                path: parse_path(&path)?,
+                value: JsonText::parse(value.get())?,
+                options: PutOptions {
+                    condition: condition_of(if_version, false, must_not_exist.unwrap_or(false))?,
+                    history: history.unwrap_or(false),
+                    expires: ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
+                },
+            },
+            TxOpIn::Delete { path, if_version } => TxOp::Delete {
+                path: parse_path(&path)?,
+                condition: if_version.map(Condition::IfVersion),
+            },
+            TxOpIn::Check {
+                path,
+                if_version,
+                must_exist,
+                must_not_exist,
+            } => TxOp::Check {
+                path: parse_path(&path)?,
+                condition: condition_of(
+                    if_version,
+                    must_exist.unwrap_or(false),
+                    must_not_exist.unwrap_or(false),
+                )?
+                .ok_or_else(|| {
+                    ApiError::bad_request("a check needs if_version, must_exist or must_not_exist")
+                })?,
+            },
+        });
+    }
+    let results = blocking(move || Ok(state.store.transact(tx)?)).await?;
+    Ok(axum::Json(TransactOut {
+        results: results.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Every item and revision as JSON lines, streamed in key order.
+#[utoipa::path(get, path = "/v1/export", tag = "transfer",
+    responses((status = 200, description = "JSON lines", content_type = "application/x-ndjson", body = String),
+        (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn export<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
+    tokio::task::spawn_blocking(move || {
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = match state.store.scan(cursor.as_deref(), 1000) {
+                Ok(page) => page,
+                Err(e) => {
+                    // Headers are gone: end the stream with an error so the client sees it truncated.
+                    let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
+                    return;
+                }
+            };
+            let mut chunk = String::new();
+            for record in &page.records {
+                if let Ok(line) = serde_json::to_string(record) {
+                    chunk.push_str(&line);
+                    chunk.push('\n');
+                }
+            }
+            if tx.blocking_send(Ok(chunk)).is_err() {
+                return;
+            }
+            match page.cursor {
+                Some(next) => cursor = Some(next),
+                None => return,
+            }
+        }
+    });
+    let body = axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
+}
+
+/// Writes JSON lines as produced by export (checked first; nothing written if a line is bad).
+#[utoipa::path(post, path = "/v1/import", tag = "transfer",
+    request_body(content = String, description = "JSON lines", content_type = "application/x-ndjson"),
+    responses((status = 200, body = ImportOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn import<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Body(body): Body,
+) -> Result<axum::Json<ImportOut>, ApiError> {
+    let text =
+        std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("body is not UTF-8"))?;
+    let mut records = Vec::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let record = ExportRecord::from_json_line(line)
+            .map_err(|e| ApiError::bad_request(format!("line {}: {e}", n + 1)))?;
+        records.push(record);
+    }
+    let imported = blocking(move || Ok(state.store.import(&records)?)).await?;
+    Ok(axum::Json(ImportOut { imported }))
+}
+
+/// Liveness.
+#[utoipa::path(get, path = "/healthz", tag = "meta", responses((status = 200, body = HealthOut)))]
+pub async fn healthz() -> axum::Json<HealthOut> {
+    axum::Json(HealthOut {
+        status: "ok".to_owned(),
+    })
+}

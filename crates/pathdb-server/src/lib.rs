@@ -1,0 +1,189 @@
+//! PathDB's HTTP/JSON API over a [`Store`]: items, listings, history, transactions, export and
+//! import under `/v1`, an OpenAPI 3.1 document generated from the handlers at `/openapi.json`,
+//! bearer-token auth with read and read-write scopes, and graceful shutdown.
+//!
+//! Entry points: [`router`] (for tests: drive it with `tower::ServiceExt::oneshot`) and
+//! [`serve`] (a listener and a shutdown future).
+
+#![deny(missing_docs)]
+
+pub mod auth;
+pub mod config;
+mod error;
+mod extract;
+mod handlers;
+mod wire;
+
+pub use auth::{Auth, Scope};
+pub use config::{ConfigError, DEFAULT_ADDR, ServerConfig, TokenConfig};
+pub use error::{ApiError, ErrorBody, ErrorDetail};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{HeaderName, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use pathdb_store::Store;
+use pathdb_store::backend::Backend;
+use std::future::Future;
+use std::time::Duration;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+
+/// Largest request body for item requests: an item is at most 400 KB.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// Largest import body.
+pub const MAX_IMPORT_BYTES: usize = 256 << 20;
+/// Largest total size of a request's headers.
+pub const MAX_HEADER_BYTES: usize = 16 << 10;
+/// How long one request may take before it is answered with 408.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What every handler shares.
+pub struct AppState<B: Backend> {
+    /// The data.
+    pub store: Store<B>,
+}
+
+impl<B: Backend> Clone for AppState<B> {
+    fn clone(&self) -> Self {
+        AppState {
+            store: self.store.clone(),
+        }
+    }
+}
+
+/// The OpenAPI document, generated from the handlers' annotations.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "PathDB", description = "A document database addressed by typed key paths that sort the way people mean them."),
+    paths(
+        handlers::get_item, handlers::put_item, handlers::delete_item, handlers::get_many, handlers::list,
+        handlers::history, handlers::transact, handlers::export, handlers::import, handlers::healthz
+    ),
+    modifiers(&BearerAuth),
+    tags((name = "items", description = "Items, listings, history, transactions"),
+         (name = "transfer", description = "Export and import as JSON lines"))
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The OpenAPI document as JSON.
+pub fn openapi_json() -> String {
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_else(|_| "{}".to_owned())
+}
+
+/// Requests whose headers together exceed [`MAX_HEADER_BYTES`] get 431.
+async fn limit_headers(request: Request, next: Next) -> Response {
+    let size: usize = request
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    if size > MAX_HEADER_BYTES {
+        return ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "too_large",
+            format!("headers exceed {MAX_HEADER_BYTES} bytes"),
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// Unknown routes answer in the API's error shape.
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such endpoint")
+}
+
+/// The application: `/v1` routes behind auth, `/openapi.json` and `/healthz` open.
+pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
+    let items = Router::new()
+        .route(
+            "/v1/items/{*path}",
+            get(handlers::get_item::<B>)
+                .put(handlers::put_item::<B>)
+                .delete(handlers::delete_item::<B>),
+        )
+        .route("/v1/get", post(handlers::get_many::<B>))
+        .route("/v1/list/{*prefix}", get(handlers::list::<B>))
+        .route("/v1/history/{*path}", get(handlers::history::<B>))
+        .route("/v1/transact", post(handlers::transact::<B>))
+        .route("/v1/export", get(handlers::export::<B>))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    let import = Router::new()
+        .route("/v1/import", post(handlers::import::<B>))
+        .layer(DefaultBodyLimit::max(MAX_IMPORT_BYTES));
+    let api = items
+        .merge(import)
+        .with_state(state)
+        .layer(middleware::from_fn_with_state(auth, auth::require_token));
+    let request_id = HeaderName::from_static("x-request-id");
+    Router::new()
+        .route("/openapi.json", get(|| async { ([(axum::http::header::CONTENT_TYPE, "application/json")], openapi_json()) }))
+        .route("/healthz", get(handlers::healthz))
+        .merge(api)
+        .fallback(not_found)
+        .layer(middleware::from_fn(limit_headers))
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+            let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+            tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+        }))
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+}
+
+/// Serves until `shutdown` completes, then stops accepting, finishes in-flight requests and
+/// returns. Dropping the state afterwards lets the store finish its queued commits.
+///
+/// # Errors
+/// The listener fails.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}

@@ -1,0 +1,209 @@
+//! The JSON shapes of requests and responses. Private to the server: the store's types are not
+//! the wire format, so either can change without breaking the other silently.
+
+use pathdb_store::{Item, Json as JsonText, TxResult};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+/// An item and its metadata.
+#[derive(Serialize, ToSchema)]
+pub struct ItemOut {
+    /// Canonical key path text.
+    #[schema(example = "/user-7/post-1")]
+    pub path: String,
+    /// 1 on creation, +1 on every write.
+    pub version: u64,
+    /// Microseconds since the Unix epoch, UTC.
+    pub created_at: i64,
+    /// Microseconds since the Unix epoch, UTC.
+    pub modified_at: i64,
+    /// Microseconds since the Unix epoch, UTC; null if the item never expires.
+    pub expires_at: Option<i64>,
+    /// The JSON value as stored.
+    #[schema(value_type = serde_json::Value)]
+    pub value: JsonText,
+}
+
+impl From<Item> for ItemOut {
+    fn from(i: Item) -> ItemOut {
+        ItemOut {
+            path: i.path.to_string(),
+            version: i.version,
+            created_at: i.created_at.micros(),
+            modified_at: i.modified_at.micros(),
+            expires_at: i.expires_at.map(|t| t.micros()),
+            value: i.value,
+        }
+    }
+}
+
+/// Several items.
+#[derive(Serialize, ToSchema)]
+pub struct ItemsOut {
+    /// In the requested order.
+    pub items: Vec<ItemOut>,
+}
+
+/// A page of a listing.
+#[derive(Serialize, ToSchema)]
+pub struct ListOut {
+    /// In the requested order.
+    pub items: Vec<ItemOut>,
+    /// Present when more items follow: pass it as `page_token`.
+    pub next_page_token: Option<String>,
+}
+
+/// `POST /v1/get`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetManyIn {
+    /// Key paths in text form, at most 100.
+    pub paths: Vec<String>,
+}
+
+/// Options of `PUT /v1/items/{path}`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PutQuery {
+    /// Keep this version in the item's history.
+    pub history: Option<bool>,
+    /// Expire the item this many seconds from now.
+    pub ttl_seconds: Option<u64>,
+}
+
+/// Options of `GET /v1/items/{path}`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct GetQuery {
+    /// A past version from the item's history.
+    pub version: Option<u64>,
+}
+
+/// Options of `GET /v1/history/{path}`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryQuery {
+    /// At most this many revisions (default 100, at most 1000).
+    pub limit: Option<usize>,
+}
+
+/// Options of `GET /v1/list/{prefix}`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only the direct children of the prefix.
+    pub children: Option<bool>,
+    /// Descending key order.
+    pub reverse: Option<bool>,
+    /// Items per page, 1..=1000 (default 100).
+    pub limit: Option<usize>,
+    /// Only keys after this path.
+    pub gt: Option<String>,
+    /// Only keys at or after this path.
+    pub gte: Option<String>,
+    /// Only keys before this path.
+    pub lt: Option<String>,
+    /// Only keys at or before this path.
+    pub lte: Option<String>,
+    /// Continue from a previous page, in either direction.
+    pub page_token: Option<String>,
+}
+
+/// One operation of `POST /v1/transact`.
+#[derive(Deserialize, ToSchema)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TxOpIn {
+    /// Create or replace an item.
+    Put {
+        /// Key path text.
+        path: String,
+        /// Any JSON value.
+        #[schema(value_type = serde_json::Value)]
+        value: Box<serde_json::value::RawValue>,
+        /// Fail unless the item exists at this version.
+        if_version: Option<u64>,
+        /// Fail if the item exists.
+        must_not_exist: Option<bool>,
+        /// Keep this version in history.
+        history: Option<bool>,
+        /// Expire after this many seconds.
+        ttl_seconds: Option<u64>,
+    },
+    /// Delete an item.
+    Delete {
+        /// Key path text.
+        path: String,
+        /// Fail unless the item exists at this version.
+        if_version: Option<u64>,
+    },
+    /// Check a condition without writing.
+    Check {
+        /// Key path text.
+        path: String,
+        /// The item exists at this version.
+        if_version: Option<u64>,
+        /// The item exists.
+        must_exist: Option<bool>,
+        /// The item does not exist.
+        must_not_exist: Option<bool>,
+    },
+}
+
+/// `POST /v1/transact`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransactIn {
+    /// 1..=100 operations on distinct paths, applied all or nothing.
+    pub ops: Vec<TxOpIn>,
+}
+
+/// The result of one transaction operation.
+#[derive(Serialize, ToSchema)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum TxResultOut {
+    /// The item as written.
+    Put {
+        /// The item.
+        item: ItemOut,
+    },
+    /// The deleted item, null if there was none.
+    Delete {
+        /// The item.
+        deleted: Option<ItemOut>,
+    },
+    /// The check held.
+    Check,
+}
+
+impl From<TxResult> for TxResultOut {
+    fn from(r: TxResult) -> TxResultOut {
+        match r {
+            TxResult::Put(item) => TxResultOut::Put { item: item.into() },
+            TxResult::Deleted(item) => TxResultOut::Delete {
+                deleted: item.map(Into::into),
+            },
+            TxResult::Checked => TxResultOut::Check,
+        }
+    }
+}
+
+/// `POST /v1/transact` result.
+#[derive(Serialize, ToSchema)]
+pub struct TransactOut {
+    /// One per operation, in order.
+    pub results: Vec<TxResultOut>,
+}
+
+/// `POST /v1/import` result.
+#[derive(Serialize, ToSchema)]
+pub struct ImportOut {
+    /// Records written.
+    pub imported: usize,
+}
+
+/// `GET /healthz`.
+#[derive(Serialize, ToSchema)]
+pub struct HealthOut {
+    /// Always "ok".
+    pub status: String,
+}
