@@ -209,20 +209,10 @@ impl<B: Backend> Store<B> {
                     "the token points outside this listing",
                 ));
             }
-            let past = match (request.children_only, direction) {
-                // After a child comes the next child: skip the cursor's whole subtree.
-                (true, Direction::Forward) => {
-                    let child =
-                        KeyPath::from_partition_and_sort(&partition, &cursor).map_err(|_| {
-                            Error::InvalidPageToken("the token points outside this listing")
-                        })?;
-                    child
-                        .sort_key_subtree_range()
-                        .end
-                        .map_or(Bound::Excluded(cursor), Bound::Included)
-                }
-                _ => Bound::Excluded(cursor),
-            };
+            // Continue right after the cursor. For a children listing the next keys may be the
+            // cursor child's descendants, which `collect_children` seeks over, or another child
+            // whose key shares the cursor's body (see `collect_children`).
+            let past = Bound::Excluded(cursor);
             match direction {
                 Direction::Forward => tighten_start(&mut range, past),
                 Direction::Reverse => tighten_end(&mut range, past),
@@ -257,6 +247,15 @@ impl<B: Backend> Store<B> {
         })
     }
 
+    /// The direct children of `prefix` in `range`, found by seeking: below a child, the scan
+    /// jumps over the child's descendants (`[B 01, B 02)`, B the child's segment body) instead of
+    /// reading them.
+    ///
+    /// Only descendants are skipped, never a child's own key (`B 00 …`): several children can
+    /// share one body, because a bytes or UUID id can encode to the same bytes as an integer or
+    /// string id (they differ only in the metadata after `00`), and an element without id
+    /// (`/u-1/p`) has the body that its namespace's ids (`/u-1/p-7`) extend. So own keys are
+    /// read one by one, and a child's subtree range is never used as "this child and below".
     #[allow(clippy::too_many_arguments)]
     fn collect_children<R: Reader>(
         &self,
@@ -269,9 +268,9 @@ impl<B: Backend> Store<B> {
         want: usize,
         found: &mut Vec<(Vec<u8>, Item)>,
     ) -> Result<(), Error> {
-        let requested = range.clone();
         // A bare last element (`/u-1/post`) lists its namespace's ids: children sit at its depth.
         let depth = prefix.len() + usize::from(prefix.last().id().is_some());
+        let live = |r: &crate::backend::Record| r.expires_at.is_none_or(|t| t > now);
         while found.len() < want {
             let batch = reader.scan(partition, &range, direction, CHILDREN_BATCH)?;
             if batch.is_empty() {
@@ -290,35 +289,42 @@ impl<B: Backend> Store<B> {
                     step_past(&mut range, sort, direction);
                     continue;
                 }
-                let child = if path.len() == depth {
-                    path.clone()
-                } else {
+                if path.len() == depth {
+                    // A child's own item.
+                    if live(&record) {
+                        found.push((sort.clone(), to_item(path, record)?));
+                    }
+                    step_past(&mut range, sort, direction);
+                    continue;
+                }
+                // Below a child: seek over the child's descendants.
+                let child =
                     KeyPath::from_elements(path.elements()[..depth].to_vec()).map_err(|e| {
                         crate::StorageError::msg(format!("stored key has an invalid prefix: {e}"))
-                    })?
-                };
-                let child_range = child.sort_key_subtree_range();
-                let child_sort = child.sort_key();
-                // Seek over the child's subtree.
+                    })?;
+                let own_start = child.sort_key_subtree_range().start; // B 00
+                let descendants = child.sort_key_descendants_range(); // [B 01, B 02)
                 match direction {
+                    // Own keys (`B 00 …`) sort before descendants: already read.
                     Direction::Forward => {
-                        range.start = child_range.end.map_or(Bound::Unbounded, Bound::Included);
+                        range.start = descendants.end.map_or(Bound::Unbounded, Bound::Included);
                     }
-                    Direction::Reverse => range.end = Bound::Excluded(child_range.start),
-                }
-                // Forward, a child's own item comes before its subtree; reverse, after it.
-                let child_record = if path == child {
-                    Some(record)
-                } else if direction == Direction::Reverse && requested.contains(&child_sort) {
-                    reader.get(&crate::backend::Key {
-                        partition: partition.to_vec(),
-                        sort: child_sort.clone(),
-                    })?
-                } else {
-                    None
-                };
-                if let Some(r) = child_record.filter(|r| r.expires_at.is_none_or(|t| t > now)) {
-                    found.push((child_sort, to_item(child, r)?));
+                    // Own keys sort after descendants in reverse: read them now, then go below.
+                    Direction::Reverse => {
+                        let mut own = range.clone();
+                        tighten_start(&mut own, Bound::Included(own_start.clone()));
+                        tighten_end(&mut own, Bound::Excluded(descendants.start));
+                        for (sort, record) in reader.scan(partition, &own, direction, usize::MAX)? {
+                            if found.len() >= want {
+                                break;
+                            }
+                            let path = decode_path(partition, &sort)?;
+                            if prefix.covers(&path) && path.len() == depth && live(&record) {
+                                found.push((sort, to_item(path, record)?));
+                            }
+                        }
+                        range.end = Bound::Excluded(own_start);
+                    }
                 }
             }
         }
