@@ -26,8 +26,6 @@ const ITEM_OVERHEAD: usize = 64;
 pub const MAX_TRANSACTION_OPS: usize = 100;
 /// Most paths in one `get_many`.
 pub const MAX_GET_MANY: usize = 100;
-/// How often a single write re-reads and retries after a concurrent change.
-const WRITE_RETRIES: usize = 16;
 
 /// Where the store gets the time; tests substitute a [`ManualClock`].
 pub trait Clock: Send + Sync + 'static {
@@ -399,7 +397,15 @@ impl<B: Backend> Store<B> {
         self.execute(&tx.ops, false)
     }
 
-    /// Reads, checks and commits `ops`; with `retry`, re-runs after a concurrent change.
+    /// Reads, checks and commits `ops`; with `retry`, re-runs after a concurrent change until
+    /// the write commits or the caller's own condition fails.
+    ///
+    /// The retry is unbounded on purpose: a batch fails only when a key it read changed, that
+    /// is, when another write to the same item committed in between, so every lost race is
+    /// someone else's progress (lock-free). A bound turned contention into a
+    /// [`Error::Conflict`] from a put or delete that has no condition, which callers neither
+    /// expect nor can act on: with eight writers on one item and group commit (all but one
+    /// batch of a group lose), 16 attempts ran out within a dozen puts each.
     fn execute(&self, ops: &[TxOp], retry: bool) -> Result<Vec<TxResult>, Error> {
         for op in ops {
             check_key(op.path())?;
@@ -407,25 +413,21 @@ impl<B: Backend> Store<B> {
                 check_item_size(path, value)?;
             }
         }
-        let attempts = if retry { WRITE_RETRIES } else { 1 };
-        let mut last_conflict = None;
-        for _ in 0..attempts {
+        loop {
             let (batch, results, owners) = self.plan(ops)?;
             match self.inner.backend.write(batch) {
                 Ok(()) => return Ok(results),
+                Err(WriteError::ConditionFailed { .. }) if retry => {}
                 Err(WriteError::ConditionFailed { index }) => {
                     let path = owners
                         .get(index)
                         .cloned()
                         .unwrap_or_else(|| ops[0].path().clone());
-                    last_conflict = Some(path);
+                    return Err(Error::Conflict { path });
                 }
                 Err(WriteError::Storage(e)) => return Err(e.into()),
             }
         }
-        Err(Error::Conflict {
-            path: last_conflict.unwrap_or_else(|| ops[0].path().clone()),
-        })
     }
 
     /// Builds the batch for `ops` from one snapshot: the batch, the results it will have, and
