@@ -45,11 +45,18 @@ impl Json {
     /// number spelling and string escapes survive (lossless export), and one value is one line.
     ///
     /// # Errors
-    /// [`Error::InvalidJson`] with serde_json's line and column.
+    /// [`Error::InvalidJson`] with serde_json's line and column, also for nesting deeper than
+    /// serde_json reads into a `Value` (127 levels), so that [`Json::to_value`] never has to
+    /// substitute `Null` for a value the store accepted.
     pub fn parse(text: &str) -> Result<Json, Error> {
         let raw: &serde_json::value::RawValue =
             serde_json::from_str(text).map_err(Error::InvalidJson)?;
-        Ok(Json(minify(raw.get()).into_boxed_str()))
+        let (minified, depth) = minify(raw.get());
+        if depth >= DEEP {
+            // Rare: let serde_json decide at its own limit, and say where it stopped.
+            serde_json::from_str::<serde_json::Value>(text).map_err(Error::InvalidJson)?;
+        }
+        Ok(Json(minified.into_boxed_str()))
     }
 
     /// Serializes a value.
@@ -76,10 +83,14 @@ impl Json {
     }
 }
 
-/// Drops whitespace outside strings from valid JSON text.
-fn minify(text: &str) -> String {
+/// Nesting from which [`Json::parse`] checks that serde_json can read the value back.
+const DEEP: usize = 64;
+
+/// Drops whitespace outside strings from valid JSON text; also returns the deepest nesting.
+fn minify(text: &str) -> (String, usize) {
     let mut out = String::with_capacity(text.len());
     let (mut in_string, mut escaped) = (false, false);
+    let (mut depth, mut deepest) = (0usize, 0usize);
     for c in text.chars() {
         if in_string {
             out.push(c);
@@ -91,11 +102,19 @@ fn minify(text: &str) -> String {
                 in_string = false;
             }
         } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            match c {
+                '[' | '{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
             in_string = c == '"';
             out.push(c);
         }
     }
-    out
+    (out, deepest)
 }
 
 impl fmt::Display for Json {
