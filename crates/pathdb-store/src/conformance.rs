@@ -1,1 +1,288 @@
-//! placeholder
+//! The backend-agnostic conformance suite: every operation, option and error of the data API,
+//! written once against [`Store`] and run by every backend with one line:
+//!
+//! ```text
+//! // In a backend's integration tests:
+//! pathdb_store::conformance_tests!(pathdb_store::conformance::InMemory);
+//! pathdb_store::conformance_tests!(pathdb_store::conformance::TempFile::default());
+//! pathdb_store::conformance_tests!(|options: pathdb_store::StoreOptions| {
+//!     pathdb_store::Store::new(MyBackend::connect(), options).unwrap()
+//! });
+//! ```
+//!
+//! The macro expands to one `#[test]` per workload. A workload takes a [`Harness`], which opens a
+//! fresh, empty store with the [`StoreOptions`] the workload needs (a [`ManualClock`] and no
+//! background sweeper where time matters, so no workload sleeps). Workloads assert behaviour
+//! through the public API only, plus, for backends without native expiry, the raw records that
+//! [`Backend::reader`] exposes after an expiry sweep.
+//!
+//! Workloads:
+//! - [`put_get_delete`], [`conditions`], [`bad_input`] (`basic`);
+//! - [`prefix_is_segment_bounded`], [`typed_order`], [`aliased_ids`],
+//!   [`children_only_deep_subtrees`], [`bounds_in_both_directions`], [`page_tokens_stitch`],
+//!   [`page_tokens_with_writes_between_pages`], [`page_token_errors`] (`listing`);
+//! - [`racing_must_not_exist`], [`racing_if_version_counter`], [`racing_unconditional_puts`],
+//!   [`racing_transfers`] (`concurrency`);
+//! - [`transaction_results`], [`failed_transactions_leave_nothing`], [`history_retention`],
+//!   [`ttl_expiry`], [`scan_and_import`] (`lifecycle`).
+
+use crate::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
+use crate::{
+    Error, ExportRecord, Item, Json, ListRequest, ManualClock, PutOptions, Store, StoreOptions,
+    Timestamp,
+};
+use pathdb_keys::KeyPath;
+use std::sync::Arc;
+
+mod basic;
+mod concurrency;
+mod lifecycle;
+mod listing;
+
+pub use basic::{bad_input, conditions, put_get_delete};
+pub use concurrency::{
+    racing_if_version_counter, racing_must_not_exist, racing_transfers, racing_unconditional_puts,
+};
+pub use lifecycle::{
+    failed_transactions_leave_nothing, history_retention, scan_and_import, transaction_results,
+    ttl_expiry,
+};
+pub use listing::{
+    aliased_ids, bounds_in_both_directions, children_only_deep_subtrees, page_token_errors,
+    page_tokens_stitch, page_tokens_with_writes_between_pages, prefix_is_segment_bounded,
+    typed_order,
+};
+
+/// Expands to one `#[test]` per conformance workload, each running it against the [`Harness`]
+/// the expression evaluates to (evaluated once per test). A closure harness needs its argument
+/// type spelled out: `|options: StoreOptions| Store::new(backend, options).unwrap()`.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($harness:expr) => {
+        $crate::conformance_tests!(@each $harness;
+            put_get_delete,
+            conditions,
+            bad_input,
+            prefix_is_segment_bounded,
+            typed_order,
+            aliased_ids,
+            children_only_deep_subtrees,
+            bounds_in_both_directions,
+            page_tokens_stitch,
+            page_tokens_with_writes_between_pages,
+            page_token_errors,
+            racing_must_not_exist,
+            racing_if_version_counter,
+            racing_unconditional_puts,
+            racing_transfers,
+            transaction_results,
+            failed_transactions_leave_nothing,
+            history_retention,
+            ttl_expiry,
+            scan_and_import,
+        );
+    };
+    (@each $harness:expr; $($workload:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $workload() {
+                $crate::conformance::$workload(&$harness);
+            }
+        )*
+    };
+}
+
+/// Opens fresh, empty stores for the workloads (one or more per workload).
+pub trait Harness {
+    /// The backend under test.
+    type Backend: Backend;
+
+    /// A new store over a new, empty backend, with `options`.
+    fn open(&self, options: StoreOptions) -> TestStore<Self::Backend>;
+}
+
+/// Any `Fn(StoreOptions) -> Store<B>` is a harness whose stores need no cleanup.
+impl<B: Backend, F: Fn(StoreOptions) -> Store<B>> Harness for F {
+    type Backend = B;
+
+    fn open(&self, options: StoreOptions) -> TestStore<B> {
+        TestStore::new(self(options))
+    }
+}
+
+/// A store under test, with whatever must outlive it (a temporary directory, a server).
+/// Dereferences to the [`Store`].
+pub struct TestStore<B: Backend> {
+    // Declared first: dropped (and its files closed) before the guard.
+    store: Store<B>,
+    _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl<B: Backend> TestStore<B> {
+    /// A store that needs no cleanup.
+    pub fn new(store: Store<B>) -> Self {
+        TestStore {
+            store,
+            _guard: None,
+        }
+    }
+
+    /// A store and something dropped right after it.
+    pub fn with_guard(store: Store<B>, guard: impl std::any::Any + Send + Sync) -> Self {
+        TestStore {
+            store,
+            _guard: Some(Box::new(guard)),
+        }
+    }
+}
+
+impl<B: Backend> std::ops::Deref for TestStore<B> {
+    type Target = Store<B>;
+
+    fn deref(&self) -> &Store<B> {
+        &self.store
+    }
+}
+
+/// The harness of [`InMemoryBackend`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InMemory;
+
+impl Harness for InMemory {
+    type Backend = InMemoryBackend;
+
+    fn open(&self, options: StoreOptions) -> TestStore<InMemoryBackend> {
+        TestStore::new(Store::new(InMemoryBackend::new(), options).expect("open in-memory store"))
+    }
+}
+
+/// The harness of [`FileBackend`]: each store is a new file in its own temporary directory,
+/// removed when the store is dropped.
+#[derive(Clone, Debug, Default)]
+pub struct TempFile {
+    /// Options of every file opened.
+    pub file: FileOptions,
+}
+
+impl Harness for TempFile {
+    type Backend = FileBackend;
+
+    fn open(&self, options: StoreOptions) -> TestStore<FileBackend> {
+        let dir = tempfile::tempdir().expect("create a temporary directory");
+        let store = Store::open(dir.path().join("pathdb.redb"), self.file.clone(), options)
+            .expect("open a database file");
+        TestStore::with_guard(store, dir)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers shared by the workloads.
+
+/// The time every workload's [`ManualClock`] starts at.
+pub(crate) const T0: Timestamp = Timestamp(1_700_000_000_000_000);
+
+/// A clock at [`T0`] and options that use it, with no background sweeper.
+pub(crate) fn manual_options() -> (Arc<ManualClock>, StoreOptions) {
+    let clock = Arc::new(ManualClock::new(T0));
+    let options = StoreOptions {
+        clock: clock.clone(),
+        default_history_retention: 3,
+        sweep_interval: None,
+    };
+    (clock, options)
+}
+
+/// A fresh store with a manual clock.
+pub(crate) fn open_manual<H: Harness>(harness: &H) -> (Arc<ManualClock>, TestStore<H::Backend>) {
+    let (clock, options) = manual_options();
+    (clock, harness.open(options))
+}
+
+pub(crate) fn path(text: &str) -> KeyPath {
+    text.parse()
+        .unwrap_or_else(|e| panic!("bad test path {text}: {e}"))
+}
+
+pub(crate) fn json(text: &str) -> Json {
+    Json::parse(text).unwrap_or_else(|e| panic!("bad test JSON {text}: {e}"))
+}
+
+/// `{"n": n}`.
+pub(crate) fn value(n: i64) -> Json {
+    json(&format!(r#"{{"n":{n}}}"#))
+}
+
+/// Puts `{"n": n}` at `text` without options.
+pub(crate) fn put<B: Backend>(store: &Store<B>, text: &str, n: i64) -> Item {
+    store
+        .put(&path(text), value(n), PutOptions::default())
+        .unwrap_or_else(|e| panic!("put {text}: {e}"))
+}
+
+pub(crate) fn texts(items: &[Item]) -> Vec<String> {
+    items.iter().map(|i| i.path.to_string()).collect()
+}
+
+/// Every page of a listing, checking the page invariants: no page is longer than the limit,
+/// every page but the last is full and has a token, the last has none.
+pub(crate) fn list_all<B: Backend>(store: &Store<B>, request: &ListRequest) -> Vec<Item> {
+    let mut request = request.clone();
+    let mut out = Vec::new();
+    for _ in 0..100_000 {
+        let page = store
+            .list(&request)
+            .unwrap_or_else(|e| panic!("list {request:?}: {e}"));
+        assert!(page.items.len() <= request.limit, "page over its limit");
+        out.extend(page.items.iter().cloned());
+        match page.next_page_token {
+            Some(token) => {
+                assert_eq!(
+                    page.items.len(),
+                    request.limit,
+                    "a page followed by a token is full"
+                );
+                request.page_token = Some(token);
+            }
+            None => return out,
+        }
+    }
+    panic!("listing never ended: {request:?}");
+}
+
+/// Everything the store holds (items and revisions), through the resumable scan.
+pub(crate) fn dump<B: Backend>(store: &Store<B>) -> Vec<ExportRecord> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = store
+            .scan(cursor.as_deref(), 7)
+            .unwrap_or_else(|e| panic!("scan: {e}"));
+        out.extend(page.records);
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => return out,
+        }
+    }
+}
+
+/// Panics unless `result` failed the condition `condition` on `at` with `current`.
+#[track_caller]
+pub(crate) fn assert_condition_failed<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+    at: &str,
+    condition: crate::Condition,
+    current: Option<u64>,
+) {
+    match result {
+        Err(Error::ConditionFailed {
+            path: p,
+            condition: c,
+            current: v,
+        }) => {
+            assert_eq!(p, path(at), "ConditionFailed names the path");
+            assert_eq!(c, condition, "ConditionFailed names the condition");
+            assert_eq!(v, current, "ConditionFailed names the current version");
+        }
+        other => panic!("expected ConditionFailed on {at} ({condition}), got {other:?}"),
+    }
+}

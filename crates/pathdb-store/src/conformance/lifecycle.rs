@@ -1,0 +1,657 @@
+//! Transactions, history, expiry, and the export scan with its import.
+
+use super::{
+    Harness, T0, assert_condition_failed, dump, manual_options, open_manual, path, put, texts,
+    value,
+};
+use crate::backend::{Backend, Reader};
+use crate::{
+    Condition, Error, Expiry, ExportRecord, Item, ListRequest, MAX_TRANSACTION_OPS, PutOptions,
+    Store, Timestamp, Transaction, TxResult, layout,
+};
+use pathdb_keys::KeyPath;
+use std::time::Duration;
+
+fn with_history() -> PutOptions {
+    PutOptions {
+        history: true,
+        ..PutOptions::default()
+    }
+}
+
+fn expiring(expiry: Expiry) -> PutOptions {
+    PutOptions {
+        expires: Some(expiry),
+        ..PutOptions::default()
+    }
+}
+
+fn versions(items: &[Item]) -> Vec<u64> {
+    items.iter().map(|i| i.version).collect()
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// A transaction returns one result per operation, in order (the item written, the item
+/// deleted or `None`, `Checked`), spans groups, applies put options (history, expiry), and
+/// accepts up to [`MAX_TRANSACTION_OPS`] operations.
+pub fn transaction_results<H: Harness>(harness: &H) {
+    let (clock, store) = open_manual(harness);
+    let old = put(&store, "/tx-1/a-1", 1);
+    let doomed = put(&store, "/tx-2/b-1", 2);
+    put(&store, "/tx-1/z-1", 3);
+    clock.advance(secs(1));
+    let results = store
+        .transact(
+            Transaction::new()
+                .put(path("/tx-1/a-1"), value(10), with_history())
+                .put(
+                    path("/tx-1/new-1"),
+                    value(11),
+                    expiring(Expiry::After(secs(60))),
+                )
+                .delete(path("/tx-2/b-1"), Some(Condition::IfVersion(1)))
+                .delete(path("/tx-2/missing-1"), None)
+                .check(path("/tx-1/z-1"), Condition::IfVersion(1)),
+        )
+        .unwrap();
+    let now = T0.plus(secs(1));
+    let [
+        TxResult::Put(a),
+        TxResult::Put(new),
+        TxResult::Deleted(deleted),
+        TxResult::Deleted(missing),
+        TxResult::Checked,
+    ] = &results[..]
+    else {
+        panic!("unexpected results {results:?}");
+    };
+    assert_eq!(
+        (a.version, a.created_at, a.modified_at),
+        (2, old.created_at, now)
+    );
+    assert_eq!(a.value, value(10));
+    assert_eq!(store.get(&path("/tx-1/a-1")).unwrap().as_ref(), Some(a));
+    assert_eq!(
+        versions(&store.history(&path("/tx-1/a-1"), 10).unwrap()),
+        [2]
+    );
+    assert_eq!(new.expires_at, Some(now.plus(secs(60))));
+    assert_eq!(store.get(&path("/tx-1/new-1")).unwrap().as_ref(), Some(new));
+    assert_eq!(deleted.as_ref(), Some(&doomed));
+    assert_eq!(*missing, None);
+    assert_eq!(store.get(&path("/tx-2/b-1")).unwrap(), None);
+
+    let mut full = Transaction::new();
+    for i in 0..MAX_TRANSACTION_OPS {
+        full = full.put(
+            path(&format!("/tx-3/i-{i}")),
+            value(i as i64),
+            PutOptions::default(),
+        );
+    }
+    assert_eq!(store.transact(full).unwrap().len(), MAX_TRANSACTION_OPS);
+    let listed = store.list(&ListRequest::new(path("/tx-3"))).unwrap();
+    assert_eq!(listed.items.len(), MAX_TRANSACTION_OPS);
+}
+
+/// A transaction that fails (a condition on its last operation, a malformed transaction, an
+/// oversize item or key) leaves nothing behind: no item, no revision, no expiry entry, no
+/// change of version.
+pub fn failed_transactions_leave_nothing<H: Harness>(harness: &H) {
+    let (clock, store) = open_manual(harness);
+    store.set_namespace_history("h", Some(2)).unwrap();
+    store
+        .put(&path("/f-1/a-1"), value(1), with_history())
+        .unwrap();
+    store
+        .put(&path("/f-1/a-1"), value(2), with_history())
+        .unwrap();
+    put(&store, "/f-1/b-1", 1);
+    store
+        .put(
+            &path("/f-1/c-1"),
+            value(1),
+            expiring(Expiry::After(secs(100))),
+        )
+        .unwrap();
+    put(&store, "/f-1/h-1", 1);
+    let before = dump(&store);
+    let history_before = store.history(&path("/f-1/a-1"), 10).unwrap();
+    assert_eq!(versions(&history_before), [2, 1]);
+
+    let everything = |last: Option<(KeyPath, Condition)>| {
+        let mut tx = Transaction::new()
+            .put(path("/f-1/a-1"), value(3), with_history())
+            .put(
+                path("/f-1/d-1"),
+                value(1),
+                expiring(Expiry::After(secs(10))),
+            )
+            .delete(path("/f-1/b-1"), None)
+            .put(path("/f-2/e-1"), value(1), PutOptions::default())
+            .put(path("/f-1/h-1"), value(2), PutOptions::default());
+        if let Some((p, condition)) = last {
+            tx = tx.check(p, condition);
+        }
+        tx
+    };
+    assert_condition_failed(
+        store.transact(everything(Some((
+            path("/f-1/c-1"),
+            Condition::IfVersion(9),
+        )))),
+        "/f-1/c-1",
+        Condition::IfVersion(9),
+        Some(1),
+    );
+    assert_condition_failed(
+        store.transact(everything(Some((
+            path("/f-1/c-1"),
+            Condition::MustNotExist,
+        )))),
+        "/f-1/c-1",
+        Condition::MustNotExist,
+        Some(1),
+    );
+    assert_condition_failed(
+        store.transact(everything(Some((path("/f-1/zz-1"), Condition::MustExist)))),
+        "/f-1/zz-1",
+        Condition::MustExist,
+        None,
+    );
+    let failed = store.transact(
+        Transaction::new()
+            .put(path("/f-1/g-1"), value(1), PutOptions::default())
+            .delete(path("/f-1/b-1"), Some(Condition::IfVersion(7))),
+    );
+    assert_condition_failed(failed, "/f-1/b-1", Condition::IfVersion(7), Some(1));
+
+    let invalid = |tx: Transaction| {
+        let result = store.transact(tx);
+        assert!(
+            matches!(result, Err(Error::InvalidRequest(_))),
+            "expected InvalidRequest, got {result:?}"
+        );
+    };
+    invalid(Transaction::new());
+    let mut too_long = everything(None);
+    for i in 0..MAX_TRANSACTION_OPS {
+        too_long = too_long.put(
+            path(&format!("/f-1/n-{i}")),
+            value(1),
+            PutOptions::default(),
+        );
+    }
+    invalid(too_long);
+    invalid(everything(None).delete(path("/f-1/d-1"), None));
+    invalid(everything(None).check(path("/f-1/a-1"), Condition::MustExist));
+    let huge = super::json(&format!("\"{}\"", "z".repeat(crate::MAX_ITEM_BYTES)));
+    assert!(matches!(
+        store.transact(everything(None).put(path("/f-1/big-1"), huge, PutOptions::default())),
+        Err(Error::ItemTooLarge { .. })
+    ));
+    let long_key = path(&format!("/f-1/k-{}", "k".repeat(crate::MAX_SORT_KEY_BYTES)));
+    assert!(matches!(
+        store.transact(everything(None).delete(long_key, None)),
+        Err(Error::KeyTooLarge { .. })
+    ));
+
+    assert_eq!(dump(&store), before, "a failed transaction left something");
+    assert_eq!(
+        store.history(&path("/f-1/a-1"), 10).unwrap(),
+        history_before
+    );
+    assert_eq!(store.history(&path("/f-1/h-1"), 10).unwrap().len(), 1);
+    // No expiry entry of /f-1/d-1 was left either: only /f-1/c-1's is due.
+    clock.advance(secs(1000));
+    if !store.backend().native_expiry() {
+        assert_eq!(store.sweep_expired().unwrap(), 1);
+    }
+    // The same transaction without the failing check goes through.
+    assert_eq!(store.transact(everything(None)).unwrap().len(), 5);
+}
+
+/// History: revisions newest first, with their metadata; a retention count per put (the
+/// store's default) or per namespace (set, lowered, removed); `get_version` of a revision, of
+/// the current item and of trimmed or unknown versions; revisions of a path are never mixed
+/// with those of paths below it; history outlives a delete and continues after re-creation.
+pub fn history_retention<H: Harness>(harness: &H) {
+    let (clock, store) = open_manual(harness);
+    let doc = path("/h-1/doc-1");
+    let mut written = Vec::new();
+    for n in 1..=5 {
+        clock.advance(secs(1));
+        written.push(store.put(&doc, value(n), with_history()).unwrap());
+    }
+    assert_eq!(written.last().unwrap().created_at, T0.plus(secs(1)));
+    // Default retention of the harness options: 3.
+    let history = store.history(&doc, 10).unwrap();
+    assert_eq!(
+        history,
+        [written[4].clone(), written[3].clone(), written[2].clone()]
+    );
+    assert_eq!(store.history(&doc, 2).unwrap(), history[..2]);
+    assert_eq!(store.history(&doc, 0).unwrap(), []);
+    assert_eq!(
+        store.get_version(&doc, 4).unwrap(),
+        Some(written[3].clone())
+    );
+    assert_eq!(
+        store.get_version(&doc, 5).unwrap(),
+        Some(written[4].clone())
+    );
+    assert_eq!(store.get_version(&doc, 1).unwrap(), None, "trimmed");
+    assert_eq!(store.get_version(&doc, 0).unwrap(), None);
+    assert_eq!(store.get_version(&doc, 99).unwrap(), None);
+
+    // A put without history adds no revision; the current item is still its version.
+    let sixth = put(&store, "/h-1/doc-1", 6);
+    assert_eq!(sixth.version, 6);
+    assert_eq!(versions(&store.history(&doc, 10).unwrap()), [5, 4, 3]);
+    assert_eq!(store.get_version(&doc, 6).unwrap(), Some(sixth));
+
+    // Paths below, and the group's own item, keep their own revisions.
+    let below = path("/h-1/doc-1/x-1");
+    for n in 0..2 {
+        store.put(&below, value(n), with_history()).unwrap();
+    }
+    let group = path("/h-1");
+    store.put(&group, value(0), with_history()).unwrap();
+    assert_eq!(versions(&store.history(&doc, 10).unwrap()), [5, 4, 3]);
+    assert_eq!(versions(&store.history(&below, 10).unwrap()), [2, 1]);
+    assert_eq!(versions(&store.history(&group, 10).unwrap()), [1]);
+    assert_eq!(store.history(&path("/h-1/doc-2"), 10).unwrap(), []);
+
+    // Per namespace, by the path's last element.
+    store.set_namespace_history("log", Some(2)).unwrap();
+    let log = path("/h-1/log-1");
+    for n in 0..4 {
+        put(&store, "/h-1/log-1", n);
+    }
+    assert_eq!(versions(&store.history(&log, 10).unwrap()), [4, 3]);
+    put(&store, "/h-1/log-1/entry-1", 0);
+    assert_eq!(store.history(&path("/h-1/log-1/entry-1"), 10).unwrap(), []);
+    store.set_namespace_history("log", Some(1)).unwrap();
+    put(&store, "/h-1/log-1", 5);
+    assert_eq!(versions(&store.history(&log, 10).unwrap()), [5]);
+    store.set_namespace_history("log", None).unwrap();
+    put(&store, "/h-1/log-1", 6);
+    assert_eq!(versions(&store.history(&log, 10).unwrap()), [5]);
+    store.put(&log, value(7), with_history()).unwrap();
+    assert_eq!(versions(&store.history(&log, 10).unwrap()), [7, 5]);
+    store.set_namespace_history("h", Some(1)).unwrap();
+    put(&store, "/h-2", 1);
+    assert_eq!(versions(&store.history(&path("/h-2"), 10).unwrap()), [1]);
+
+    // History outlives a delete and a re-created item continues it.
+    store.delete(&doc, None).unwrap();
+    assert_eq!(versions(&store.history(&doc, 10).unwrap()), [5, 4, 3]);
+    assert_eq!(
+        store.get_version(&doc, 4).unwrap(),
+        Some(written[3].clone())
+    );
+    let again = store.put(&doc, value(9), with_history()).unwrap();
+    assert!(again.version > 5, "re-created at version {}", again.version);
+    assert_eq!(
+        store.history(&doc, 1).unwrap(),
+        std::slice::from_ref(&again)
+    );
+    assert_eq!(store.history(&doc, 10).unwrap().len(), 3);
+
+    for (namespace, retention) in [
+        ("bad-ns", Some(1)),
+        ("", Some(1)),
+        ("9x", None),
+        ("log", Some(0)),
+    ] {
+        assert!(
+            matches!(
+                store.set_namespace_history(namespace, retention),
+                Err(Error::InvalidRequest(_))
+            ),
+            "{namespace:?} {retention:?}"
+        );
+    }
+}
+
+fn raw_get<B: Backend>(store: &Store<B>, p: &KeyPath) -> Option<crate::backend::Record> {
+    store
+        .backend()
+        .reader()
+        .unwrap()
+        .get(&layout::item_key(p))
+        .unwrap()
+}
+
+/// Expiry: an item is invisible from its `expires_at` on to every read (get, get_many, list,
+/// children, scan) and to conditions; a later write sets or clears the expiry; an expiry in the
+/// past writes an invisible item; [`Store::sweep_expired`] removes what expired and only that.
+pub fn ttl_expiry<H: Harness>(harness: &H) {
+    let (clock, store) = open_manual(harness);
+    let at = |offset: u64| T0.plus(secs(offset));
+    let a = store
+        .put(
+            &path("/x-1/a-1"),
+            value(1),
+            expiring(Expiry::After(secs(10))),
+        )
+        .unwrap();
+    assert_eq!(a.expires_at, Some(at(10)));
+    let b = store
+        .put(&path("/x-1/b-1"), value(1), expiring(Expiry::At(at(5))))
+        .unwrap();
+    assert_eq!(b.expires_at, Some(at(5)));
+    put(&store, "/x-1/c-1", 1);
+    store
+        .put(
+            &path("/x-1/a-1/d-1"),
+            value(1),
+            expiring(Expiry::After(secs(5))),
+        )
+        .unwrap();
+    store
+        .put(
+            &path("/x-1/e-1"),
+            value(1),
+            expiring(Expiry::After(secs(3))),
+        )
+        .unwrap();
+    let e = put(&store, "/x-1/e-1", 2);
+    assert_eq!(e.expires_at, None, "a put without expiry clears it");
+    store
+        .put(
+            &path("/x-1/f-1"),
+            value(1),
+            expiring(Expiry::After(secs(3))),
+        )
+        .unwrap();
+    store
+        .put(
+            &path("/x-1/f-1"),
+            value(2),
+            expiring(Expiry::After(secs(100))),
+        )
+        .unwrap();
+    let past = Timestamp(T0.0 - 1);
+    let g = store
+        .put(&path("/x-1/g-1"), value(1), expiring(Expiry::At(past)))
+        .unwrap();
+    assert_eq!(g.expires_at, Some(past));
+    assert_eq!(store.get(&path("/x-1/g-1")).unwrap(), None);
+    store
+        .transact(Transaction::new().put(
+            path("/x-1/h-1"),
+            value(1),
+            expiring(Expiry::After(secs(5))),
+        ))
+        .unwrap();
+
+    let all: Vec<KeyPath> = ["a-1", "a-1/d-1", "b-1", "c-1", "e-1", "f-1", "g-1", "h-1"]
+        .iter()
+        .map(|s| path(&format!("/x-1/{s}")))
+        .collect();
+    let visible = |expected: &[&str]| {
+        let want: Vec<String> = expected.iter().map(|s| format!("/x-1/{s}")).collect();
+        assert_eq!(texts(&store.get_many(&all).unwrap()), want, "get_many");
+        let listed = store.list(&ListRequest::new(path("/x-1"))).unwrap();
+        assert_eq!(texts(&listed.items), want, "list");
+        let mut children = ListRequest::new(path("/x-1"));
+        children.children_only = true;
+        let listed = store.list(&children).unwrap();
+        let direct: Vec<&String> = want
+            .iter()
+            .filter(|p| p.matches('/').count() == 2)
+            .collect();
+        assert_eq!(
+            texts(&listed.items).iter().collect::<Vec<_>>(),
+            direct,
+            "children"
+        );
+        let mut reverse = ListRequest::new(path("/x-1"));
+        reverse.reverse = true;
+        reverse.limit = 1;
+        let mut stitched = super::list_all(&store, &reverse);
+        stitched.reverse();
+        assert_eq!(texts(&stitched), want, "reverse pages");
+        let scanned: Vec<String> = dump(&store)
+            .iter()
+            .filter(|r| !r.revision)
+            .map(|r| r.item.path.to_string())
+            .collect();
+        assert_eq!(scanned, want, "scan");
+        for p in &all {
+            let shown = want.contains(&p.to_string());
+            assert_eq!(store.get(p).unwrap().is_some(), shown, "get {p}");
+        }
+    };
+    visible(&["a-1", "a-1/d-1", "b-1", "c-1", "e-1", "f-1", "h-1"]);
+    clock.advance(secs(3));
+    visible(&["a-1", "a-1/d-1", "b-1", "c-1", "e-1", "f-1", "h-1"]);
+    // At exactly `expires_at` an item is gone.
+    clock.advance(secs(2));
+    visible(&["a-1", "c-1", "e-1", "f-1"]);
+
+    // Expired items do not exist for conditions.
+    assert_condition_failed(
+        store.delete(&path("/x-1/a-1/d-1"), Some(Condition::MustExist)),
+        "/x-1/a-1/d-1",
+        Condition::MustExist,
+        None,
+    );
+    assert_eq!(store.delete(&path("/x-1/h-1"), None).unwrap(), None);
+    let reborn = store
+        .put(
+            &path("/x-1/b-1"),
+            value(2),
+            PutOptions {
+                condition: Some(Condition::MustNotExist),
+                ..PutOptions::default()
+            },
+        )
+        .unwrap();
+    assert_eq!((reborn.created_at, reborn.expires_at), (at(5), None));
+    visible(&["a-1", "b-1", "c-1", "e-1", "f-1"]);
+    clock.advance(secs(5));
+    visible(&["b-1", "c-1", "e-1", "f-1"]);
+
+    if !store.backend().native_expiry() {
+        assert!(store.sweep_expired().unwrap() > 0);
+        for gone in ["/x-1/a-1", "/x-1/a-1/d-1", "/x-1/g-1", "/x-1/h-1"] {
+            assert_eq!(raw_get(&store, &path(gone)), None, "{gone} was not swept");
+        }
+        for kept in ["/x-1/b-1", "/x-1/c-1", "/x-1/e-1", "/x-1/f-1"] {
+            assert!(raw_get(&store, &path(kept)).is_some(), "{kept} was swept");
+        }
+        assert_eq!(
+            store.sweep_expired().unwrap(),
+            0,
+            "a second sweep finds nothing"
+        );
+    }
+    visible(&["b-1", "c-1", "e-1", "f-1"]);
+    clock.advance(secs(100));
+    visible(&["b-1", "c-1", "e-1"]);
+    if !store.backend().native_expiry() {
+        assert_eq!(store.sweep_expired().unwrap(), 1);
+        assert_eq!(raw_get(&store, &path("/x-1/f-1")), None);
+    }
+    let fresh = store
+        .put(
+            &path("/x-1/a-1"),
+            value(3),
+            PutOptions {
+                condition: Some(Condition::MustNotExist),
+                ..PutOptions::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(fresh.created_at, at(110));
+}
+
+/// The scan returns every current item and revision in key order (each group's items, then
+/// its revisions), resumably at any page size, without expired items; its records survive JSON
+/// lines; importing them into an empty store reproduces it exactly (versions, timestamps,
+/// history, expiry), importing twice changes nothing, and an invalid record (version 0, over a
+/// limit, malformed line) is refused before anything is written.
+pub fn scan_and_import<H: Harness>(harness: &H) {
+    let (clock, options) = manual_options();
+    let store = harness.open(options.clone());
+    let aliased = KeyPath::builder()
+        .push("g", vec![8u8, 3])
+        .push("a", 1)
+        .build()
+        .unwrap();
+    for n in 0..3 {
+        clock.advance(secs(1));
+        store
+            .put(&path("/x-1/doc-1"), value(n), with_history())
+            .unwrap();
+    }
+    put(&store, "/x-1", 1);
+    put(&store, "/x-1/doc-1/c-1", 1);
+    put(&store, "/x-2/a-1", 1);
+    put(&store, "/g-3/a-1", 1);
+    store
+        .put(&aliased, value(1), PutOptions::default())
+        .unwrap();
+    store
+        .put(
+            &path("/x-2/soon-1"),
+            value(1),
+            expiring(Expiry::After(secs(50))),
+        )
+        .unwrap();
+    store
+        .put(
+            &path("/x-2/gone-1"),
+            value(1),
+            expiring(Expiry::After(secs(1))),
+        )
+        .unwrap();
+    clock.advance(secs(1));
+
+    let records = dump(&store);
+    let one_page = store.scan(None, 1000).unwrap();
+    assert_eq!(one_page.cursor, None);
+    assert_eq!(one_page.records, records);
+    let mut cursor = None;
+    let mut single = Vec::new();
+    loop {
+        let page = store.scan(cursor.as_deref(), 1).unwrap();
+        assert!(page.records.len() <= 1);
+        single.extend(page.records);
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(single, records);
+
+    let current: Vec<&ExportRecord> = records.iter().filter(|r| !r.revision).collect();
+    let revisions: Vec<&ExportRecord> = records.iter().filter(|r| r.revision).collect();
+    let mut expected_current = vec![
+        path("/x-1"),
+        path("/x-1/doc-1"),
+        path("/x-1/doc-1/c-1"),
+        path("/x-2/a-1"),
+        path("/x-2/soon-1"),
+        path("/g-3/a-1"),
+        aliased.clone(),
+    ];
+    expected_current.sort_by_key(|p| (p.partition_key(), p.sort_key()));
+    assert_eq!(
+        current
+            .iter()
+            .map(|r| r.item.path.clone())
+            .collect::<Vec<_>>(),
+        expected_current
+    );
+    for r in &current {
+        assert_eq!(store.get(&r.item.path).unwrap().as_ref(), Some(&r.item));
+    }
+    assert_eq!(
+        revisions.iter().map(|r| r.item.clone()).collect::<Vec<_>>(),
+        store.history(&path("/x-1/doc-1"), 10).unwrap()
+    );
+    // Key order: within a group, items before revisions; groups in partition-key order.
+    let group_of = |r: &ExportRecord| r.item.path.partition_key();
+    for pair in records.windows(2) {
+        let (x, y) = (&pair[0], &pair[1]);
+        assert!(group_of(x) <= group_of(y), "groups out of order");
+        if group_of(x) == group_of(y) {
+            assert!(!x.revision || y.revision, "a revision before an item");
+        }
+    }
+
+    for r in &records {
+        let line = serde_json::to_string(r).unwrap();
+        assert!(!line.contains('\n'));
+        assert_eq!(&ExportRecord::from_json_line(&line).unwrap(), r, "{line}");
+    }
+    for line in [
+        "",
+        "not json",
+        "{}",
+        r#"{"path":"nope","version":1,"created_at":1,"modified_at":1,"value":1}"#,
+        r#"{"path":"/a-1","version":"1","created_at":1,"modified_at":1,"value":1}"#,
+        r#"{"path":"/a-1","version":1,"created_at":1,"modified_at":1}"#,
+    ] {
+        assert!(
+            matches!(
+                ExportRecord::from_json_line(line),
+                Err(Error::InvalidRequest(_))
+            ),
+            "{line:?}"
+        );
+    }
+
+    let copy = harness.open(options);
+    assert_eq!(copy.import(&records).unwrap(), records.len());
+    assert_eq!(dump(&copy), records);
+    assert_eq!(copy.import(&records).unwrap(), records.len());
+    assert_eq!(dump(&copy), records, "importing twice changed the copy");
+    for r in &current {
+        assert_eq!(copy.get(&r.item.path).unwrap().as_ref(), Some(&r.item));
+    }
+    assert_eq!(
+        copy.history(&path("/x-1/doc-1"), 10).unwrap(),
+        store.history(&path("/x-1/doc-1"), 10).unwrap()
+    );
+
+    // Invalid records: refused up front, the copy unchanged.
+    let fresh = |text: &str| {
+        let mut r = (*current[0]).clone();
+        r.item.path = path(text);
+        r
+    };
+    let mut zero = fresh("/x-3/zero-1");
+    zero.item.version = 0;
+    let mut big = fresh("/x-3/big-1");
+    big.item.value = super::json(&format!("\"{}\"", "z".repeat(crate::MAX_ITEM_BYTES)));
+    let long = fresh(&format!("/x-3/k-{}", "k".repeat(crate::MAX_SORT_KEY_BYTES)));
+    for (bad, check) in [(zero, "version"), (big, "item size"), (long, "key size")] {
+        let batch = vec![fresh("/x-3/ok-1"), fresh("/x-3/ok-2"), bad];
+        let result = copy.import(&batch);
+        assert!(
+            matches!(
+                result,
+                Err(Error::InvalidRequest(_)
+                    | Error::ItemTooLarge { .. }
+                    | Error::KeyTooLarge { .. })
+            ),
+            "{check}: {result:?}"
+        );
+        assert_eq!(dump(&copy), records, "{check}: a refused import wrote");
+    }
+
+    // Imported expiry works like written expiry.
+    clock.advance(secs(100));
+    assert_eq!(copy.get(&path("/x-2/soon-1")).unwrap(), None);
+    if !copy.backend().native_expiry() {
+        assert_eq!(copy.sweep_expired().unwrap(), 1);
+        assert_eq!(raw_get(&copy, &path("/x-2/soon-1")), None);
+    }
+}

@@ -1,0 +1,297 @@
+//! Bad input through the API, beyond the conformance suite's `bad_input` workload (which every
+//! backend runs): the durable state of a database file after every kind of rejected request,
+//! files that are not databases or are already open, export lines, and error messages that say
+//! what is wrong and where.
+
+use pathdb_keys::KeyPath;
+use pathdb_store::backend::{FileBackend, FileOptions};
+use pathdb_store::{
+    Condition, Error, Expiry, ExportRecord, Json, ListRequest, MAX_GET_MANY, MAX_ITEM_BYTES,
+    MAX_SORT_KEY_BYTES, MAX_TRANSACTION_OPS, PutOptions, Store, StoreOptions, Transaction,
+};
+use std::error::Error as _;
+use std::path::Path;
+use std::time::Duration;
+
+fn path(text: &str) -> KeyPath {
+    text.parse().unwrap()
+}
+
+fn value(n: i64) -> Json {
+    Json::parse(&format!(r#"{{"n":{n}}}"#)).unwrap()
+}
+
+fn open(db: &Path) -> Store<FileBackend> {
+    let options = StoreOptions {
+        sweep_interval: None,
+        ..StoreOptions::default()
+    };
+    Store::open(db, FileOptions::default(), options).unwrap()
+}
+
+fn dump(store: &Store<FileBackend>) -> Vec<ExportRecord> {
+    let page = store.scan(None, 100_000).unwrap();
+    assert_eq!(page.cursor, None);
+    page.records
+}
+
+#[track_caller]
+fn refused<T: std::fmt::Debug>(result: Result<T, Error>, what: &str) {
+    let error = result.expect_err(what);
+    assert!(
+        !matches!(error, Error::Storage(_)),
+        "{what}: refused as a storage failure: {error}"
+    );
+}
+
+fn history() -> PutOptions {
+    PutOptions {
+        history: true,
+        ..PutOptions::default()
+    }
+}
+
+#[test]
+fn rejected_requests_leave_the_file_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.redb");
+    {
+        let store = open(&db);
+        store.set_namespace_history("log", Some(2)).unwrap();
+        for n in 0..3 {
+            store.put(&path("/b-1/doc-1"), value(n), history()).unwrap();
+            store
+                .put(&path("/b-1/log-1"), value(n), PutOptions::default())
+                .unwrap();
+        }
+        let later = PutOptions {
+            expires: Some(Expiry::After(Duration::from_secs(86_400))),
+            ..PutOptions::default()
+        };
+        store.put(&path("/b-1/tmp-1"), value(1), later).unwrap();
+        store
+            .put(&path("/b-2"), value(2), PutOptions::default())
+            .unwrap();
+    }
+    let before = dump(&open(&db));
+    assert_eq!(before.len(), (1 + 3) + (1 + 2) + 1 + 1);
+    {
+        let store = open(&db);
+        let long_key = path(&format!("/b-1/k-{}", "k".repeat(MAX_SORT_KEY_BYTES)));
+        let huge = Json::parse(&format!("\"{}\"", "z".repeat(MAX_ITEM_BYTES))).unwrap();
+        refused(
+            store.put(&long_key, value(1), PutOptions::default()),
+            "long key",
+        );
+        refused(
+            store.put(&path("/b-1/doc-1"), huge.clone(), history()),
+            "huge item",
+        );
+        let stale = PutOptions {
+            condition: Some(Condition::IfVersion(1)),
+            ..history()
+        };
+        refused(
+            store.put(&path("/b-1/doc-1"), value(9), stale),
+            "stale version",
+        );
+        refused(
+            store.delete(&path("/b-1/doc-1"), Some(Condition::MustNotExist)),
+            "delete condition",
+        );
+        let mut many = Transaction::new();
+        for i in 0..=MAX_TRANSACTION_OPS {
+            many = many.put(path(&format!("/b-1/n-{i}")), value(1), history());
+        }
+        refused(store.transact(many), "too many operations");
+        refused(store.transact(Transaction::new()), "empty transaction");
+        refused(
+            store.transact(
+                Transaction::new()
+                    .put(path("/b-1/new-1"), value(1), history())
+                    .delete(path("/b-1/new-1"), None),
+            ),
+            "a path twice",
+        );
+        refused(
+            store.transact(
+                Transaction::new()
+                    .put(path("/b-1/new-1"), value(1), history())
+                    .put(path("/b-1/log-1"), huge, PutOptions::default()),
+            ),
+            "huge item in a transaction",
+        );
+        refused(
+            store.transact(
+                Transaction::new()
+                    .put(path("/b-1/new-1"), value(1), history())
+                    .check(path("/b-2"), Condition::MustNotExist),
+            ),
+            "failed check",
+        );
+        let mut request = ListRequest::new(path("/b-1"));
+        request.page_token = Some("nope".into());
+        refused(store.list(&request), "page token");
+        request.page_token = None;
+        request.limit = 0;
+        refused(store.list(&request), "limit");
+        request.limit = 10;
+        request.gt = Some(path("/b-2/a-1"));
+        refused(store.list(&request), "bound in another group");
+        refused(store.scan(Some("nope"), 10), "scan cursor");
+        let paths: Vec<KeyPath> = (0..=MAX_GET_MANY)
+            .map(|i| path(&format!("/b-1/n-{i}")))
+            .collect();
+        refused(store.get_many(&paths), "get_many");
+        refused(store.set_namespace_history("log", Some(0)), "retention 0");
+        refused(store.set_namespace_history("no-ns", Some(1)), "namespace");
+        let mut bad = before[0].clone();
+        bad.item.path = path("/b-1/imported-1");
+        let mut zero = bad.clone();
+        zero.item.version = 0;
+        refused(store.import(&[bad, zero]), "import with version 0");
+    }
+    let store = open(&db);
+    assert_eq!(dump(&store), before, "rejected input changed the file");
+    // The namespace setting survived too: a put in it still keeps two revisions.
+    store
+        .put(&path("/b-1/log-1"), value(3), PutOptions::default())
+        .unwrap();
+    let versions: Vec<u64> = store
+        .history(&path("/b-1/log-1"), 10)
+        .unwrap()
+        .iter()
+        .map(|i| i.version)
+        .collect();
+    assert_eq!(versions, [4, 3]);
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [
+        ("text", b"hello, this is not a database\n".repeat(100)),
+        (
+            "noise",
+            (0..65_536u32).map(|i| (i * 7919 % 251) as u8).collect(),
+        ),
+    ] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, &bytes).unwrap();
+        let error = match FileBackend::open(&file, FileOptions::default()) {
+            Ok(_) => panic!("{name}: opened a file that is not a database"),
+            Err(e) => e,
+        };
+        assert!(
+            error.to_string().contains(&file.display().to_string()),
+            "{name}: the error names the file: {error}"
+        );
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            bytes,
+            "{name}: the file changed"
+        );
+    }
+}
+
+#[test]
+fn a_file_open_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.redb");
+    let store = open(&db);
+    store
+        .put(&path("/o-1"), value(1), PutOptions::default())
+        .unwrap();
+    assert!(FileBackend::open(&db, FileOptions::default()).is_err());
+    assert_eq!(
+        store.get(&path("/o-1")).unwrap().unwrap().value,
+        value(1),
+        "the open database still works"
+    );
+}
+
+#[test]
+fn export_lines_say_what_is_wrong() {
+    let cases = [
+        ("{", "EOF"),
+        ("{}", "missing field"),
+        (
+            r#"{"path":"/a-1","created_at":1,"modified_at":1,"value":1}"#,
+            "version",
+        ),
+        (
+            r#"{"path":"a-1","version":1,"created_at":1,"modified_at":1,"value":1}"#,
+            "starts with '/'",
+        ),
+        (
+            r#"{"path":"/a-1","version":-1,"created_at":1,"modified_at":1,"value":1}"#,
+            "-1",
+        ),
+        (
+            r#"{"path":"/a-1","version":1,"created_at":1,"modified_at":1,"value":tru}"#,
+            "line 1",
+        ),
+    ];
+    for (line, mentions) in cases {
+        match ExportRecord::from_json_line(line) {
+            Err(Error::InvalidRequest(message)) => {
+                assert!(message.contains(mentions), "{line}: {message}");
+            }
+            other => panic!("{line}: expected InvalidRequest, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn errors_say_what_and_where() {
+    let store = Store::new(
+        pathdb_store::backend::InMemoryBackend::new(),
+        StoreOptions::default(),
+    )
+    .unwrap();
+    let long = format!("/g-1/k-{}", "k".repeat(MAX_SORT_KEY_BYTES));
+    let message = store.get(&path(&long)).unwrap_err().to_string();
+    assert!(
+        message.contains("sort key") && message.contains(&MAX_SORT_KEY_BYTES.to_string()),
+        "{message}"
+    );
+    let huge = Json::parse(&format!("\"{}\"", "z".repeat(MAX_ITEM_BYTES))).unwrap();
+    let message = store
+        .put(&path("/g-1/big-1"), huge, PutOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("/g-1/big-1") && message.contains(&MAX_ITEM_BYTES.to_string()),
+        "{message}"
+    );
+    let error = Json::parse("{\"a\": [1, 2,]}").unwrap_err();
+    assert!(error.to_string().contains("line 1 column"), "{error}");
+    assert!(
+        error.source().is_some(),
+        "the serde_json error is the source"
+    );
+    store
+        .put(&path("/g-1/a-1"), value(1), PutOptions::default())
+        .unwrap();
+    let when = |condition| PutOptions {
+        condition: Some(condition),
+        ..PutOptions::default()
+    };
+    let message = store
+        .put(&path("/g-1/a-1"), value(2), when(Condition::IfVersion(7)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("/g-1/a-1") && message.contains('7') && message.contains("version 1"),
+        "{message}"
+    );
+    let message = store
+        .put(&path("/g-1/b-1"), value(2), when(Condition::MustExist))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("does not exist"), "{message}");
+    let mut request = ListRequest::new(path("/g-1"));
+    request.page_token = Some("zzz".into());
+    let message = store.list(&request).unwrap_err().to_string();
+    assert!(message.contains("page token"), "{message}");
+}

@@ -1,0 +1,211 @@
+//! The store over wrapper backends: one counts what listings read (children are found by
+//! seeking, not by reading subtrees), one injects storage failures (they surface as
+//! `Error::Storage`, write nothing, and the store works again once the backend does).
+
+use pathdb_keys::KeyPath;
+use pathdb_store::backend::{
+    Backend, Direction, InMemoryBackend, Key, Reader, Record, SortRange, WriteBatch, WriteError,
+};
+use pathdb_store::{
+    Error, Json, ListRequest, PutOptions, StorageError, Store, StoreOptions, Transaction,
+};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// An [`InMemoryBackend`] that counts the entries its readers return and can be told to fail.
+#[derive(Default)]
+struct Wrapped {
+    inner: InMemoryBackend,
+    entries_read: AtomicUsize,
+    fail_reads: AtomicBool,
+    fail_writes: AtomicBool,
+}
+
+struct WrappedReader<'a> {
+    inner: <InMemoryBackend as Backend>::Reader<'a>,
+    entries_read: &'a AtomicUsize,
+}
+
+impl Backend for Wrapped {
+    type Reader<'a> = WrappedReader<'a>;
+
+    fn reader(&self) -> Result<WrappedReader<'_>, StorageError> {
+        if self.fail_reads.load(Ordering::SeqCst) {
+            return Err(StorageError::msg("injected read failure"));
+        }
+        Ok(WrappedReader {
+            inner: self.inner.reader()?,
+            entries_read: &self.entries_read,
+        })
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
+        if self.fail_writes.load(Ordering::SeqCst) {
+            return Err(StorageError::msg("injected write failure").into());
+        }
+        self.inner.write(batch)
+    }
+}
+
+impl Reader for WrappedReader<'_> {
+    fn get(&self, key: &Key) -> Result<Option<Record>, StorageError> {
+        self.entries_read.fetch_add(1, Ordering::SeqCst);
+        self.inner.get(key)
+    }
+
+    fn scan(
+        &self,
+        partition: &[u8],
+        range: &SortRange,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Record)>, StorageError> {
+        let entries = self.inner.scan(partition, range, direction, limit)?;
+        self.entries_read.fetch_add(entries.len(), Ordering::SeqCst);
+        Ok(entries)
+    }
+
+    fn scan_all(
+        &self,
+        after: Option<&Key>,
+        limit: usize,
+    ) -> Result<Vec<(Key, Record)>, StorageError> {
+        let entries = self.inner.scan_all(after, limit)?;
+        self.entries_read.fetch_add(entries.len(), Ordering::SeqCst);
+        Ok(entries)
+    }
+}
+
+fn path(text: &str) -> KeyPath {
+    text.parse().unwrap()
+}
+
+fn value(n: usize) -> Json {
+    Json::parse(&format!(r#"{{"n":{n}}}"#)).unwrap()
+}
+
+fn store() -> Store<Wrapped> {
+    let options = StoreOptions {
+        sweep_interval: None,
+        ..StoreOptions::default()
+    };
+    Store::new(Wrapped::default(), options).unwrap()
+}
+
+const CHILDREN: usize = 20;
+const BELOW_EACH: usize = 200;
+
+#[test]
+fn children_are_found_by_seeking_not_by_reading_subtrees() {
+    let store = store();
+    let mut paths = Vec::new();
+    for c in 0..CHILDREN {
+        paths.push(path(&format!("/g-1/c-{c}")));
+        for d in 0..BELOW_EACH {
+            paths.push(path(&format!("/g-1/c-{c}/d-{d}")));
+        }
+    }
+    for chunk in paths.chunks(100) {
+        let tx = chunk.iter().fold(Transaction::new(), |tx, p| {
+            tx.put(p.clone(), value(0), PutOptions::default())
+        });
+        store.transact(tx).unwrap();
+    }
+    let read = |request: &ListRequest| {
+        let before = store.backend().entries_read.load(Ordering::SeqCst);
+        let mut request = request.clone();
+        let mut items = Vec::new();
+        loop {
+            let page = store.list(&request).unwrap();
+            items.extend(page.items);
+            match page.next_page_token {
+                Some(t) => request.page_token = Some(t),
+                None => break,
+            }
+        }
+        let after = store.backend().entries_read.load(Ordering::SeqCst);
+        (items.len(), after - before)
+    };
+    let total = CHILDREN * (BELOW_EACH + 1);
+    for reverse in [false, true] {
+        for limit in [1000, 3] {
+            let mut children = ListRequest::new(path("/g-1"));
+            children.children_only = true;
+            children.reverse = reverse;
+            children.limit = limit;
+            let (listed, entries) = read(&children);
+            assert_eq!(listed, CHILDREN);
+            // A few entries per child (one scan batch), nowhere near its 200 descendants.
+            assert!(
+                entries < CHILDREN * 40,
+                "children listing (reverse {reverse}, limit {limit}) read {entries} of {total} entries"
+            );
+        }
+    }
+    // The counter does count: a subtree listing reads every entry.
+    let (listed, entries) = read(&ListRequest {
+        limit: 1000,
+        ..ListRequest::new(path("/g-1"))
+    });
+    assert_eq!(listed, total);
+    assert!(entries >= total);
+}
+
+#[test]
+fn storage_failures_surface_and_write_nothing() {
+    let store = store();
+    store
+        .put(&path("/f-1/a-1"), value(1), PutOptions::default())
+        .unwrap();
+    let before = store.scan(None, 1000).unwrap().records;
+    store.backend().fail_writes.store(true, Ordering::SeqCst);
+    let history = PutOptions {
+        history: true,
+        ..PutOptions::default()
+    };
+    let failures: Vec<Result<(), Error>> = vec![
+        store
+            .put(&path("/f-1/a-1"), value(2), history.clone())
+            .map(drop),
+        store.delete(&path("/f-1/a-1"), None).map(drop),
+        store
+            .transact(
+                Transaction::new()
+                    .put(path("/f-1/b-1"), value(1), history)
+                    .delete(path("/f-1/a-1"), None),
+            )
+            .map(drop),
+        store.set_namespace_history("f", Some(3)),
+    ];
+    for result in failures {
+        match result {
+            Err(error @ Error::Storage(_)) => {
+                assert!(!error.is_retryable());
+                assert!(
+                    error.to_string().contains("injected write failure"),
+                    "{error}"
+                );
+            }
+            other => panic!("expected a storage error, got {other:?}"),
+        }
+    }
+    store.backend().fail_writes.store(false, Ordering::SeqCst);
+    assert_eq!(store.scan(None, 1000).unwrap().records, before);
+    store.backend().fail_reads.store(true, Ordering::SeqCst);
+    assert!(matches!(
+        store.get(&path("/f-1/a-1")),
+        Err(Error::Storage(_))
+    ));
+    assert!(matches!(
+        store.list(&ListRequest::new(path("/f-1"))),
+        Err(Error::Storage(_))
+    ));
+    assert!(matches!(
+        store.put(&path("/f-1/a-1"), value(3), PutOptions::default()),
+        Err(Error::Storage(_))
+    ));
+    store.backend().fail_reads.store(false, Ordering::SeqCst);
+    let item = store
+        .put(&path("/f-1/a-1"), value(3), PutOptions::default())
+        .unwrap();
+    assert_eq!(item.version, 2);
+}
