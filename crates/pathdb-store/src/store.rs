@@ -670,13 +670,14 @@ fn latest_revision<R: Reader>(reader: &R, key: &Key) -> Result<Option<u64>, Erro
 /// Revisions beyond the newest `retention - 1` (the put adds one more).
 fn old_revisions<R: Reader>(reader: &R, key: &Key, retention: u32) -> Result<Vec<Key>, Error> {
     let keep = retention.saturating_sub(1) as usize;
-    // Trimming on every write keeps the excess small; take a few extra if the limit was lowered.
-    let entries = reader.scan(
-        &key.partition,
-        &layout::revision_range(key),
-        Direction::Forward,
-        keep + 16,
-    )?;
+    // Trimming on every write keeps the excess at one revision, so reading a few beyond `keep`
+    // finds it. A full read means the retention was lowered since the last write: read them all,
+    // or the excess would shrink by only a batch per write.
+    let range = layout::revision_range(key);
+    let mut entries = reader.scan(&key.partition, &range, Direction::Forward, keep + 16)?;
+    if entries.len() == keep + 16 {
+        entries = reader.scan(&key.partition, &range, Direction::Forward, usize::MAX)?;
+    }
     Ok(entries
         .into_iter()
         .filter(|(sort, _)| layout::is_revision_of(key, sort))
