@@ -282,6 +282,16 @@ pub fn history_retention<H: Harness>(harness: &H) {
     assert_eq!(versions(&store.history(&log, 10).unwrap()), [5]);
     store.put(&log, value(7), with_history()).unwrap();
     assert_eq!(versions(&store.history(&log, 10).unwrap()), [7, 5]);
+    // Lowering a retention far below the revisions kept trims them at the item's next write.
+    store.set_namespace_history("big", Some(40)).unwrap();
+    let big = path("/h-1/big-1");
+    for n in 0..40 {
+        put(&store, "/h-1/big-1", n);
+    }
+    assert_eq!(store.history(&big, 100).unwrap().len(), 40);
+    store.set_namespace_history("big", Some(2)).unwrap();
+    put(&store, "/h-1/big-1", 40);
+    assert_eq!(versions(&store.history(&big, 100).unwrap()), [41, 40]);
     store.set_namespace_history("h", Some(1)).unwrap();
     put(&store, "/h-2", 1);
     assert_eq!(versions(&store.history(&path("/h-2"), 10).unwrap()), [1]);
