@@ -45,15 +45,15 @@ impl Json {
     /// number spelling and string escapes survive (lossless export), and one value is one line.
     ///
     /// # Errors
-    /// [`Error::InvalidJson`] with serde_json's line and column, also for nesting deeper than
-    /// serde_json reads into a `Value` (127 levels), so that [`Json::to_value`] never has to
-    /// substitute `Null` for a value the store accepted.
+    /// [`Error::InvalidJson`] with serde_json's line and column, also for what serde_json cannot
+    /// read into a `Value` (nesting beyond 127 levels, numbers beyond `f64`), so that
+    /// [`Json::to_value`] never has to substitute `Null` for a value the store accepted.
     pub fn parse(text: &str) -> Result<Json, Error> {
         let raw: &serde_json::value::RawValue =
             serde_json::from_str(text).map_err(Error::InvalidJson)?;
-        let (minified, depth) = minify(raw.get());
-        if depth >= DEEP {
-            // Rare: let serde_json decide at its own limit, and say where it stopped.
+        let (minified, unusual) = minify(raw.get());
+        if unusual {
+            // Rare: let serde_json decide at its own limits, and say where it stopped.
             serde_json::from_str::<serde_json::Value>(text).map_err(Error::InvalidJson)?;
         }
         Ok(Json(minified.into_boxed_str()))
@@ -85,12 +85,16 @@ impl Json {
 
 /// Nesting from which [`Json::parse`] checks that serde_json can read the value back.
 const DEEP: usize = 64;
+/// Digits in a row from which [`Json::parse`] checks that the number fits an `f64`.
+const LONG_NUMBER: usize = 300;
 
-/// Drops whitespace outside strings from valid JSON text; also returns the deepest nesting.
-fn minify(text: &str) -> (String, usize) {
+/// Drops whitespace outside strings from valid JSON text. Also says whether the value is
+/// unusual enough that serde_json might not read it into a `Value`: deep nesting, an exponent,
+/// or a very long run of digits (a number that might overflow `f64`).
+fn minify(text: &str) -> (String, bool) {
     let mut out = String::with_capacity(text.len());
     let (mut in_string, mut escaped) = (false, false);
-    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut depth, mut digits, mut unusual) = (0usize, 0usize, false);
     for c in text.chars() {
         if in_string {
             out.push(c);
@@ -105,16 +109,20 @@ fn minify(text: &str) -> (String, usize) {
             match c {
                 '[' | '{' => {
                     depth += 1;
-                    deepest = deepest.max(depth);
+                    unusual |= depth >= DEEP;
                 }
                 ']' | '}' => depth = depth.saturating_sub(1),
+                // After a digit, an 'e' is an exponent (in `true` it follows a 'u').
+                'e' | 'E' => unusual |= digits > 0,
                 _ => {}
             }
+            digits = if c.is_ascii_digit() { digits + 1 } else { 0 };
+            unusual |= digits >= LONG_NUMBER;
             in_string = c == '"';
             out.push(c);
         }
     }
-    (out, deepest)
+    (out, unusual)
 }
 
 impl fmt::Display for Json {
