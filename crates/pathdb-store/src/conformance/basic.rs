@@ -366,6 +366,9 @@ pub fn bad_input<H: Harness>(harness: &H) {
         "'x'",
         "{\"a\":\"\u{1}\"}",
         &format!("{}{}", "[".repeat(200), "]".repeat(200)),
+        "1e400",
+        "[true, -1E309]",
+        &"9".repeat(400),
     ] {
         match Json::parse(text) {
             Err(error @ Error::InvalidJson(_)) => {
@@ -382,6 +385,14 @@ pub fn bad_input<H: Harness>(harness: &H) {
     // Deep but readable back: accepted, and `to_value` is the value, not a `Null` stand-in.
     let deep = Json::parse(&format!("{}{}", "[".repeat(127), "]".repeat(127))).unwrap();
     assert!(deep.to_value().is_array());
+    for (text, read_back) in [
+        ("1e-400", serde_json::json!(0.0)),
+        ("[true,false,1e2]", serde_json::json!([true, false, 100.0])),
+        ("{\"e\":2E+1}", serde_json::json!({"e": 20.0})),
+    ] {
+        let parsed = Json::parse(text).unwrap();
+        assert_eq!((parsed.as_str(), parsed.to_value()), (text, read_back));
+    }
 
     assert_eq!(dump(&store), before, "bad input changed the database");
     assert_eq!(
