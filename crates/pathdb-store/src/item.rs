@@ -46,8 +46,9 @@ impl Json {
     ///
     /// # Errors
     /// [`Error::InvalidJson`] with serde_json's line and column, also for what serde_json cannot
-    /// read into a `Value` (nesting beyond 127 levels, numbers beyond `f64`), so that
-    /// [`Json::to_value`] never has to substitute `Null` for a value the store accepted.
+    /// read into a `Value` (nesting beyond 127 levels, numbers beyond `f64`, a lone surrogate
+    /// such as `"\ud800"`), so that [`Json::to_value`] never has to substitute `Null` for a
+    /// value the store accepted.
     pub fn parse(text: &str) -> Result<Json, Error> {
         let raw: &serde_json::value::RawValue =
             serde_json::from_str(text).map_err(Error::InvalidJson)?;
@@ -90,7 +91,7 @@ const LONG_NUMBER: usize = 300;
 
 /// Drops whitespace outside strings from valid JSON text. Also says whether the value is
 /// unusual enough that serde_json might not read it into a `Value`: deep nesting, an exponent,
-/// or a very long run of digits (a number that might overflow `f64`).
+/// a very long run of digits (a number that might overflow `f64`), or a `\u` escape.
 fn minify(text: &str) -> (String, bool) {
     let mut out = String::with_capacity(text.len());
     let (mut in_string, mut escaped) = (false, false);
@@ -99,6 +100,8 @@ fn minify(text: &str) -> (String, bool) {
         if in_string {
             out.push(c);
             if escaped {
+                // `\u` may be half a surrogate pair, which serde_json cannot read into a String.
+                unusual |= c == 'u';
                 escaped = false;
             } else if c == '\\' {
                 escaped = true;
