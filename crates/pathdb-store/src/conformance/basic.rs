@@ -369,6 +369,8 @@ pub fn bad_input<H: Harness>(harness: &H) {
         "1e400",
         "[true, -1E309]",
         &"9".repeat(400),
+        r#""\ud800""#,
+        r#"{"\udc00x":1}"#,
     ] {
         match Json::parse(text) {
             Err(error @ Error::InvalidJson(_)) => {
@@ -389,6 +391,7 @@ pub fn bad_input<H: Harness>(harness: &H) {
         ("1e-400", serde_json::json!(0.0)),
         ("[true,false,1e2]", serde_json::json!([true, false, 100.0])),
         ("{\"e\":2E+1}", serde_json::json!({"e": 20.0})),
+        (r#""\uD83D\uDE00\u0041""#, serde_json::json!("\u{1F600}A")),
     ] {
         let parsed = Json::parse(text).unwrap();
         assert_eq!((parsed.as_str(), parsed.to_value()), (text, read_back));
