@@ -295,3 +295,57 @@ fn errors_say_what_and_where() {
     let message = store.list(&request).unwrap_err().to_string();
     assert!(message.contains("page token"), "{message}");
 }
+
+/// JSON-like text: valid values with odd numbers, escapes (lone surrogates included) and
+/// whitespace, sometimes cut short.
+fn json_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let number = "-?(0|[1-9][0-9]{0,3})(\\.[0-9]{1,3})?([eE][+-]?[0-9]{1,3})?";
+    let string =
+        "\"([a-z ]|\\\\[nt\"\\\\/]|\\\\u[0-9a-fA-F]{4}|\\\\u[dD][89a-fA-F][0-9a-f]{2}){0,4}\"";
+    let leaf = prop_oneof![
+        Just("null".to_owned()),
+        Just("true".to_owned()),
+        Just("false".to_owned()),
+        number.prop_map(|s| s),
+        string.prop_map(|s| s),
+    ];
+    let value = leaf.prop_recursive(4, 32, 4, move |inner| {
+        let key = "\"[a-z]{0,3}\"";
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+            prop::collection::vec((key, inner), 0..4).prop_map(|v| {
+                let fields: Vec<String> =
+                    v.into_iter().map(|(k, v)| format!("{k} : {v}")).collect();
+                format!("{{ {} }}", fields.join(" ,\n"))
+            }),
+        ]
+    });
+    (value, any::<u8>()).prop_map(|(text, cut)| {
+        if cut < 200 || text.is_empty() {
+            text
+        } else {
+            let at = usize::from(cut) % text.len();
+            text.char_indices()
+                .map(|(i, _)| i)
+                .take_while(|i| *i <= at)
+                .last()
+                .map_or(text.clone(), |i| text[..i].to_owned())
+        }
+    })
+}
+
+proptest::proptest! {
+    /// `Json::parse` accepts exactly what serde_json reads into a `Value`, and `to_value` gives
+    /// that value back; the kept text parses to itself.
+    #[test]
+    fn json_parse_agrees_with_serde_json(text in json_text()) {
+        let ours = Json::parse(&text);
+        let theirs = serde_json::from_str::<serde_json::Value>(&text);
+        proptest::prop_assert_eq!(ours.is_ok(), theirs.is_ok(), "{}: {:?}", text, ours);
+        if let (Ok(json), Ok(value)) = (ours, theirs) {
+            proptest::prop_assert_eq!(json.to_value(), value);
+            proptest::prop_assert_eq!(Json::parse(json.as_str()).unwrap(), json);
+        }
+    }
+}
