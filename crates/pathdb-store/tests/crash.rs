@@ -260,3 +260,41 @@ fn verify(db: &Path, acks: &[Ack]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Dropping a store closes its file before `drop` returns, also while its expiry sweeper is
+/// busy, so the file reopens at once, with everything written and the namespace settings.
+#[test]
+fn reopens_right_after_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("reopen.redb");
+    let busy_sweeper = StoreOptions {
+        sweep_interval: Some(Duration::from_millis(1)),
+        ..StoreOptions::default()
+    };
+    let soon = PutOptions {
+        expires: Some(pathdb_store::Expiry::After(Duration::from_millis(1))),
+        ..PutOptions::default()
+    };
+    for round in 0..30u64 {
+        let store = Store::open(&db, FileOptions::default(), busy_sweeper.clone())
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        if round == 0 {
+            store.set_namespace_history("kept", Some(2)).unwrap();
+        }
+        let kept: KeyPath = "/r-1/kept-1".parse().unwrap();
+        let previous = store.get(&kept).unwrap().map_or(0, |i| i.version);
+        assert_eq!(
+            previous, round,
+            "round {round}: an earlier write is missing"
+        );
+        store
+            .put(&kept, value(round), PutOptions::default())
+            .unwrap();
+        let history = store.history(&kept, 10).unwrap();
+        assert_eq!(history.len(), (round as usize + 1).min(2));
+        for i in 0..5 {
+            let p: KeyPath = format!("/r-1/tmp-{i}").parse().unwrap();
+            store.put(&p, value(round), soon.clone()).unwrap();
+        }
+    }
+}

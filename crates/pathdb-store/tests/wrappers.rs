@@ -7,9 +7,12 @@ use pathdb_store::backend::{
     Backend, Direction, InMemoryBackend, Key, Reader, Record, SortRange, WriteBatch, WriteError,
 };
 use pathdb_store::{
-    Error, Json, ListRequest, PutOptions, StorageError, Store, StoreOptions, Transaction,
+    Error, Expiry, ExportRecord, Item, Json, ListRequest, ManualClock, PutOptions, StorageError,
+    Store, StoreOptions, Timestamp, Transaction,
 };
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// An [`InMemoryBackend`] that counts the entries its readers return and can be told to fail.
 #[derive(Default)]
@@ -18,6 +21,8 @@ struct Wrapped {
     entries_read: AtomicUsize,
     fail_reads: AtomicBool,
     fail_writes: AtomicBool,
+    /// Claims to expire records by itself, like DynamoDB's TTL.
+    native_expiry: bool,
 }
 
 struct WrappedReader<'a> {
@@ -43,6 +48,10 @@ impl Backend for Wrapped {
             return Err(StorageError::msg("injected write failure").into());
         }
         self.inner.write(batch)
+    }
+
+    fn native_expiry(&self) -> bool {
+        self.native_expiry
     }
 }
 
@@ -208,4 +217,89 @@ fn storage_failures_surface_and_write_nothing() {
         .put(&path("/f-1/a-1"), value(3), PutOptions::default())
         .unwrap();
     assert_eq!(item.version, 2);
+}
+
+/// Every raw record of the backend, system entries included.
+fn raw_len(store: &Store<Wrapped>) -> usize {
+    store
+        .backend()
+        .inner
+        .reader()
+        .unwrap()
+        .scan_all(None, usize::MAX)
+        .unwrap()
+        .len()
+}
+
+fn expiring_in(seconds: u64) -> PutOptions {
+    PutOptions {
+        expires: Some(Expiry::After(Duration::from_secs(seconds))),
+        ..PutOptions::default()
+    }
+}
+
+#[test]
+fn the_background_sweeper_removes_expired_items() {
+    let clock = Arc::new(ManualClock::new(Timestamp(1_700_000_000_000_000)));
+    let options = StoreOptions {
+        clock: clock.clone(),
+        sweep_interval: Some(Duration::from_millis(5)),
+        ..StoreOptions::default()
+    };
+    let store = Store::new(Wrapped::default(), options).unwrap();
+    store
+        .put(&path("/s-1/a-1"), value(1), expiring_in(10))
+        .unwrap();
+    store
+        .put(&path("/s-1/b-1"), value(1), PutOptions::default())
+        .unwrap();
+    assert_eq!(raw_len(&store), 3, "two items and one expiry entry");
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(store.get(&path("/s-1/a-1")).unwrap(), None);
+    // Waits for the thread, whatever the machine's load; asserts nothing about how long.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while raw_len(&store) > 1 {
+        assert!(Instant::now() < deadline, "the sweeper never ran");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(store.get(&path("/s-1/b-1")).unwrap().is_some());
+    drop(store); // Joins the sweeper thread; hangs here if it does not stop.
+}
+
+#[test]
+fn a_backend_with_native_expiry_gets_no_expiry_index() {
+    let clock = Arc::new(ManualClock::new(Timestamp(1_700_000_000_000_000)));
+    let backend = Wrapped {
+        native_expiry: true,
+        ..Wrapped::default()
+    };
+    let options = StoreOptions {
+        clock: clock.clone(),
+        ..StoreOptions::default()
+    };
+    let store = Store::new(backend, options).unwrap();
+    let item = store
+        .put(&path("/n-1/a-1"), value(1), expiring_in(10))
+        .unwrap();
+    store
+        .import(&[ExportRecord {
+            item: Item {
+                path: path("/n-1/b-1"),
+                ..item.clone()
+            },
+            revision: false,
+        }])
+        .unwrap();
+    assert_eq!(
+        raw_len(&store),
+        2,
+        "only the items: the backend expires them itself"
+    );
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(
+        store.get(&path("/n-1/a-1")).unwrap(),
+        None,
+        "expired is invisible"
+    );
+    assert_eq!(store.sweep_expired().unwrap(), 0);
 }
