@@ -110,8 +110,17 @@ pub struct ListQuery {
 }
 
 /// One operation of `POST /v1/transact`.
+///
+/// Read through [`TxOpFields`]: serde buffers an internally tagged enum before picking the
+/// variant, and a buffered value cannot become a `RawValue`, so deriving `Deserialize` here
+/// refused every put. The derived schema still describes the wire format.
 #[derive(Deserialize, ToSchema)]
-#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "op",
+    rename_all = "snake_case",
+    deny_unknown_fields,
+    try_from = "TxOpFields"
+)]
 pub enum TxOpIn {
     /// Create or replace an item.
     Put {
@@ -147,6 +156,81 @@ pub enum TxOpIn {
         /// The item does not exist.
         must_not_exist: Option<bool>,
     },
+}
+
+/// Every field any operation has, read straight from the JSON text.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TxOpFields {
+    op: String,
+    path: String,
+    #[serde(default, deserialize_with = "present")]
+    value: Option<Box<serde_json::value::RawValue>>,
+    if_version: Option<u64>,
+    must_exist: Option<bool>,
+    must_not_exist: Option<bool>,
+    history: Option<bool>,
+    ttl_seconds: Option<u64>,
+}
+
+/// A field that is present, even as `null` (which is a value to put, not an absent one).
+fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Box<serde_json::value::RawValue>>, D::Error> {
+    Box::<serde_json::value::RawValue>::deserialize(d).map(Some)
+}
+
+impl TryFrom<TxOpFields> for TxOpIn {
+    type Error = String;
+
+    fn try_from(f: TxOpFields) -> Result<TxOpIn, String> {
+        let op = f.op.as_str();
+        let stray = |name: &str, present: bool| -> Result<(), String> {
+            if present {
+                Err(format!("unknown field `{name}` for op {op:?}"))
+            } else {
+                Ok(())
+            }
+        };
+        match op {
+            "put" => {
+                stray("must_exist", f.must_exist.is_some())?;
+                Ok(TxOpIn::Put {
+                    path: f.path,
+                    value: f.value.ok_or("missing field `value`")?,
+                    if_version: f.if_version,
+                    must_not_exist: f.must_not_exist,
+                    history: f.history,
+                    ttl_seconds: f.ttl_seconds,
+                })
+            }
+            "delete" => {
+                stray("value", f.value.is_some())?;
+                stray("must_exist", f.must_exist.is_some())?;
+                stray("must_not_exist", f.must_not_exist.is_some())?;
+                stray("history", f.history.is_some())?;
+                stray("ttl_seconds", f.ttl_seconds.is_some())?;
+                Ok(TxOpIn::Delete {
+                    path: f.path,
+                    if_version: f.if_version,
+                })
+            }
+            "check" => {
+                stray("value", f.value.is_some())?;
+                stray("history", f.history.is_some())?;
+                stray("ttl_seconds", f.ttl_seconds.is_some())?;
+                Ok(TxOpIn::Check {
+                    path: f.path,
+                    if_version: f.if_version,
+                    must_exist: f.must_exist,
+                    must_not_exist: f.must_not_exist,
+                })
+            }
+            other => Err(format!(
+                "unknown op {other:?}, expected one of `put`, `delete`, `check`"
+            )),
+        }
+    }
 }
 
 /// `POST /v1/transact`.
