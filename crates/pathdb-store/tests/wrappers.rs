@@ -5,13 +5,14 @@
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::{
     Backend, Direction, InMemoryBackend, Key, Reader, Record, SortRange, WriteBatch, WriteError,
+    WriteOp,
 };
 use pathdb_store::{
     Error, Expiry, ExportRecord, Item, Json, ListRequest, ManualClock, PutOptions, StorageError,
     Store, StoreOptions, Timestamp, Transaction,
 };
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// An [`InMemoryBackend`] that counts the entries its readers return and can be told to fail.
@@ -23,6 +24,8 @@ struct Wrapped {
     fail_writes: AtomicBool,
     /// Claims to expire records by itself, like DynamoDB's TTL.
     native_expiry: bool,
+    /// Before the next write, a concurrent writer bumps this item's version.
+    interfere: Mutex<Option<KeyPath>>,
 }
 
 struct WrappedReader<'a> {
@@ -46,6 +49,24 @@ impl Backend for Wrapped {
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
         if self.fail_writes.load(Ordering::SeqCst) {
             return Err(StorageError::msg("injected write failure").into());
+        }
+        if let Some(p) = self.interfere.lock().unwrap().take() {
+            let key = Key {
+                partition: p.partition_key(),
+                sort: p.sort_key(),
+            };
+            let mut record = self
+                .inner
+                .reader()?
+                .get(&key)?
+                .expect("interfere with an item");
+            record.version += 1;
+            let op = WriteOp::Put {
+                key,
+                record,
+                expect: None,
+            };
+            self.inner.write(WriteBatch { ops: vec![op] })?;
         }
         self.inner.write(batch)
     }
@@ -302,4 +323,61 @@ fn a_backend_with_native_expiry_gets_no_expiry_index() {
         "expired is invisible"
     );
     assert_eq!(store.sweep_expired().unwrap(), 0);
+}
+
+#[test]
+fn a_concurrent_change_is_a_conflict_for_a_transaction_and_a_retry_for_a_put() {
+    let store = store();
+    let both = PutOptions {
+        history: true,
+        expires: Some(Expiry::After(Duration::from_secs(3600))),
+        ..PutOptions::default()
+    };
+    for p in ["/c-1/a-1", "/c-1/b-1"] {
+        store.put(&path(p), value(1), both.clone()).unwrap();
+    }
+    let before = store.scan(None, 1000).unwrap().records;
+    let interfere = |p: &str| *store.backend().interfere.lock().unwrap() = Some(path(p));
+    // The batch holds revision and expiry entries before each item's own operation; the
+    // conflict still names the item that changed.
+    for changed in ["/c-1/a-1", "/c-1/b-1"] {
+        interfere(changed);
+        let result = store.transact(
+            Transaction::new()
+                .put(path("/c-1/a-1"), value(2), both.clone())
+                .put(path("/c-1/b-1"), value(2), both.clone()),
+        );
+        match result {
+            Err(ref error @ Error::Conflict { path: ref p }) => {
+                assert_eq!(*p, path(changed));
+                assert!(error.is_retryable());
+            }
+            other => panic!("expected Conflict on {changed}, got {other:?}"),
+        }
+    }
+    let after: Vec<(KeyPath, Json, bool)> = store
+        .scan(None, 1000)
+        .unwrap()
+        .records
+        .into_iter()
+        .map(|r| (r.item.path, r.item.value, r.revision))
+        .collect();
+    let expected: Vec<(KeyPath, Json, bool)> = before
+        .into_iter()
+        .map(|r| (r.item.path, r.item.value, r.revision))
+        .collect();
+    assert_eq!(after, expected, "a conflicting transaction wrote something");
+    // A single put re-reads and succeeds.
+    interfere("/c-1/a-1");
+    let item = store
+        .put(&path("/c-1/a-1"), value(3), both.clone())
+        .unwrap();
+    // Version 1, bumped by the two interferences with a-1: written over version 3.
+    assert_eq!(item.version, 4);
+    interfere("/c-1/b-1");
+    let deleted = store.delete(&path("/c-1/b-1"), None).unwrap().unwrap();
+    assert_eq!(
+        deleted.version, 3,
+        "the delete returns what it deleted: the concurrent version"
+    );
 }
