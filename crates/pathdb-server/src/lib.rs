@@ -113,6 +113,15 @@ async fn not_found() -> ApiError {
     ApiError::not_found("no such endpoint")
 }
 
+/// A known route with another method: 405 in the API's error shape (axum adds `Allow`).
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this endpoint does not take this method",
+    )
+}
+
 /// The application: `/v1` routes behind auth, `/openapi.json` and `/healthz` open.
 pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
     let items = Router::new()
@@ -141,6 +150,7 @@ pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
         .route("/healthz", get(handlers::healthz))
         .merge(api)
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(limit_headers))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
