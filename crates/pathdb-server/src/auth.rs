@@ -3,9 +3,9 @@
 
 use crate::error::ApiError;
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -62,41 +62,46 @@ fn is_write(method: &Method, path: &str) -> bool {
     }
 }
 
+/// 401, naming the scheme to use (RFC 9110 requires `WWW-Authenticate` on a 401).
+fn unauthorized(message: &str) -> Response {
+    let mut response =
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
 /// Middleware: checks the bearer token and its scope.
 pub async fn require_token(
     State(auth): State<Auth>,
     request: Request,
     next: Next,
-) -> Result<Response, ApiError> {
+) -> Result<Response, Response> {
     if !auth.enabled() {
         return Ok(next.run(request).await);
     }
+    // The scheme is case-insensitive (RFC 9110 section 11.1).
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
     let Some(token) = presented else {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing bearer token",
-        ));
+        return Err(unauthorized("missing bearer token"));
     };
     let Some(scope) = auth.tokens.get(token).copied() else {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "unknown token",
-        ));
+        return Err(unauthorized("unknown token"));
     };
     if scope == Scope::Read && is_write(request.method(), request.uri().path()) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",
             "this token may only read",
-        ));
+        )
+        .into_response());
     }
     Ok(next.run(request).await)
 }
