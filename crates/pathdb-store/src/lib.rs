@@ -1,6 +1,7 @@
 //! PathDB's data API: JSON items at typed key paths, with subtree and children listing, typed
 //! bounds, page tokens in both directions, conditions, transactions, history and expiry, over a
-//! small [`Backend`] trait that an embedded engine (redb, the default) and DynamoDB implement.
+//! small [`Backend`](backend::Backend) trait that an embedded engine (redb, the default) and
+//! DynamoDB implement.
 //!
 //! ```
 //! use pathdb_store::{Json, ListRequest, PutOptions, Store, StoreOptions};
