@@ -116,13 +116,43 @@ pub async fn put_item<B: Backend>(
         history: q.history.unwrap_or(false),
         expires: q.ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
     };
-    let item = blocking(move || Ok(state.store.put(&path, value, options)?)).await?;
-    let status = if item.version == 1 {
+    let (item, created) =
+        blocking(move || put_or_create(&state.store, &path, value, options)).await?;
+    let status = if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
     Ok(item_response(status, item.into()))
+}
+
+/// Puts, and tells whether the item was created. The version does not say: a re-created item
+/// continues its history's numbering, and an expired one its version. Without a condition the
+/// put first tries to create; if the item exists it replaces it (an item deleted between the two
+/// is then reported as replaced, which a concurrent delete makes indistinguishable anyway).
+fn put_or_create<B: Backend>(
+    store: &pathdb_store::Store<B>,
+    path: &KeyPath,
+    value: JsonText,
+    options: PutOptions,
+) -> Result<(pathdb_store::Item, bool), ApiError> {
+    match options.condition {
+        Some(Condition::MustNotExist) => Ok((store.put(path, value, options)?, true)),
+        Some(_) => Ok((store.put(path, value, options)?, false)),
+        None => {
+            let create = PutOptions {
+                condition: Some(Condition::MustNotExist),
+                ..options.clone()
+            };
+            match store.put(path, value.clone(), create) {
+                Ok(item) => Ok((item, true)),
+                Err(pathdb_store::Error::ConditionFailed { .. }) => {
+                    Ok((store.put(path, value, options)?, false))
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+    }
 }
 
 /// Deletes an item.
