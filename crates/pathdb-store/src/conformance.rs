@@ -54,8 +54,9 @@ pub use listing::{
 };
 
 /// Expands to one `#[test]` per conformance workload, each running it against the [`Harness`]
-/// the expression evaluates to (evaluated once per test). A closure harness needs its argument
-/// type spelled out: `|options: StoreOptions| Store::new(backend, options).unwrap()`.
+/// the expression evaluates to (evaluated once per test), unless [`Harness::skip`] gives a
+/// reason. A closure harness needs its argument type spelled out:
+/// `|options: StoreOptions| Store::new(backend, options).unwrap()`.
 #[macro_export]
 macro_rules! conformance_tests {
     ($harness:expr) => {
@@ -86,7 +87,12 @@ macro_rules! conformance_tests {
         $(
             #[test]
             fn $workload() {
-                $crate::conformance::$workload(&$harness);
+                let harness = $harness;
+                if let Some(reason) = $crate::conformance::Harness::skip(&harness) {
+                    eprintln!("skipped {}: {reason}", stringify!($workload));
+                    return;
+                }
+                $crate::conformance::$workload(&harness);
             }
         )*
     };
@@ -99,6 +105,13 @@ pub trait Harness {
 
     /// A new store over a new, empty backend, with `options`.
     fn open(&self, options: StoreOptions) -> TestStore<Self::Backend>;
+
+    /// Why the suite cannot run here, if it cannot: a backend that needs an outside service
+    /// returns `Some` when the environment does not name one, and every test passes as skipped
+    /// (style.md: skip at runtime, not with `cfg`).
+    fn skip(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Any `Fn(StoreOptions) -> Store<B>` is a harness whose stores need no cleanup.
