@@ -326,9 +326,10 @@ impl<B: Backend> Store<B> {
         paths.iter().try_for_each(check_key)?;
         let reader = self.inner.backend.reader()?;
         let now = self.now();
+        let keys: Vec<_> = paths.iter().map(layout::item_key).collect();
         let mut items = Vec::new();
-        for path in paths {
-            if let Some(r) = visible(reader.get(&layout::item_key(path))?, now) {
+        for (path, record) in paths.iter().zip(reader.get_many(&keys)?) {
+            if let Some(r) = visible(record, now) {
                 items.push(to_item(path.clone(), r)?);
             }
         }

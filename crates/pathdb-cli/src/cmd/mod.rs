@@ -1,6 +1,7 @@
 //! The subcommands: one module each, dispatched from [`Command`].
 
 mod demo;
+mod dynamodb;
 mod item;
 mod key;
 mod list;
@@ -55,6 +56,9 @@ enum Command {
     Export,
     /// Read JSON lines (as written by export) from FILE or stdin.
     Import(transfer::ImportArgs),
+    /// Administer a DynamoDB table for `serve --backend dynamodb`.
+    #[command(subcommand)]
+    Dynamodb(dynamodb::DynamoCommand),
     /// Run the HTTP/JSON server.
     Serve(serve::ServeArgs),
     /// Load the four seed scenarios into a database and show what key paths return next to a
@@ -79,6 +83,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Key(cmd) => key::run(cmd),
         Command::Serve(args) => serve::run(args, cli.db),
+        Command::Dynamodb(cmd) => dynamodb::run(cmd),
         Command::Demo => demo::run(cli.db.as_deref()),
         Command::Put(args) => item::put(&*connect(&cli.server, cli.token, &db)?, args, out),
         Command::Get(args) => item::get(&*connect(&cli.server, cli.token, &db)?, args, out),

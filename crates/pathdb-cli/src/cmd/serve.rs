@@ -14,6 +14,20 @@ pub struct ServeArgs {
     /// TOML settings: addr, db, and [[tokens]] with token and scope ("read" or "read-write").
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Where the data lives.
+    #[arg(long, value_enum, default_value_t = BackendKind::Embedded)]
+    backend: BackendKind,
+    #[command(flatten)]
+    dynamodb: super::dynamodb::TableArgs,
+}
+
+/// The storage engine behind the server.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// One redb file (`--db`).
+    Embedded,
+    /// A DynamoDB table (`--table`, `--endpoint`, `--region`).
+    Dynamodb,
 }
 
 pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
@@ -47,16 +61,39 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 
-    let store = pathdb_store::Store::open(&db, Default::default(), Default::default())
-        .with_context(|| format!("opening {}", db.display()))?;
+    match args.backend {
+        BackendKind::Embedded => {
+            let store = pathdb_store::Store::open(&db, Default::default(), Default::default())
+                .with_context(|| format!("opening {}", db.display()))?;
+            serve(store, addr, auth, &db.display().to_string())
+        }
+        BackendKind::Dynamodb => {
+            let store = super::dynamodb::open_store(&args.dynamodb)?;
+            serve(
+                store,
+                addr,
+                auth,
+                &format!("dynamodb table {}", args.dynamodb.table_name()?),
+            )
+        }
+    }
+}
+
+fn serve<B: pathdb_store::backend::Backend>(
+    store: pathdb_store::Store<B>,
+    addr: SocketAddr,
+    auth: Auth,
+    data: &str,
+) -> Result<()> {
+    let data = data.to_owned();
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
         let local = listener.local_addr()?;
         if auth.enabled() {
-            tracing::info!(%local, db = %db.display(), "PathDB listening; bearer tokens required");
+            tracing::info!(%local, %data, "PathDB listening; bearer tokens required");
         } else {
-            tracing::warn!(%local, db = %db.display(), "PathDB listening in local-only mode: no tokens configured, loopback only");
+            tracing::warn!(%local, %data, "PathDB listening in local-only mode: no tokens configured, loopback only");
         }
         // Printed for scripts that bind port 0.
         println!("listening on http://{local}");

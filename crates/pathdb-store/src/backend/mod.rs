@@ -208,6 +208,16 @@ pub trait Reader {
     /// The backend failed.
     fn get(&self, key: &Key) -> Result<Option<Record>, StorageError>;
 
+    /// The records under `keys`, in order, read as of one moment even where readers are not
+    /// snapshots (DynamoDB's TransactGetItems). The default reads them one by one, which is
+    /// right for a snapshot reader.
+    ///
+    /// # Errors
+    /// The backend failed.
+    fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Record>>, StorageError> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
+
     /// Up to `limit` entries of `partition` whose sort key lies in `range`, in `direction`.
     ///
     /// # Errors

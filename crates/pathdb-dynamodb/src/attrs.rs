@@ -1,0 +1,152 @@
+//! Items as DynamoDB attributes, and the expressions that query and guard them.
+//!
+//! | attribute | type | holds |
+//! | --- | --- | --- |
+//! | `pk` | B | partition key (encoded group, or a system partition) |
+//! | `sk` | B | sort key |
+//! | `v` | N | version |
+//! | `c`, `m` | N | created / modified, µs since the epoch |
+//! | `x` | N | expiry, µs since the epoch (absent: never) |
+//! | `ttl` | N | expiry in epoch seconds, for DynamoDB's TTL (absent: never) |
+//! | `val` | B | the value bytes (absent when empty) |
+
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
+use pathdb_store::StorageError;
+use pathdb_store::backend::{Expect, Key, Record, SortRange};
+use std::collections::HashMap;
+use std::ops::Bound;
+
+type Attrs = HashMap<String, AttributeValue>;
+
+fn b(bytes: &[u8]) -> AttributeValue {
+    AttributeValue::B(Blob::new(bytes))
+}
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+pub(crate) fn key(key: &Key) -> Attrs {
+    HashMap::from([
+        ("pk".to_owned(), b(&key.partition)),
+        ("sk".to_owned(), b(&key.sort)),
+    ])
+}
+
+pub(crate) fn item(k: &Key, r: &Record) -> Attrs {
+    let mut item = key(k);
+    item.insert("v".into(), n(r.version));
+    item.insert("c".into(), n(r.created_at));
+    item.insert("m".into(), n(r.modified_at));
+    if let Some(x) = r.expires_at {
+        item.insert("x".into(), n(x));
+        // DynamoDB deletes within days of this; reads hide the item from `x` on.
+        item.insert("ttl".into(), n(x.div_euclid(1_000_000).max(0) + 1));
+    }
+    if !r.value.is_empty() {
+        item.insert("val".into(), b(&r.value));
+    }
+    item
+}
+
+fn corrupt(what: &str) -> StorageError {
+    StorageError::msg(format!("item in the table is not a PathDB record: {what}"))
+}
+
+fn get_b<'a>(item: &'a Attrs, name: &str) -> Result<&'a [u8], StorageError> {
+    match item.get(name) {
+        Some(AttributeValue::B(blob)) => Ok(blob.as_ref()),
+        _ => Err(corrupt(name)),
+    }
+}
+
+fn get_n<T: std::str::FromStr>(item: &Attrs, name: &str) -> Result<Option<T>, StorageError> {
+    match item.get(name) {
+        None => Ok(None),
+        Some(AttributeValue::N(text)) => text.parse().map(Some).map_err(|_| corrupt(name)),
+        Some(_) => Err(corrupt(name)),
+    }
+}
+
+pub(crate) fn record(item: &Attrs) -> Result<(Key, Record), StorageError> {
+    let key = Key {
+        partition: get_b(item, "pk")?.to_vec(),
+        sort: get_b(item, "sk")?.to_vec(),
+    };
+    let record = Record {
+        version: get_n(item, "v")?.ok_or_else(|| corrupt("v"))?,
+        created_at: get_n(item, "c")?.ok_or_else(|| corrupt("c"))?,
+        modified_at: get_n(item, "m")?.ok_or_else(|| corrupt("m"))?,
+        expires_at: get_n(item, "x")?,
+        value: match item.get("val") {
+            None => Vec::new(),
+            Some(_) => get_b(item, "val")?.to_vec(),
+        },
+    };
+    Ok((key, record))
+}
+
+/// `(ConditionExpression, names, values)` for an expectation.
+pub(crate) fn condition(
+    expect: Option<Expect>,
+) -> (
+    Option<String>,
+    Option<HashMap<String, String>>,
+    Option<Attrs>,
+) {
+    match expect {
+        None => (None, None, None),
+        Some(Expect::Absent) => (Some("attribute_not_exists(pk)".into()), None, None),
+        Some(Expect::Version(v)) => (
+            Some("#v = :v".into()),
+            Some(HashMap::from([("#v".to_owned(), "v".to_owned())])),
+            Some(HashMap::from([(":v".to_owned(), n(v))])),
+        ),
+    }
+}
+
+/// A key condition and the bound keys to drop from its results (DynamoDB's `BETWEEN` includes
+/// both ends; an exclusive bound is dropped client-side).
+pub(crate) struct KeyCondition {
+    pub expression: String,
+    pub values: Attrs,
+    pub excluded: Vec<Vec<u8>>,
+}
+
+pub(crate) fn key_condition(partition: &[u8], range: &SortRange) -> KeyCondition {
+    let mut values = HashMap::from([(":pk".to_owned(), b(partition))]);
+    let mut excluded = Vec::new();
+    let bound = |bound: &Bound<Vec<u8>>| match bound {
+        Bound::Included(v) => Some((v.clone(), true)),
+        Bound::Excluded(v) => Some((v.clone(), false)),
+        Bound::Unbounded => None,
+    };
+    let expression = match (bound(&range.start), bound(&range.end)) {
+        (None, None) => "pk = :pk".to_owned(),
+        (Some((a, inclusive)), None) => {
+            values.insert(":a".into(), b(&a));
+            format!("pk = :pk AND sk {} :a", if inclusive { ">=" } else { ">" })
+        }
+        (None, Some((z, inclusive))) => {
+            values.insert(":z".into(), b(&z));
+            format!("pk = :pk AND sk {} :z", if inclusive { "<=" } else { "<" })
+        }
+        (Some((a, a_inclusive)), Some((z, z_inclusive))) => {
+            if !a_inclusive {
+                excluded.push(a.clone());
+            }
+            if !z_inclusive {
+                excluded.push(z.clone());
+            }
+            values.insert(":a".into(), b(&a));
+            values.insert(":z".into(), b(&z));
+            "pk = :pk AND sk BETWEEN :a AND :z".to_owned()
+        }
+    };
+    KeyCondition {
+        expression,
+        values,
+        excluded,
+    }
+}

@@ -1,0 +1,514 @@
+//! PathDB on DynamoDB: the store's [`Backend`] over one table with a Binary partition key `pk`
+//! (the encoded group) and a Binary sort key `sk` (the encoded rest of the path), the layout
+//! StatelyDB uses (seed 002). Everything above the backend — metadata, history, conditions,
+//! page tokens, limits — is the same code as on the embedded engine.
+//!
+//! | store operation | DynamoDB request |
+//! | --- | --- |
+//! | `Reader::get` | one `GetItem` (strongly consistent) |
+//! | `Reader::get_many` | one `TransactGetItems` per 25 keys: each group read together, serializably |
+//! | `Reader::scan` | `Query` on `pk` with `BETWEEN`/`<`/`>` on `sk`, `ScanIndexForward` for reverse, `Limit` + `ExclusiveStartKey` until the asked count (a 1 MB page may need several) |
+//! | `Reader::scan_all` | `Scan`, resumable from the last key |
+//! | a one-operation batch | `PutItem` / `DeleteItem` with a `ConditionExpression`, or a consistent `GetItem` for a lone check |
+//! | a larger batch | `TransactWriteItems` (at most 100 operations) |
+//! | expiry | DynamoDB's TTL on the `ttl` attribute (epoch seconds); the store still hides expired items on read |
+//!
+//! Reads are strongly consistent per request but a [`Reader`] is not a snapshot: DynamoDB has no
+//! multi-request snapshots. A listing page that needs several queries may see a write that
+//! committed between them; page tokens stay exact because they are positions, not offsets.
+//!
+//! The backend runs its own tokio runtime and blocks on it, so the store stays synchronous; call
+//! it from plain threads or `spawn_blocking`, never from inside an async task.
+
+#![deny(missing_docs)]
+
+mod attrs;
+mod metrics;
+mod table;
+
+pub use metrics::{Counts, Metrics};
+pub use table::create_table;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, Get, Put, TransactGetItem, TransactWriteItem,
+};
+use pathdb_store::StorageError;
+use pathdb_store::backend::{
+    Backend, Direction, Expect, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// DynamoDB's limit on one `TransactWriteItems`.
+pub const MAX_TRANSACTION_ITEMS: usize = 100;
+/// Keys per `TransactGetItems`: DynamoDB allows 100 today, but 25 before 2022 and in moto, so
+/// `get_many` reads atomically in groups of 25.
+pub const MAX_TRANSACT_GET_ITEMS: usize = 25;
+
+/// Where the table is.
+#[derive(Clone, Debug, Default)]
+pub struct DynamoOptions {
+    /// The table name.
+    pub table: String,
+    /// An endpoint URL other than AWS's (a local DynamoDB-compatible server).
+    pub endpoint: Option<String>,
+    /// The region; otherwise the standard AWS chain decides (default `us-east-1` when unset).
+    pub region: Option<String>,
+}
+
+/// The DynamoDB backend. Credentials come from the standard AWS chain (environment, profile,
+/// instance role).
+pub struct DynamoBackend {
+    client: Client,
+    table: String,
+    runtime: Option<tokio::runtime::Runtime>,
+    metrics: Arc<Metrics>,
+}
+
+fn sdk_error<
+    E: std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+>(
+    what: &'static str,
+) -> impl Fn(SdkError<E, R>) -> StorageError {
+    move |e| {
+        let detail = match &e {
+            SdkError::ServiceError(s) => format!("{what}: {}", s.err()),
+            other => format!("{what}: {other}"),
+        };
+        StorageError::new(detail, e)
+    }
+}
+
+impl DynamoBackend {
+    /// Connects to the table (it must exist: see [`create_table`]).
+    ///
+    /// # Errors
+    /// The runtime cannot start.
+    pub fn connect(options: &DynamoOptions) -> Result<DynamoBackend, StorageError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("pathdb-dynamodb")
+            .enable_all()
+            .build()
+            .map_err(|e| StorageError::new("cannot start the DynamoDB client runtime", e))?;
+        let client = runtime.block_on(client_for(options));
+        Ok(DynamoBackend {
+            client,
+            table: options.table.clone(),
+            runtime: Some(runtime),
+            metrics: Arc::new(Metrics::default()),
+        })
+    }
+
+    /// Requests sent so far, by kind.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// The SDK client (for table administration).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub(crate) fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        let Some(runtime) = &self.runtime else {
+            unreachable!("the runtime lives until the backend is dropped")
+        };
+        runtime.block_on(f)
+    }
+
+    pub(crate) fn table_name(&self) -> &str {
+        &self.table
+    }
+
+    fn key_map(&self, key: &Key) -> HashMap<String, AttributeValue> {
+        attrs::key(key)
+    }
+
+    async fn get_async(&self, key: &Key) -> Result<Option<Record>, StorageError> {
+        self.metrics.count_get();
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(self.key_map(key)))
+            .consistent_read(true)
+            .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(sdk_error("GetItem"))?;
+        self.metrics
+            .add_read_units(out.consumed_capacity().and_then(|c| c.capacity_units()));
+        out.item()
+            .map(|item| attrs::record(item).map(|(_, r)| r))
+            .transpose()
+    }
+
+    /// Keys in groups of [`MAX_TRANSACT_GET_ITEMS`], each one TransactGetItems: a serializable
+    /// read of the group.
+    async fn get_many_async(&self, keys: &[Key]) -> Result<Vec<Option<Record>>, StorageError> {
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(MAX_TRANSACT_GET_ITEMS) {
+            if let [key] = chunk {
+                out.push(self.get_async(key).await?);
+                continue;
+            }
+            self.metrics.count_transaction();
+            let mut items = Vec::with_capacity(chunk.len());
+            for key in chunk {
+                let get = Get::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(self.key_map(key)))
+                    .build()
+                    .map_err(|e| StorageError::new("building TransactGetItems", e))?;
+                items.push(TransactGetItem::builder().get(get).build());
+            }
+            let response = self
+                .client
+                .transact_get_items()
+                .set_transact_items(Some(items))
+                .send()
+                .await
+                .map_err(sdk_error("TransactGetItems"))?;
+            let responses = response.responses();
+            if responses.len() != chunk.len() {
+                return Err(StorageError::msg(format!(
+                    "TransactGetItems answered {} of {} keys",
+                    responses.len(),
+                    chunk.len()
+                )));
+            }
+            for r in responses {
+                out.push(
+                    r.item()
+                        .map(|item| attrs::record(item).map(|(_, rec)| rec))
+                        .transpose()?,
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    async fn write_async(&self, batch: WriteBatch) -> Result<(), WriteError> {
+        match batch.ops.len() {
+            0 => Ok(()),
+            1 => self.write_one(batch.ops.into_iter().next().expect("one op")).await,
+            n if n > MAX_TRANSACTION_ITEMS => Err(StorageError::msg(format!(
+                "a batch of {n} operations exceeds DynamoDB's {MAX_TRANSACTION_ITEMS}-item transactions"
+            ))
+            .into()),
+            _ => self.transact(batch).await,
+        }
+    }
+
+    async fn write_one(&self, op: WriteOp) -> Result<(), WriteError> {
+        let failed = || WriteError::ConditionFailed { index: 0 };
+        match op {
+            WriteOp::Put {
+                key,
+                record,
+                expect,
+            } => {
+                self.metrics.count_write();
+                let (cond, names, values) = attrs::condition(expect);
+                let result = self
+                    .client
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(attrs::item(&key, &record)))
+                    .set_condition_expression(cond)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .send()
+                    .await;
+                match result {
+                    Ok(_) => Ok(()),
+                    Err(e)
+                        if e.as_service_error()
+                            .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+                    {
+                        Err(failed())
+                    }
+                    Err(e) => Err(sdk_error("PutItem")(e).into()),
+                }
+            }
+            WriteOp::Delete { key, expect } => {
+                self.metrics.count_write();
+                let (cond, names, values) = attrs::condition(expect);
+                let result = self
+                    .client
+                    .delete_item()
+                    .table_name(&self.table)
+                    .set_key(Some(self.key_map(&key)))
+                    .set_condition_expression(cond)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .send()
+                    .await;
+                match result {
+                    Ok(_) => Ok(()),
+                    Err(e)
+                        if e.as_service_error()
+                            .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+                    {
+                        Err(failed())
+                    }
+                    Err(e) => Err(sdk_error("DeleteItem")(e).into()),
+                }
+            }
+            WriteOp::Check { key, expect } => {
+                // A lone check writes nothing: one consistent read decides it.
+                let current = self.get_async(&key).await?.map(|r| r.version);
+                let holds = match expect {
+                    Expect::Absent => current.is_none(),
+                    Expect::Version(v) => current == Some(v),
+                };
+                if holds { Ok(()) } else { Err(failed()) }
+            }
+        }
+    }
+
+    async fn transact(&self, batch: WriteBatch) -> Result<(), WriteError> {
+        self.metrics.count_transaction();
+        let mut items = Vec::with_capacity(batch.ops.len());
+        let build =
+            |e: aws_sdk_dynamodb::error::BuildError| StorageError::new("building a transaction", e);
+        for op in batch.ops {
+            let item = match op {
+                WriteOp::Put {
+                    key,
+                    record,
+                    expect,
+                } => {
+                    let (cond, names, values) = attrs::condition(expect);
+                    let put = Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(attrs::item(&key, &record)))
+                        .set_condition_expression(cond)
+                        .set_expression_attribute_names(names)
+                        .set_expression_attribute_values(values)
+                        .build()
+                        .map_err(build)?;
+                    TransactWriteItem::builder().put(put).build()
+                }
+                WriteOp::Delete { key, expect } => {
+                    let (cond, names, values) = attrs::condition(expect);
+                    let delete = Delete::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(self.key_map(&key)))
+                        .set_condition_expression(cond)
+                        .set_expression_attribute_names(names)
+                        .set_expression_attribute_values(values)
+                        .build()
+                        .map_err(build)?;
+                    TransactWriteItem::builder().delete(delete).build()
+                }
+                WriteOp::Check { key, expect } => {
+                    let (cond, names, values) = attrs::condition(Some(expect));
+                    let check = ConditionCheck::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(self.key_map(&key)))
+                        .set_condition_expression(cond)
+                        .set_expression_attribute_names(names)
+                        .set_expression_attribute_values(values)
+                        .build()
+                        .map_err(build)?;
+                    TransactWriteItem::builder().condition_check(check).build()
+                }
+            };
+            items.push(item);
+        }
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                if let Some(aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c)) =
+                    e.as_service_error()
+                {
+                    let reasons = c.cancellation_reasons();
+                    if let Some(index) = reasons.iter().position(|r| r.code() == Some("ConditionalCheckFailed")) {
+                        return Err(WriteError::ConditionFailed { index });
+                    }
+                    // Cancelled for another reason (a concurrent transaction on the same items).
+                    if reasons.iter().any(|r| r.code() == Some("TransactionConflict")) {
+                        return Err(WriteError::ConditionFailed { index: 0 });
+                    }
+                }
+                Err(sdk_error("TransactWriteItems")(e).into())
+            }
+        }
+    }
+
+    async fn query(
+        &self,
+        partition: &[u8],
+        range: &SortRange,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Record)>, StorageError> {
+        let mut out = Vec::new();
+        if limit == 0 || range.is_empty() {
+            return Ok(out);
+        }
+        let condition = attrs::key_condition(partition, range);
+        let mut start_key = None;
+        loop {
+            // Room for the (at most two) excluded bounds that BETWEEN returns.
+            let page =
+                i32::try_from((limit - out.len()).saturating_add(2).min(1000)).unwrap_or(1000);
+            self.metrics.count_query();
+            let response = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression(&condition.expression)
+                .set_expression_attribute_values(Some(condition.values.clone()))
+                .scan_index_forward(direction == Direction::Forward)
+                .consistent_read(true)
+                .limit(page)
+                .set_exclusive_start_key(start_key.take())
+                .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total)
+                .send()
+                .await
+                .map_err(sdk_error("Query"))?;
+            self.metrics.add_read_units(
+                response
+                    .consumed_capacity()
+                    .and_then(|c| c.capacity_units()),
+            );
+            for item in response.items() {
+                let (key, record) = attrs::record(item)?;
+                if condition.excluded.contains(&key.sort) {
+                    continue;
+                }
+                out.push((key.sort, record));
+                if out.len() == limit {
+                    return Ok(out);
+                }
+            }
+            // Not trusting LastEvaluatedKey to be absent exactly when nothing follows (moto
+            // omits it when exactly Limit items match): an empty follow-up query is cheap.
+            match response.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start_key = Some(k.clone()),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    async fn scan_all_async(
+        &self,
+        after: Option<&Key>,
+        limit: usize,
+    ) -> Result<Vec<(Key, Record)>, StorageError> {
+        let mut out = Vec::new();
+        let mut start_key = after.map(attrs::key);
+        while out.len() < limit {
+            self.metrics.count_scan();
+            let response = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .limit(i32::try_from((limit - out.len()).min(1000)).unwrap_or(1000))
+                .set_exclusive_start_key(start_key.take())
+                .send()
+                .await
+                .map_err(sdk_error("Scan"))?;
+            for item in response.items() {
+                out.push(attrs::record(item)?);
+            }
+            match response.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start_key = Some(k.clone()),
+                _ => break,
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+}
+
+async fn client_for(options: &DynamoOptions) -> Client {
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    if let Some(region) = &options.region {
+        loader = loader.region(aws_config::Region::new(region.clone()));
+    }
+    if let Some(endpoint) = &options.endpoint {
+        loader = loader.endpoint_url(endpoint);
+    }
+    let mut config = loader.load().await;
+    if config.region().is_none() {
+        config = config
+            .into_builder()
+            .region(aws_config::Region::from_static("us-east-1"))
+            .build();
+    }
+    Client::new(&config)
+}
+
+impl Drop for DynamoBackend {
+    fn drop(&mut self) {
+        // Dropping a runtime inside async code panics; this never blocks.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Reads through a [`DynamoBackend`]: every request strongly consistent, no cross-request snapshot.
+pub struct DynamoReader<'a> {
+    backend: &'a DynamoBackend,
+}
+
+impl Backend for DynamoBackend {
+    type Reader<'a> = DynamoReader<'a>;
+
+    fn reader(&self) -> Result<DynamoReader<'_>, StorageError> {
+        Ok(DynamoReader { backend: self })
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
+        self.block_on(self.write_async(batch))
+    }
+
+    fn native_expiry(&self) -> bool {
+        true
+    }
+}
+
+impl Reader for DynamoReader<'_> {
+    fn get(&self, key: &Key) -> Result<Option<Record>, StorageError> {
+        self.backend.block_on(self.backend.get_async(key))
+    }
+
+    fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Record>>, StorageError> {
+        self.backend.block_on(self.backend.get_many_async(keys))
+    }
+
+    fn scan(
+        &self,
+        partition: &[u8],
+        range: &SortRange,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Record)>, StorageError> {
+        self.backend
+            .block_on(self.backend.query(partition, range, direction, limit))
+    }
+
+    fn scan_all(
+        &self,
+        after: Option<&Key>,
+        limit: usize,
+    ) -> Result<Vec<(Key, Record)>, StorageError> {
+        self.backend
+            .block_on(self.backend.scan_all_async(after, limit))
+    }
+}

@@ -1,0 +1,68 @@
+//! Request counters: what one store operation costs in DynamoDB requests and read units.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Requests sent by a [`crate::DynamoBackend`], by kind.
+#[derive(Default, Debug)]
+pub struct Metrics {
+    gets: AtomicU64,
+    queries: AtomicU64,
+    scans: AtomicU64,
+    writes: AtomicU64,
+    transactions: AtomicU64,
+    /// Read capacity units reported by the server, in thousandths.
+    read_milli_units: AtomicU64,
+}
+
+/// A copy of the counters at one moment.
+#[derive(Clone, Copy, Default, Debug, PartialEq)]
+pub struct Counts {
+    /// `GetItem` requests.
+    pub gets: u64,
+    /// `Query` requests.
+    pub queries: u64,
+    /// `Scan` requests.
+    pub scans: u64,
+    /// `PutItem` and `DeleteItem` requests.
+    pub writes: u64,
+    /// `TransactWriteItems` requests.
+    pub transactions: u64,
+    /// Read capacity units consumed, where the server reports them.
+    pub read_units: f64,
+}
+
+impl Metrics {
+    pub(crate) fn count_get(&self) {
+        self.gets.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn count_query(&self) {
+        self.queries.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn count_scan(&self) {
+        self.scans.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn count_write(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn count_transaction(&self) {
+        self.transactions.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn add_read_units(&self, units: Option<f64>) {
+        if let Some(u) = units {
+            self.read_milli_units
+                .fetch_add((u * 1000.0).round() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// The counters now.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            gets: self.gets.load(Ordering::Relaxed),
+            queries: self.queries.load(Ordering::Relaxed),
+            scans: self.scans.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            transactions: self.transactions.load(Ordering::Relaxed),
+            read_units: self.read_milli_units.load(Ordering::Relaxed) as f64 / 1000.0,
+        }
+    }
+}

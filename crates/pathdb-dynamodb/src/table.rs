@@ -1,0 +1,94 @@
+//! Creating the table: Binary `pk` (HASH) and `sk` (RANGE), on-demand billing, TTL on `ttl`.
+
+use crate::DynamoBackend;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
+    TimeToLiveSpecification,
+};
+use pathdb_store::StorageError;
+use std::time::Duration;
+
+/// Creates the backend's table if it does not exist, waits until it is active and turns on TTL.
+/// Returns whether it created the table.
+///
+/// # Errors
+/// The request fails (credentials, endpoint, permissions).
+pub fn create_table(backend: &DynamoBackend) -> Result<bool, StorageError> {
+    backend.block_on(async {
+        let client = backend.client();
+        let table = backend.table_name();
+        let build =
+            |e: aws_sdk_dynamodb::error::BuildError| StorageError::new("building CreateTable", e);
+        let attribute = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::B)
+                .build()
+                .map_err(build)
+        };
+        let element = |name: &str, kind| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .map_err(build)
+        };
+        let created = match client
+            .create_table()
+            .table_name(table)
+            .attribute_definitions(attribute("pk")?)
+            .attribute_definitions(attribute("sk")?)
+            .key_schema(element("pk", KeyType::Hash)?)
+            .key_schema(element("sk", KeyType::Range)?)
+            .billing_mode(BillingMode::PayPerRequest)
+            .send()
+            .await
+        {
+            Ok(_) => true,
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_in_use_exception()) =>
+            {
+                false
+            }
+            Err(e) => {
+                return Err(StorageError::new(
+                    format!(
+                        "CreateTable {table}: {}",
+                        e.as_service_error()
+                            .map_or_else(|| e.to_string(), ToString::to_string)
+                    ),
+                    e,
+                ));
+            }
+        };
+        for _ in 0..600 {
+            let described = client
+                .describe_table()
+                .table_name(table)
+                .send()
+                .await
+                .map_err(|e| StorageError::new(format!("DescribeTable {table}"), e))?;
+            if described.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let ttl = TimeToLiveSpecification::builder()
+            .enabled(true)
+            .attribute_name("ttl")
+            .build()
+            .map_err(build)?;
+        if let Err(e) = client
+            .update_time_to_live()
+            .table_name(table)
+            .time_to_live_specification(ttl)
+            .send()
+            .await
+        {
+            // Some local servers lack TTL; reads hide expired items either way.
+            tracing::warn!(table, error = %e, "could not enable TTL on the table");
+        }
+        Ok(created)
+    })
+}

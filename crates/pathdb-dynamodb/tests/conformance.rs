@@ -1,0 +1,49 @@
+//! The store's conformance suite on DynamoDB: all of it on moto; on dynalite, which has no
+//! TransactWriteItems or TransactGetItems, every workload that needs neither.
+
+use crate::{Dynamo, Flavor, endpoint};
+use pathdb_dynamodb::DynamoBackend;
+use pathdb_store::StoreOptions;
+use pathdb_store::conformance::{Harness, TestStore};
+
+/// Workloads that write or read several items atomically.
+const NEED_TRANSACTIONS: &[&str] = &[
+    "racing_transfers",
+    "transaction_results",
+    "failed_transactions_leave_nothing",
+    "history_retention",
+    "scan_and_import",
+];
+
+/// The server named by the environment, if any.
+struct FromEnv(Option<(Dynamo, Flavor)>);
+
+impl FromEnv {
+    fn new() -> FromEnv {
+        FromEnv(endpoint().map(|(url, flavor)| (Dynamo::new(url), flavor)))
+    }
+}
+
+impl Harness for FromEnv {
+    type Backend = DynamoBackend;
+
+    fn open(&self, options: StoreOptions) -> TestStore<DynamoBackend> {
+        let (dynamo, _) = self
+            .0
+            .as_ref()
+            .expect("skip() stops the workload without an endpoint");
+        dynamo.open(options)
+    }
+
+    fn skip(&self, workload: &str) -> Option<String> {
+        match &self.0 {
+            None => Some("PATHDB_DYNAMODB_ENDPOINT is not set".into()),
+            Some((_, Flavor::Dynalite)) if NEED_TRANSACTIONS.contains(&workload) => {
+                Some("dynalite has no transactions".into())
+            }
+            Some(_) => None,
+        }
+    }
+}
+
+pathdb_store::conformance_tests!(FromEnv::new());

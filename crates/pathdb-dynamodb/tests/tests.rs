@@ -1,0 +1,89 @@
+//! The DynamoDB backend against a DynamoDB-compatible server started by
+//! `scripts/dynamodb-local.sh`. Set `PATHDB_DYNAMODB_ENDPOINT` (e.g. `http://127.0.0.1:8000`) and
+//! `PATHDB_DYNAMODB_FLAVOR` (`moto`, the default, or `dynalite`); without the endpoint every test
+//! here returns at once, saying so (the tests need no outside resources unless asked).
+
+mod compare;
+mod conformance;
+
+use pathdb_dynamodb::{DynamoBackend, DynamoOptions, create_table};
+use pathdb_store::conformance::{Harness, TestStore};
+use pathdb_store::{Store, StoreOptions};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Which local server the endpoint is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Flavor {
+    /// moto: implements transactions.
+    Moto,
+    /// dynalite: no transactions.
+    Dynalite,
+}
+
+/// The configured endpoint and flavor, or `None` (and a note on stderr) when unset.
+pub fn endpoint() -> Option<(String, Flavor)> {
+    let Ok(endpoint) = std::env::var("PATHDB_DYNAMODB_ENDPOINT") else {
+        eprintln!(
+            "skipped: PATHDB_DYNAMODB_ENDPOINT is not set (scripts/dynamodb-local.sh starts a server)"
+        );
+        return None;
+    };
+    let flavor = match std::env::var("PATHDB_DYNAMODB_FLAVOR").as_deref() {
+        Ok("dynalite") => Flavor::Dynalite,
+        _ => Flavor::Moto,
+    };
+    Some((endpoint, flavor))
+}
+
+/// Local servers still want credentials to be present.
+fn dummy_credentials() {
+    for (k, v) in [
+        ("AWS_ACCESS_KEY_ID", "pathdb-test"),
+        ("AWS_SECRET_ACCESS_KEY", "pathdb-test"),
+    ] {
+        if std::env::var_os(k).is_none() {
+            // SAFETY: set before any thread of this test reads the environment; every test sets
+            // the same values, so a race is between identical writes.
+            unsafe { std::env::set_var(k, v) };
+        }
+    }
+}
+
+/// A fresh table per store, so tests are independent.
+pub struct Dynamo {
+    endpoint: String,
+}
+
+impl Dynamo {
+    /// A harness for `endpoint`.
+    pub fn new(endpoint: String) -> Dynamo {
+        dummy_credentials();
+        Dynamo { endpoint }
+    }
+
+    /// A backend on a new, empty table.
+    pub fn backend(&self) -> DynamoBackend {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let table = format!(
+            "pathdb-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let options = DynamoOptions {
+            table,
+            endpoint: Some(self.endpoint.clone()),
+            region: Some("us-east-1".into()),
+        };
+        let backend = DynamoBackend::connect(&options).expect("client starts");
+        create_table(&backend).expect("table created");
+        backend
+    }
+}
+
+impl Harness for Dynamo {
+    type Backend = DynamoBackend;
+
+    fn open(&self, options: StoreOptions) -> TestStore<DynamoBackend> {
+        TestStore::new(Store::new(self.backend(), options).expect("store opens"))
+    }
+}
