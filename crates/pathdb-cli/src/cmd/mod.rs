@@ -1,5 +1,6 @@
 //! The subcommands: one module each, dispatched from [`Command`].
 
+mod bench;
 mod demo;
 mod dynamodb;
 mod item;
@@ -61,6 +62,9 @@ enum Command {
     Dynamodb(dynamodb::DynamoCommand),
     /// Run the HTTP/JSON server.
     Serve(serve::ServeArgs),
+    /// Load generators: `bench http` measures a server's requests/s and latency.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Load the four seed scenarios into a database and show what key paths return next to a
     /// string sort key.
     Demo,
@@ -83,6 +87,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Key(cmd) => key::run(cmd),
         Command::Serve(args) => serve::run(args, cli.db),
+        Command::Bench(cmd) => bench::run(cmd, cli.token, out),
         Command::Dynamodb(cmd) => dynamodb::run(cmd),
         Command::Demo => demo::run(cli.db.as_deref()),
         Command::Put(args) => item::put(&*connect(&cli.server, cli.token, &db)?, args, out),
