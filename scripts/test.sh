@@ -12,9 +12,44 @@ step() {
     printf '\n==> %s\n' "$*"
 }
 
+# The DynamoDB backend's tests run against local DynamoDB-compatible servers that
+# scripts/dynamodb-local.sh installs (moto from PyPI, dynalite from npm) and starts on free
+# loopback ports. Without python3 or node they are skipped, except in CI.
+dynamo_available=true
+for tool in python3 node npm; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        if [[ "${CI:-}" == "true" ]]; then
+            echo "error: the DynamoDB tests need $tool" >&2
+            exit 1
+        fi
+        dynamo_available=false
+    fi
+done
+stop_servers() {
+    bash scripts/dynamodb-local.sh stop moto >/dev/null 2>&1 || true
+    bash scripts/dynamodb-local.sh stop dynalite >/dev/null 2>&1 || true
+}
+trap stop_servers EXIT
+if $dynamo_available; then
+    step "start moto (DynamoDB stand-in with transactions)"
+    port=$(bash scripts/dynamodb-local.sh start moto | sed -n 's/^PORT=//p')
+    export PATHDB_DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
+    export PATHDB_DYNAMODB_FLAVOR=moto
+    echo "moto on $PATHDB_DYNAMODB_ENDPOINT"
+else
+    step "SKIPPED DynamoDB servers: python3, node or npm missing (the DynamoDB tests will skip)"
+fi
+
 # `--all-targets` covers lib, bins, tests, benches and examples but not doctests.
 step "cargo test --workspace --all-targets"
 cargo test --workspace --all-targets
+
+if $dynamo_available; then
+    step "DynamoDB backend on dynalite (stricter validation, no transactions)"
+    port=$(bash scripts/dynamodb-local.sh start dynalite | sed -n 's/^PORT=//p')
+    PATHDB_DYNAMODB_ENDPOINT="http://127.0.0.1:$port" PATHDB_DYNAMODB_FLAVOR=dynalite \
+        cargo test -p pathdb-dynamodb --test tests
+fi
 
 step "cargo test --workspace --doc"
 cargo test --workspace --doc

@@ -166,13 +166,30 @@ impl DynamoBackend {
                     .map_err(|e| StorageError::new("building TransactGetItems", e))?;
                 items.push(TransactGetItem::builder().get(get).build());
             }
-            let response = self
+            let response = match self
                 .client
                 .transact_get_items()
                 .set_transact_items(Some(items))
                 .send()
                 .await
-                .map_err(sdk_error("TransactGetItems"))?;
+            {
+                Ok(r) => r,
+                // DynamoDB and moto have TransactGetItems; dynalite does not. There, read the
+                // keys one by one: each read is consistent, the group is not atomic.
+                Err(e)
+                    if e.as_service_error().and_then(|s| s.meta().code())
+                        == Some("UnknownOperationException") =>
+                {
+                    tracing::warn!(
+                        "this DynamoDB endpoint has no TransactGetItems; get_many reads key by key"
+                    );
+                    for key in chunk {
+                        out.push(self.get_async(key).await?);
+                    }
+                    continue;
+                }
+                Err(e) => return Err(sdk_error("TransactGetItems")(e)),
+            };
             let responses = response.responses();
             if responses.len() != chunk.len() {
                 return Err(StorageError::msg(format!(
