@@ -65,7 +65,7 @@ fn condition_from(headers: &HeaderMap) -> Result<Option<Condition>, ApiError> {
 
 /// Reads an item, or one of its past versions.
 #[utoipa::path(get, path = "/v1/items/{path}", tag = "items",
-    params(("path" = String, Path, description = "Key path without its leading '/', e.g. user-7/post-1"), GetQuery),
+    params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"), GetQuery),
     responses(
         (status = 200, description = "The item", body = ItemOut),
         (status = 400, description = "Invalid path", body = ErrorBody),
@@ -90,9 +90,9 @@ pub async fn get_item<B: Backend>(
 
 /// Creates or replaces an item with the request body (any JSON value).
 #[utoipa::path(put, path = "/v1/items/{path}", tag = "items",
-    params(("path" = String, Path, description = "Key path without its leading '/'"), PutQuery,
-        ("If-None-Match" = Option<String>, Header, description = "* : fail if the item exists"),
-        ("If-Match" = Option<String>, Header, description = "Fail unless the item is at this version")),
+    params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"), PutQuery,
+        ("If-None-Match" = Option<String>, Header, description = "* : fail if the item exists", pattern = r"^\*$"),
+        ("If-Match" = Option<String>, Header, description = "Fail unless the item is at this version (its ETag)", pattern = r#"^(W/)?"?[0-9]{1,19}"?$"#)),
     request_body(content = serde_json::Value, description = "Any JSON value", content_type = "application/json"),
     responses(
         (status = 200, description = "Replaced", body = ItemOut), (status = 201, description = "Created", body = ItemOut),
@@ -157,8 +157,8 @@ fn put_or_create<B: Backend>(
 
 /// Deletes an item.
 #[utoipa::path(delete, path = "/v1/items/{path}", tag = "items",
-    params(("path" = String, Path, description = "Key path without its leading '/'"),
-        ("If-Match" = Option<String>, Header, description = "Fail unless the item is at this version")),
+    params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"),
+        ("If-Match" = Option<String>, Header, description = "Fail unless the item is at this version (its ETag)", pattern = r#"^(W/)?"?[0-9]{1,19}"?$"#)),
     responses(
         (status = 200, description = "The deleted item", body = ItemOut),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
@@ -206,7 +206,7 @@ pub async fn get_many<B: Backend>(
 
 /// Lists a subtree or direct children, one page at a time.
 #[utoipa::path(get, path = "/v1/list/{prefix}", tag = "items",
-    params(("prefix" = String, Path, description = "Key path without its leading '/'"), ListQuery),
+    params(("prefix" = String, Path, description = "Key path without its leading '/'", example = "user-7"), ListQuery),
     responses((status = 200, body = ListOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
@@ -242,7 +242,7 @@ pub async fn list<B: Backend>(
 
 /// An item's revisions, newest first.
 #[utoipa::path(get, path = "/v1/history/{path}", tag = "items",
-    params(("path" = String, Path, description = "Key path without its leading '/'"), HistoryQuery),
+    params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"), HistoryQuery),
     responses((status = 200, body = ItemsOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]

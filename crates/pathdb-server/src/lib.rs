@@ -32,6 +32,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
+use wire::ClosedTxOps;
 
 /// Largest request body for item requests: an item is at most 400 KB.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
@@ -64,7 +65,7 @@ impl<B: Backend> Clone for AppState<B> {
         handlers::get_item, handlers::put_item, handlers::delete_item, handlers::get_many, handlers::list,
         handlers::history, handlers::transact, handlers::export, handlers::import, handlers::healthz
     ),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &ClosedTxOps),
     tags((name = "items", description = "Items, listings, history, transactions"),
          (name = "transfer", description = "Export and import as JSON lines"))
 )]

@@ -58,6 +58,7 @@ pub struct ListOut {
 #[serde(deny_unknown_fields)]
 pub struct GetManyIn {
     /// Key paths in text form, at most 100.
+    #[schema(max_items = 100)]
     pub paths: Vec<String>,
 }
 
@@ -84,6 +85,7 @@ pub struct GetQuery {
 #[into_params(parameter_in = Query)]
 pub struct HistoryQuery {
     /// At most this many revisions (default 100, at most 1000).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<usize>,
 }
 
@@ -96,6 +98,7 @@ pub struct ListQuery {
     /// Descending key order.
     pub reverse: Option<bool>,
     /// Items per page, 1..=1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<usize>,
     /// Only keys after this path.
     pub gt: Option<String>,
@@ -238,6 +241,7 @@ impl TryFrom<TxOpFields> for TxOpIn {
 #[serde(deny_unknown_fields)]
 pub struct TransactIn {
     /// 1..=100 operations on distinct paths, applied all or nothing.
+    #[schema(min_items = 1, max_items = 100)]
     pub ops: Vec<TxOpIn>,
 }
 
@@ -290,4 +294,26 @@ pub struct ImportOut {
 pub struct HealthOut {
     /// Always "ok".
     pub status: String,
+}
+
+/// Marks each variant of [`TxOpIn`] closed (`additionalProperties: false`), as its reading
+/// is: the derive only does that for structs.
+pub struct ClosedTxOps;
+
+impl utoipa::Modify for ClosedTxOps {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::schema::{AdditionalProperties, Schema};
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        if let Some(RefOr::T(Schema::OneOf(one_of))) = components.schemas.get_mut("TxOpIn") {
+            for variant in &mut one_of.items {
+                if let RefOr::T(Schema::Object(object)) = variant {
+                    object.additional_properties =
+                        Some(Box::new(AdditionalProperties::FreeForm(false)));
+                }
+            }
+        }
+    }
 }

@@ -322,3 +322,37 @@ async fn unknown_routes_and_methods_use_the_error_shape() {
     }
     assert_eq!(server.export().await, before);
 }
+
+/// The document states what the handlers enforce, so generated clients and fuzzers send
+/// requests the server accepts.
+#[tokio::test]
+async fn openapi_document_states_the_limits() {
+    let server = TestServer::new();
+    let doc = server.get("/openapi.json").await.expect(200);
+    let schemas = &doc["components"]["schemas"];
+    for variant in schemas["TxOpIn"]["oneOf"].as_array().expect("oneOf") {
+        assert_eq!(variant["additionalProperties"], false, "{variant}");
+    }
+    assert_eq!(schemas["GetManyIn"]["additionalProperties"], false);
+    assert_eq!(schemas["GetManyIn"]["properties"]["paths"]["maxItems"], 100);
+    assert_eq!(schemas["TransactIn"]["properties"]["ops"]["minItems"], 1);
+    assert_eq!(schemas["TransactIn"]["properties"]["ops"]["maxItems"], 100);
+    let list = doc["paths"]["/v1/list/{prefix}"]["get"]["parameters"]
+        .as_array()
+        .expect("parameters");
+    let limit = list.iter().find(|p| p["name"] == "limit").expect("limit");
+    assert_eq!(
+        (&limit["schema"]["minimum"], &limit["schema"]["maximum"]),
+        (&json!(1), &json!(1000))
+    );
+    // The PUT documents 409 and the syntax of its conditions.
+    let put = &doc["paths"]["/v1/items/{path}"]["put"];
+    assert!(put["responses"]["409"].is_object());
+    let if_match = put["parameters"]
+        .as_array()
+        .expect("parameters")
+        .iter()
+        .find(|p| p["name"] == "If-Match")
+        .expect("If-Match");
+    assert!(if_match["schema"]["pattern"].is_string());
+}
