@@ -34,24 +34,30 @@ pub trait Sink {
 }
 
 impl Sink for Vec<u8> {
+    #[inline]
     fn put(&mut self, byte: u8) {
         self.push(byte);
     }
+    #[inline]
     fn put_slice(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);
     }
+    #[inline]
     fn written(&self) -> usize {
         self.len()
     }
 }
 
 impl<const N: usize> Sink for SmallVec<[u8; N]> {
+    #[inline]
     fn put(&mut self, byte: u8) {
         self.push(byte);
     }
+    #[inline]
     fn put_slice(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);
     }
+    #[inline]
     fn written(&self) -> usize {
         self.len()
     }
@@ -231,11 +237,27 @@ pub struct Segment<'a> {
 
 #[derive(Clone, Copy, Debug)]
 struct Span {
-    start: usize,
-    len: usize,
+    // u32 offsets keep KeyPathRef small (it is moved by value); decode refuses keys >= 4 GiB.
+    start: u32,
+    len: u32,
+    meta_start: u32,
+    meta_len: u8,
     ty: SegmentType,
-    meta_start: usize,
-    meta_len: usize,
+}
+
+impl Span {
+    fn start(&self) -> usize {
+        self.start as usize
+    }
+
+    fn bytes(&self) -> std::ops::Range<usize> {
+        self.start()..self.start() + self.len as usize
+    }
+
+    fn meta(&self) -> std::ops::Range<usize> {
+        let start = self.meta_start as usize;
+        start..start + usize::from(self.meta_len)
+    }
 }
 
 /// A validated encoded key path, decoded without copying where the format allows.
@@ -275,8 +297,8 @@ impl<'a> KeyPathRef<'a> {
     pub fn segments(&self) -> impl ExactSizeIterator<Item = Segment<'a>> + '_ {
         self.spans.iter().map(|s| Segment {
             ty: s.ty,
-            bytes: &self.bytes[s.start..s.start + s.len],
-            meta: &self.bytes[s.meta_start..s.meta_start + s.meta_len],
+            bytes: &self.bytes[s.bytes()],
+            meta: &self.bytes[s.meta()],
         })
     }
 
@@ -310,22 +332,18 @@ pub(crate) fn decode_with(
     let mut elements = SmallVec::<[ElementRef<'_>; 8]>::new();
     for pair in spans.chunks(2) {
         let ns_span = pair[0];
-        let ns_bytes = &bytes[ns_span.start..ns_span.start + ns_span.len];
+        let ns_bytes = &bytes[ns_span.bytes()];
         if ns_span.ty != SegmentType::String {
             return Err(err(
-                ns_span.meta_start,
+                ns_span.meta().start,
                 Rule::NamespaceType(ns_span.ty as u8),
             ));
         }
         let ns =
-            std::str::from_utf8(ns_bytes).map_err(|_| err(ns_span.start, Rule::InvalidUtf8))?;
-        namespace::validate(ns).map_err(|(at, rule)| err(ns_span.start + at, rule))?;
+            std::str::from_utf8(ns_bytes).map_err(|_| err(ns_span.start(), Rule::InvalidUtf8))?;
+        namespace::validate(ns).map_err(|(at, rule)| err(ns_span.start() + at, rule))?;
         let id = match pair.get(1) {
-            Some(span) => Some(decode_id(
-                &bytes[span.start..span.start + span.len],
-                span.ty,
-                span.start,
-            )?),
+            Some(span) => Some(decode_id(&bytes[span.bytes()], span.ty, span.start())?),
             None => None,
         };
         elements.push(ElementRef { namespace: ns, id });
@@ -345,6 +363,9 @@ pub(crate) fn decode_with(
 fn decode_spans(bytes: &[u8]) -> Result<(SmallVec<[Span; 16]>, usize), DecodeError> {
     if bytes.is_empty() {
         return Err(err(0, Rule::EmptyPath));
+    }
+    if u32::try_from(bytes.len()).is_err() {
+        return Err(err(0, Rule::LengthMismatch));
     }
     // Metadata in reverse order: (value, varint start, varint len).
     let mut metas = SmallVec::<[(u64, usize, usize); 16]>::new();
@@ -398,12 +419,13 @@ fn decode_spans(bytes: &[u8]) -> Result<(SmallVec<[Span; 16]>, usize), DecodeErr
         }
         let len = (value >> 3) as usize;
         let ty = SegmentType::from_code((value & 7) as u8).unwrap_or(SegmentType::String);
+        // In range: the key is shorter than 4 GiB (checked above), a varint at most 10 bytes.
         spans.push(Span {
-            start: offset,
-            len,
+            start: offset as u32,
+            len: len as u32,
             ty,
-            meta_start,
-            meta_len,
+            meta_start: meta_start as u32,
+            meta_len: meta_len as u8,
         });
         offset += len;
     }

@@ -119,8 +119,10 @@ pub(crate) fn validate_string(s: &str) -> Result<(), (usize, Rule)> {
     if s.is_empty() {
         return Err((0, Rule::EmptyId));
     }
-    match s.char_indices().find(|(_, c)| is_forbidden_control(*c)) {
-        Some((i, c)) => Err((i, Rule::ControlCharacter(c))),
+    // The forbidden characters are all ASCII, so a byte scan finds them (UTF-8 continuation
+    // and lead bytes are >= 0x80 and never match).
+    match s.bytes().position(|b| b < 0x20 || b == 0x7f) {
+        Some(i) => Err((i, Rule::ControlCharacter(char::from(s.as_bytes()[i])))),
         None => Ok(()),
     }
 }
