@@ -1,0 +1,122 @@
+//! PathDB: `Store<FileBackend>` with the defaults (durable writes, group commit, quick-repair,
+//! expiry sweeper on).
+
+use crate::dataset::Dataset;
+use crate::engine::{Engine, PAGE, Session, now_micros};
+use anyhow::Context as _;
+use pathdb_keys::KeyPath;
+use pathdb_store::backend::{
+    Backend, Durability, FileBackend, FileOptions, Key, Record, WriteBatch, WriteOp,
+};
+use pathdb_store::{Json, ListRequest, PutOptions, Store, StoreOptions, Transaction};
+use std::path::Path;
+
+/// The store under test.
+pub struct PathDb {
+    store: Store<FileBackend>,
+}
+
+impl PathDb {
+    /// Creates the file, loads `data` through the backend with relaxed durability in big
+    /// batches (the records `Store::put` would write), then reopens it as a default `Store`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn preload(path: &Path, data: &Dataset, batch: usize) -> anyhow::Result<PathDb> {
+        {
+            let backend = FileBackend::open(
+                path,
+                FileOptions {
+                    durability: Durability::Relaxed,
+                    cache_size: None,
+                },
+            )?;
+            let now = now_micros();
+            data.for_each_batch(batch, |items| {
+                let ops = items
+                    .iter()
+                    .map(|(path, value)| WriteOp::Put {
+                        key: Key {
+                            partition: path.partition_key(),
+                            sort: path.sort_key(),
+                        },
+                        record: Record {
+                            version: 1,
+                            created_at: now,
+                            modified_at: now,
+                            expires_at: None,
+                            value: value.as_bytes().to_vec(),
+                        },
+                        expect: None,
+                    })
+                    .collect();
+                backend
+                    .write(WriteBatch { ops })
+                    .context("pathdb preload batch")
+            })?;
+        }
+        let store = Store::open(path, FileOptions::default(), StoreOptions::default())?;
+        Ok(PathDb { store })
+    }
+}
+
+impl Engine for PathDb {
+    fn name(&self) -> &'static str {
+        "PathDB"
+    }
+
+    fn session(&self) -> anyhow::Result<Box<dyn Session + '_>> {
+        Ok(Box::new(PathDbSession { store: &self.store }))
+    }
+}
+
+struct PathDbSession<'a> {
+    store: &'a Store<FileBackend>,
+}
+
+impl PathDbSession<'_> {
+    fn page(&self, request: &ListRequest) -> anyhow::Result<usize> {
+        let page = self.store.list(request)?;
+        let bytes: usize = page.items.iter().map(|i| i.value.as_str().len()).sum();
+        std::hint::black_box((bytes, page.next_page_token.is_some()));
+        Ok(page.items.len())
+    }
+}
+
+impl Session for PathDbSession<'_> {
+    fn put(&mut self, path: &KeyPath, value: &str) -> anyhow::Result<()> {
+        self.store
+            .put(path, Json::parse(value)?, PutOptions::default())?;
+        Ok(())
+    }
+
+    fn get(&mut self, path: &KeyPath) -> anyhow::Result<usize> {
+        Ok(self
+            .store
+            .get(path)?
+            .map_or(0, |item| item.value.as_str().len()))
+    }
+
+    fn list(&mut self, prefix: &KeyPath, reverse: bool) -> anyhow::Result<usize> {
+        let mut request = ListRequest::new(prefix.clone());
+        request.limit = PAGE;
+        request.reverse = reverse;
+        self.page(&request)
+    }
+
+    fn children(&mut self, prefix: &KeyPath) -> anyhow::Result<usize> {
+        let mut request = ListRequest::new(prefix.clone());
+        request.limit = PAGE;
+        request.children_only = true;
+        self.page(&request)
+    }
+
+    fn transact(&mut self, items: &[(KeyPath, String)]) -> anyhow::Result<()> {
+        let mut tx = Transaction::new();
+        for (path, value) in items {
+            tx = tx.put(path.clone(), Json::parse(value)?, PutOptions::default());
+        }
+        self.store.transact(tx)?;
+        Ok(())
+    }
+}
