@@ -2,6 +2,7 @@
 
 mod bench;
 mod key;
+mod server;
 mod store;
 
 use std::process::{Command, Output};

@@ -1,0 +1,534 @@
+//! `pathdb serve` as a process: kill -9 under write load and SIGTERM with requests in flight
+//! lose no acknowledged write, and the item commands print the same through `--server` as on
+//! a local file.
+
+use crate::{ok, pathdb};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// A running `pathdb serve` on a loopback port of its choosing.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    stderr: PathBuf,
+    _stdout: BufReader<ChildStdout>,
+}
+
+impl Server {
+    /// Starts the server on `db` and waits for its "listening on" line.
+    fn start(db: &Path) -> Server {
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, Ordering::SeqCst);
+        let stderr = db.with_extension(format!("{n}.log"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&stderr)
+            .expect("log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pathdb"))
+            .args([
+                "--db",
+                db.to_str().expect("utf-8"),
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+            ])
+            .env_remove("PATHDB_TOKENS")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("pathdb serve starts");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read stdout");
+        let Some(addr) = line.trim().strip_prefix("listening on http://") else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "no 'listening on' line ({line:?}); stderr:\n{}",
+                std::fs::read_to_string(&stderr).unwrap_or_default()
+            );
+        };
+        Server {
+            addr: addr.parse().expect("socket address"),
+            child,
+            stderr,
+            _stdout: stdout,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// SIGKILL, and reap the process.
+    fn kill_9(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
+    }
+
+    /// SIGTERM, then waits (bounded) for the exit code.
+    fn terminate(mut self) -> Option<i32> {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -TERM failed");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("the server did not stop within 60 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One HTTP/1.1 request on its own connection, never retried: `Ok((status, body))` only when a
+/// complete response arrived.
+fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes())?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response)?;
+    let text = String::from_utf8_lossy(&response);
+    let incomplete =
+        || std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "incomplete response");
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(incomplete)?;
+    let status: u16 = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(incomplete)?;
+    let length = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().to_owned())
+        })
+        .and_then(|v| v.parse::<usize>().ok());
+    if length.is_some_and(|n| n != body.len()) {
+        return Err(incomplete());
+    }
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    if chunked {
+        return dechunk(body).map(|b| (status, b)).ok_or_else(incomplete);
+    }
+    Ok((status, body.to_owned()))
+}
+
+/// The payload of a chunked body, if it is complete.
+fn dechunk(mut body: &str) -> Option<String> {
+    let mut out = String::new();
+    loop {
+        let (size, rest) = body.split_once("\r\n")?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(out);
+        }
+        out.push_str(rest.get(..size)?);
+        body = rest.get(size..)?.strip_prefix("\r\n")?;
+    }
+}
+
+/// A write the server acknowledged with a 2xx: the item it said it stored.
+#[derive(Clone, Debug)]
+struct Ack {
+    path: String,
+    version: u64,
+    value: Value,
+}
+
+/// Every item on the server: path → (version, value), via GET /v1/export.
+fn items(addr: SocketAddr) -> HashMap<String, (u64, Value)> {
+    let (status, body) = http(addr, "GET", "/v1/export", "").expect("export");
+    assert_eq!(status, 200, "{body}");
+    body.lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("export line"))
+        .filter(|r| r.get("revision").is_none())
+        .map(|r| {
+            let path = r["path"].as_str().expect("path").to_owned();
+            (
+                path,
+                (r["version"].as_u64().expect("version"), r["value"].clone()),
+            )
+        })
+        .collect()
+}
+
+/// Each acknowledged write is there: unique paths at their version, and each writer's counter
+/// at its last acknowledged version or the one write after it that may have committed
+/// without an answer.
+fn verify(addr: SocketAddr, unique: &[Ack], counters: &HashMap<String, Ack>) {
+    let stored = items(addr);
+    for ack in unique {
+        let (version, value) = stored
+            .get(&ack.path)
+            .unwrap_or_else(|| panic!("acknowledged write lost: {ack:?}"));
+        assert_eq!((*version, value), (ack.version, &ack.value), "{}", ack.path);
+    }
+    for ack in counters.values() {
+        let (version, value) = stored
+            .get(&ack.path)
+            .unwrap_or_else(|| panic!("acknowledged counter lost: {ack:?}"));
+        assert!(
+            *version == ack.version && *value == ack.value || *version == ack.version + 1,
+            "{}: stored version {version} {value}, acknowledged {ack:?}",
+            ack.path
+        );
+    }
+}
+
+/// Writers that run until their server stops answering: each writes new items and bumps its
+/// counter, recording every acknowledged write. Returns once `stop_after` writes were
+/// acknowledged (plus whatever was in flight) and `stop` has taken the server away.
+fn write_until_stopped(
+    addr: SocketAddr,
+    round: usize,
+    stop_after: usize,
+    stop: impl FnOnce(),
+    unique: &mut Vec<Ack>,
+    counters: &mut HashMap<String, Ack>,
+) {
+    const WRITERS: usize = 4;
+    let acked = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let results = Mutex::new(Vec::new());
+    let next_seq = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for writer in 0..WRITERS {
+            let (acked, failed, results, next_seq) = (&acked, &failed, &results, &next_seq);
+            s.spawn(move || {
+                let mut mine = Vec::new();
+                // Bounded: the server stops after `stop_after` acknowledgements.
+                for n in 0..100_000 {
+                    let (path, body) = if n % 2 == 0 {
+                        (format!("/r-{round}/w-{writer}/n-{n}"), json!({"n": n}))
+                    } else {
+                        let seq = next_seq.fetch_add(1, Ordering::SeqCst);
+                        (format!("/counter-{writer}"), json!({"seq": seq}))
+                    };
+                    match http(addr, "PUT", &format!("/v1/items{path}"), &body.to_string()) {
+                        Ok((200 | 201, reply)) => {
+                            let item: Value = serde_json::from_str(&reply).expect("item");
+                            assert_eq!(item["value"], body);
+                            mine.push(Ack {
+                                path,
+                                version: item["version"].as_u64().expect("version"),
+                                value: body,
+                            });
+                            acked.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Ok((status, reply)) => panic!("PUT {path}: {status} {reply}"),
+                        // The server is gone: this write may or may not have committed.
+                        Err(_) => break,
+                    }
+                    if failed.load(Ordering::SeqCst) {
+                        break;
+                    }
+                }
+                results.lock().expect("results").push(mine);
+            });
+        }
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while acked.load(Ordering::SeqCst) < stop_after {
+            if Instant::now() > deadline {
+                failed.store(true, Ordering::SeqCst);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop();
+    });
+    assert!(
+        !failed.load(Ordering::SeqCst),
+        "only {} writes acknowledged in 120 s",
+        acked.load(Ordering::SeqCst)
+    );
+    for ack in results.into_inner().expect("results").into_iter().flatten() {
+        if ack.path.starts_with("/counter-") {
+            let newer = counters
+                .get(&ack.path)
+                .is_none_or(|a| a.version < ack.version);
+            if newer {
+                counters.insert(ack.path.clone(), ack);
+            }
+        } else {
+            unique.push(ack);
+        }
+    }
+}
+
+#[test]
+fn kill_9_under_write_load_loses_no_acknowledged_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("crash.pathdb");
+    let mut unique = Vec::new();
+    let mut counters = HashMap::new();
+    for (round, stop_after) in [25, 120, 60].into_iter().enumerate() {
+        let server = Server::start(&db);
+        verify(server.addr, &unique, &counters);
+        let addr = server.addr;
+        let before = unique.len();
+        write_until_stopped(
+            addr,
+            round,
+            stop_after,
+            || server.kill_9(),
+            &mut unique,
+            &mut counters,
+        );
+        assert!(unique.len() > before, "round {round} acknowledged nothing");
+    }
+    let server = Server::start(&db);
+    verify(server.addr, &unique, &counters);
+    assert!(unique.len() >= 80, "{} writes checked", unique.len());
+}
+
+#[test]
+fn sigterm_finishes_in_flight_writes_and_exits_0() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("term.pathdb");
+    let mut unique = Vec::new();
+    let mut counters = HashMap::new();
+    for round in 0..2 {
+        let server = Server::start(&db);
+        verify(server.addr, &unique, &counters);
+        let addr = server.addr;
+        let stderr = server.stderr.clone();
+        let code = Mutex::new(None);
+        let terminate = || *code.lock().expect("code") = Some(server.terminate());
+        write_until_stopped(addr, round, 40, terminate, &mut unique, &mut counters);
+        assert_eq!(
+            code.into_inner().expect("code"),
+            Some(Some(0)),
+            "exit code after SIGTERM"
+        );
+        let log = std::fs::read_to_string(&stderr).unwrap_or_default();
+        assert!(
+            log.contains("shut down: in-flight requests finished"),
+            "the log says the shutdown was graceful:\n{log}"
+        );
+    }
+    let server = Server::start(&db);
+    verify(server.addr, &unique, &counters);
+}
+
+/// Sets the timestamps of JSON lines to 0 and masks RFC 3339 times in tables: the two runs
+/// happen at different times.
+fn normalize(output: &str) -> String {
+    output
+        .lines()
+        .map(|line| match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(mut o)) => {
+                for key in ["created_at", "modified_at"] {
+                    if o.contains_key(key) {
+                        o.insert(key.to_owned(), json!(0));
+                    }
+                }
+                if o.get("expires_at").is_some_and(Value::is_i64) {
+                    o.insert("expires_at".to_owned(), json!(1));
+                }
+                Value::Object(o).to_string()
+            }
+            _ => mask_times(line),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `2026-11-21T23:05:01.123456Z` → `<time>` padded to the same width.
+fn mask_times(line: &str) -> String {
+    let bytes = line.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let candidate = &bytes[i..(i + 27).min(bytes.len())];
+        let is_time = candidate.len() == 27
+            && candidate.iter().enumerate().all(|(k, &b)| match k {
+                4 | 7 => b == b'-',
+                10 => b == b'T',
+                13 | 16 => b == b':',
+                19 => b == b'.',
+                26 => b == b'Z',
+                _ => b.is_ascii_digit(),
+            });
+        if is_time {
+            out.push_str(&format!("{:<27}", "<time>"));
+            i += 27;
+        } else {
+            let c = line[i..].chars().next().expect("char");
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+#[test]
+fn item_commands_print_the_same_through_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let local = dir.path().join("local.pathdb");
+    let server = Server::start(&dir.path().join("served.pathdb"));
+    let url = server.url();
+    let local_args = ["--db", local.to_str().expect("utf-8")];
+    let remote_args = ["--server", url.as_str()];
+
+    // Writes once (their output compared as JSON lines), then reads in both output modes.
+    let writes: &[&[&str]] = &[
+        &["put", "/u-1/p-1", r#"{"n": 1, "f": 2.50}"#, "--history"],
+        &[
+            "put",
+            "/u-1/p-1",
+            r#"{"n": 2}"#,
+            "--history",
+            "--if-version",
+            "1",
+        ],
+        &["put", "/u-1/p-2", r#""x""#, "--must-not-exist"],
+        &["put", "/u-1/p-3", "3"],
+        &["put", "/u-1/p-10", "[1, 2]"],
+        &["put", "/u-1/p-1/c-1", "null"],
+        &["put", "/u-10/p-1", "true"],
+        &["put", "/file-a%/b", r#""slash in an id""#],
+        &["put", "/user-café/doc-a b", "1"],
+        &["put", "/s-1/t-1", "1", "--ttl", "3600"],
+        &["rm", "/u-1/p-3", "--if-version", "1"],
+    ];
+    let reads: &[&[&str]] = &[
+        &["get", "/u-1/p-1"],
+        &["get", "/u-1/p-1", "--version", "1"],
+        &["get", "/file-a%/b"],
+        &["get", "/user-café/doc-a b"],
+        &["get", "/s-1/t-1"],
+        &["ls", "/u-1"],
+        &["ls", "/u-1/p-1"],
+        &["ls", "/u-1", "--children", "--reverse"],
+        &["ls", "/u-1", "--limit", "2"],
+        &[
+            "ls",
+            "/u-1",
+            "--gt",
+            "/u-1/p-1",
+            "--lte",
+            "/u-1/p-10",
+            "--reverse",
+        ],
+        &["history", "/u-1/p-1"],
+        &["export"],
+    ];
+    let runs = writes
+        .iter()
+        .map(|c| (*c, true))
+        .chain(reads.iter().flat_map(|c| [(*c, true), (*c, false)]));
+    for (command, json) in runs {
+        let mut local_cmd: Vec<&str> = local_args.to_vec();
+        let mut remote_cmd: Vec<&str> = remote_args.to_vec();
+        if json {
+            local_cmd.push("--json");
+            remote_cmd.push("--json");
+        }
+        local_cmd.extend_from_slice(command);
+        remote_cmd.extend_from_slice(command);
+        let (local_out, remote_out) = (ok(&local_cmd), ok(&remote_cmd));
+        assert!(!local_out.is_empty(), "{command:?}");
+        assert_eq!(
+            normalize(&remote_out),
+            normalize(&local_out),
+            "pathdb {command:?} (json: {json})"
+        );
+    }
+    // A page token from the server continues the listing like a local one.
+    let page = ok(&[&remote_args[..], &["--json", "ls", "/u-1", "--limit", "2"]].concat());
+    let last: Value = serde_json::from_str(page.lines().last().expect("lines")).expect("json");
+    let token = last["next_page_token"].as_str().expect("token line");
+    let rest = [
+        "--json",
+        "ls",
+        "/u-1",
+        "--limit",
+        "2",
+        "--page-token",
+        token,
+    ];
+    assert_eq!(
+        normalize(&ok(&[&remote_args[..], &rest].concat())),
+        normalize(&ok(&[&local_args[..], &rest].concat()))
+    );
+
+    // Failures fail the same way: exit 2, nothing on stdout, the same cause on stderr.
+    let failing: &[(&[&str], &str)] = &[
+        (&["get", "/u-1/p-3"], "not found"),
+        (
+            &["put", "/u-1/p-1", "{}", "--must-not-exist"],
+            "condition failed",
+        ),
+        (
+            &["put", "/u-1/p-1", "{}", "--if-version", "9"],
+            "condition failed",
+        ),
+        (&["rm", "/u-1/p-1", "--if-version", "9"], "condition failed"),
+        (&["ls", "/u-1", "--gt", "/u-2/x-1"], "not in the group"),
+        (&["ls", "/u-1", "--page-token", "garbage!"], "page token"),
+        (&["put", "/u-3", "{not json"], "JSON"),
+    ];
+    for (command, cause) in failing {
+        for args in [&local_args[..], &remote_args[..]] {
+            let out = pathdb(&[args, command].concat());
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?} {command:?}: {stderr}");
+            assert!(out.stdout.is_empty(), "{args:?} {command:?}");
+            assert!(
+                stderr.to_lowercase().contains(&cause.to_lowercase()),
+                "{args:?} {command:?}: {stderr}"
+            );
+        }
+    }
+
+    // Export from the server, import into a fresh file: the same records.
+    let dump = ok(&[&remote_args[..], &["export"]].concat());
+    let file = dir.path().join("dump.jsonl");
+    std::fs::write(&file, &dump).expect("write dump");
+    let copy = dir.path().join("copy.pathdb");
+    ok(&[
+        "--db",
+        copy.to_str().expect("utf-8"),
+        "import",
+        file.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(ok(&["--db", copy.to_str().expect("utf-8"), "export"]), dump);
+    assert_eq!(
+        normalize(&dump),
+        normalize(&ok(&[&local_args[..], &["export"]].concat()))
+    );
+}
