@@ -1,6 +1,7 @@
 //! End-to-end tests of the `pathdb` binary: what a user types, what they see.
 
 mod bench;
+mod dynamodb;
 mod key;
 mod server;
 mod store;
