@@ -106,6 +106,24 @@ impl KeyPath {
         Ok(KeyPath::from_checked(elements))
     }
 
+    /// The path in this path's group whose sort key is `sort`: [`KeyPath::from_partition_and_sort`]
+    /// without decoding the group again, for scans inside one partition.
+    ///
+    /// # Errors
+    /// `sort` is not a canonical sort key.
+    pub fn with_sort_key(&self, sort: &[u8]) -> Result<KeyPath, DecodeError> {
+        let mut elements = Vec::with_capacity(4);
+        elements.push(self.group().clone());
+        if sort != GROUP_SORT_KEY {
+            elements.extend(binary::decode_with(sort, false)?.to_elements());
+        }
+        check_elements(&elements, true).map_err(|e| DecodeError {
+            offset: 0,
+            rule: e.rule,
+        })?;
+        Ok(KeyPath::from_checked(elements))
+    }
+
     /// The sort-key range of the node and its subtree, within its partition.
     pub fn sort_key_subtree_range(&self) -> KeyRange {
         self.sort_key_range(TERMINATOR)

@@ -111,3 +111,12 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #[test]
+    fn with_sort_key_is_from_partition_and_sort((a, b) in related_pair()) {
+        prop_assume!(a.group() == b.group());
+        prop_assert_eq!(a.with_sort_key(&b.sort_key()).expect("own sort key"), b.clone());
+        prop_assert_eq!(KeyPath::from_partition_and_sort(&a.partition_key(), &b.sort_key()).expect("own keys"), b);
+    }
+}

@@ -284,7 +284,7 @@ impl<B: Backend> Store<B> {
                 if !range.contains(&sort) {
                     continue;
                 }
-                let path = decode_path(partition, &sort)?;
+                let path = path_in_group(prefix, &sort)?;
                 if !prefix.covers(&path) || path.len() < depth {
                     step_past(&mut range, sort, direction);
                     continue;
@@ -318,7 +318,7 @@ impl<B: Backend> Store<B> {
                             if found.len() >= want {
                                 break;
                             }
-                            let path = decode_path(partition, &sort)?;
+                            let path = path_in_group(prefix, &sort)?;
                             if prefix.covers(&path) && path.len() == depth && live(&record) {
                                 found.push((sort, to_item(path, record)?));
                             }
@@ -354,7 +354,7 @@ fn collect_subtree<R: Reader>(
             if record.expires_at.is_some_and(|t| t <= now) {
                 continue;
             }
-            let path = decode_path(partition, &sort)?;
+            let path = path_in_group(prefix, &sort)?;
             // Exact results even where bytes ids alias other types (docs/key-format.md).
             if prefix.covers(&path) {
                 found.push((sort, to_item(path, record)?));
@@ -363,6 +363,13 @@ fn collect_subtree<R: Reader>(
         step_past(&mut range, last, direction);
     }
     Ok(())
+}
+
+/// The path stored under `sort` in `prefix`'s partition (the group is not decoded again).
+fn path_in_group(prefix: &KeyPath, sort: &[u8]) -> Result<KeyPath, Error> {
+    prefix
+        .with_sort_key(sort)
+        .map_err(|e| crate::StorageError::new("stored key is not a valid key path", e).into())
 }
 
 pub(crate) fn decode_path(partition: &[u8], sort: &[u8]) -> Result<KeyPath, Error> {

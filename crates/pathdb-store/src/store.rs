@@ -306,9 +306,9 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// Storage failures.
     pub fn get(&self, path: &KeyPath) -> Result<Option<Item>, Error> {
-        check_key(path)?;
+        let key = checked_item_key(path)?;
         let reader = self.inner.backend.reader()?;
-        let record = visible(reader.get(&layout::item_key(path))?, self.now());
+        let record = visible(reader.get(&key)?, self.now());
         record.map(|r| to_item(path.clone(), r)).transpose()
     }
 
@@ -596,9 +596,8 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// Storage failures.
     pub fn history(&self, path: &KeyPath, limit: usize) -> Result<Vec<Item>, Error> {
-        check_key(path)?;
+        let key = checked_item_key(path)?;
         let reader = self.inner.backend.reader()?;
-        let key = layout::item_key(path);
         let mut out = Vec::new();
         for (sort, record) in reader.scan(
             &key.partition,
@@ -619,9 +618,8 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// Storage failures.
     pub fn get_version(&self, path: &KeyPath, version: u64) -> Result<Option<Item>, Error> {
-        check_key(path)?;
+        let key = checked_item_key(path)?;
         let reader = self.inner.backend.reader()?;
-        let key = layout::item_key(path);
         if let Some(r) = reader.get(&layout::revision_key(&key, version))? {
             return to_item(path.clone(), r).map(Some);
         }
@@ -712,25 +710,29 @@ fn setting_record(retention: u32, now: i64) -> Record {
 
 /// The key size limits.
 pub(crate) fn check_key(path: &KeyPath) -> Result<(), Error> {
-    let group = path.partition_key().len();
-    if group > MAX_GROUP_BYTES {
+    checked_item_key(path).map(drop)
+}
+
+/// The item's key, after checking the size limits on it (each key encoded once).
+pub(crate) fn checked_item_key(path: &KeyPath) -> Result<crate::backend::Key, Error> {
+    let key = layout::item_key(path);
+    if key.partition.len() > MAX_GROUP_BYTES {
         return Err(Error::KeyTooLarge {
             path: path.clone(),
             part: "group",
-            size: group,
+            size: key.partition.len(),
             max: MAX_GROUP_BYTES,
         });
     }
-    let sort = path.sort_key().len();
-    if sort > MAX_SORT_KEY_BYTES {
+    if key.sort.len() > MAX_SORT_KEY_BYTES {
         return Err(Error::KeyTooLarge {
             path: path.clone(),
             part: "sort key",
-            size: sort,
+            size: key.sort.len(),
             max: MAX_SORT_KEY_BYTES,
         });
     }
-    Ok(())
+    Ok(key)
 }
 
 pub(crate) fn check_item_size(path: &KeyPath, value: &Json) -> Result<(), Error> {
