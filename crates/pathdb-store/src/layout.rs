@@ -33,6 +33,9 @@ pub(crate) fn items_upper_bound() -> Bound<Vec<u8>> {
     Bound::Excluded(vec![REVISION])
 }
 
+/// Bytes a revision's sort key adds to its item's: the `ff` mark and the version.
+pub(crate) const REVISION_OVERHEAD: usize = 9;
+
 pub(crate) fn revision_key(item: &Key, version: u64) -> Key {
     let mut sort = Vec::with_capacity(item.sort.len() + 9);
     sort.push(REVISION);

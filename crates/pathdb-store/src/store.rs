@@ -474,6 +474,17 @@ impl<B: Backend> Store<B> {
                         value: value.as_str().as_bytes().to_vec(),
                     };
                     if let Some(retention) = self.history_retention(path, options.history) {
+                        // A revision's sort key is the item's plus 9 bytes, and must fit the
+                        // same limit (DynamoDB refuses longer keys).
+                        let revision_sort = key.sort.len() + layout::REVISION_OVERHEAD;
+                        if revision_sort > MAX_SORT_KEY_BYTES {
+                            return Err(Error::KeyTooLarge {
+                                path: path.clone(),
+                                part: "sort key with history",
+                                size: revision_sort,
+                                max: MAX_SORT_KEY_BYTES,
+                            });
+                        }
                         for old in old_revisions(&reader, &key, retention)? {
                             batch.ops.push(WriteOp::Delete {
                                 key: old,

@@ -349,3 +349,59 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn history_refuses_a_sort_key_whose_revision_key_would_exceed_the_limit() {
+    use pathdb_store::backend::InMemoryBackend;
+    use pathdb_store::{Error, Json, MAX_SORT_KEY_BYTES, PutOptions, Store, StoreOptions};
+    let store = Store::new(InMemoryBackend::new(), StoreOptions::default()).unwrap();
+    // `/g-1/s-<n x "k">`: sort key = "s" 01 <n> 00 08 <meta>, i.e. n + 5 bytes (2-byte meta past 15).
+    let path =
+        |n: usize| -> pathdb_keys::KeyPath { format!("/g-1/s-{}", "k".repeat(n)).parse().unwrap() };
+    let at_limit = (1..MAX_SORT_KEY_BYTES)
+        .rev()
+        .find(|&n| path(n).sort_key().len() <= MAX_SORT_KEY_BYTES)
+        .unwrap();
+    let with_history = PutOptions {
+        history: true,
+        ..PutOptions::default()
+    };
+    // Without history the longest sort key is fine; with history its revision key would not be.
+    store
+        .put(
+            &path(at_limit),
+            Json::parse("1").unwrap(),
+            PutOptions::default(),
+        )
+        .unwrap();
+    let err = store
+        .put(
+            &path(at_limit),
+            Json::parse("2").unwrap(),
+            with_history.clone(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::KeyTooLarge {
+                part: "sort key with history",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        store.get(&path(at_limit)).unwrap().unwrap().version,
+        1,
+        "nothing written"
+    );
+    let fits = (1..MAX_SORT_KEY_BYTES)
+        .rev()
+        .find(|&n| path(n).sort_key().len() + 9 <= MAX_SORT_KEY_BYTES)
+        .unwrap();
+    store
+        .put(&path(fits), Json::parse("1").unwrap(), with_history)
+        .unwrap();
+    assert_eq!(store.history(&path(fits), 10).unwrap().len(), 1);
+}
