@@ -36,7 +36,7 @@ use aws_sdk_dynamodb::types::{
 };
 use pathdb_store::StorageError;
 use pathdb_store::backend::{
-    Backend, Direction, Expect, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp,
+    Backend, Direction, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -279,10 +279,7 @@ impl DynamoBackend {
             WriteOp::Check { key, expect } => {
                 // A lone check writes nothing: one consistent read decides it.
                 let current = self.get_async(&key).await?.map(|r| r.version);
-                let holds = match expect {
-                    Expect::Absent => current.is_none(),
-                    Expect::Version(v) => current == Some(v),
-                };
+                let holds = expect.holds(current);
                 if holds { Ok(()) } else { Err(failed()) }
             }
         }

@@ -87,23 +87,14 @@ impl KeyPath {
     /// # Errors
     /// Either key is not canonical, or the partition key is not exactly one element with an id.
     pub fn from_partition_and_sort(partition: &[u8], sort: &[u8]) -> Result<KeyPath, DecodeError> {
-        let group = binary::decode_with(partition, true)?;
-        if group.elements().len() != 1 {
+        let group = KeyPath::decode(partition)?;
+        if group.len() != 1 {
             return Err(DecodeError {
                 offset: 0,
                 rule: Rule::NonCanonical("a partition key is one element"),
             });
         }
-        let mut elements = group.to_elements();
-        if sort != GROUP_SORT_KEY {
-            elements.extend(binary::decode_with(sort, false)?.to_elements());
-        }
-        // Only the last element may lack an id: the group might not have been last.
-        check_elements(&elements, true).map_err(|e| DecodeError {
-            offset: 0,
-            rule: e.rule,
-        })?;
-        Ok(KeyPath::from_checked(elements))
+        group.with_sort_key(sort)
     }
 
     /// The path in this path's group whose sort key is `sort`: [`KeyPath::from_partition_and_sort`]

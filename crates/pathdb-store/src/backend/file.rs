@@ -12,9 +12,7 @@
 //! per 0.5 GB without it). A database server that restarts after a crash should come back in
 //! milliseconds, not minutes; group commit pays back the cost under concurrency.
 
-use super::{
-    Backend, Direction, Expect, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp,
-};
+use super::{Backend, Direction, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp};
 use crate::StorageError;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::Bound;
@@ -214,10 +212,7 @@ fn apply(
                 .map_err(|e| storage("read")(e.into()))?
                 .map(|g| decode_version(g.value()))
                 .transpose()?;
-            let holds = match expect {
-                Expect::Absent => current.is_none(),
-                Expect::Version(v) => current == Some(v),
-            };
+            let holds = expect.holds(current);
             if !holds {
                 return Ok(Err(WriteError::ConditionFailed { index }));
             }

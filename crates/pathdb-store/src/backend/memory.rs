@@ -1,9 +1,7 @@
 //! The in-memory reference backend: a `BTreeMap` behind a lock. It is the simplest correct
 //! implementation of the contract, used to check the data API logic and as the model's twin.
 
-use super::{
-    Backend, Direction, Expect, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp,
-};
+use super::{Backend, Direction, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp};
 use crate::StorageError;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -50,10 +48,7 @@ impl Backend for InMemoryBackend {
         for (index, op) in batch.ops.iter().enumerate() {
             if let Some(expect) = op.expect() {
                 let current = guard.get(op.key()).map(|r| r.version);
-                let holds = match expect {
-                    Expect::Absent => current.is_none(),
-                    Expect::Version(v) => current == Some(v),
-                };
+                let holds = expect.holds(current);
                 if !holds {
                     return Err(WriteError::ConditionFailed { index });
                 }

@@ -52,6 +52,16 @@ pub enum Expect {
     Version(u64),
 }
 
+impl Expect {
+    /// Whether the expectation holds for the version stored under a key (`None`: no record).
+    pub fn holds(self, current: Option<u64>) -> bool {
+        match self {
+            Expect::Absent => current.is_none(),
+            Expect::Version(v) => current == Some(v),
+        }
+    }
+}
+
 /// One operation of a [`WriteBatch`].
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum WriteOp {
