@@ -77,31 +77,7 @@ fn explain(text: &str, out: &mut impl Write) -> Result<()> {
             [label.clone(), ty.to_owned(), hex::encode(seg.bytes), meta]
         })
         .collect();
-    let header = ["segment", "type", "bytes", "metadata"];
-    let widths: Vec<usize> = (0..4)
-        .map(|c| {
-            rows.iter()
-                .map(|r| r[c].chars().count())
-                .chain([header[c].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: [&str; 4]| {
-        let mut s = String::new();
-        for (c, cell) in cells.iter().enumerate() {
-            if c == 3 {
-                s.push_str(cell);
-            } else {
-                s.push_str(&format!("{cell:<w$}  ", w = widths[c]));
-            }
-        }
-        s
-    };
-    writeln!(out, "{}", line(header))?;
-    for r in &rows {
-        writeln!(out, "{}", line([&r[0], &r[1], &r[2], &r[3]]))?;
-    }
+    super::output::write_table(out, ["segment", "type", "bytes", "metadata"], &rows, &[])?;
     let n = rows.len();
     let segment_bytes: usize = decoded.segments().map(|s| s.bytes.len()).sum();
     let meta_bytes: usize = decoded.segments().map(|s| s.meta.len()).sum();

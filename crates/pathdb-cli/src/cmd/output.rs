@@ -45,20 +45,35 @@ pub fn print_items(out: &mut impl Write, items: &[Item], json: bool) -> std::io:
         }
         return Ok(());
     }
-    let rows: Vec<[String; 4]> = items
+    let rows: Vec<[String; 5]> = items
         .iter()
         .map(|i| {
-            let expires = i.expires_at.map(rfc3339).unwrap_or_default();
             [
                 i.path.to_string(),
                 i.version.to_string(),
                 rfc3339(i.modified_at),
-                expires,
+                i.expires_at.map(rfc3339).unwrap_or_default(),
+                i.value.to_string(),
             ]
         })
         .collect();
-    let header = ["PATH", "VERSION", "MODIFIED", "EXPIRES"];
-    let widths: Vec<usize> = (0..4)
+    write_table(
+        out,
+        ["PATH", "VERSION", "MODIFIED", "EXPIRES", "VALUE"],
+        &rows,
+        &[1],
+    )
+}
+
+/// Writes `header` and `rows` in aligned columns two spaces apart. Columns listed in
+/// `right_aligned` are right-aligned; the last column is not padded (it holds free text).
+pub fn write_table<const N: usize>(
+    out: &mut impl Write,
+    header: [&str; N],
+    rows: &[[String; N]],
+    right_aligned: &[usize],
+) -> std::io::Result<()> {
+    let widths: Vec<usize> = (0..N)
         .map(|c| {
             rows.iter()
                 .map(|r| r[c].chars().count())
@@ -67,26 +82,22 @@ pub fn print_items(out: &mut impl Write, items: &[Item], json: bool) -> std::io:
                 .unwrap_or(0)
         })
         .collect();
-    let line = |cells: [&str; 4], value: &str| {
-        format!(
-            "{:<w0$}  {:>w1$}  {:<w2$}  {:<w3$}  {value}",
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3]
-        )
+    let line = |cells: [&str; N]| {
+        let mut s = String::new();
+        for (c, cell) in cells.iter().enumerate() {
+            if c + 1 == N {
+                s.push_str(cell);
+            } else if right_aligned.contains(&c) {
+                s.push_str(&format!("{cell:>w$}  ", w = widths[c]));
+            } else {
+                s.push_str(&format!("{cell:<w$}  ", w = widths[c]));
+            }
+        }
+        s
     };
-    writeln!(out, "{}", line(header, "VALUE"))?;
-    for (row, item) in rows.iter().zip(items) {
-        writeln!(
-            out,
-            "{}",
-            line([&row[0], &row[1], &row[2], &row[3]], item.value.as_str())
-        )?;
+    writeln!(out, "{}", line(header))?;
+    for row in rows {
+        writeln!(out, "{}", line(std::array::from_fn(|c| row[c].as_str())))?;
     }
     Ok(())
 }
