@@ -30,7 +30,7 @@ pub use metrics::{Counts, Metrics};
 pub use table::create_table;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete, Get, Put, TransactGetItem, TransactWriteItem,
 };
@@ -79,6 +79,27 @@ fn sdk_error<
             other => format!("{what}: {other}"),
         };
         StorageError::new(detail, e)
+    }
+}
+
+/// A PutItem or DeleteItem outcome: a failed ConditionExpression is the batch's only op failing.
+fn single_write_result<O, E, R>(
+    result: Result<O, SdkError<E, R>>,
+    what: &'static str,
+) -> Result<(), WriteError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    match result {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.as_service_error().and_then(|s| s.code())
+                == Some("ConditionalCheckFailedException") =>
+        {
+            Err(WriteError::ConditionFailed { index: 0 })
+        }
+        Err(e) => Err(sdk_error(what)(e).into()),
     }
 }
 
@@ -222,7 +243,6 @@ impl DynamoBackend {
     }
 
     async fn write_one(&self, op: WriteOp) -> Result<(), WriteError> {
-        let failed = || WriteError::ConditionFailed { index: 0 };
         match op {
             WriteOp::Put {
                 key,
@@ -241,16 +261,7 @@ impl DynamoBackend {
                     .set_expression_attribute_values(values)
                     .send()
                     .await;
-                match result {
-                    Ok(_) => Ok(()),
-                    Err(e)
-                        if e.as_service_error()
-                            .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-                    {
-                        Err(failed())
-                    }
-                    Err(e) => Err(sdk_error("PutItem")(e).into()),
-                }
+                single_write_result(result, "PutItem")
             }
             WriteOp::Delete { key, expect } => {
                 self.metrics.count_write();
@@ -265,22 +276,17 @@ impl DynamoBackend {
                     .set_expression_attribute_values(values)
                     .send()
                     .await;
-                match result {
-                    Ok(_) => Ok(()),
-                    Err(e)
-                        if e.as_service_error()
-                            .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-                    {
-                        Err(failed())
-                    }
-                    Err(e) => Err(sdk_error("DeleteItem")(e).into()),
-                }
+                single_write_result(result, "DeleteItem")
             }
             WriteOp::Check { key, expect } => {
                 // A lone check writes nothing: one consistent read decides it.
                 let current = self.get_async(&key).await?.map(|r| r.version);
                 let holds = expect.holds(current);
-                if holds { Ok(()) } else { Err(failed()) }
+                if holds {
+                    Ok(())
+                } else {
+                    Err(WriteError::ConditionFailed { index: 0 })
+                }
             }
         }
     }
