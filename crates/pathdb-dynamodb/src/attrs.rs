@@ -7,7 +7,6 @@
 //! | `v` | N | version |
 //! | `c`, `m` | N | created / modified, µs since the epoch |
 //! | `x` | N | expiry, µs since the epoch (absent: never) |
-//! | `ttl` | N | expiry in epoch seconds, for DynamoDB's TTL (absent: never) |
 //! | `val` | B | the value bytes (absent when empty) |
 
 use aws_sdk_dynamodb::primitives::Blob;
@@ -40,9 +39,9 @@ pub(crate) fn item(k: &Key, r: &Record) -> Attrs {
     item.insert("c".into(), n(r.created_at));
     item.insert("m".into(), n(r.modified_at));
     if let Some(x) = r.expires_at {
+        // No `ttl` attribute: DynamoDB's TTL would delete the record that keeps the path's
+        // last version (a tombstone must replace it); the store's sweeper does that.
         item.insert("x".into(), n(x));
-        // DynamoDB deletes within days of this; reads hide the item from `x` on.
-        item.insert("ttl".into(), n(x.div_euclid(1_000_000).max(0) + 1));
     }
     if !r.value.is_empty() {
         item.insert("val".into(), b(&r.value));

@@ -11,7 +11,7 @@
 //! | `Reader::scan_all` | `Scan`, resumable from the last key |
 //! | a one-operation batch | `PutItem` / `DeleteItem` with a `ConditionExpression`, or a consistent `GetItem` for a lone check |
 //! | a larger batch | `TransactWriteItems` (at most 100 operations) |
-//! | expiry | DynamoDB's TTL on the `ttl` attribute (epoch seconds); the store still hides expired items on read |
+//! | expiry | the store's own expiry index and sweeper, as on every backend (not DynamoDB's TTL, which would delete the record that keeps the path's last version) |
 //!
 //! Reads are strongly consistent per request but a [`Reader`] is not a snapshot: DynamoDB has no
 //! multi-request snapshots. A listing page that needs several queries may see a write that
@@ -496,10 +496,6 @@ impl Backend for DynamoBackend {
 
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
         self.block_on(self.write_async(batch))
-    }
-
-    fn native_expiry(&self) -> bool {
-        true
     }
 }
 

@@ -1,14 +1,14 @@
-//! Creating the table: Binary `pk` (HASH) and `sk` (RANGE), on-demand billing, TTL on `ttl`.
+//! Creating the table: Binary `pk` (HASH) and `sk` (RANGE), on-demand billing. No DynamoDB TTL:
+//! expiry is the store's (it leaves a tombstone that keeps the path's last version).
 
 use crate::DynamoBackend;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
-    TimeToLiveSpecification,
 };
 use pathdb_store::StorageError;
 use std::time::Duration;
 
-/// Creates the backend's table if it does not exist, waits until it is active and turns on TTL.
+/// Creates the backend's table if it does not exist and waits until it is active.
 /// Returns whether it created the table.
 ///
 /// # Errors
@@ -73,21 +73,6 @@ pub fn create_table(backend: &DynamoBackend) -> Result<bool, StorageError> {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let ttl = TimeToLiveSpecification::builder()
-            .enabled(true)
-            .attribute_name("ttl")
-            .build()
-            .map_err(build)?;
-        if let Err(e) = client
-            .update_time_to_live()
-            .table_name(table)
-            .time_to_live_specification(ttl)
-            .send()
-            .await
-        {
-            // Some local servers lack TTL; reads hide expired items either way.
-            tracing::warn!(table, error = %e, "could not enable TTL on the table");
         }
         Ok(created)
     })

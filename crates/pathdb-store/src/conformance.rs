@@ -24,7 +24,8 @@
 //! - [`racing_must_not_exist`], [`racing_if_version_counter`], [`racing_unconditional_puts`],
 //!   [`racing_transfers`] (`concurrency`);
 //! - [`transaction_results`], [`failed_transactions_leave_nothing`], [`history_retention`],
-//!   [`ttl_expiry`], [`scan_and_import`] (`lifecycle`).
+//!   [`ttl_expiry`], [`scan_and_import`], [`versions_never_reused`],
+//!   [`import_never_goes_backwards`] (`lifecycle`).
 
 use crate::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
 use crate::{
@@ -44,8 +45,8 @@ pub use concurrency::{
     racing_if_version_counter, racing_must_not_exist, racing_transfers, racing_unconditional_puts,
 };
 pub use lifecycle::{
-    failed_transactions_leave_nothing, history_retention, scan_and_import, transaction_results,
-    ttl_expiry,
+    failed_transactions_leave_nothing, history_retention, import_never_goes_backwards,
+    scan_and_import, transaction_results, ttl_expiry, versions_never_reused,
 };
 pub use listing::{
     aliased_ids, bounds_in_both_directions, children_only_deep_subtrees, page_token_errors,
@@ -81,6 +82,8 @@ macro_rules! conformance_tests {
             history_retention,
             ttl_expiry,
             scan_and_import,
+            versions_never_reused,
+            import_never_goes_backwards,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

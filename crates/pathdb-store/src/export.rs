@@ -1,30 +1,167 @@
-//! The resumable full scan behind export, and import of what it produced. Records travel with
-//! their metadata, so an export imported into an empty store reproduces it exactly.
+//! Export and import: the resumable full scan, the JSON-lines format it is written in, and import
+//! of what it produced.
+//!
+//! An export is one JSON object per line: current items, history revisions (`"revision": true`)
+//! and tombstones (`"deleted": true`: a deleted or expired path and the last version it used),
+//! then one last line that says whether the export is complete and how many records it holds:
+//! `{"export": "complete", "records": N, "skipped": K}`, or `"incomplete"` with an `"error"`.
+//! A consumer that does not find a complete last line knows it holds a truncated export.
+//!
+//! Import never lowers a path's version and is idempotent: a record already present with the
+//! same content is left alone, so a re-run of the same input after any failure converges to
+//! the state a single clean run gives. See docs/export.md.
 
-use crate::backend::{Backend, Key, Reader, Record, WriteBatch, WriteError, WriteOp};
+use crate::backend::{Backend, Expect, Key, Reader, Record, WriteBatch, WriteError, WriteOp};
 use crate::list::decode_path;
-use crate::store::{check_item_size, check_key, to_item};
-use crate::{Error, Item, Json, Store, Timestamp, layout};
+use crate::store::{check_item_size, check_key, index_record, is_live, to_item};
+use crate::{Condition, Error, Item, Json, Store, Timestamp, layout};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pathdb_keys::KeyPath;
+use serde::Serialize;
+use std::collections::HashSet;
 
-/// One exported record: an item, or one of its history revisions.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct ExportRecord {
-    /// The item (for a revision: as it was at that version).
-    #[serde(flatten)]
-    pub item: Item,
-    /// Whether this is a history revision rather than the current item.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub revision: bool,
+/// One exported record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExportRecord {
+    /// A current item.
+    Item(Item),
+    /// A history revision: the item as it was at its version.
+    Revision(Item),
+    /// What a deleted or expired item leaves: the last version its path used, so that a copy
+    /// never uses that version again either.
+    Tombstone {
+        /// The deleted path.
+        path: KeyPath,
+        /// The last version the path used.
+        version: u64,
+        /// When it was deleted or expired.
+        deleted_at: Timestamp,
+    },
+}
+
+impl ExportRecord {
+    /// The record's path.
+    pub fn path(&self) -> &KeyPath {
+        match self {
+            ExportRecord::Item(item) | ExportRecord::Revision(item) => &item.path,
+            ExportRecord::Tombstone { path, .. } => path,
+        }
+    }
+
+    /// The record's version.
+    pub fn version(&self) -> u64 {
+        match self {
+            ExportRecord::Item(item) | ExportRecord::Revision(item) => item.version,
+            ExportRecord::Tombstone { version, .. } => *version,
+        }
+    }
+
+    /// The key it is stored under, and the record stored there.
+    fn stored(&self) -> (Key, Record) {
+        match self {
+            ExportRecord::Item(item) => (layout::item_key(&item.path), record_of(item)),
+            ExportRecord::Revision(item) => (
+                layout::revision_key(&layout::item_key(&item.path), item.version),
+                record_of(item),
+            ),
+            ExportRecord::Tombstone {
+                path,
+                version,
+                deleted_at,
+            } => (
+                layout::item_key(path),
+                Record {
+                    version: *version,
+                    created_at: deleted_at.0,
+                    modified_at: deleted_at.0,
+                    expires_at: None,
+                    value: Vec::new(),
+                },
+            ),
+        }
+    }
+}
+
+fn record_of(item: &Item) -> Record {
+    Record {
+        version: item.version,
+        created_at: item.created_at.0,
+        modified_at: item.modified_at.0,
+        expires_at: item.expires_at.map(|t| t.0),
+        value: item.value.as_str().as_bytes().to_vec(),
+    }
+}
+
+impl Serialize for ExportRecord {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Revision<'a> {
+            #[serde(flatten)]
+            item: &'a Item,
+            revision: bool,
+        }
+        #[derive(Serialize)]
+        struct Tombstone<'a> {
+            path: &'a KeyPath,
+            version: u64,
+            deleted_at: Timestamp,
+            deleted: bool,
+        }
+        match self {
+            ExportRecord::Item(item) => item.serialize(serializer),
+            ExportRecord::Revision(item) => Revision {
+                item,
+                revision: true,
+            }
+            .serialize(serializer),
+            ExportRecord::Tombstone {
+                path,
+                version,
+                deleted_at,
+            } => Tombstone {
+                path,
+                version: *version,
+                deleted_at: *deleted_at,
+                deleted: true,
+            }
+            .serialize(serializer),
+        }
+    }
+}
+
+/// The last line of an export.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ExportEnd {
+    /// `complete`, or `incomplete` when the export stopped at an error.
+    pub export: ExportStatus,
+    /// Record lines before this one.
+    pub records: u64,
+    /// Stored entries that are not PathDB records (written by another tool), left out.
+    #[serde(default)]
+    pub skipped: u64,
+    /// Why the export stopped, when incomplete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Whether an export holds everything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportStatus {
+    /// Every record was written.
+    Complete,
+    /// The export stopped at an error: what precedes is a prefix of the data.
+    Incomplete,
 }
 
 /// A page of the full scan.
 #[derive(Clone, Debug)]
 pub struct ScanPage {
-    /// Records in key order: each group's items, then its revisions.
+    /// Records in key order: each group's items and tombstones, then its revisions.
     pub records: Vec<ExportRecord>,
+    /// Stored entries in this page that are not PathDB records (their keys do not decode).
+    pub skipped: u64,
     /// Present when more follow.
     pub cursor: Option<String>,
 }
@@ -51,9 +188,36 @@ fn decode_cursor(cursor: &str) -> Result<Key, Error> {
     Ok(Key { partition, sort })
 }
 
+/// What the full scan makes of one stored entry; `None` for the store's own entries.
+fn export_record(key: &Key, record: Record, now: i64) -> Option<Result<ExportRecord, Error>> {
+    if key.partition == layout::SYSTEM_PARTITION {
+        return None;
+    }
+    let revision_sort =
+        layout::revision_item_sort(&key.sort).filter(|_| layout::is_revision(&key.sort));
+    let path = match decode_path(&key.partition, revision_sort.unwrap_or(&key.sort)) {
+        Ok(path) => path,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(if revision_sort.is_some() {
+        // History outlives its item, deleted or expired (docs/export.md).
+        to_item(path, record).map(ExportRecord::Revision)
+    } else if is_live(&record, now) {
+        to_item(path, record).map(ExportRecord::Item)
+    } else {
+        // A tombstone, or an expired item the sweeper has not reached yet: what it will leave.
+        Ok(ExportRecord::Tombstone {
+            path,
+            version: record.version,
+            deleted_at: Timestamp(record.expires_at.unwrap_or(record.modified_at)),
+        })
+    })
+}
+
 impl<B: Backend> Store<B> {
-    /// Up to `limit` records of everything, in key order, after `cursor`; expired items are
-    /// left out.
+    /// Up to `limit` records of everything, in key order, after `cursor`. Entries whose keys do
+    /// not decode (written by another tool) are left out and counted in
+    /// [`ScanPage::skipped`].
     ///
     /// # Errors
     /// A malformed cursor; storage failures.
@@ -62,6 +226,7 @@ impl<B: Backend> Store<B> {
         let reader = self.inner.backend.reader()?;
         let now = self.now();
         let mut records = Vec::new();
+        let mut skipped = 0;
         let limit = limit.max(1);
         loop {
             let batch = reader.scan_all(after.as_ref(), limit - records.len() + 1)?;
@@ -70,153 +235,569 @@ impl<B: Backend> Store<B> {
                 if records.len() == limit {
                     return Ok(ScanPage {
                         records,
+                        skipped,
                         cursor: after.as_ref().map(encode_cursor),
                     });
                 }
                 let current = after.insert(key);
-                if current.partition == layout::SYSTEM_PARTITION
-                    || record.expires_at.is_some_and(|t| t <= now)
-                {
-                    continue;
+                match export_record(current, record, now) {
+                    None => {}
+                    Some(Ok(r)) => records.push(r),
+                    Some(Err(e)) => {
+                        tracing::warn!(error = %e, partition = %hex::encode(&current.partition),
+                            sort = %hex::encode(&current.sort), "export: skipped an entry that is not a PathDB record");
+                        skipped += 1;
+                    }
                 }
-                let (sort, revision) = match layout::revision_item_sort(&current.sort) {
-                    Some(item_sort) if layout::is_revision(&current.sort) => (item_sort, true),
-                    _ => (current.sort.as_slice(), false),
-                };
-                let path = decode_path(&current.partition, sort)?;
-                records.push(ExportRecord {
-                    item: to_item(path, record)?,
-                    revision,
-                });
             }
             if exhausted {
                 return Ok(ScanPage {
                     records,
+                    skipped,
                     cursor: None,
                 });
             }
         }
     }
 
-    /// Writes exported records back verbatim (versions and timestamps included), overwriting
-    /// what is there. All records are checked before anything is written; the writes then go in
-    /// batches, and importing the same records again gives the same state.
+    /// Writes every record as JSON lines to `out`, then the [`ExportEnd`] line; `progress` is
+    /// called after each page with the records written so far.
+    ///
+    /// If the scan fails, the last line says `incomplete` with the error, and the error is
+    /// returned: no consumer can take a truncated export for a whole one.
     ///
     /// # Errors
-    /// A record breaking a size limit or with version 0 (nothing written); storage failures.
-    pub fn import(&self, records: &[ExportRecord]) -> Result<usize, Error> {
-        for r in records {
-            check_key(&r.item.path)?;
-            check_item_size(&r.item.path, &r.item.value)?;
-            if r.item.version == 0 {
-                return Err(Error::InvalidRequest(format!(
-                    "{}: version must be at least 1",
-                    r.item.path
-                )));
-            }
-        }
-        for chunk in records.chunks(64) {
-            let mut ops = Vec::with_capacity(chunk.len() * 2);
-            for r in chunk {
-                let item_key = layout::item_key(&r.item.path);
-                let record = Record {
-                    version: r.item.version,
-                    created_at: r.item.created_at.0,
-                    modified_at: r.item.modified_at.0,
-                    expires_at: r.item.expires_at.map(|t| t.0),
-                    value: r.item.value.as_str().as_bytes().to_vec(),
-                };
-                if let (Some(t), false, false) = (
-                    record.expires_at,
-                    r.revision,
-                    self.inner.backend.native_expiry(),
-                ) {
-                    ops.push(WriteOp::Put {
-                        key: layout::expiry_key(t, &item_key),
-                        record: record_stub(&record),
-                        expect: None,
-                    });
+    /// Storage failures; `out` failing.
+    pub fn export(
+        &self,
+        out: &mut dyn std::io::Write,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<ExportEnd, ExportError> {
+        let mut end = ExportEnd {
+            export: ExportStatus::Complete,
+            records: 0,
+            skipped: 0,
+            error: None,
+        };
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = match self.scan(cursor.as_deref(), EXPORT_PAGE) {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::error!(error = %e, records = end.records, "export failed");
+                    end.export = ExportStatus::Incomplete;
+                    end.error = Some(e.to_string());
+                    write_line(out, &end)?;
+                    out.flush()?;
+                    return Err(ExportError::Store(e));
                 }
-                let key = if r.revision {
-                    layout::revision_key(&item_key, r.item.version)
-                } else {
-                    item_key
-                };
-                ops.push(WriteOp::Put {
-                    key,
-                    record,
-                    expect: None,
-                });
+            };
+            for record in &page.records {
+                write_line(out, record)?;
             }
-            // Two records for one key in a chunk: the later wins, as it would one by one.
-            dedup_keep_last(&mut ops);
-            self.inner
-                .backend
-                .write(WriteBatch { ops })
-                .map_err(|e| match e {
-                    WriteError::Storage(s) => Error::Storage(s),
-                    WriteError::ConditionFailed { .. } => Error::Storage(crate::StorageError::msg(
-                        "unconditional write failed a condition",
-                    )),
-                })?;
+            end.records += page.records.len() as u64;
+            end.skipped += page.skipped;
+            out.flush()?;
+            progress(end.records);
+            match page.cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
         }
-        Ok(records.len())
+        write_line(out, &end)?;
+        out.flush()?;
+        if end.skipped > 0 {
+            tracing::warn!(
+                skipped = end.skipped,
+                "export left out entries that are not PathDB records"
+            );
+        }
+        Ok(end)
     }
 }
 
-fn record_stub(r: &Record) -> Record {
-    Record {
-        version: 1,
-        created_at: r.modified_at,
-        modified_at: r.modified_at,
-        expires_at: None,
-        value: Vec::new(),
+/// Records read per page of an export.
+const EXPORT_PAGE: usize = 1000;
+
+fn write_line(out: &mut dyn std::io::Write, value: &impl Serialize) -> Result<(), ExportError> {
+    serde_json::to_writer(&mut *out, value).map_err(std::io::Error::from)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// A failed [`Store::export`].
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The store failed; the export ends with an `incomplete` line.
+    #[error(transparent)]
+    Store(#[from] Error),
+    /// The output could not be written (the reader went away).
+    #[error("writing the export: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+/// One line of import input, parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImportRecord {
+    /// A record as export writes it, metadata included: written verbatim where that never
+    /// lowers a version.
+    Exported(ExportRecord),
+    /// Only `{"path", "value"}`: written as a put would (the path's next version, the time of
+    /// the import).
+    Value {
+        /// Where.
+        path: KeyPath,
+        /// The value.
+        value: Json,
+    },
+}
+
+impl ImportRecord {
+    /// The record's path.
+    pub fn path(&self) -> &KeyPath {
+        match self {
+            ImportRecord::Exported(r) => r.path(),
+            ImportRecord::Value { path, .. } => path,
+        }
     }
 }
 
-fn dedup_keep_last(ops: &mut Vec<WriteOp>) {
-    let mut seen = std::collections::HashSet::new();
-    let mut kept: Vec<WriteOp> = ops
-        .drain(..)
-        .rev()
-        .filter(|op| seen.insert(op.key().clone()))
-        .collect();
-    kept.reverse();
-    *ops = kept;
+/// A parsed line of an export.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExportLine {
+    /// A record.
+    Record(ImportRecord),
+    /// The export's last line.
+    End(ExportEnd),
 }
 
-/// An export line as read back: the item fields plus the revision flag.
+/// A line as read back: every field any kind of line has.
 #[derive(serde::Deserialize)]
-struct ExportLine {
+#[serde(deny_unknown_fields)]
+struct RawLine {
     path: KeyPath,
-    version: u64,
-    created_at: Timestamp,
-    modified_at: Timestamp,
+    #[serde(default)]
+    version: Option<u64>,
+    #[serde(default)]
+    created_at: Option<Timestamp>,
+    #[serde(default)]
+    modified_at: Option<Timestamp>,
     #[serde(default)]
     expires_at: Option<Timestamp>,
-    value: Box<serde_json::value::RawValue>,
+    #[serde(default)]
+    value: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
     revision: bool,
+    #[serde(default)]
+    deleted: bool,
+    #[serde(default)]
+    deleted_at: Option<Timestamp>,
 }
 
-impl ExportRecord {
-    /// Parses one export line (JSON).
+impl ExportLine {
+    /// Parses one line of an export (or of hand-written import input: `{"path", "value"}`).
     ///
     /// # Errors
     /// [`Error::InvalidRequest`] naming what is wrong.
-    pub fn from_json_line(line: &str) -> Result<ExportRecord, Error> {
-        let l: ExportLine = serde_json::from_str(line)
-            .map_err(|e| Error::InvalidRequest(format!("not an export record: {e}")))?;
-        Ok(ExportRecord {
-            item: Item {
+    pub fn parse(line: &str) -> Result<ExportLine, Error> {
+        let invalid = |what: String| Error::InvalidRequest(what);
+        let json: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| invalid(format!("not a JSON object: {e}")))?;
+        if json.get("export").is_some() {
+            let end: ExportEnd = serde_json::from_value(json)
+                .map_err(|e| invalid(format!("not an export's last line: {e}")))?;
+            return Ok(ExportLine::End(end));
+        }
+        let l: RawLine = serde_json::from_value(json)
+            .map_err(|e| invalid(format!("not an export record: {e}")))?;
+        if l.version == Some(0) {
+            return Err(invalid(format!("{}: version must be at least 1", l.path)));
+        }
+        let record = match (
+            l.deleted,
+            l.revision,
+            l.version,
+            l.value,
+            l.created_at,
+            l.modified_at,
+        ) {
+            (true, false, Some(version), None, None, None) => ExportRecord::Tombstone {
+                deleted_at: l.deleted_at.ok_or_else(|| {
+                    invalid(format!("{}: a deleted record needs deleted_at", l.path))
+                })?,
                 path: l.path,
-                version: l.version,
-                created_at: l.created_at,
-                modified_at: l.modified_at,
-                expires_at: l.expires_at,
-                value: Json::parse(l.value.get())?,
+                version,
             },
-            revision: l.revision,
-        })
+            (true, ..) => {
+                return Err(invalid(format!(
+                    "{}: a deleted record has only path, version, deleted_at and deleted",
+                    l.path
+                )));
+            }
+            (false, false, None, Some(value), None, None) if l.expires_at.is_none() => {
+                return Ok(ExportLine::Record(ImportRecord::Value {
+                    value: Json::parse(value.get())?,
+                    path: l.path,
+                }));
+            }
+            (false, revision, Some(version), Some(value), Some(created_at), Some(modified_at)) => {
+                let item = Item {
+                    path: l.path,
+                    version,
+                    created_at,
+                    modified_at,
+                    expires_at: l.expires_at,
+                    value: Json::parse(value.get())?,
+                };
+                if revision {
+                    ExportRecord::Revision(item)
+                } else {
+                    ExportRecord::Item(item)
+                }
+            }
+            (_, _, _, None, ..) => return Err(invalid(format!("{}: no value", l.path))),
+            _ => {
+                return Err(invalid(format!(
+                    "{}: give either path and value, or path, version, created_at, modified_at and value",
+                    l.path
+                )));
+            }
+        };
+        if l.deleted_at.is_some() && !matches!(record, ExportRecord::Tombstone { .. }) {
+            return Err(invalid(format!(
+                "{}: deleted_at without deleted",
+                record.path()
+            )));
+        }
+        Ok(ExportLine::Record(ImportRecord::Exported(record)))
     }
+}
+
+/// Parses import input: JSON lines as export writes them, blank lines ignored. A last line that
+/// says the export is incomplete, or that counts other than the lines before it, is an error,
+/// and so is a line after it: a truncated export is never taken for a whole one. Input without
+/// such a line (hand-written, or from an older PathDB) is accepted.
+///
+/// # Errors
+/// [`Error::InvalidRequest`] naming the line; the input's own read errors.
+pub fn parse_import<E: std::fmt::Display>(
+    lines: impl IntoIterator<Item = Result<String, E>>,
+) -> Result<Vec<ImportRecord>, Error> {
+    let mut records = Vec::new();
+    let mut end: Option<(usize, ExportEnd)> = None;
+    for (n, line) in lines.into_iter().enumerate() {
+        let n = n + 1;
+        let line = line.map_err(|e| Error::InvalidRequest(format!("line {n}: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some((at, _)) = end {
+            return Err(Error::InvalidRequest(format!(
+                "line {n}: a record after the export's last line (line {at})"
+            )));
+        }
+        let at_line = |e: Error| match e {
+            Error::InvalidRequest(m) => Error::InvalidRequest(format!("line {n}: {m}")),
+            other => Error::InvalidRequest(format!("line {n}: {other}")),
+        };
+        match ExportLine::parse(&line).map_err(at_line)? {
+            ExportLine::Record(r) => {
+                check_key(r.path()).map_err(at_line)?;
+                match &r {
+                    ImportRecord::Exported(
+                        ExportRecord::Item(item) | ExportRecord::Revision(item),
+                    ) => check_item_size(&item.path, &item.value),
+                    ImportRecord::Value { path, value } => check_item_size(path, value),
+                    ImportRecord::Exported(ExportRecord::Tombstone { .. }) => Ok(()),
+                }
+                .map_err(at_line)?;
+                records.push(r);
+            }
+            ExportLine::End(e) => {
+                if e.export == ExportStatus::Incomplete {
+                    return Err(Error::InvalidRequest(format!(
+                        "line {n}: the export is incomplete ({}); nothing imported",
+                        e.error.as_deref().unwrap_or("no reason given")
+                    )));
+                }
+                if e.records != records.len() as u64 {
+                    return Err(Error::InvalidRequest(format!(
+                        "line {n}: the export's last line counts {} records but {} precede it; nothing imported",
+                        e.records,
+                        records.len()
+                    )));
+                }
+                end = Some((n, e));
+            }
+        }
+    }
+    Ok(records)
+}
+
+/// What [`Store::import`] does with a record whose path holds a live item with other content.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnExisting {
+    /// Write the record; its version becomes the larger of its own and the stored one plus 1,
+    /// so a version never goes backwards.
+    #[default]
+    Replace,
+    /// Leave the stored item; count the record as skipped.
+    Skip,
+    /// Stop with [`Error::ConditionFailed`]; what earlier batches wrote stays.
+    Fail,
+}
+
+impl std::str::FromStr for OnExisting {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<OnExisting, Error> {
+        match s {
+            "replace" => Ok(OnExisting::Replace),
+            "skip" => Ok(OnExisting::Skip),
+            "fail" => Ok(OnExisting::Fail),
+            other => Err(Error::InvalidRequest(format!(
+                "on_existing is replace, skip or fail, not {other:?}"
+            ))),
+        }
+    }
+}
+
+/// What an import did, record by record.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ImportReport {
+    /// Records written: distinct keys (an item, a revision or a tombstone), however many lines
+    /// named them.
+    pub imported: u64,
+    /// Records already stored with the same content.
+    pub unchanged: u64,
+    /// Records left out because their path held another live item ([`OnExisting::Skip`]).
+    pub skipped: u64,
+    /// The path of the last record applied, in input order.
+    pub last_path: Option<KeyPath>,
+}
+
+/// A failed [`Store::import`]: the error, and what the batches before it applied (atomically
+/// each; a re-run of the same input finishes the job).
+#[derive(Debug, thiserror::Error)]
+#[error("{error} ({} records imported before it{})", .applied.imported,
+    .applied.last_path.as_ref().map(|p| format!(", the last at {p}")).unwrap_or_default())]
+pub struct ImportError {
+    /// What was applied before the failure.
+    pub applied: ImportReport,
+    /// Why the import stopped.
+    #[source]
+    pub error: Error,
+}
+
+/// Records per import batch: each may add an expiry-index entry, and DynamoDB takes at most 100
+/// operations in one transaction.
+pub const IMPORT_BATCH: usize = 50;
+
+/// What one record of an import batch does.
+enum Outcome {
+    /// Store this record.
+    Write(Record),
+    /// The key already holds the same content.
+    Unchanged,
+    /// The key holds another live item and the import skips those.
+    Skipped,
+}
+
+impl<B: Backend> Store<B> {
+    /// Writes records (as [`parse_import`] reads them) in atomic batches of [`IMPORT_BATCH`],
+    /// calling `progress` after each. A version never goes backwards: a record whose version is
+    /// not above the stored one's is written with the stored version plus 1, and a tombstone
+    /// never lowers one. A record already stored with the same content is left alone, so
+    /// importing the same input again changes nothing.
+    ///
+    /// # Errors
+    /// [`ImportError`] with what was applied before the failing batch.
+    pub fn import(
+        &self,
+        records: &[ImportRecord],
+        on_existing: OnExisting,
+        progress: &mut dyn FnMut(&ImportReport),
+    ) -> Result<ImportReport, ImportError> {
+        let mut report = ImportReport::default();
+        let mut written: HashSet<Key> = HashSet::new();
+        let mut start = 0;
+        while start < records.len() {
+            // A key appears once per batch, so each record is planned against what the ones
+            // before it wrote.
+            let mut keys = HashSet::new();
+            let mut end = start;
+            while end < records.len()
+                && end - start < IMPORT_BATCH
+                && keys.insert(import_key(&records[end]))
+            {
+                end += 1;
+            }
+            let batch = &records[start..end];
+            let outcomes = self
+                .import_batch(batch, on_existing, &mut written)
+                .map_err(|error| ImportError {
+                    applied: report.clone(),
+                    error,
+                })?;
+            for (record, outcome) in batch.iter().zip(outcomes) {
+                match outcome {
+                    Outcome::Write(_) => {}
+                    Outcome::Unchanged => report.unchanged += 1,
+                    Outcome::Skipped => report.skipped += 1,
+                }
+                report.last_path = Some(record.path().clone());
+            }
+            report.imported = written.len() as u64;
+            progress(&report);
+            start = end;
+        }
+        Ok(report)
+    }
+
+    /// Plans and commits one batch, re-planning after a concurrent change.
+    fn import_batch(
+        &self,
+        batch: &[ImportRecord],
+        on_existing: OnExisting,
+        written: &mut HashSet<Key>,
+    ) -> Result<Vec<Outcome>, Error> {
+        loop {
+            let reader = self.inner.backend.reader()?;
+            let now = self.now();
+            let keys: Vec<Key> = batch.iter().map(import_key).collect();
+            let stored = reader.get_many(&keys)?;
+            let mut ops = Vec::new();
+            let mut outcomes = Vec::with_capacity(batch.len());
+            for ((record, key), current) in batch.iter().zip(&keys).zip(stored) {
+                let outcome = import_outcome(record, current.as_ref(), on_existing, now)?;
+                if let Outcome::Write(target) = &outcome {
+                    let is_item =
+                        !matches!(record, ImportRecord::Exported(ExportRecord::Revision(_)));
+                    if let (Some(t), true) = (target.expires_at, is_item) {
+                        ops.push(WriteOp::Put {
+                            key: layout::expiry_key(t, key),
+                            record: index_record(now),
+                            expect: None,
+                        });
+                    }
+                    ops.push(WriteOp::Put {
+                        key: key.clone(),
+                        record: target.clone(),
+                        // Only over the state this plan saw.
+                        expect: Some(
+                            current.map_or(Expect::Absent, |c| Expect::Version(c.version)),
+                        ),
+                    });
+                }
+                outcomes.push(outcome);
+            }
+            drop(reader);
+            if ops.is_empty() {
+                return Ok(outcomes);
+            }
+            let keys_written: Vec<Key> = ops
+                .iter()
+                .map(WriteOp::key)
+                .filter(|k| k.partition != layout::SYSTEM_PARTITION)
+                .cloned()
+                .collect();
+            match self.inner.backend.write(WriteBatch { ops }) {
+                Ok(()) => {
+                    written.extend(keys_written);
+                    return Ok(outcomes);
+                }
+                // A concurrent write changed a key this plan read: plan again.
+                Err(WriteError::ConditionFailed { .. }) => {}
+                Err(WriteError::Storage(e)) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+fn import_key(record: &ImportRecord) -> Key {
+    match record {
+        ImportRecord::Exported(r) => r.stored().0,
+        ImportRecord::Value { path, .. } => layout::item_key(path),
+    }
+}
+
+/// Whether `current` already holds what `record` would write (versions aside: an import that
+/// had to raise a version wrote the same content).
+fn same_content(record: &ImportRecord, current: Option<&Record>, now: i64) -> bool {
+    let Some(current) = current else { return false };
+    match record {
+        ImportRecord::Exported(ExportRecord::Tombstone { version, .. }) => {
+            !is_live(current, now) && current.version >= *version
+        }
+        ImportRecord::Exported(r) => {
+            let (_, wanted) = r.stored();
+            current.version >= wanted.version
+                && (
+                    current.created_at,
+                    current.modified_at,
+                    current.expires_at,
+                    &current.value,
+                ) == (
+                    wanted.created_at,
+                    wanted.modified_at,
+                    wanted.expires_at,
+                    &wanted.value,
+                )
+        }
+        ImportRecord::Value { value, .. } => {
+            is_live(current, now) && current.value == value.as_str().as_bytes()
+        }
+    }
+}
+
+/// What to do with `record` over `current`, the record stored under its key.
+fn import_outcome(
+    record: &ImportRecord,
+    current: Option<&Record>,
+    on_existing: OnExisting,
+    now: i64,
+) -> Result<Outcome, Error> {
+    if same_content(record, current, now) {
+        return Ok(Outcome::Unchanged);
+    }
+    let is_revision = matches!(record, ImportRecord::Exported(ExportRecord::Revision(_)));
+    // A revision is history: only a live item at the same key (never) or a different revision
+    // at the same version counts as "existing" for it.
+    let occupied = current.is_some_and(|c| if is_revision { true } else { is_live(c, now) });
+    if occupied {
+        match on_existing {
+            OnExisting::Replace => {}
+            OnExisting::Skip => return Ok(Outcome::Skipped),
+            OnExisting::Fail => {
+                return Err(Error::ConditionFailed {
+                    path: record.path().clone(),
+                    condition: Condition::MustNotExist,
+                    current: current.map(|c| c.version),
+                });
+            }
+        }
+    }
+    let floor = current.map_or(0, |c| c.version);
+    Ok(Outcome::Write(match record {
+        ImportRecord::Exported(ExportRecord::Revision(item)) => record_of(item),
+        ImportRecord::Exported(r @ (ExportRecord::Item(_) | ExportRecord::Tombstone { .. })) => {
+            let (_, mut wanted) = r.stored();
+            // Never backwards: a tombstone keeps the larger version, an item goes above.
+            wanted.version = match r {
+                ExportRecord::Tombstone { .. } => wanted.version.max(floor),
+                _ if wanted.version > floor => wanted.version,
+                _ => floor + 1,
+            };
+            wanted
+        }
+        ImportRecord::Value { value, .. } => {
+            let live = current.filter(|c| is_live(c, now));
+            Record {
+                version: floor + 1,
+                created_at: live.map_or(now, |c| c.created_at),
+                modified_at: now,
+                expires_at: None,
+                value: value.as_str().as_bytes().to_vec(),
+            }
+        }
+    }))
 }

@@ -3,6 +3,7 @@
 //! | what | partition | sort key |
 //! | --- | --- | --- |
 //! | item | encoded group | encoded rest of the path (`00` for the group's own item) |
+//! | tombstone of a deleted or expired item | the item's | the item's (a record with an empty value) |
 //! | revision | encoded group | `ff` + item sort key + big-endian `u64::MAX - version` |
 //! | expiry index entry | `00` | `01` + big-endian expiry + `u16` partition length + partition + sort |
 //! | namespace history setting | `00` | `02` + namespace |
@@ -11,6 +12,13 @@
 //! never collide with or sort among items, and a partition's items are `[00, ff)`. No group
 //! encoding starts with `00`, so the system partition is never a group. Revisions of one item are
 //! contiguous and newest first.
+//!
+//! A deleted or expired item leaves a tombstone under its own key: a record with an empty value
+//! (an item's value is JSON text, never empty) whose version is the last one the path used. The
+//! next write of the path continues from it, so a version number is never used twice for one path
+//! (an `If-Match` held from before a delete cannot match a re-created item), and every write of a
+//! used path stays conditional on the version stored under its key. Reads treat a tombstone as
+//! absent. Tombstones are kept: one small record per deleted path (docs/versions.md).
 
 use crate::backend::{Key, SortRange};
 use pathdb_keys::KeyPath;

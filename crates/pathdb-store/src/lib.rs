@@ -32,7 +32,10 @@ mod store;
 mod ttl;
 
 pub use error::{Condition, Error, StorageError};
-pub use export::{ExportRecord, ScanPage};
+pub use export::{
+    ExportEnd, ExportError, ExportLine, ExportRecord, ExportStatus, IMPORT_BATCH, ImportError,
+    ImportRecord, ImportReport, OnExisting, ScanPage, parse_import,
+};
 pub use item::{Item, Json, Timestamp};
 pub use list::{DEFAULT_LIST_LIMIT, ListPage, ListRequest, MAX_LIST_LIMIT};
 pub use store::{

@@ -3,7 +3,7 @@
 //! returned, bound to the listing it came from, so a listing resumes in either direction.
 
 use crate::backend::{Backend, Direction, Reader, SortRange};
-use crate::store::{check_key, to_item};
+use crate::store::{check_key, is_live, to_item};
 use crate::{Error, Item, Store, layout};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -270,7 +270,7 @@ impl<B: Backend> Store<B> {
     ) -> Result<(), Error> {
         // A bare last element (`/u-1/post`) lists its namespace's ids: children sit at its depth.
         let depth = prefix.len() + usize::from(prefix.last().id().is_some());
-        let live = |r: &crate::backend::Record| r.expires_at.is_none_or(|t| t > now);
+        let live = |r: &crate::backend::Record| is_live(r, now);
         while found.len() < want {
             let batch = reader.scan(partition, &range, direction, CHILDREN_BATCH)?;
             if batch.is_empty() {
@@ -351,7 +351,7 @@ fn collect_subtree<R: Reader>(
             if found.len() >= want {
                 break;
             }
-            if record.expires_at.is_some_and(|t| t <= now) {
+            if !is_live(&record, now) {
                 continue;
             }
             let path = path_in_group(prefix, &sort)?;

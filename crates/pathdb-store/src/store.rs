@@ -242,8 +242,26 @@ pub(crate) fn now_of<B>(inner: &Inner<B>) -> i64 {
     inner.options.clock.now().0
 }
 
+/// Whether an item key's record is an item a read should see: not a tombstone (layout.rs), not
+/// expired.
+pub(crate) fn is_live(record: &Record, now: i64) -> bool {
+    !record.value.is_empty() && record.expires_at.is_none_or(|t| t > now)
+}
+
 fn visible(record: Option<Record>, now: i64) -> Option<Record> {
-    record.filter(|r| r.expires_at.is_none_or(|t| t > now))
+    record.filter(|r| is_live(r, now))
+}
+
+/// The tombstone that replaces `record` when its item is deleted or expires: the same version,
+/// so the path's next write continues the numbering (layout.rs).
+pub(crate) fn tombstone(record: &Record, at: i64) -> Record {
+    Record {
+        version: record.version,
+        created_at: record.created_at,
+        modified_at: at,
+        expires_at: None,
+        value: Vec::new(),
+    }
 }
 
 pub(crate) fn to_item(path: KeyPath, record: Record) -> Result<Item, Error> {
@@ -258,8 +276,7 @@ pub(crate) fn to_item(path: KeyPath, record: Record) -> Result<Item, Error> {
 }
 
 impl<B: Backend> Store<B> {
-    /// A store over `backend`; starts the expiry sweeper unless disabled or the backend expires
-    /// records itself.
+    /// A store over `backend`; starts the expiry sweeper unless disabled.
     ///
     /// # Errors
     /// The backend cannot be read.
@@ -278,7 +295,7 @@ impl<B: Backend> Store<B> {
             namespace_history.insert(ns, retention);
         }
         drop(reader);
-        let sweep = options.sweep_interval.filter(|_| !backend.native_expiry());
+        let sweep = options.sweep_interval;
         let inner = Arc::new(Inner {
             backend,
             options,
@@ -408,10 +425,17 @@ impl<B: Backend> Store<B> {
     /// expect nor can act on: with eight writers on one item and group commit (all but one
     /// batch of a group lose), 16 attempts ran out within a dozen puts each.
     fn execute(&self, ops: &[TxOp], retry: bool) -> Result<Vec<TxResult>, Error> {
+        let now = self.now();
         for op in ops {
             check_key(op.path())?;
-            if let TxOp::Put { path, value, .. } = op {
+            if let TxOp::Put {
+                path,
+                value,
+                options,
+            } = op
+            {
                 check_item_size(path, value)?;
+                check_expiry(path, options.expires, now)?;
             }
         }
         loop {
@@ -499,7 +523,7 @@ impl<B: Backend> Store<B> {
                         });
                         owners.push(path.clone());
                     }
-                    if let (Some(t), false) = (expires_at, self.inner.backend.native_expiry()) {
+                    if let Some(t) = expires_at {
                         batch.ops.push(WriteOp::Put {
                             key: layout::expiry_key(t, &key),
                             record: index_record(now),
@@ -515,19 +539,19 @@ impl<B: Backend> Store<B> {
                     });
                 }
                 TxOp::Delete { .. } => {
+                    match (&current, &stored) {
+                        // The key keeps a tombstone, never nothing: see layout.rs.
+                        (Some(_), Some(r)) => batch.ops.push(WriteOp::Put {
+                            key,
+                            record: tombstone(r, now),
+                            expect: Some(expect),
+                        }),
+                        // Nothing to delete: only the state this plan saw must still hold.
+                        _ => batch.ops.push(WriteOp::Check { key, expect }),
+                    }
                     results.push(TxResult::Deleted(
                         current.map(|r| to_item(path.clone(), r)).transpose()?,
                     ));
-                    match stored {
-                        Some(_) => batch.ops.push(WriteOp::Delete {
-                            key,
-                            expect: Some(expect),
-                        }),
-                        None => batch.ops.push(WriteOp::Check {
-                            key,
-                            expect: Expect::Absent,
-                        }),
-                    }
                 }
                 TxOp::Check { .. } => {
                     results.push(TxResult::Checked);
@@ -699,7 +723,7 @@ fn old_revisions<R: Reader>(reader: &R, key: &Key, retention: u32) -> Result<Vec
         .collect())
 }
 
-fn index_record(now: i64) -> Record {
+pub(crate) fn index_record(now: i64) -> Record {
     Record {
         version: 1,
         created_at: now,
@@ -716,6 +740,20 @@ fn setting_record(retention: u32, now: i64) -> Record {
         modified_at: now,
         expires_at: None,
         value: retention.to_string().into_bytes(),
+    }
+}
+
+/// An expiry must lie in the future: a put that is dead on arrival is a mistake (use delete).
+fn check_expiry(path: &KeyPath, expires: Option<Expiry>, now: i64) -> Result<(), Error> {
+    match expires {
+        Some(Expiry::After(d)) if d.is_zero() => Err(Error::InvalidRequest(format!(
+            "{path}: a time to live must be at least 1 second, not 0 (to remove the item, delete it)"
+        ))),
+        Some(Expiry::At(t)) if t.0 <= now => Err(Error::InvalidRequest(format!(
+            "{path}: the expiry time {} is not in the future (to remove the item, delete it)",
+            t.0
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -1,8 +1,11 @@
-//! Expiry: expired items are invisible at once (every read checks `expires_at`) and removed in
-//! the background by a sweeper that walks the expiry index in time order.
+//! Expiry: expired items are invisible at once (every read checks `expires_at`) and replaced by
+//! tombstones (layout.rs) in the background by a sweeper that walks the expiry index in time
+//! order. Expiry is the store's on every backend: a backend that deleted expired records by
+//! itself (DynamoDB's TTL) would take the path's last version with them, and a re-created item
+//! would reuse version numbers.
 
 use crate::backend::{Backend, Direction, Expect, Reader, WriteBatch, WriteError, WriteOp};
-use crate::store::{Inner, now_of};
+use crate::store::{Inner, now_of, tombstone};
 use crate::{Error, Store, layout};
 use std::sync::mpsc;
 use std::sync::{Mutex, Weak};
@@ -51,9 +54,6 @@ impl Drop for Sweeper {
 
 /// Removes up to `limit` expired items; returns how many index entries it handled.
 fn sweep<B: Backend>(inner: &Inner<B>, limit: usize) -> Result<usize, Error> {
-    if inner.backend.native_expiry() {
-        return Ok(0);
-    }
     let now = now_of(inner);
     let reader = inner.backend.reader()?;
     let entries = reader.scan(
@@ -78,7 +78,9 @@ fn sweep<B: Backend>(inner: &Inner<B>, limit: usize) -> Result<usize, Error> {
                 .get(&item_key)?
                 .filter(|r| r.expires_at == Some(expires_at))
             {
-                ops.push(WriteOp::Delete {
+                // A tombstone, not nothing: the path's next version continues from this one.
+                ops.push(WriteOp::Put {
+                    record: tombstone(&record, expires_at),
                     key: item_key,
                     expect: Some(Expect::Version(record.version)),
                 });

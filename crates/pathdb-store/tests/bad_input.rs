@@ -145,11 +145,14 @@ fn rejected_requests_leave_the_file_unchanged() {
         refused(store.get_many(&paths), "get_many");
         refused(store.set_namespace_history("log", Some(0)), "retention 0");
         refused(store.set_namespace_history("no-ns", Some(1)), "namespace");
-        let mut bad = before[0].clone();
-        bad.item.path = path("/b-1/imported-1");
-        let mut zero = bad.clone();
-        zero.item.version = 0;
-        refused(store.import(&[bad, zero]), "import with version 0");
+        let lines = [
+            r#"{"path":"/b-1/imported-1","version":1,"created_at":1,"modified_at":1,"value":1}"#,
+            r#"{"path":"/b-1/imported-2","version":0,"created_at":1,"modified_at":1,"value":1}"#,
+        ];
+        refused(
+            pathdb_store::parse_import(lines.map(|l| Ok::<_, String>(l.to_owned()))),
+            "import with version 0",
+        );
     }
     let store = open(&db);
     assert_eq!(dump(&store), before, "rejected input changed the file");
@@ -233,7 +236,7 @@ fn export_lines_say_what_is_wrong() {
         ),
     ];
     for (line, mentions) in cases {
-        match ExportRecord::from_json_line(line) {
+        match pathdb_store::ExportLine::parse(line) {
             Err(Error::InvalidRequest(message)) => {
                 assert!(message.contains(mentions), "{line}: {message}");
             }

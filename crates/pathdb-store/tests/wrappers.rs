@@ -8,8 +8,8 @@ use pathdb_store::backend::{
     WriteOp,
 };
 use pathdb_store::{
-    Error, Expiry, ExportRecord, Item, Json, ListRequest, ManualClock, PutOptions, StorageError,
-    Store, StoreOptions, Timestamp, Transaction,
+    Error, Expiry, ExportRecord, Json, ListRequest, ManualClock, PutOptions, StorageError, Store,
+    StoreOptions, Timestamp, Transaction,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,8 +22,6 @@ struct Wrapped {
     entries_read: AtomicUsize,
     fail_reads: AtomicBool,
     fail_writes: AtomicBool,
-    /// Claims to expire records by itself, like DynamoDB's TTL.
-    native_expiry: bool,
     /// Before the next write, a concurrent writer bumps this item's version.
     interfere: Mutex<Option<KeyPath>>,
 }
@@ -69,10 +67,6 @@ impl Backend for Wrapped {
             self.inner.write(WriteBatch { ops: vec![op] })?;
         }
         self.inner.write(batch)
-    }
-
-    fn native_expiry(&self) -> bool {
-        self.native_expiry
     }
 }
 
@@ -279,50 +273,17 @@ fn the_background_sweeper_removes_expired_items() {
     assert_eq!(store.get(&path("/s-1/a-1")).unwrap(), None);
     // Waits for the thread, whatever the machine's load; asserts nothing about how long.
     let deadline = Instant::now() + Duration::from_secs(120);
-    while raw_len(&store) > 1 {
+    // The expiry entry is gone and the item replaced by its tombstone: two records.
+    while raw_len(&store) > 2 {
         assert!(Instant::now() < deadline, "the sweeper never ran");
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(store.get(&path("/s-1/b-1")).unwrap().is_some());
+    let again = store
+        .put(&path("/s-1/a-1"), value(2), PutOptions::default())
+        .unwrap();
+    assert_eq!(again.version, 2, "the swept item's version was used again");
     drop(store); // Joins the sweeper thread; hangs here if it does not stop.
-}
-
-#[test]
-fn a_backend_with_native_expiry_gets_no_expiry_index() {
-    let clock = Arc::new(ManualClock::new(Timestamp(1_700_000_000_000_000)));
-    let backend = Wrapped {
-        native_expiry: true,
-        ..Wrapped::default()
-    };
-    let options = StoreOptions {
-        clock: clock.clone(),
-        ..StoreOptions::default()
-    };
-    let store = Store::new(backend, options).unwrap();
-    let item = store
-        .put(&path("/n-1/a-1"), value(1), expiring_in(10))
-        .unwrap();
-    store
-        .import(&[ExportRecord {
-            item: Item {
-                path: path("/n-1/b-1"),
-                ..item.clone()
-            },
-            revision: false,
-        }])
-        .unwrap();
-    assert_eq!(
-        raw_len(&store),
-        2,
-        "only the items: the backend expires them itself"
-    );
-    clock.advance(Duration::from_secs(10));
-    assert_eq!(
-        store.get(&path("/n-1/a-1")).unwrap(),
-        None,
-        "expired is invisible"
-    );
-    assert_eq!(store.sweep_expired().unwrap(), 0);
 }
 
 #[test]
@@ -355,17 +316,15 @@ fn a_concurrent_change_is_a_conflict_for_a_transaction_and_a_retry_for_a_put() {
             other => panic!("expected Conflict on {changed}, got {other:?}"),
         }
     }
-    let after: Vec<(KeyPath, Json, bool)> = store
+    let after: Vec<(KeyPath, Option<Json>, bool)> = store
         .scan(None, 1000)
         .unwrap()
         .records
         .into_iter()
-        .map(|r| (r.item.path, r.item.value, r.revision))
+        .map(record_summary)
         .collect();
-    let expected: Vec<(KeyPath, Json, bool)> = before
-        .into_iter()
-        .map(|r| (r.item.path, r.item.value, r.revision))
-        .collect();
+    let expected: Vec<(KeyPath, Option<Json>, bool)> =
+        before.into_iter().map(record_summary).collect();
     assert_eq!(after, expected, "a conflicting transaction wrote something");
     // A single put re-reads and succeeds.
     interfere("/c-1/a-1");
@@ -380,4 +339,13 @@ fn a_concurrent_change_is_a_conflict_for_a_transaction_and_a_retry_for_a_put() {
         deleted.version, 3,
         "the delete returns what it deleted: the concurrent version"
     );
+}
+
+/// Path, value and whether it is a revision: what a conflicting write must leave as it was.
+fn record_summary(r: ExportRecord) -> (KeyPath, Option<Json>, bool) {
+    match r {
+        ExportRecord::Item(i) => (i.path, Some(i.value), false),
+        ExportRecord::Revision(i) => (i.path, Some(i.value), true),
+        ExportRecord::Tombstone { path, .. } => (path, None, false),
+    }
 }

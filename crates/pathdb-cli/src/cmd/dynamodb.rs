@@ -28,7 +28,7 @@ impl TableArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum DynamoCommand {
-    /// Create the table (Binary pk HASH, Binary sk RANGE, on-demand) and turn on TTL.
+    /// Create the table (Binary pk HASH, Binary sk RANGE, on-demand).
     CreateTable(TableArgs),
 }
 

@@ -27,8 +27,8 @@ pub struct Key {
 }
 
 /// What a backend stores under a key. Backends keep every field and return it unchanged;
-/// `version` is what conditions compare and `expires_at` is exposed so a backend with native
-/// expiry (DynamoDB's TTL attribute) can use it.
+/// `version` is what conditions compare. Expiry is the store's (crate::ttl): a backend never
+/// removes a record by itself.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Record {
     /// Incremented by the store on every write of the key; conditions compare it.
@@ -202,12 +202,6 @@ pub trait Backend: Send + Sync + 'static {
     /// # Errors
     /// [`WriteError::ConditionFailed`] names the first failed condition; nothing was written.
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError>;
-
-    /// Whether the backend deletes expired records by itself (DynamoDB's TTL). When false, the
-    /// store keeps an expiry index and removes them in the background.
-    fn native_expiry(&self) -> bool {
-        false
-    }
 }
 
 /// Reads from one consistent view of a backend.

@@ -4,8 +4,8 @@ use super::{
     Harness, T0, assert_condition_failed, dump, json, open_manual, path, put, texts, value,
 };
 use crate::{
-    Condition, Error, Json, ListRequest, MAX_GET_MANY, MAX_GROUP_BYTES, MAX_ITEM_BYTES,
-    MAX_SORT_KEY_BYTES, PutOptions, Transaction, TxResult,
+    Condition, Error, ExportRecord, Json, ListRequest, MAX_GET_MANY, MAX_GROUP_BYTES,
+    MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES, PutOptions, Transaction, TxResult,
 };
 use pathdb_keys::KeyPath;
 use std::time::Duration;
@@ -91,8 +91,21 @@ pub fn put_get_delete<H: Harness>(harness: &H) {
     clock.advance(Duration::from_secs(1));
     let again = put(&store, "/u-1/p-1", 3);
     assert_eq!(
-        again.version, 1,
-        "without history, a re-created item starts over"
+        again.version, 3,
+        "a re-created item continues its path's versions, with or without history"
+    );
+    assert_condition_failed(
+        store.put(
+            &p1,
+            value(5),
+            PutOptions {
+                condition: Some(Condition::IfVersion(1)),
+                ..PutOptions::default()
+            },
+        ),
+        "/u-1/p-1",
+        Condition::IfVersion(1),
+        Some(3),
     );
     assert_eq!(again.created_at, T0.plus(Duration::from_secs(2)));
 
@@ -403,8 +416,12 @@ pub fn bad_input<H: Harness>(harness: &H) {
         texts(
             &before
                 .iter()
-                .filter(|r| r.item.path.group() == path("/g-1").group())
-                .map(|r| r.item.clone())
+                .filter_map(|r| match r {
+                    ExportRecord::Item(item) if item.path.group() == path("/g-1").group() => {
+                        Some(item.clone())
+                    }
+                    _ => None,
+                })
                 .collect::<Vec<_>>()
         )
     );

@@ -6,8 +6,9 @@ use super::{
 };
 use crate::backend::{Backend, Reader};
 use crate::{
-    Condition, Error, Expiry, ExportRecord, Item, ListRequest, MAX_TRANSACTION_OPS, PutOptions,
-    Store, Timestamp, Transaction, TxResult, layout,
+    Condition, Error, Expiry, ExportLine, ExportRecord, ExportStatus, ImportRecord, Item,
+    ListRequest, MAX_TRANSACTION_OPS, OnExisting, PutOptions, Store, Timestamp, Transaction,
+    TxResult, layout,
 };
 use pathdb_keys::KeyPath;
 use std::time::Duration;
@@ -207,9 +208,7 @@ pub fn failed_transactions_leave_nothing<H: Harness>(harness: &H) {
     assert_eq!(store.history(&path("/f-1/h-1"), 10).unwrap().len(), 1);
     // No expiry entry of /f-1/d-1 was left either: only /f-1/c-1's is due.
     clock.advance(secs(1000));
-    if !store.backend().native_expiry() {
-        assert_eq!(store.sweep_expired().unwrap(), 1);
-    }
+    assert_eq!(store.sweep_expired().unwrap(), 1);
     // The same transaction without the failing check goes through.
     assert_eq!(store.transact(everything(None)).unwrap().len(), 5);
 }
@@ -336,9 +335,17 @@ fn raw_get<B: Backend>(store: &Store<B>, p: &KeyPath) -> Option<crate::backend::
         .unwrap()
 }
 
+/// Whether the sweeper replaced the item at `p` by its tombstone (layout.rs): an empty value
+/// holding the version the item had.
+fn swept_to_tombstone<B: Backend>(store: &Store<B>, p: &KeyPath, version: u64) -> bool {
+    raw_get(store, p).is_some_and(|r| r.value.is_empty() && r.version == version)
+}
+
 /// Expiry: an item is invisible from its `expires_at` on to every read (get, get_many, list,
-/// children, scan) and to conditions; a later write sets or clears the expiry; an expiry in the
-/// past writes an invisible item; [`Store::sweep_expired`] removes what expired and only that.
+/// children, scan) and to conditions; a later write sets or clears the expiry; a put that would
+/// be dead on arrival (an expiry in the past, a TTL of 0) is refused; [`Store::sweep_expired`]
+/// replaces what expired, and only that, by a tombstone, and a re-created item continues its
+/// version numbering.
 pub fn ttl_expiry<H: Harness>(harness: &H) {
     let (clock, store) = open_manual(harness);
     let at = |offset: u64| T0.plus(secs(offset));
@@ -386,11 +393,24 @@ pub fn ttl_expiry<H: Harness>(harness: &H) {
         )
         .unwrap();
     let past = Timestamp(T0.0 - 1);
-    let g = store
-        .put(&path("/x-1/g-1"), value(1), expiring(Expiry::At(past)))
-        .unwrap();
-    assert_eq!(g.expires_at, Some(past));
-    assert_eq!(store.get(&path("/x-1/g-1")).unwrap(), None);
+    for dead in [Expiry::At(past), Expiry::At(T0), Expiry::After(secs(0))] {
+        let refused = store.put(&path("/x-1/g-1"), value(1), expiring(dead));
+        assert!(
+            matches!(refused, Err(Error::InvalidRequest(_))),
+            "{dead:?}: {refused:?}"
+        );
+        let refused =
+            store.transact(Transaction::new().put(path("/x-1/g-1"), value(1), expiring(dead)));
+        assert!(
+            matches!(refused, Err(Error::InvalidRequest(_))),
+            "{dead:?}: {refused:?}"
+        );
+    }
+    assert_eq!(
+        raw_get(&store, &path("/x-1/g-1")),
+        None,
+        "a refused put wrote"
+    );
     store
         .transact(Transaction::new().put(
             path("/x-1/h-1"),
@@ -428,8 +448,10 @@ pub fn ttl_expiry<H: Harness>(harness: &H) {
         assert_eq!(texts(&stitched), want, "reverse pages");
         let scanned: Vec<String> = dump(&store)
             .iter()
-            .filter(|r| !r.revision)
-            .map(|r| r.item.path.to_string())
+            .filter_map(|r| match r {
+                ExportRecord::Item(item) => Some(item.path.to_string()),
+                _ => None,
+            })
             .collect();
         assert_eq!(scanned, want, "scan");
         for p in &all {
@@ -467,27 +489,38 @@ pub fn ttl_expiry<H: Harness>(harness: &H) {
     clock.advance(secs(5));
     visible(&["b-1", "c-1", "e-1", "f-1"]);
 
-    if !store.backend().native_expiry() {
-        assert!(store.sweep_expired().unwrap() > 0);
-        for gone in ["/x-1/a-1", "/x-1/a-1/d-1", "/x-1/g-1", "/x-1/h-1"] {
-            assert_eq!(raw_get(&store, &path(gone)), None, "{gone} was not swept");
-        }
-        for kept in ["/x-1/b-1", "/x-1/c-1", "/x-1/e-1", "/x-1/f-1"] {
-            assert!(raw_get(&store, &path(kept)).is_some(), "{kept} was swept");
-        }
-        assert_eq!(
-            store.sweep_expired().unwrap(),
-            0,
-            "a second sweep finds nothing"
+    let versions_before: Vec<u64> = ["/x-1/a-1", "/x-1/a-1/d-1", "/x-1/h-1"]
+        .iter()
+        .map(|p| raw_get(&store, &path(p)).unwrap().version)
+        .collect();
+    assert!(store.sweep_expired().unwrap() > 0);
+    for (gone, version) in ["/x-1/a-1", "/x-1/a-1/d-1", "/x-1/h-1"]
+        .iter()
+        .zip(versions_before)
+    {
+        assert!(
+            swept_to_tombstone(&store, &path(gone), version),
+            "{gone} was not swept"
         );
     }
+    for kept in ["/x-1/b-1", "/x-1/c-1", "/x-1/e-1", "/x-1/f-1"] {
+        assert!(
+            raw_get(&store, &path(kept)).is_some_and(|r| !r.value.is_empty()),
+            "{kept} was swept"
+        );
+    }
+    assert_eq!(
+        store.sweep_expired().unwrap(),
+        0,
+        "a second sweep finds nothing"
+    );
     visible(&["b-1", "c-1", "e-1", "f-1"]);
     clock.advance(secs(100));
     visible(&["b-1", "c-1", "e-1"]);
-    if !store.backend().native_expiry() {
-        assert_eq!(store.sweep_expired().unwrap(), 1);
-        assert_eq!(raw_get(&store, &path("/x-1/f-1")), None);
-    }
+    let f_version = raw_get(&store, &path("/x-1/f-1")).unwrap().version;
+    assert_eq!(store.sweep_expired().unwrap(), 1);
+    assert!(swept_to_tombstone(&store, &path("/x-1/f-1"), f_version));
+    let a_version = raw_get(&store, &path("/x-1/a-1")).unwrap().version;
     let fresh = store
         .put(
             &path("/x-1/a-1"),
@@ -499,6 +532,11 @@ pub fn ttl_expiry<H: Harness>(harness: &H) {
         )
         .unwrap();
     assert_eq!(fresh.created_at, at(110));
+    assert_eq!(
+        fresh.version,
+        a_version + 1,
+        "a re-created item reused a version"
+    );
 }
 
 /// The scan returns every current item and revision in key order (each group's items, then
@@ -560,8 +598,20 @@ pub fn scan_and_import<H: Harness>(harness: &H) {
     }
     assert_eq!(single, records);
 
-    let current: Vec<&ExportRecord> = records.iter().filter(|r| !r.revision).collect();
-    let revisions: Vec<&ExportRecord> = records.iter().filter(|r| r.revision).collect();
+    let current: Vec<&Item> = records
+        .iter()
+        .filter_map(|r| match r {
+            ExportRecord::Item(item) => Some(item),
+            _ => None,
+        })
+        .collect();
+    let revisions: Vec<&Item> = records
+        .iter()
+        .filter_map(|r| match r {
+            ExportRecord::Revision(item) => Some(item),
+            _ => None,
+        })
+        .collect();
     let mut expected_current = vec![
         path("/x-1"),
         path("/x-1/doc-1"),
@@ -573,33 +623,62 @@ pub fn scan_and_import<H: Harness>(harness: &H) {
     ];
     expected_current.sort_by_key(|p| (p.partition_key(), p.sort_key()));
     assert_eq!(
-        current
-            .iter()
-            .map(|r| r.item.path.clone())
-            .collect::<Vec<_>>(),
+        current.iter().map(|i| i.path.clone()).collect::<Vec<_>>(),
         expected_current
     );
-    for r in &current {
-        assert_eq!(store.get(&r.item.path).unwrap().as_ref(), Some(&r.item));
+    for item in &current {
+        assert_eq!(store.get(&item.path).unwrap().as_ref(), Some(*item));
     }
     assert_eq!(
-        revisions.iter().map(|r| r.item.clone()).collect::<Vec<_>>(),
+        revisions.into_iter().cloned().collect::<Vec<_>>(),
         store.history(&path("/x-1/doc-1"), 10).unwrap()
     );
-    // Key order: within a group, items before revisions; groups in partition-key order.
-    let group_of = |r: &ExportRecord| r.item.path.partition_key();
+    // The expired item is exported as what it leaves: its path's last version.
+    assert!(records.contains(&ExportRecord::Tombstone {
+        path: path("/x-2/gone-1"),
+        version: 1,
+        deleted_at: T0.plus(secs(4)),
+    }));
+    // Key order: within a group, items and tombstones before revisions; groups in
+    // partition-key order.
+    let group_of = |r: &ExportRecord| r.path().partition_key();
+    let is_revision = |r: &ExportRecord| matches!(r, ExportRecord::Revision(_));
     for pair in records.windows(2) {
         let (x, y) = (&pair[0], &pair[1]);
         assert!(group_of(x) <= group_of(y), "groups out of order");
         if group_of(x) == group_of(y) {
-            assert!(!x.revision || y.revision, "a revision before an item");
+            assert!(
+                !is_revision(x) || is_revision(y),
+                "a revision before an item"
+            );
         }
     }
 
+    // Every record survives a JSON line; the export's own text parses back to the same records.
+    let mut text = Vec::new();
+    let end = store.export(&mut text, &mut |_| {}).unwrap();
+    assert_eq!(
+        (end.export, end.records, end.skipped),
+        (ExportStatus::Complete, records.len() as u64, 0)
+    );
+    let text = String::from_utf8(text).unwrap();
+    let last = text.lines().last().unwrap();
+    assert_eq!(ExportLine::parse(last).unwrap(), ExportLine::End(end));
+    let parsed = crate::parse_import(text.lines().map(|l| Ok::<_, String>(l.to_owned()))).unwrap();
+    let imported: Vec<ImportRecord> = records
+        .iter()
+        .cloned()
+        .map(ImportRecord::Exported)
+        .collect();
+    assert_eq!(parsed, imported);
     for r in &records {
         let line = serde_json::to_string(r).unwrap();
         assert!(!line.contains('\n'));
-        assert_eq!(&ExportRecord::from_json_line(&line).unwrap(), r, "{line}");
+        assert_eq!(
+            ExportLine::parse(&line).unwrap(),
+            ExportLine::Record(ImportRecord::Exported(r.clone())),
+            "{line}"
+        );
     }
     for line in [
         "",
@@ -608,60 +687,269 @@ pub fn scan_and_import<H: Harness>(harness: &H) {
         r#"{"path":"nope","version":1,"created_at":1,"modified_at":1,"value":1}"#,
         r#"{"path":"/a-1","version":"1","created_at":1,"modified_at":1,"value":1}"#,
         r#"{"path":"/a-1","version":1,"created_at":1,"modified_at":1}"#,
+        r#"{"path":"/a-1","version":0,"created_at":1,"modified_at":1,"value":1}"#,
+        r#"{"path":"/a-1","version":2,"value":1}"#,
+        r#"{"path":"/a-1","value":1,"surprise":1}"#,
+        r#"{"path":"/a-1","version":2,"deleted":true}"#,
+        r#"{"path":"/a-1","version":2,"deleted":true,"deleted_at":1,"value":1}"#,
+        r#"{"export":"done","records":1}"#,
     ] {
         assert!(
-            matches!(
-                ExportRecord::from_json_line(line),
-                Err(Error::InvalidRequest(_))
-            ),
+            matches!(ExportLine::parse(line), Err(Error::InvalidRequest(_))),
             "{line:?}"
+        );
+    }
+    // A truncated or failed export is refused as a whole.
+    let body: Vec<&str> = text.lines().collect();
+    let (records_text, _) = body.split_at(body.len() - 1);
+    for bad in [
+        format!(
+            "{}\n{{\"export\":\"complete\",\"records\":{}}}",
+            records_text[1..].join("\n"),
+            records.len()
+        ),
+        format!(
+            "{}\n{{\"export\":\"incomplete\",\"records\":{},\"error\":\"boom\"}}",
+            records_text.join("\n"),
+            records.len()
+        ),
+        format!("{}\n{}\n{}", records_text.join("\n"), last, records_text[0]),
+    ] {
+        let lines = bad.lines().map(|l| Ok::<_, String>(l.to_owned()));
+        assert!(
+            matches!(crate::parse_import(lines), Err(Error::InvalidRequest(_))),
+            "{bad}"
         );
     }
 
     let copy = harness.open(options);
-    assert_eq!(copy.import(&records).unwrap(), records.len());
+    let report = copy
+        .import(&imported, OnExisting::Replace, &mut |_| {})
+        .unwrap();
+    assert_eq!(
+        (report.imported, report.unchanged),
+        (records.len() as u64, 0)
+    );
+    assert_eq!(
+        report.last_path.as_ref(),
+        records.last().map(ExportRecord::path)
+    );
     assert_eq!(dump(&copy), records);
-    assert_eq!(copy.import(&records).unwrap(), records.len());
+    let again = copy
+        .import(&imported, OnExisting::Replace, &mut |_| {})
+        .unwrap();
+    assert_eq!((again.imported, again.unchanged), (0, records.len() as u64));
     assert_eq!(dump(&copy), records, "importing twice changed the copy");
-    for r in &current {
-        assert_eq!(copy.get(&r.item.path).unwrap().as_ref(), Some(&r.item));
+    for item in &current {
+        assert_eq!(copy.get(&item.path).unwrap().as_ref(), Some(*item));
     }
     assert_eq!(
         copy.history(&path("/x-1/doc-1"), 10).unwrap(),
         store.history(&path("/x-1/doc-1"), 10).unwrap()
     );
+    // The copy keeps the expired path's version too.
+    let reborn = copy
+        .put(&path("/x-2/gone-1"), value(2), PutOptions::default())
+        .unwrap();
+    assert_eq!(reborn.version, 2);
+    copy.delete(&path("/x-2/gone-1"), None).unwrap();
 
-    // Invalid records: refused up front, the copy unchanged.
-    let fresh = |text: &str| {
-        let mut r = (*current[0]).clone();
-        r.item.path = path(text);
-        r
+    // Invalid records: refused while parsing, before anything is written.
+    let fresh = |text: &str, version: u64, value: &str| {
+        format!(
+            r#"{{"path":"{text}","version":{version},"created_at":1,"modified_at":1,"value":{value}}}"#
+        )
     };
-    let mut zero = fresh("/x-3/zero-1");
-    zero.item.version = 0;
-    let mut big = fresh("/x-3/big-1");
-    big.item.value = super::json(&format!("\"{}\"", "z".repeat(crate::MAX_ITEM_BYTES)));
-    let long = fresh(&format!("/x-3/k-{}", "k".repeat(crate::MAX_SORT_KEY_BYTES)));
-    for (bad, check) in [(zero, "version"), (big, "item size"), (long, "key size")] {
-        let batch = vec![fresh("/x-3/ok-1"), fresh("/x-3/ok-2"), bad];
-        let result = copy.import(&batch);
+    let huge = format!("\"{}\"", "z".repeat(crate::MAX_ITEM_BYTES));
+    let long = format!("/x-3/k-{}", "k".repeat(crate::MAX_SORT_KEY_BYTES));
+    for (bad, check) in [
+        (fresh("/x-3/zero-1", 0, "1"), "version"),
+        (fresh("/x-3/big-1", 1, &huge), "item size"),
+        (fresh(&long, 1, "1"), "key size"),
+    ] {
+        let input = [fresh("/x-3/ok-1", 1, "1"), fresh("/x-3/ok-2", 1, "1"), bad];
+        let result = crate::parse_import(input.into_iter().map(Ok::<_, String>));
         assert!(
-            matches!(
-                result,
-                Err(Error::InvalidRequest(_)
-                    | Error::ItemTooLarge { .. }
-                    | Error::KeyTooLarge { .. })
-            ),
+            matches!(result, Err(Error::InvalidRequest(_))),
             "{check}: {result:?}"
         );
-        assert_eq!(dump(&copy), records, "{check}: a refused import wrote");
     }
-
     // Imported expiry works like written expiry.
     clock.advance(secs(100));
     assert_eq!(copy.get(&path("/x-2/soon-1")).unwrap(), None);
-    if !copy.backend().native_expiry() {
-        assert_eq!(copy.sweep_expired().unwrap(), 1);
-        assert_eq!(raw_get(&copy, &path("/x-2/soon-1")), None);
+    let soon_version = raw_get(&copy, &path("/x-2/soon-1")).unwrap().version;
+    assert_eq!(copy.sweep_expired().unwrap(), 1);
+    assert!(swept_to_tombstone(
+        &copy,
+        &path("/x-2/soon-1"),
+        soon_version
+    ));
+}
+
+/// A version number, once used for a path, is never used again for it: after a delete (single
+/// or in a transaction), after an expiry (swept or not), with history on or off. A client
+/// holding an old version can never match the re-created item, and a listing never shows a
+/// deleted path.
+pub fn versions_never_reused<H: Harness>(harness: &H) {
+    let (clock, store) = open_manual(harness);
+    let stale = |at: &str, version: u64, current: u64| {
+        assert_condition_failed(
+            store.put(
+                &path(at),
+                value(0),
+                PutOptions {
+                    condition: Some(Condition::IfVersion(version)),
+                    ..PutOptions::default()
+                },
+            ),
+            at,
+            Condition::IfVersion(version),
+            Some(current),
+        );
+    };
+    // Delete, then re-create: the numbering goes on.
+    for n in 1..=3 {
+        assert_eq!(put(&store, "/v-1/a-1", n).version, n as u64);
     }
+    store.delete(&path("/v-1/a-1"), None).unwrap();
+    assert_eq!(store.get(&path("/v-1/a-1")).unwrap(), None);
+    assert_eq!(put(&store, "/v-1/a-1", 9).version, 4);
+    stale("/v-1/a-1", 1, 4);
+    // A delete inside a transaction, and a must-not-exist create after it.
+    store
+        .transact(Transaction::new().delete(path("/v-1/a-1"), Some(Condition::IfVersion(4))))
+        .unwrap();
+    let created = store
+        .put(
+            &path("/v-1/a-1"),
+            value(1),
+            PutOptions {
+                condition: Some(Condition::MustNotExist),
+                ..PutOptions::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(created.version, 5);
+    // Expiry, before and after the sweep.
+    let ttl = |secs_: u64| PutOptions {
+        expires: Some(Expiry::After(secs(secs_))),
+        ..PutOptions::default()
+    };
+    store.put(&path("/v-1/t-1"), value(1), ttl(1)).unwrap();
+    store.put(&path("/v-1/t-2"), value(1), ttl(1)).unwrap();
+    store.put(&path("/v-1/t-2"), value(2), ttl(1)).unwrap();
+    clock.advance(secs(2));
+    // Not swept yet: the expired record still holds the version.
+    assert_eq!(put(&store, "/v-1/t-1", 2).version, 2);
+    // t-2's two writes share one expiry entry; t-1's is stale and only removed.
+    assert_eq!(store.sweep_expired().unwrap(), 2);
+    assert_eq!(put(&store, "/v-1/t-2", 3).version, 3);
+    stale("/v-1/t-2", 1, 3);
+    // History on: the same numbering, and the revisions outlive the delete.
+    let history = PutOptions {
+        history: true,
+        ..PutOptions::default()
+    };
+    store
+        .put(&path("/v-1/h-1"), value(1), history.clone())
+        .unwrap();
+    store.delete(&path("/v-1/h-1"), None).unwrap();
+    assert_eq!(
+        store
+            .put(&path("/v-1/h-1"), value(2), history)
+            .unwrap()
+            .version,
+        2
+    );
+    assert_eq!(store.history(&path("/v-1/h-1"), 10).unwrap().len(), 2);
+    // Deleting what is not there writes nothing and reports nothing.
+    store.delete(&path("/v-1/a-1"), None).unwrap();
+    assert_eq!(store.delete(&path("/v-1/a-1"), None).unwrap(), None);
+    assert_eq!(put(&store, "/v-1/a-1", 1).version, 6);
+    // Listings never show a tombstone, in either direction or as a child.
+    store.delete(&path("/v-1/t-1"), None).unwrap();
+    let mut request = ListRequest::new(path("/v-1"));
+    assert_eq!(
+        texts(&store.list(&request).unwrap().items),
+        ["/v-1/a-1", "/v-1/h-1", "/v-1/t-2"]
+    );
+    request.children_only = true;
+    request.reverse = true;
+    assert_eq!(
+        texts(&store.list(&request).unwrap().items),
+        ["/v-1/t-2", "/v-1/h-1", "/v-1/a-1"]
+    );
+}
+
+/// Import never takes a version backwards and is idempotent: over an item at version 3, a line
+/// at version 1 is written at version 4 (and counted once however many lines name the path);
+/// importing the same input again changes nothing; `skip` leaves live items alone and `fail`
+/// stops at the first; a tombstone line deletes without lowering the version; lines with only
+/// path and value are written as puts.
+pub fn import_never_goes_backwards<H: Harness>(harness: &H) {
+    let (clock, store) = open_manual(harness);
+    for n in 1..=3 {
+        put(&store, "/i-1/a-1", n);
+    }
+    put(&store, "/i-1/b-1", 1);
+    clock.advance(secs(10));
+    let line = |text: &str| crate::parse_import([Ok::<_, String>(text.to_owned())]).unwrap();
+    let old = r#"{"path":"/i-1/a-1","version":1,"created_at":5,"modified_at":5,"value":"old"}"#;
+    let mut records = line(old);
+    records.extend(line(old));
+    records.extend(line(r#"{"path":"/i-1/c-1","value":{"x":1}}"#));
+
+    let report = store
+        .import(&records, OnExisting::Skip, &mut |_| {})
+        .unwrap();
+    assert_eq!(
+        (report.imported, report.unchanged, report.skipped),
+        (1, 0, 2),
+        "{report:?}"
+    );
+    assert_eq!(store.get(&path("/i-1/a-1")).unwrap().unwrap().version, 3);
+
+    let failed = store.import(&records, OnExisting::Fail, &mut |_| {});
+    let Err(crate::ImportError { applied, error }) = failed else {
+        panic!("fail mode imported over a live item: {failed:?}")
+    };
+    assert!(matches!(error, Error::ConditionFailed { .. }), "{error}");
+    assert_eq!(applied.imported, 0);
+
+    let mut reports = Vec::new();
+    let report = store
+        .import(&records, OnExisting::Replace, &mut |r| {
+            reports.push(r.clone())
+        })
+        .unwrap();
+    assert_eq!((report.imported, report.unchanged), (1, 2), "{report:?}");
+    assert_eq!(reports.last(), Some(&report));
+    assert_eq!(report.last_path, Some(path("/i-1/c-1")));
+    let a = store.get(&path("/i-1/a-1")).unwrap().unwrap();
+    assert_eq!((a.version, a.value.as_str()), (4, "\"old\""));
+    assert_eq!(store.get(&path("/i-1/c-1")).unwrap().unwrap().version, 1);
+    let again = store
+        .import(&records, OnExisting::Replace, &mut |_| {})
+        .unwrap();
+    assert_eq!((again.imported, again.unchanged), (0, 3), "not idempotent");
+    assert_eq!(store.get(&path("/i-1/a-1")).unwrap().unwrap().version, 4);
+
+    // A tombstone deletes, at the larger version; an item after it goes above that.
+    let deleted = line(r#"{"path":"/i-1/b-1","version":1,"deleted_at":7,"deleted":true}"#);
+    store
+        .import(&deleted, OnExisting::Replace, &mut |_| {})
+        .unwrap();
+    assert_eq!(store.get(&path("/i-1/b-1")).unwrap(), None);
+    let behind =
+        line(r#"{"path":"/i-1/b-1","version":1,"created_at":1,"modified_at":1,"value":2}"#);
+    store
+        .import(&behind, OnExisting::Replace, &mut |_| {})
+        .unwrap();
+    assert_eq!(store.get(&path("/i-1/b-1")).unwrap().unwrap().version, 2);
+    // A version ahead of the stored one is kept as it is.
+    let ahead = line(r#"{"path":"/i-1/b-1","version":9,"created_at":1,"modified_at":1,"value":3}"#);
+    store
+        .import(&ahead, OnExisting::Replace, &mut |_| {})
+        .unwrap();
+    assert_eq!(store.get(&path("/i-1/b-1")).unwrap().unwrap().version, 9);
 }
