@@ -4,9 +4,11 @@ use crate::db::Db;
 use anyhow::{Context, Result, anyhow, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
-    Condition, Expiry, ExportRecord, Item, Json, ListPage, ListRequest, PutOptions, Timestamp,
+    Condition, Expiry, ExportEnd, ExportLine, ExportStatus, ImportReport, Item, Json, ListPage,
+    ListRequest, OnExisting, PutOptions, Timestamp,
 };
 use serde::Deserialize;
+use std::io::BufRead;
 
 /// A PathDB server.
 pub struct Client {
@@ -219,33 +221,108 @@ impl Db for Client {
         page.items.into_iter().map(ItemIn::into_item).collect()
     }
 
-    fn export(&self, out: &mut dyn std::io::Write) -> Result<()> {
+    fn export(
+        &self,
+        out: &mut dyn std::io::Write,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<ExportEnd> {
         let request = self.auth(self.agent.get(format!("{}/v1/export", self.base)));
         let mut response = request.call().context("export: cannot reach the server")?;
         if response.status().as_u16() != 200 {
             let (_, body) = Self::read(Ok(response), "export")?;
             bail!("export: {body}");
         }
-        std::io::copy(&mut response.body_mut().as_reader(), out)
-            .context("export: reading the stream")?;
-        Ok(())
+        // Copy line by line, keeping the last: the stream is whole only if it says so.
+        let mut reader = std::io::BufReader::new(response.body_mut().as_reader());
+        let (mut line, mut last, mut records) = (String::new(), String::new(), 0u64);
+        loop {
+            line.clear();
+            let n = reader
+                .read_line(&mut line)
+                .with_context(|| format!("export: the stream broke after {records} records"))?;
+            if n == 0 {
+                break;
+            }
+            out.write_all(line.as_bytes())?;
+            if !last.is_empty() {
+                records += 1;
+                if records % 1000 == 0 {
+                    progress(records);
+                }
+            }
+            std::mem::swap(&mut line, &mut last);
+        }
+        match ExportLine::parse(last.trim_end()) {
+            Ok(ExportLine::End(end)) if end.export == ExportStatus::Complete => {
+                progress(end.records);
+                Ok(end)
+            }
+            Ok(ExportLine::End(end)) => bail!(
+                "export: incomplete after {} records: {}",
+                end.records,
+                end.error.as_deref().unwrap_or("the server gave no reason")
+            ),
+            _ => bail!(
+                "export: the stream ended after {records} records without its last line; it is incomplete"
+            ),
+        }
     }
 
-    fn import(&self, records: &[ExportRecord]) -> Result<usize> {
-        let mut lines = String::new();
-        for r in records {
-            lines.push_str(&serde_json::to_string(r)?);
-            lines.push('\n');
-        }
+    fn import(
+        &self,
+        input: &str,
+        on_existing: OnExisting,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<ImportReport> {
+        let mode = match on_existing {
+            OnExisting::Replace => "replace",
+            OnExisting::Skip => "skip",
+            OnExisting::Fail => "fail",
+        };
         let request = self
             .auth(self.agent.post(format!("{}/v1/import", self.base)))
+            .query("on_existing", mode)
             .header("Content-Type", "application/x-ndjson");
-        let (_, body) = Self::read(request.send(lines.as_str()), "import")?;
-        let n: serde_json::Value =
-            serde_json::from_str(&body).context("server sent an invalid answer")?;
-        n["imported"]
-            .as_u64()
-            .map(|n| n as usize)
-            .ok_or_else(|| anyhow!("import: unexpected answer {body}"))
+        let total = input.len() as u64;
+        let mut reader = Progress {
+            inner: input.as_bytes(),
+            done: 0,
+            total,
+            progress,
+        };
+        let sent = request.send(ureq::SendBody::from_reader(&mut reader));
+        let (_, body) = Self::read(sent, "import")?;
+        #[derive(Deserialize)]
+        struct ReportIn {
+            imported: u64,
+            unchanged: u64,
+            skipped: u64,
+            last_path: Option<String>,
+        }
+        let r: ReportIn = serde_json::from_str(&body)
+            .with_context(|| format!("import: unexpected answer {body}"))?;
+        Ok(ImportReport {
+            imported: r.imported,
+            unchanged: r.unchanged,
+            skipped: r.skipped,
+            last_path: r.last_path.map(|p| p.parse()).transpose()?,
+        })
+    }
+}
+
+/// A reader that reports how much of its input was read (sent).
+struct Progress<'a, R> {
+    inner: R,
+    done: u64,
+    total: u64,
+    progress: &'a mut dyn FnMut(u64, u64),
+}
+
+impl<R: std::io::Read> std::io::Read for Progress<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.done += n as u64;
+        (self.progress)(self.done, self.total);
+        Ok(n)
     }
 }

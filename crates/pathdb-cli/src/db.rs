@@ -4,7 +4,10 @@
 use anyhow::Result;
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
-use pathdb_store::{Condition, ExportRecord, Item, Json, ListPage, ListRequest, PutOptions, Store};
+use pathdb_store::{
+    Condition, ExportEnd, ImportReport, Item, Json, ListPage, ListRequest, OnExisting, PutOptions,
+    Store,
+};
 
 /// The data API as the CLI uses it.
 pub trait Db {
@@ -18,10 +21,21 @@ pub trait Db {
     fn list(&self, request: &ListRequest) -> Result<ListPage>;
     /// Revisions, newest first.
     fn history(&self, path: &KeyPath, limit: usize) -> Result<Vec<Item>>;
-    /// Writes every record as a JSON line.
-    fn export(&self, out: &mut dyn std::io::Write) -> Result<()>;
-    /// Writes records; returns how many.
-    fn import(&self, records: &[ExportRecord]) -> Result<usize>;
+    /// Writes every record as a JSON line, then the line that says the export is complete;
+    /// `progress` gets the records written so far. An export that did not complete is an error.
+    fn export(
+        &self,
+        out: &mut dyn std::io::Write,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<ExportEnd>;
+    /// Imports JSON lines (all checked before anything is written); `progress` gets the work
+    /// done and the work in all (records here, bytes sent to a server).
+    fn import(
+        &self,
+        input: &str,
+        on_existing: OnExisting,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<ImportReport>;
 }
 
 impl<B: Backend> Db for Store<B> {
@@ -48,21 +62,28 @@ impl<B: Backend> Db for Store<B> {
         Ok(Store::history(self, path, limit)?)
     }
 
-    fn export(&self, out: &mut dyn std::io::Write) -> Result<()> {
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = self.scan(cursor.as_deref(), 1000)?;
-            for record in &page.records {
-                writeln!(out, "{}", serde_json::to_string(record)?)?;
-            }
-            match page.cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(()),
-            }
-        }
+    fn export(
+        &self,
+        out: &mut dyn std::io::Write,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<ExportEnd> {
+        Ok(Store::export(self, out, progress)?)
     }
 
-    fn import(&self, records: &[ExportRecord]) -> Result<usize> {
-        Ok(Store::import(self, records)?)
+    fn import(
+        &self,
+        input: &str,
+        on_existing: OnExisting,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<ImportReport> {
+        let records = pathdb_store::parse_import(
+            input
+                .lines()
+                .map(|l| Ok::<_, std::convert::Infallible>(l.to_owned())),
+        )?;
+        let total = records.len() as u64;
+        Ok(Store::import(self, &records, on_existing, &mut |r| {
+            progress(r.imported + r.unchanged + r.skipped, total)
+        })?)
     }
 }

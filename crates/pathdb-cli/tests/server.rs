@@ -175,7 +175,8 @@ fn items(addr: SocketAddr) -> HashMap<String, (u64, Value)> {
     assert_eq!(status, 200, "{body}");
     body.lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("export line"))
-        .filter(|r| r.get("revision").is_none())
+        // Current items only: not revisions, tombstones or the export's last line.
+        .filter(|r| r.get("value").is_some() && r.get("revision").is_none())
         .map(|r| {
             let path = r["path"].as_str().expect("path").to_owned();
             (
@@ -351,7 +352,7 @@ fn normalize(output: &str) -> String {
         .lines()
         .map(|line| match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(mut o)) => {
-                for key in ["created_at", "modified_at"] {
+                for key in ["created_at", "modified_at", "deleted_at"] {
                     if o.contains_key(key) {
                         o.insert(key.to_owned(), json!(0));
                     }

@@ -192,7 +192,15 @@ fn export_import_is_lossless() {
         &["put", "/g-2/y-~AAEC", "true", "--ttl", "3600"],
     ));
     let dump = ok(&db_args(&a, &["export"]));
-    assert_eq!(dump.lines().count(), 4, "2 items + 2 revisions: {dump}");
+    assert_eq!(
+        dump.lines().count(),
+        5,
+        "2 items + 2 revisions + the last line: {dump}"
+    );
+    assert_eq!(
+        dump.lines().last(),
+        Some(r#"{"export":"complete","records":4,"skipped":0}"#)
+    );
     assert!(
         dump.contains(r#""k":[1,2.50,"é\n"],"z":1,"a":2"#),
         "key order and number spelling kept: {dump}"

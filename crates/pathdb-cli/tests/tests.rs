@@ -5,6 +5,7 @@ mod dynamodb;
 mod key;
 mod server;
 mod store;
+mod transfer;
 
 use std::process::{Command, Output};
 

@@ -405,7 +405,9 @@ impl DynamoBackend {
                     .and_then(|c| c.capacity_units()),
             );
             for item in response.items() {
-                let (key, record) = attrs::record(item)?;
+                let Some((key, record)) = self.pathdb_record(item) else {
+                    continue;
+                };
                 if condition.excluded.contains(&key.sort) {
                     continue;
                 }
@@ -419,6 +421,20 @@ impl DynamoBackend {
             match response.last_evaluated_key() {
                 Some(k) if !k.is_empty() => start_key = Some(k.clone()),
                 _ => return Ok(out),
+            }
+        }
+    }
+
+    /// The record in a listed item, or `None` (with a warning and a count) for an item that
+    /// another tool wrote into the table: one foreign row must not fail a whole listing or
+    /// export.
+    fn pathdb_record(&self, item: &HashMap<String, AttributeValue>) -> Option<(Key, Record)> {
+        match attrs::record(item) {
+            Ok(found) => Some(found),
+            Err(e) => {
+                self.metrics.count_foreign();
+                tracing::warn!(table = %self.table, error = %e, "skipped an item that is not a PathDB record");
+                None
             }
         }
     }
@@ -442,9 +458,12 @@ impl DynamoBackend {
                 .send()
                 .await
                 .map_err(sdk_error("Scan"))?;
-            for item in response.items() {
-                out.push(attrs::record(item)?);
-            }
+            out.extend(
+                response
+                    .items()
+                    .iter()
+                    .filter_map(|item| self.pathdb_record(item)),
+            );
             match response.last_evaluated_key() {
                 Some(k) if !k.is_empty() => start_key = Some(k.clone()),
                 _ => break,
@@ -496,6 +515,10 @@ impl Backend for DynamoBackend {
 
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
         self.block_on(self.write_async(batch))
+    }
+
+    fn max_batch_ops(&self) -> usize {
+        MAX_TRANSACTION_ITEMS
     }
 }
 

@@ -12,6 +12,8 @@ pub struct Metrics {
     transactions: AtomicU64,
     /// Read capacity units reported by the server, in thousandths.
     read_milli_units: AtomicU64,
+    /// Listed items that were not PathDB records (written by another tool), skipped.
+    foreign: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -29,6 +31,8 @@ pub struct Counts {
     pub transactions: u64,
     /// Read capacity units consumed, where the server reports them.
     pub read_units: f64,
+    /// Listed items skipped because they are not PathDB records.
+    pub foreign: u64,
 }
 
 impl Metrics {
@@ -43,6 +47,9 @@ impl Metrics {
     }
     pub(crate) fn count_write(&self) {
         self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn count_foreign(&self) {
+        self.foreign.fetch_add(1, Ordering::Relaxed);
     }
     pub(crate) fn count_transaction(&self) {
         self.transactions.fetch_add(1, Ordering::Relaxed);
@@ -63,6 +70,7 @@ impl Metrics {
             writes: self.writes.load(Ordering::Relaxed),
             transactions: self.transactions.load(Ordering::Relaxed),
             read_units: self.read_milli_units.load(Ordering::Relaxed) as f64 / 1000.0,
+            foreign: self.foreign.load(Ordering::Relaxed),
         }
     }
 }

@@ -51,6 +51,14 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
     }
 
+    /// The same error with another message (one that adds context).
+    pub fn with_message(self, message: impl Into<String>) -> ApiError {
+        ApiError {
+            message: message.into(),
+            ..self
+        }
+    }
+
     /// The status.
     pub fn status(&self) -> StatusCode {
         self.status

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
-    Condition, DEFAULT_LIST_LIMIT, Expiry, ExportRecord, Json as JsonText, ListRequest,
-    MAX_LIST_LIMIT, PutOptions, Transaction, TxOp,
+    Condition, DEFAULT_LIST_LIMIT, Expiry, Json as JsonText, ListRequest, MAX_LIST_LIMIT,
+    PutOptions, Transaction, TxOp,
 };
 use std::time::Duration;
 
@@ -336,70 +336,124 @@ pub async fn transact<B: Backend>(
     }))
 }
 
-/// Every item and revision as JSON lines, streamed in key order.
+/// Every item, tombstone and revision as JSON lines in key order, streamed, ending with the
+/// line that says whether the export is complete (`{"export": "complete", "records": N, ...}`).
 #[utoipa::path(get, path = "/v1/export", tag = "transfer",
-    responses((status = 200, description = "JSON lines", content_type = "application/x-ndjson", body = String),
+    responses((status = 200, description = "JSON lines; the last line is `{\"export\": \"complete\"|\"incomplete\", \"records\": N, \"skipped\": K}`: \
+        without a complete last line the export was cut short", content_type = "application/x-ndjson", body = String),
         (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn export<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
 ) -> Response {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
     tokio::task::spawn_blocking(move || {
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = match state.store.scan(cursor.as_deref(), 1000) {
-                Ok(page) => page,
-                Err(e) => {
-                    // Headers are gone: end the stream with an error so the client sees it truncated.
-                    let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
-                    return;
-                }
-            };
-            let mut chunk = String::new();
-            for record in &page.records {
-                if let Ok(line) = serde_json::to_string(record) {
-                    chunk.push_str(&line);
-                    chunk.push('\n');
-                }
-            }
-            if tx.blocking_send(Ok(chunk)).is_err() {
-                return;
-            }
-            match page.cursor {
-                Some(next) => cursor = Some(next),
-                None => return,
-            }
+        let mut out = ChannelWriter {
+            buffer: Vec::new(),
+            tx,
+        };
+        // A store failure is already the stream's last line (`incomplete`) and logged by the
+        // store; an output failure means the client went away.
+        if let Err(e) = state.store.export(&mut out, &mut |_| {}) {
+            tracing::warn!(error = %e, "export ended early");
         }
     });
     let body = axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
 }
 
-/// Writes JSON lines as produced by export (checked first; nothing written if a line is bad).
+/// Sends what is written to a response body, a chunk per flush.
+struct ChannelWriter {
+    buffer: Vec<u8>,
+    tx: tokio::sync::mpsc::Sender<Result<Vec<u8>, std::io::Error>>,
+}
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::take(&mut self.buffer);
+        self.tx.blocking_send(Ok(chunk)).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away")
+        })
+    }
+}
+
+/// Writes JSON lines as export produces them, or `{"path", "value"}` lines. Every line is
+/// checked before anything is written (nothing written if one is bad, or if the input is a
+/// truncated export); then the records go in atomic batches. A version never goes backwards, a
+/// record already there with the same content is left alone (a re-run converges), and
+/// `on_existing` says what happens to a path that holds another live item.
 #[utoipa::path(post, path = "/v1/import", tag = "transfer",
-    request_body(content = String, description = "JSON lines", content_type = "application/x-ndjson"),
+    params(ImportParams),
+    request_body(content = String, description = "JSON lines, as export writes them", content_type = "application/x-ndjson"),
     responses((status = 200, body = ImportOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 408, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn import<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
-    Body(body): Body,
+    Query(params): Query<ImportParams>,
+    request: axum::extract::Request,
 ) -> Result<axum::Json<ImportOut>, ApiError> {
-    let text =
-        std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("body is not UTF-8"))?;
-    let mut records = Vec::new();
-    for (n, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let record = ExportRecord::from_json_line(line)
-            .map_err(|e| ApiError::bad_request(format!("line {}: {e}", n + 1)))?;
-        records.push(record);
+    let on_existing: pathdb_store::OnExisting =
+        params.on_existing.as_deref().unwrap_or("replace").parse()?;
+    let body = read_body_idle(request.into_body(), crate::MAX_IMPORT_BYTES).await?;
+    let report = blocking(move || {
+        let text =
+            std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("body is not UTF-8"))?;
+        let records = pathdb_store::parse_import(
+            text.lines()
+                .map(|l| Ok::<_, std::convert::Infallible>(l.to_owned())),
+        )?;
+        state
+            .store
+            .import(&records, on_existing, &mut |_| {})
+            .map_err(|e| {
+                tracing::error!(error = %e, "import stopped");
+                let message = e.to_string();
+                ApiError::from(e.error).with_message(message)
+            })
+    })
+    .await?;
+    Ok(axum::Json(report.into()))
+}
+
+/// Reads a whole body, allowing [`crate::REQUEST_TIMEOUT`] between chunks rather than for the
+/// whole upload: a large import is not cut off while it is still arriving.
+async fn read_body_idle(body: axum::body::Body, limit: usize) -> Result<Vec<u8>, ApiError> {
+    use http_body_util::BodyExt as _;
+    let mut body = body;
+    let mut out = Vec::new();
+    loop {
+        let frame = tokio::time::timeout(crate::REQUEST_TIMEOUT, body.frame())
+            .await
+            .map_err(|_| {
+                ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "timeout",
+                    format!("no data for {} s", crate::REQUEST_TIMEOUT.as_secs()),
+                )
+            })?;
+        let Some(frame) = frame else { return Ok(out) };
+        let frame = frame.map_err(|e| ApiError::bad_request(format!("reading the body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > limit {
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too_large",
+                    format!("the body exceeds {limit} bytes; import in several parts"),
+                ));
+            }
+            out.extend_from_slice(&data);
+        }
     }
-    let imported = blocking(move || Ok(state.store.import(&records)?)).await?;
-    Ok(axum::Json(ImportOut { imported }))
 }
 
 /// Liveness.

@@ -40,7 +40,8 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 pub const MAX_IMPORT_BYTES: usize = 256 << 20;
 /// Largest total size of a request's headers.
 pub const MAX_HEADER_BYTES: usize = 16 << 10;
-/// How long one request may take before it is answered with 408.
+/// How long one request may take before it is answered with 408 (for an import: how long its
+/// body may go without data).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What every handler shares.
@@ -137,10 +138,14 @@ pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
         .route("/v1/history/{*path}", get(handlers::history::<B>))
         .route("/v1/transact", post(handlers::transact::<B>))
         .route("/v1/export", get(handlers::export::<B>))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
-    let import = Router::new()
-        .route("/v1/import", post(handlers::import::<B>))
-        .layer(DefaultBodyLimit::max(MAX_IMPORT_BYTES));
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ));
+    // No timeout on the whole import: it allows REQUEST_TIMEOUT between chunks of its body, and
+    // then takes as long as its batches take.
+    let import = Router::new().route("/v1/import", post(handlers::import::<B>));
     let api = items
         .merge(import)
         .with_state(state)
@@ -153,7 +158,6 @@ pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(limit_headers))
-        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
             let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");

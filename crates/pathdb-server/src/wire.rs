@@ -282,11 +282,37 @@ pub struct TransactOut {
     pub results: Vec<TxResultOut>,
 }
 
+/// `POST /v1/import` query.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ImportParams {
+    /// What to do with a record whose path holds another live item: `replace` (the default;
+    /// written above the stored version), `skip`, or `fail` (409, nothing of its batch written).
+    pub on_existing: Option<String>,
+}
+
 /// `POST /v1/import` result.
 #[derive(Serialize, ToSchema)]
 pub struct ImportOut {
-    /// Records written.
-    pub imported: usize,
+    /// Records written: distinct items, revisions and tombstones, however many lines named them.
+    pub imported: u64,
+    /// Records already there with the same content.
+    pub unchanged: u64,
+    /// Records left alone because their path held another live item (`on_existing=skip`).
+    pub skipped: u64,
+    /// The path of the last record applied.
+    pub last_path: Option<String>,
+}
+
+impl From<pathdb_store::ImportReport> for ImportOut {
+    fn from(r: pathdb_store::ImportReport) -> ImportOut {
+        ImportOut {
+            imported: r.imported,
+            unchanged: r.unchanged,
+            skipped: r.skipped,
+            last_path: r.last_path.map(|p| p.to_string()),
+        }
+    }
 }
 
 /// `GET /healthz`.

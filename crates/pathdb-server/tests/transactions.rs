@@ -211,7 +211,11 @@ async fn export_import_round_trip() {
     source.put_item("/file-a%25%2Fb", r#""slash""#).await;
     source.put_item("/user-caf%C3%A9", r#""unicode""#).await;
     let dump = source.export().await;
-    assert_eq!(dump.lines().count(), 6, "4 items + 2 revisions: {dump}");
+    assert_eq!(
+        dump.lines().count(),
+        7,
+        "4 items + 2 revisions + the last line: {dump}"
+    );
     assert!(
         dump.contains(r#""k":[1,2.50,"é\n"],"z":1,"a":2"#),
         "key order and number spelling kept: {dump}"
@@ -223,13 +227,20 @@ async fn export_import_round_trip() {
         .call(Method::POST, "/v1/import", &ndjson, dump.clone())
         .await
         .expect(200);
-    assert_eq!(reply, json!({"imported": 6}));
+    assert_eq!(
+        reply,
+        json!({"imported": 6, "unchanged": 0, "skipped": 0, "last_path": "/user-café"})
+    );
     assert_eq!(target.export().await, dump);
-    // Importing again gives the same state.
-    target
+    // Importing again changes nothing, and says so.
+    let again = target
         .call(Method::POST, "/v1/import", &ndjson, dump.clone())
         .await
         .expect(200);
+    assert_eq!(
+        again,
+        json!({"imported": 0, "unchanged": 6, "skipped": 0, "last_path": "/user-café"})
+    );
     assert_eq!(target.export().await, dump);
     let item = target.get("/v1/items/g-1/x-!5?version=1").await.expect(200);
     assert_eq!(item["value"]["z"], 1);
@@ -250,13 +261,16 @@ async fn export_import_round_trip() {
             message.contains("line") || message.contains("version"),
             "{message}"
         );
-        assert_eq!(empty.export().await, "");
+        assert_eq!(empty.export().await, EMPTY_EXPORT);
     }
     assert_eq!(
         empty
             .call(Method::POST, "/v1/import", &ndjson, "\n\n")
             .await
             .expect(200),
-        json!({"imported": 0})
+        json!({"imported": 0, "unchanged": 0, "skipped": 0, "last_path": null})
     );
 }
+
+/// What an empty store exports: only the last line.
+const EMPTY_EXPORT: &str = "{\"export\":\"complete\",\"records\":0,\"skipped\":0}\n";

@@ -371,11 +371,13 @@ pub enum ExportLine {
     End(ExportEnd),
 }
 
-/// A line as read back: every field any kind of line has.
+/// A line as read back: every field any kind of line has (the value kept as written, so key
+/// order and number spelling survive a round trip).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLine {
-    path: KeyPath,
+    #[serde(default)]
+    path: Option<KeyPath>,
     #[serde(default)]
     version: Option<u64>,
     #[serde(default)]
@@ -384,7 +386,8 @@ struct RawLine {
     modified_at: Option<Timestamp>,
     #[serde(default)]
     expires_at: Option<Timestamp>,
-    #[serde(default)]
+    /// `Some` whenever present, `null` included.
+    #[serde(default, deserialize_with = "present")]
     value: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
     revision: bool,
@@ -392,6 +395,21 @@ struct RawLine {
     deleted: bool,
     #[serde(default)]
     deleted_at: Option<Timestamp>,
+    // The fields of the export's last line.
+    #[serde(default)]
+    export: Option<ExportStatus>,
+    #[serde(default)]
+    records: Option<u64>,
+    #[serde(default)]
+    skipped: Option<u64>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Box<serde_json::value::RawValue>>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
 }
 
 impl ExportLine {
@@ -401,17 +419,37 @@ impl ExportLine {
     /// [`Error::InvalidRequest`] naming what is wrong.
     pub fn parse(line: &str) -> Result<ExportLine, Error> {
         let invalid = |what: String| Error::InvalidRequest(what);
-        let json: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| invalid(format!("not a JSON object: {e}")))?;
-        if json.get("export").is_some() {
-            let end: ExportEnd = serde_json::from_value(json)
-                .map_err(|e| invalid(format!("not an export's last line: {e}")))?;
-            return Ok(ExportLine::End(end));
-        }
-        let l: RawLine = serde_json::from_value(json)
+        let l: RawLine = serde_json::from_str(line)
             .map_err(|e| invalid(format!("not an export record: {e}")))?;
+        let end_fields =
+            l.export.is_some() || l.records.is_some() || l.skipped.is_some() || l.error.is_some();
+        let path = match (l.path, l.export, l.records) {
+            (None, Some(export), Some(records)) => {
+                let record_fields =
+                    l.version.is_some() || l.value.is_some() || l.deleted || l.revision;
+                if record_fields || l.created_at.is_some() || l.modified_at.is_some() {
+                    return Err(invalid(
+                        "an export's last line has only export, records, skipped and error".into(),
+                    ));
+                }
+                return Ok(ExportLine::End(ExportEnd {
+                    export,
+                    records,
+                    skipped: l.skipped.unwrap_or(0),
+                    error: l.error,
+                }));
+            }
+            (Some(path), ..) if !end_fields => path,
+            (None, None, _) => return Err(invalid("not an export record: no path".into())),
+            _ => {
+                return Err(invalid(
+                    "neither an export record nor an export's last line (export and records)"
+                        .into(),
+                ));
+            }
+        };
         if l.version == Some(0) {
-            return Err(invalid(format!("{}: version must be at least 1", l.path)));
+            return Err(invalid(format!("{path}: version must be at least 1")));
         }
         let record = match (
             l.deleted,
@@ -421,28 +459,32 @@ impl ExportLine {
             l.created_at,
             l.modified_at,
         ) {
-            (true, false, Some(version), None, None, None) => ExportRecord::Tombstone {
-                deleted_at: l.deleted_at.ok_or_else(|| {
-                    invalid(format!("{}: a deleted record needs deleted_at", l.path))
-                })?,
-                path: l.path,
-                version,
-            },
+            (true, false, Some(version), None, None, None) if l.expires_at.is_none() => {
+                ExportRecord::Tombstone {
+                    deleted_at: l.deleted_at.ok_or_else(|| {
+                        invalid(format!("{path}: a deleted record needs deleted_at"))
+                    })?,
+                    path,
+                    version,
+                }
+            }
             (true, ..) => {
                 return Err(invalid(format!(
-                    "{}: a deleted record has only path, version, deleted_at and deleted",
-                    l.path
+                    "{path}: a deleted record has only path, version, deleted_at and deleted"
                 )));
+            }
+            _ if l.deleted_at.is_some() => {
+                return Err(invalid(format!("{path}: deleted_at without deleted")));
             }
             (false, false, None, Some(value), None, None) if l.expires_at.is_none() => {
                 return Ok(ExportLine::Record(ImportRecord::Value {
                     value: Json::parse(value.get())?,
-                    path: l.path,
+                    path,
                 }));
             }
             (false, revision, Some(version), Some(value), Some(created_at), Some(modified_at)) => {
                 let item = Item {
-                    path: l.path,
+                    path,
                     version,
                     created_at,
                     modified_at,
@@ -455,20 +497,13 @@ impl ExportLine {
                     ExportRecord::Item(item)
                 }
             }
-            (_, _, _, None, ..) => return Err(invalid(format!("{}: no value", l.path))),
+            (_, _, _, None, ..) => return Err(invalid(format!("{path}: no value"))),
             _ => {
                 return Err(invalid(format!(
-                    "{}: give either path and value, or path, version, created_at, modified_at and value",
-                    l.path
+                    "{path}: give either path and value, or path, version, created_at, modified_at and value"
                 )));
             }
         };
-        if l.deleted_at.is_some() && !matches!(record, ExportRecord::Tombstone { .. }) {
-            return Err(invalid(format!(
-                "{}: deleted_at without deleted",
-                record.path()
-            )));
-        }
         Ok(ExportLine::Record(ImportRecord::Exported(record)))
     }
 }
@@ -588,9 +623,9 @@ pub struct ImportError {
     pub error: Error,
 }
 
-/// Records per import batch: each may add an expiry-index entry, and DynamoDB takes at most 100
-/// operations in one transaction.
-pub const IMPORT_BATCH: usize = 50;
+/// Most records per import batch (one commit each). A record may add an expiry-index entry, so
+/// a backend that takes at most N operations per write gets batches of N / 2.
+pub const IMPORT_BATCH: usize = 1000;
 
 /// What one record of an import batch does.
 enum Outcome {
@@ -603,8 +638,9 @@ enum Outcome {
 }
 
 impl<B: Backend> Store<B> {
-    /// Writes records (as [`parse_import`] reads them) in atomic batches of [`IMPORT_BATCH`],
-    /// calling `progress` after each. A version never goes backwards: a record whose version is
+    /// Writes records (as [`parse_import`] reads them) in atomic batches of at most
+    /// [`IMPORT_BATCH`] (fewer where the backend takes fewer operations per write), calling
+    /// `progress` after each. A version never goes backwards: a record whose version is
     /// not above the stored one's is written with the stored version plus 1, and a tombstone
     /// never lowers one. A record already stored with the same content is left alone, so
     /// importing the same input again changes nothing.
@@ -619,6 +655,7 @@ impl<B: Backend> Store<B> {
     ) -> Result<ImportReport, ImportError> {
         let mut report = ImportReport::default();
         let mut written: HashSet<Key> = HashSet::new();
+        let batch_size = (self.inner.backend.max_batch_ops() / 2).clamp(1, IMPORT_BATCH);
         let mut start = 0;
         while start < records.len() {
             // A key appears once per batch, so each record is planned against what the ones
@@ -626,7 +663,7 @@ impl<B: Backend> Store<B> {
             let mut keys = HashSet::new();
             let mut end = start;
             while end < records.len()
-                && end - start < IMPORT_BATCH
+                && end - start < batch_size
                 && keys.insert(import_key(&records[end]))
             {
                 end += 1;

@@ -1,44 +1,79 @@
-//! `export` and `import`: every item and revision as JSON lines, metadata included, so a round
-//! trip through a file is lossless.
+//! `export` and `import`: every item, tombstone and revision as JSON lines, metadata included,
+//! so a round trip through a file is lossless; the export's last line says it is complete.
+//! Both show a progress bar when stderr is a terminal, and end with a count on stderr.
 
 use crate::db::Db;
 use anyhow::{Context, Result};
 use clap::Args;
-use pathdb_store::ExportRecord;
-use std::io::{BufRead, Write};
+use indicatif::{ProgressBar, ProgressStyle};
+use pathdb_store::OnExisting;
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct ImportArgs {
     /// JSON lines file; `-` or nothing for stdin.
     file: Option<PathBuf>,
+    /// What to do with a record whose path holds another live item: replace it (written above
+    /// the stored version, never below), skip it, or fail.
+    #[arg(long, value_name = "MODE", default_value = "replace", value_parser = ["replace", "skip", "fail"])]
+    on_existing: String,
+}
+
+/// A bar on stderr when it is a terminal; nothing otherwise (scripts, CI).
+fn bar(template: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar
 }
 
 pub fn export(store: &dyn Db) -> Result<()> {
+    let bar = bar("{spinner} exported {pos} records ({per_sec})");
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    store.export(&mut stdout)?;
+    let result = store.export(&mut stdout, &mut |n| bar.set_position(n));
+    bar.finish_and_clear();
+    let end = result?;
     stdout.flush()?;
+    eprint!("exported {} records", end.records);
+    if end.skipped > 0 {
+        eprint!(
+            " ({} entries that are not PathDB records left out)",
+            end.skipped
+        );
+    }
+    eprintln!();
     Ok(())
 }
 
 pub fn import(store: &dyn Db, args: ImportArgs) -> Result<()> {
-    let reader: Box<dyn BufRead> = match &args.file {
-        Some(p) if p.as_os_str() != "-" => Box::new(std::io::BufReader::new(
-            std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?,
-        )),
-        _ => Box::new(std::io::stdin().lock()),
-    };
-    // Parse and check everything before writing anything.
-    let mut records = Vec::new();
-    for (n, line) in reader.lines().enumerate() {
-        let line = line.context("reading input")?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        records
-            .push(ExportRecord::from_json_line(&line).with_context(|| format!("line {}", n + 1))?);
+    let mut input = String::new();
+    match &args.file {
+        Some(p) if p.as_os_str() != "-" => std::fs::File::open(p)
+            .with_context(|| format!("opening {}", p.display()))?
+            .read_to_string(&mut input),
+        _ => std::io::stdin().lock().read_to_string(&mut input),
     }
-    let n = store.import(&records)?;
-    eprintln!("imported {n} records");
+    .context("reading the input (JSON lines, UTF-8)")?;
+    let on_existing: OnExisting = args.on_existing.parse()?;
+    let bar = bar("{bar:40} {pos}/{len} {msg}");
+    let result = store.import(&input, on_existing, &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let report = result?;
+    eprint!(
+        "imported {} records ({} unchanged, {} skipped)",
+        report.imported, report.unchanged, report.skipped
+    );
+    if let Some(last) = &report.last_path {
+        eprint!("; the last at {last}");
+    }
+    eprintln!();
     Ok(())
 }

@@ -202,6 +202,12 @@ pub trait Backend: Send + Sync + 'static {
     /// # Errors
     /// [`WriteError::ConditionFailed`] names the first failed condition; nothing was written.
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError>;
+
+    /// The most operations one [`Backend::write`] takes (DynamoDB's TransactWriteItems: 100).
+    /// Bulk writers (import) size their batches by it.
+    fn max_batch_ops(&self) -> usize {
+        usize::MAX
+    }
 }
 
 /// Reads from one consistent view of a backend.

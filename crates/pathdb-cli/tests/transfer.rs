@@ -1,0 +1,212 @@
+//! Export and import at scale: 100,000 records round-trip through files byte for byte, an
+//! import killed with SIGKILL half-way converges when re-run, and a truncated export is refused.
+
+use super::{fails, ok, pathdb};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Records in the large round trip.
+const RECORDS: usize = 101_000;
+
+/// An export of 100 groups, in the order export writes it: per group 990 items and tombstones
+/// in key order, then the revisions of every 99th item, newest first.
+fn large_export() -> String {
+    let mut out = String::new();
+    let t = 1_700_000_000_000_000_i64;
+    for g in 0..100 {
+        let mut revised = Vec::new();
+        for i in 0..990 {
+            let path = format!("/bulk-{g}/item-{i}");
+            if i % 97 == 5 {
+                let _ = writeln!(
+                    out,
+                    r#"{{"path":"{path}","version":3,"deleted_at":{},"deleted":true}}"#,
+                    t + i
+                );
+                continue;
+            }
+            let version = if i % 99 == 0 { 2 } else { 1 };
+            let _ = writeln!(
+                out,
+                r#"{{"path":"{path}","version":{version},"created_at":{t},"modified_at":{},"expires_at":null,"value":{{"n":{i},"text":"{}"}}}}"#,
+                t + version,
+                "x".repeat(40)
+            );
+            if version == 2 {
+                revised.push((path, i));
+            }
+        }
+        for (path, i) in revised {
+            for version in [2, 1] {
+                let _ = writeln!(
+                    out,
+                    r#"{{"path":"{path}","version":{version},"created_at":{t},"modified_at":{},"expires_at":null,"value":{{"n":{i},"text":"{}"}},"revision":true}}"#,
+                    t + version,
+                    "x".repeat(40)
+                );
+            }
+        }
+    }
+    out
+}
+
+fn db(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+#[test]
+fn large_round_trip_and_a_killed_import_that_converges() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = large_export();
+    assert_eq!(input.lines().count(), RECORDS);
+    let file = dir.path().join("in.jsonl");
+    std::fs::write(&file, &input).expect("write input");
+    let file = file.display().to_string();
+    let end = format!(r#"{{"export":"complete","records":{RECORDS},"skipped":0}}"#);
+
+    // A clean import, and its export: the input, then the line that says it is complete.
+    let a = db(dir.path(), "a.pathdb");
+    let out = pathdb(&["--db", &a, "import", &file]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("imported {RECORDS} records")),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exported = ok(&["--db", &a, "export"]);
+    assert!(
+        exported == format!("{input}{end}\n"),
+        "the export is not the input"
+    );
+    // The export imports into another file and exports identically.
+    let exported_file = dir.path().join("out.jsonl");
+    std::fs::write(&exported_file, &exported).expect("write export");
+    let b = db(dir.path(), "b.pathdb");
+    ok(&["--db", &b, "import", &exported_file.display().to_string()]);
+    assert!(
+        ok(&["--db", &b, "export"]) == exported,
+        "the copy exports differently"
+    );
+
+    // Kill an import half-way (by the file's growth: a third of the clean import's size), then
+    // run it again: it finishes what is missing and the result is the same.
+    let full_size = std::fs::metadata(&a).expect("a.pathdb").len();
+    let c = db(dir.path(), "c.pathdb");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pathdb"))
+        .args(["--db", &c, "import", &file])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the importer");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::metadata(&c).map_or(0, |m| m.len()) < full_size / 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the importer never got a third of the way"
+        );
+        assert!(
+            child.try_wait().expect("importer status").is_none(),
+            "the importer finished before it could be killed"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().expect("SIGKILL the importer");
+    child.wait().expect("reap the importer");
+    let rerun = pathdb(&["--db", &c, "import", &file]);
+    let said = String::from_utf8_lossy(&rerun.stderr).into_owned();
+    assert!(rerun.status.success(), "{said}");
+    // Some records were already there from the killed run; together they are all.
+    // "imported N records (U unchanged, S skipped); ...": the number before a word.
+    let words: Vec<&str> = said.split_whitespace().collect();
+    let count = |word: &str| -> usize {
+        let at = words
+            .iter()
+            .position(|w| w.starts_with(word))
+            .unwrap_or_else(|| panic!("no {word:?} in {said:?}"));
+        words[at - 1]
+            .trim_matches(|c: char| !c.is_ascii_digit())
+            .parse()
+            .unwrap_or_else(|_| panic!("no count before {word:?} in {said:?}"))
+    };
+    let (imported, unchanged) = (count("records"), count("unchanged"));
+    assert!(unchanged > 0, "the killed run applied nothing: {said}");
+    assert_eq!(imported + unchanged, RECORDS, "{said}");
+    assert!(
+        ok(&["--db", &c, "export"]) == exported,
+        "the re-run did not converge"
+    );
+}
+
+#[test]
+fn a_truncated_or_failed_export_is_refused_whole() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let a = db(dir.path(), "a.pathdb");
+    for id in 1..=3 {
+        ok(&["--db", &a, "put", &format!("/t-{id}"), "1"]);
+    }
+    let exported = ok(&["--db", &a, "export"]);
+    let lines: Vec<&str> = exported.lines().collect();
+    assert_eq!(
+        lines.last(),
+        Some(&r#"{"export":"complete","records":3,"skipped":0}"#)
+    );
+    let b = db(dir.path(), "b.pathdb");
+    for (bad, why) in [
+        (format!("{}\n{}\n", lines[0], lines[3]), "records"),
+        (
+            format!(
+                "{}\n{}\n",
+                lines[0], r#"{"export":"incomplete","records":1,"error":"disk"}"#
+            ),
+            "incomplete",
+        ),
+    ] {
+        let file = dir.path().join("bad.jsonl");
+        std::fs::write(&file, bad).expect("write");
+        let message = fails(&["--db", &b, "import", &file.display().to_string()]);
+        assert!(message.contains(why), "{message}");
+    }
+    assert_eq!(
+        ok(&["--db", &b, "export"]),
+        "{\"export\":\"complete\",\"records\":0,\"skipped\":0}\n",
+        "a refused import wrote"
+    );
+}
+
+#[test]
+fn an_export_stream_cut_short_is_an_error() {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    // A server that sends two records and hangs up: no last line.
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut line = String::new();
+        while reader.read_line(&mut line).expect("request") > 2 {
+            line.clear();
+        }
+        let mut stream = stream;
+        let body = concat!(
+            r#"{"path":"/t-1","version":1,"created_at":1,"modified_at":1,"expires_at":null,"value":1}"#,
+            "\n",
+            r#"{"path":"/t-2","version":1,"created_at":1,"modified_at":1,"expires_at":null,"value":1}"#,
+            "\n"
+        );
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\nconnection: close\r\n\r\n{body}"
+        );
+    });
+    let out = pathdb(&["--server", &format!("http://{addr}"), "export"]);
+    server.join().expect("server thread");
+    assert!(!out.status.success(), "a cut export exited 0");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("incomplete"), "{said}");
+}
