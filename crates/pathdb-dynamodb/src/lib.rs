@@ -141,7 +141,8 @@ impl DynamoBackend {
         runtime.block_on(f)
     }
 
-    pub(crate) fn table_name(&self) -> &str {
+    /// The table's name.
+    pub fn table_name(&self) -> &str {
         &self.table
     }
 

@@ -16,6 +16,10 @@ const NEED_TRANSACTIONS: &[&str] = &[
     "failed_transactions_leave_nothing",
     "history_retention",
     "scan_and_import",
+    // A put with a TTL writes its expiry-index entry in the same batch.
+    "ttl_expiry",
+    "versions_never_reused",
+    "import_never_goes_backwards",
 ];
 
 /// The server named by the environment, if any.

@@ -5,6 +5,7 @@
 
 mod compare;
 mod conformance;
+mod foreign;
 
 use pathdb_dynamodb::{DynamoBackend, DynamoOptions, create_table};
 use pathdb_store::conformance::{Harness, TestStore};
