@@ -154,7 +154,8 @@ impl<B: Backend> Store<B> {
                 .backend
                 .write(WriteBatch { ops })
                 .map_err(|e| match e {
-                    WriteError::Storage(s) => Error::Storage(s),
+                    // `into`: a read-only backend's refusal becomes `Error::ReadOnly`.
+                    WriteError::Storage(s) => s.into(),
                     WriteError::ConditionFailed { .. } => Error::Storage(crate::StorageError::msg(
                         "unconditional write failed a condition",
                     )),

@@ -31,7 +31,7 @@ mod list;
 mod store;
 mod ttl;
 
-pub use error::{Condition, Error, StorageError};
+pub use error::{Condition, Error, StorageError, StorageErrorKind};
 pub use export::{ExportRecord, ScanPage};
 pub use item::{Item, Json, Timestamp};
 pub use list::{DEFAULT_LIST_LIMIT, ListPage, ListRequest, MAX_LIST_LIMIT};
