@@ -8,6 +8,7 @@ mod key;
 mod list;
 mod output;
 mod serve;
+mod storekey;
 mod transfer;
 
 use crate::client::Client;
