@@ -1,6 +1,7 @@
 //! The HTTP client behind `--server URL`: the same [`Db`] calls, sent to a `pathdb serve`.
 
 use crate::db::Db;
+use crate::exit::Failure;
 use anyhow::{Context, Result, anyhow, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
@@ -108,10 +109,21 @@ impl Client {
             .read_to_string()
             .with_context(|| format!("{what}: reading the response"))?;
         if status >= 400 && status != 404 {
+            // Typed, so that the exit status is the one a local store error of the same kind
+            // gives (`exit.rs`).
             return Err(match serde_json::from_str::<ErrorIn>(&body) {
-                Ok(e) => anyhow!("{} ({})", e.error.message, e.error.code),
-                Err(_) => anyhow!("{what}: HTTP {status}: {body}"),
-            });
+                Ok(e) => Failure::Server {
+                    status,
+                    code: e.error.code,
+                    message: e.error.message,
+                },
+                Err(_) => Failure::Server {
+                    status,
+                    code: format!("http_{status}"),
+                    message: format!("{what}: HTTP {status}: {body}"),
+                },
+            }
+            .into());
         }
         Ok((status, body))
     }
