@@ -147,3 +147,21 @@ fn completions_for_bash_zsh_and_fish() {
     assert!(fish.contains("complete -c pathdb"), "{fish}");
     fails(&["completions", "tcsh"]);
 }
+
+#[test]
+fn completions_into_a_closed_pipe_exit_quietly() {
+    for shell in ["bash", "zsh", "fish"] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pathdb"))
+            .args(["completions", shell])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("pathdb runs");
+        // The reader goes away before pathdb writes, like `| head -0`.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("pathdb finishes");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{shell}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{shell}: {stderr}");
+    }
+}

@@ -103,8 +103,11 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Dynamodb(cmd) => dynamodb::run(cmd),
         Command::Demo => demo::run(cli.db.as_deref()),
         Command::Completions { shell } => {
-            let mut stdout = std::io::stdout().lock();
-            clap_complete::generate(shell, &mut Cli::command(), "pathdb", &mut stdout);
+            // clap_complete panics on a write error; writing the script ourselves turns a
+            // closed pipe (`pathdb completions bash | head`) into the usual quiet exit.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "pathdb", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
             Ok(())
         }
         Command::Put(args) => item::put(&*connect(Write)?, args, out),
