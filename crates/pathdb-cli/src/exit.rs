@@ -20,7 +20,8 @@ pub enum Status {
     /// 4: the server or storage is unavailable: cannot connect to `--server`, 5xx, a database
     /// file held by another process, DynamoDB unreachable, I/O errors.
     Unavailable = 4,
-    /// 5: refused: the token is missing or lacks the scope, or the database is read-only.
+    /// 5: refused: the token is missing or lacks the scope, the database is read-only, or the
+    /// operating system denies access to the file.
     Refused = 5,
 }
 
@@ -33,7 +34,8 @@ Exit status:
   3  condition failed (--must-not-exist, --if-version) or write conflict
   4  unavailable: cannot reach --server, server error (5xx), database file in use by another
      process, storage or DynamoDB failure
-  5  refused: missing or read-only access token, or the database is read-only";
+  5  refused: missing or read-only access token, read-only database, or no permission to
+     open the file (e.g. a write to a file you may only read)";
 
 impl From<Status> for ExitCode {
     fn from(status: Status) -> ExitCode {
@@ -105,6 +107,9 @@ fn store_status(error: &pathdb_store::Error) -> Status {
     match error {
         E::ConditionFailed { .. } | E::Conflict { .. } => Status::Condition,
         E::ReadOnly => Status::Refused,
+        E::Storage(e) if e.kind() == pathdb_store::StorageErrorKind::PermissionDenied => {
+            Status::Refused
+        }
         E::Storage(_) => Status::Unavailable,
         _ => Status::Usage,
     }

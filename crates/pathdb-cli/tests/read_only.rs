@@ -124,9 +124,11 @@ fn a_file_the_user_cannot_write_is_readable() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains(expected), "{command:?}: {stdout}");
     }
-    // A write is refused by the file system, as it should be, and says so.
+    // A write is refused by the file system, as it should be, and says so (status 5, refused).
     let out = run_as_nobody(&db_args(&db, &["put", "/u-1/p-3", "3"])).expect("ran above");
-    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("Permission denied"), "{stderr}");
     assert!(bytes_of(&db) == before, "the file changed");
 }
 
@@ -156,14 +158,22 @@ fn a_read_only_mount_is_readable() {
         return;
     }
     let dir_text = dir.path().to_str().expect("utf-8");
-    for (command, expected) in READS {
-        let out = Command::new("unshare")
+    let on_read_only_mount = |command: &[&str]| {
+        Command::new("unshare")
             .args(["-m", "sh", "-c"])
             .arg(r#"mount --bind -o ro "$1" "$1" && shift && exec "$@""#)
             .args(["sh", dir_text, env!("CARGO_BIN_EXE_pathdb")])
             .args(db_args(&db, command))
             .output()
-            .expect("unshare runs");
+            .expect("unshare runs")
+    };
+    // A write cannot open the file: refused (status 5), not "unavailable".
+    let out = on_read_only_mount(&["put", "/u-1/p-3", "3"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("Read-only file system"), "{stderr}");
+    for (command, expected) in READS {
+        let out = on_read_only_mount(command);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             out.status.success(),

@@ -27,6 +27,9 @@ pub enum StorageErrorKind {
     /// The database was opened read-only and a write was attempted. The store turns this into
     /// [`Error::ReadOnly`].
     ReadOnly,
+    /// The operating system refused access to the file: permissions, or a read-only file
+    /// system for a writable open.
+    PermissionDenied,
 }
 
 impl StorageError {

@@ -78,15 +78,22 @@ fn storage(context: &'static str) -> impl Fn(redb::Error) -> StorageError {
 }
 
 /// The error for a file redb cannot open, marked [`StorageErrorKind::InUse`] when another
-/// handle holds its lock, so that callers can say what to do about it.
+/// handle holds its lock and [`StorageErrorKind::PermissionDenied`] when the operating system
+/// refuses access, so that callers can say what to do about it.
 fn open_error(path: &Path, e: redb::DatabaseError) -> StorageError {
-    let in_use = matches!(e, redb::DatabaseError::DatabaseAlreadyOpen);
-    let error = StorageError::new(format!("cannot open database file {}", path.display()), e);
-    if in_use {
-        error.with_kind(StorageErrorKind::InUse)
-    } else {
-        error
-    }
+    let kind = match &e {
+        redb::DatabaseError::DatabaseAlreadyOpen => StorageErrorKind::InUse,
+        redb::DatabaseError::Storage(redb::StorageError::Io(io))
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            ) =>
+        {
+            StorageErrorKind::PermissionDenied
+        }
+        _ => StorageErrorKind::Other,
+    };
+    StorageError::new(format!("cannot open database file {}", path.display()), e).with_kind(kind)
 }
 
 impl FileBackend {
