@@ -165,3 +165,30 @@ fn completions_into_a_closed_pipe_exit_quietly() {
         assert!(!stderr.contains("panicked"), "{shell}: {stderr}");
     }
 }
+
+/// Nothing listens on port 1: DynamoDB is unreachable, for `create-table` and for `serve`.
+#[test]
+fn unreachable_dynamodb_is_status_4() {
+    for command in [
+        &["dynamodb", "create-table"][..],
+        &["serve", "--backend", "dynamodb", "--addr", "127.0.0.1:0"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pathdb"))
+            .args(command)
+            .args(["--table", "t", "--endpoint", "http://127.0.0.1:1"])
+            .envs([
+                ("AWS_ACCESS_KEY_ID", "test"),
+                ("AWS_SECRET_ACCESS_KEY", "test"),
+                ("AWS_REGION", "us-east-1"),
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("pathdb runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("Connection refused"),
+            "{command:?}: {stderr}"
+        );
+    }
+}
