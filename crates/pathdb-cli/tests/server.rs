@@ -583,6 +583,25 @@ fn host_port_addresses_the_server_and_a_stopped_server_is_status_4() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+
+    // The killed server left the file needing crash recovery, which writes it: a read (which
+    // never writes) says so, and after one read-write open reads work again.
+    let db = dir.path().join("served.pathdb");
+    let db_text = db.to_str().expect("utf-8");
+    let before = std::fs::read(&db).expect("read");
+    let out = pathdb(&["--db", db_text, "get", "/u-1/p-1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("not closed cleanly") && stderr.contains("read-write"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read(&db).expect("read") == before,
+        "a read changed the file"
+    );
+    ok(&["--db", db_text, "put", "/u-1/p-4", "4"]);
+    assert!(ok(&["--db", db_text, "get", "/u-1/p-1"]).contains("/u-1/p-1"));
 }
 
 /// `serve --read-only`: reads work, writes answer 403 `read_only` (exit status 5 in the CLI),

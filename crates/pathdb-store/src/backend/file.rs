@@ -141,11 +141,12 @@ impl FileBackend {
             builder.set_cache_size(bytes);
         }
         let db = builder.open_read_only(path).map_err(|e| match e {
-            // redb refuses to repair without writing; a writable open (any write command, or
-            // `pathdb serve`) repairs the file.
+            // After a crash redb must repair the file, which writes it; a read-only open refuses
+            // (even with quick-repair on: the header still says "not closed cleanly").
             redb::DatabaseError::RepairAborted => StorageError::msg(format!(
-                "database file {} was not closed cleanly and needs a repair, which a read-only \
-                 open cannot do: open it once for writing",
+                "database file {} was not closed cleanly (a crash?) and needs the recovery that \
+                 only a read-write open performs; open it read-write once (any write does it), \
+                 then read again",
                 path.display()
             )),
             e => open_error(path, e),
