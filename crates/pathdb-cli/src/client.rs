@@ -1,7 +1,8 @@
 //! The HTTP client behind `--server URL`: the same [`Db`] calls, sent to a `pathdb serve`.
 
 use crate::db::Db;
-use anyhow::{Context, Result, anyhow, bail};
+use crate::exit::Failure;
+use anyhow::{Context, Result, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
     Condition, Expiry, ExportEnd, ExportLine, ExportStatus, ImportReport, Item, Json, ListPage,
@@ -110,10 +111,21 @@ impl Client {
             .read_to_string()
             .with_context(|| format!("{what}: reading the response"))?;
         if status >= 400 && status != 404 {
+            // Typed, so that the exit status is the one a local store error of the same kind
+            // gives (`exit.rs`).
             return Err(match serde_json::from_str::<ErrorIn>(&body) {
-                Ok(e) => anyhow!("{} ({})", e.error.message, e.error.code),
-                Err(_) => anyhow!("{what}: HTTP {status}: {body}"),
-            });
+                Ok(e) => Failure::Server {
+                    status,
+                    code: e.error.code,
+                    message: e.error.message,
+                },
+                Err(_) => Failure::Server {
+                    status,
+                    code: format!("http_{status}"),
+                    message: format!("{what}: HTTP {status}: {body}"),
+                },
+            }
+            .into());
         }
         Ok((status, body))
     }
@@ -257,14 +269,16 @@ impl Db for Client {
                 progress(end.records);
                 Ok(end)
             }
-            Ok(ExportLine::End(end)) => bail!(
-                "export: incomplete after {} records: {}",
+            Ok(ExportLine::End(end)) => Err(Failure::IncompleteExport(format!(
+                "the server stopped after {} records: {}",
                 end.records,
-                end.error.as_deref().unwrap_or("the server gave no reason")
-            ),
-            _ => bail!(
-                "export: the stream ended after {records} records without its last line; it is incomplete"
-            ),
+                end.error.as_deref().unwrap_or("it gave no reason")
+            ))
+            .into()),
+            _ => Err(Failure::IncompleteExport(format!(
+                "the stream ended after {records} records without its last line"
+            ))
+            .into()),
         }
     }
 

@@ -67,7 +67,11 @@ impl<B: Backend> Db for Store<B> {
         out: &mut dyn std::io::Write,
         progress: &mut dyn FnMut(u64),
     ) -> Result<ExportEnd> {
-        Ok(Store::export(self, out, progress)?)
+        // The store's error itself, so that the exit status can tell what failed.
+        Store::export(self, out, progress).map_err(|e| match e {
+            pathdb_store::ExportError::Store(e) => anyhow::Error::from(e),
+            pathdb_store::ExportError::Output(e) => anyhow::Error::from(e),
+        })
     }
 
     fn import(

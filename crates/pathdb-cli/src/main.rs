@@ -1,21 +1,23 @@
 //! `pathdb`: PathDB's command-line tool. `main` only parses arguments and maps the outcome to an
-//! exit code; each subcommand lives in `cmd/`.
+//! exit status (`exit.rs`); each subcommand lives in `cmd/`.
 
 mod client;
 mod cmd;
 mod db;
+mod exit;
 
 use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // clap's own usage errors exit with 2 (`exit::Status::Usage`) before we get here.
     let cli = cmd::Cli::parse();
     match cmd::run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Ok(()) => exit::Status::Ok.into(),
+        Err(err) if is_broken_pipe(&err) => exit::Status::Ok.into(),
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::from(2)
+            exit::status_of(&err).into()
         }
     }
 }

@@ -68,3 +68,65 @@ fn bad_input_fails_with_a_readable_error() {
     let err = fails(&["key", "decode", ""]);
     assert!(err.contains("at least one element"), "{err}");
 }
+
+#[test]
+fn encode_and_decode_base64() {
+    let base64 = ok(&["key", "encode", "/p-10", "--format", "base64"]);
+    assert_eq!(base64, "cAEICgAIEg==\n");
+    assert_eq!(
+        ok(&["key", "decode", "cAEICgAIEg==", "--format", "base64"]),
+        "/p-10\n"
+    );
+    assert_eq!(
+        ok(&["key", "decode", "cAEICgAIEg", "--format", "base64"]),
+        "/p-10\n"
+    );
+    let err = fails(&["key", "decode", "!!", "--format", "base64"]);
+    assert!(err.contains("not base64"), "{err}");
+    assert_eq!(
+        ok(&["key", "encode", "/user-7/post-2", "--split"]),
+        "pk 75736572010807002012\nsk 706f7374010802002012\n"
+    );
+}
+
+/// The store's own keys (crates/pathdb-store/src/layout.rs), as a DynamoDB `pk`/`sk` pair.
+#[test]
+fn decode_explains_store_keys() {
+    let pk = "75736572010807002012"; // /user-7
+    let sk = "706f7374010802002012"; // post-2
+    let decode = |key: &str, partition: Option<&str>| {
+        let mut args = vec!["key", "decode", key];
+        if let Some(p) = partition {
+            args.extend(["--partition", p]);
+        }
+        ok(&args).trim_end().to_owned()
+    };
+    assert_eq!(decode(sk, Some(pk)), "/user-7/post-2");
+    assert_eq!(decode("00", Some(pk)), "/user-7");
+    assert!(decode("00", None).contains("group's own item"));
+    // Version 3: u64::MAX - 3 in 8 big-endian bytes.
+    let revision = format!("ff{sk}fffffffffffffffc");
+    assert_eq!(decode(&revision, Some(pk)), "revision 3 of /user-7/post-2");
+    assert_eq!(
+        decode(&revision, None),
+        "revision 3 of <group>/post-2 (pass --partition PK to name the group)"
+    );
+    // The system partition 00: an expiry index entry at t = 0 and a namespace setting.
+    let expiry = format!("018000000000000000{:04x}{pk}{sk}", pk.len() / 2);
+    assert_eq!(
+        decode(&expiry, Some("00")),
+        "expiry index entry: /user-7/post-2 expires at 1970-01-01T00:00:00.000000Z"
+    );
+    assert_eq!(
+        decode("02706f7374", Some("00")),
+        "history setting of namespace post"
+    );
+    assert_eq!(
+        decode("02706f7374", None),
+        "history setting of namespace post"
+    );
+    let err = fails(&["key", "decode", "ff01", "--partition", pk]);
+    assert!(err.contains("revision key"), "{err}");
+    let err = fails(&["key", "decode", "03", "--partition", "00"]);
+    assert!(err.contains("system partition"), "{err}");
+}

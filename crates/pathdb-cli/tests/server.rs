@@ -24,6 +24,11 @@ struct Server {
 impl Server {
     /// Starts the server on `db` and waits for its "listening on" line.
     fn start(db: &Path) -> Server {
+        Server::start_with(db, &[])
+    }
+
+    /// [`Server::start`] with more `serve` arguments.
+    fn start_with(db: &Path, extra: &[&str]) -> Server {
         static STARTED: AtomicUsize = AtomicUsize::new(0);
         let n = STARTED.fetch_add(1, Ordering::SeqCst);
         let stderr = db.with_extension(format!("{n}.log"));
@@ -40,6 +45,7 @@ impl Server {
                 "--addr",
                 "127.0.0.1:0",
             ])
+            .args(extra)
             .env_remove("PATHDB_TOKENS")
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
@@ -469,9 +475,11 @@ fn item_commands_print_the_same_through_server() {
             "pathdb {command:?} (json: {json})"
         );
     }
-    // A page token from the server continues the listing like a local one.
-    let page = ok(&[&remote_args[..], &["--json", "ls", "/u-1", "--limit", "2"]].concat());
-    let last: Value = serde_json::from_str(page.lines().last().expect("lines")).expect("json");
+    // A page token from the server continues the listing like a local one; in both modes it
+    // is the one line on stderr.
+    let page = pathdb(&[&remote_args[..], &["--json", "ls", "/u-1", "--limit", "2"]].concat());
+    let stderr = String::from_utf8(page.stderr).expect("utf-8");
+    let last: Value = serde_json::from_str(stderr.trim()).expect("one JSON line on stderr");
     let token = last["next_page_token"].as_str().expect("token line");
     let rest = [
         "--json",
@@ -487,27 +495,41 @@ fn item_commands_print_the_same_through_server() {
         normalize(&ok(&[&local_args[..], &rest].concat()))
     );
 
-    // Failures fail the same way: exit 2, nothing on stdout, the same cause on stderr.
-    let failing: &[(&[&str], &str)] = &[
-        (&["get", "/u-1/p-3"], "not found"),
+    // Failures fail the same way: the same exit status, nothing on stdout, the same cause on
+    // stderr.
+    let failing: &[(&[&str], i32, &str)] = &[
+        (&["get", "/u-1/p-3"], 1, "not found"),
+        (&["get", "/u-1/p-1", "--version", "7"], 1, "no version 7"),
+        (&["rm", "/u-1/p-3"], 1, "not found"),
         (
             &["put", "/u-1/p-1", "{}", "--must-not-exist"],
+            3,
             "condition failed",
         ),
         (
             &["put", "/u-1/p-1", "{}", "--if-version", "9"],
+            3,
             "condition failed",
         ),
-        (&["rm", "/u-1/p-1", "--if-version", "9"], "condition failed"),
-        (&["ls", "/u-1", "--gt", "/u-2/x-1"], "not in the group"),
-        (&["ls", "/u-1", "--page-token", "garbage!"], "page token"),
-        (&["put", "/u-3", "{not json"], "JSON"),
+        (
+            &["rm", "/u-1/p-1", "--if-version", "9"],
+            3,
+            "condition failed",
+        ),
+        (&["ls", "/u-1", "--gt", "/u-2/x-1"], 2, "not in the group"),
+        (&["ls", "/u-1", "--page-token", "garbage!"], 2, "page token"),
+        (&["put", "/u-3", "{not json"], 2, "JSON"),
+        (&["ls", "/u-1", "--limit", "0"], 2, "limit"),
     ];
-    for (command, cause) in failing {
+    for (command, code, cause) in failing {
         for args in [&local_args[..], &remote_args[..]] {
             let out = pathdb(&[args, command].concat());
             let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{args:?} {command:?}: {stderr}");
+            assert_eq!(
+                out.status.code(),
+                Some(*code),
+                "{args:?} {command:?}: {stderr}"
+            );
             assert!(out.stdout.is_empty(), "{args:?} {command:?}");
             assert!(
                 stderr.to_lowercase().contains(&cause.to_lowercase()),
@@ -532,4 +554,103 @@ fn item_commands_print_the_same_through_server() {
         normalize(&dump),
         normalize(&ok(&[&local_args[..], &["export"]].concat()))
     );
+}
+
+/// `--server HOST:PORT` (no scheme) reaches the server; the same listing pages the same way
+/// through it; once it is gone, commands exit with status 4.
+#[test]
+fn host_port_addresses_the_server_and_a_stopped_server_is_status_4() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start(&dir.path().join("served.pathdb"));
+    let host_port = server.addr.to_string();
+    let localhost = format!("localhost:{}", server.addr.port());
+    for id in 1..=3 {
+        ok(&["--server", &host_port, "put", &format!("/u-1/p-{id}"), "1"]);
+    }
+    let all = ok(&[
+        "--server", &localhost, "--json", "ls", "/u-1", "--all", "--limit", "1",
+    ]);
+    assert_eq!(all.lines().count(), 3, "{all}");
+    let page = pathdb(&[
+        "--server", &localhost, "--json", "ls", "/u-1", "--limit", "2",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&page.stdout).lines().count(), 2);
+    assert!(String::from_utf8_lossy(&page.stderr).starts_with(r#"{"next_page_token":"#));
+    server.kill_9();
+    let out = pathdb(&["--server", &host_port, "get", "/u-1/p-1"]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The killed server left the file needing crash recovery, which writes it: a read (which
+    // never writes) says so, and after one read-write open reads work again.
+    let db = dir.path().join("served.pathdb");
+    let db_text = db.to_str().expect("utf-8");
+    let before = std::fs::read(&db).expect("read");
+    let out = pathdb(&["--db", db_text, "get", "/u-1/p-1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("not closed cleanly") && stderr.contains("read-write"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read(&db).expect("read") == before,
+        "a read changed the file"
+    );
+    ok(&["--db", db_text, "put", "/u-1/p-4", "4"]);
+    assert!(ok(&["--db", db_text, "get", "/u-1/p-1"]).contains("/u-1/p-1"));
+}
+
+/// `serve --read-only`: reads work, writes answer 403 `read_only` (exit status 5 in the CLI),
+/// and the file is byte-for-byte what it was.
+#[test]
+fn serve_read_only_refuses_writes_and_leaves_the_file_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("ro.pathdb");
+    let db_text = db.to_str().expect("utf-8");
+    ok(&["--db", db_text, "put", "/u-1/p-1", r#"{"n": 1}"#]);
+    let before = std::fs::read(&db).expect("read");
+    let server = Server::start_with(&db, &["--read-only"]);
+    let url = server.url();
+    assert!(ok(&["--server", &url, "get", "/u-1/p-1"]).contains(r#"{"n":1}"#));
+    let (status, body) = http(server.addr, "PUT", "/v1/items/u-1/p-2", "2").expect("answer");
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains(r#""code":"read_only""#), "{body}");
+    for write in [&["put", "/u-1/p-2", "2"][..], &["rm", "/u-1/p-1"]] {
+        let out = pathdb(&[&["--server", url.as_str()][..], write].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{write:?}: {stderr}");
+        assert!(stderr.contains("read-only"), "{stderr}");
+    }
+    // Other read-only handles may share the file with a read-only server.
+    assert!(ok(&["--db", db_text, "get", "/u-1/p-1"]).contains(r#"{"n":1}"#));
+    assert_eq!(server.terminate(), Some(0));
+    assert!(
+        std::fs::read(&db).expect("read") == before,
+        "the file changed"
+    );
+}
+
+/// A file held by `pathdb serve` is locked: the CLI says so and points at --server.
+#[test]
+fn a_file_held_by_a_server_says_use_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("held.pathdb");
+    let db_text = db.to_str().expect("utf-8");
+    let _server = Server::start(&db);
+    for command in [&["get", "/u-1"][..], &["put", "/u-1", "1"], &["ls", "/u-1"]] {
+        let out = pathdb(&[&["--db", db_text][..], command].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("held.pathdb is in use by another process")
+                && stderr.contains("pathdb serve")
+                && stderr.contains("--server http://"),
+            "{command:?}: {stderr}"
+        );
+    }
 }

@@ -1,6 +1,6 @@
 //! `put get rm ls history export import demo` on a local database file.
 
-use crate::{fails, fails_with_stdin, ok, pathdb};
+use crate::{fails, fails_with, fails_with_stdin, ok, pathdb};
 use std::path::Path;
 
 fn db_args<'a>(db: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
@@ -55,13 +55,20 @@ fn put_get_ls_rm_round_trip_with_json_output() {
         .collect();
     assert_eq!(paths, ["/u-1/p-10", "/u-1/p-2", "/u-1/p-1"]);
 
-    // Paging: the last line carries the token; following it yields the rest.
-    let first = json_lines(&ok(&db_args(
-        &db,
-        &["--json", "ls", "/u-1", "--limit", "3"],
-    )));
-    assert_eq!(first.len(), 4);
-    let token = first[3]["next_page_token"].as_str().expect("token line");
+    // Paging: stdout has only the items, stderr the token; following it yields the rest.
+    let page = pathdb(&db_args(&db, &["--json", "ls", "/u-1", "--limit", "3"]));
+    assert!(page.status.success());
+    let first = json_lines(&String::from_utf8(page.stdout).expect("utf-8"));
+    assert_eq!(first.len(), 3);
+    assert!(
+        first.iter().all(|item| item["path"].is_string()),
+        "{first:?}"
+    );
+    let token_line = json_lines(&String::from_utf8(page.stderr).expect("utf-8"));
+    assert_eq!(token_line.len(), 1, "{token_line:?}");
+    let token = token_line[0]["next_page_token"]
+        .as_str()
+        .expect("token line");
     let rest = json_lines(&ok(&db_args(
         &db,
         &[
@@ -84,7 +91,7 @@ fn put_get_ls_rm_round_trip_with_json_output() {
     );
 
     ok(&db_args(&db, &["rm", "/u-1/p-2", "--if-version", "1"]));
-    let err = fails(&db_args(&db, &["get", "/u-1/p-2"]));
+    let err = fails_with(1, &db_args(&db, &["get", "/u-1/p-2"]));
     assert!(err.contains("not found"), "{err}");
 }
 
@@ -102,18 +109,18 @@ fn conditions_and_history() {
             "--must-not-exist",
         ],
     ));
-    let err = fails(&db_args(
-        &db,
-        &["put", "/e-1/audit", "{}", "--must-not-exist"],
-    ));
+    let err = fails_with(
+        3,
+        &db_args(&db, &["put", "/e-1/audit", "{}", "--must-not-exist"]),
+    );
     assert!(
         err.contains("condition failed") && err.contains("version 1"),
         "{err}"
     );
-    let err = fails(&db_args(
-        &db,
-        &["put", "/e-1/audit", "{}", "--if-version", "7"],
-    ));
+    let err = fails_with(
+        3,
+        &db_args(&db, &["put", "/e-1/audit", "{}", "--if-version", "7"]),
+    );
     assert!(err.contains("condition failed"), "{err}");
     ok(&db_args(
         &db,

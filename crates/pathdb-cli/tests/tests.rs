@@ -3,6 +3,8 @@
 mod bench;
 mod dynamodb;
 mod key;
+mod read_only;
+mod scripts;
 mod server;
 mod store;
 mod transfer;
@@ -28,11 +30,23 @@ pub fn ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("utf-8 output")
 }
 
-/// Runs `pathdb`, asserts failure with nothing on stdout, and returns stderr.
+/// Runs `pathdb`, asserts failure with exit status 2 (usage or invalid input) and nothing on
+/// stdout, and returns stderr.
 pub fn fails(args: &[&str]) -> String {
+    fails_with(2, args)
+}
+
+/// Runs `pathdb`, asserts failure with exit status `code` and nothing on stdout, and returns
+/// stderr.
+pub fn fails_with(code: i32, args: &[&str]) -> String {
     let out = pathdb(args);
     assert!(!out.status.success(), "pathdb {args:?} should fail");
-    assert_eq!(out.status.code(), Some(2), "pathdb {args:?} exit code");
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "pathdb {args:?} exit code; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         out.stdout.is_empty(),
         "pathdb {args:?} printed to stdout on error"

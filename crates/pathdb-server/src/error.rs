@@ -17,7 +17,8 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// Stable, machine-readable: `invalid_path`, `invalid_json`, `invalid_request`,
     /// `invalid_page_token`, `unauthorized`, `forbidden`, `not_found`, `method_not_allowed`,
-    /// `condition_failed`, `conflict`, `too_large`, `timeout`, `unavailable`, `internal`.
+    /// `condition_failed`, `conflict`, `too_large`, `timeout`, `unavailable`, `internal`,
+    /// `read_only` (403: the server's database is open read-only).
     pub code: String,
     /// For people.
     pub message: String,
@@ -77,6 +78,7 @@ impl From<pathdb_store::Error> for ApiError {
             E::InvalidJson(_) => (StatusCode::BAD_REQUEST, "invalid_json"),
             E::InvalidPageToken(_) => (StatusCode::BAD_REQUEST, "invalid_page_token"),
             E::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+            E::ReadOnly => (StatusCode::FORBIDDEN, "read_only"),
             E::Storage(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };

@@ -8,8 +8,28 @@ use pathdb_keys::KeyPath;
 #[error("storage error: {message}")]
 pub struct StorageError {
     message: String,
+    kind: StorageErrorKind,
     #[source]
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+/// What kind of storage failure a [`StorageError`] is, for callers that react differently to
+/// some of them (a CLI that suggests going through the server, a server that answers 403).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[non_exhaustive]
+pub enum StorageErrorKind {
+    /// Anything else: I/O, corruption, a closed database.
+    #[default]
+    Other,
+    /// The database file is held by another process (or another handle in this one), which
+    /// locks it while it has it open.
+    InUse,
+    /// The database was opened read-only and a write was attempted. The store turns this into
+    /// [`Error::ReadOnly`].
+    ReadOnly,
+    /// The operating system refused access to the file: permissions, or a read-only file
+    /// system for a writable open.
+    PermissionDenied,
 }
 
 impl StorageError {
@@ -20,6 +40,7 @@ impl StorageError {
     ) -> Self {
         StorageError {
             message: message.into(),
+            kind: StorageErrorKind::Other,
             source: Some(Box::new(source)),
         }
     }
@@ -28,8 +49,20 @@ impl StorageError {
     pub fn msg(message: impl Into<String>) -> Self {
         StorageError {
             message: message.into(),
+            kind: StorageErrorKind::Other,
             source: None,
         }
+    }
+
+    /// The same error, marked as `kind`.
+    pub fn with_kind(mut self, kind: StorageErrorKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> StorageErrorKind {
+        self.kind
     }
 }
 
@@ -105,9 +138,24 @@ pub enum Error {
     /// A request is malformed (names what and why).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// The database was opened read-only (`Store::open_read_only`, `pathdb serve --read-only`);
+    /// nothing was written.
+    #[error("the database is open read-only: writes are refused")]
+    ReadOnly,
     /// The storage engine failed.
     #[error(transparent)]
-    Storage(#[from] StorageError),
+    Storage(StorageError),
+}
+
+impl From<StorageError> for Error {
+    /// A refused write on a read-only backend becomes [`Error::ReadOnly`], whichever store path
+    /// it came through; every other storage failure stays [`Error::Storage`].
+    fn from(e: StorageError) -> Error {
+        match e.kind() {
+            StorageErrorKind::ReadOnly => Error::ReadOnly,
+            _ => Error::Storage(e),
+        }
+    }
 }
 
 fn describe(current: Option<u64>) -> String {

@@ -31,7 +31,7 @@ mod list;
 mod store;
 mod ttl;
 
-pub use error::{Condition, Error, StorageError};
+pub use error::{Condition, Error, StorageError, StorageErrorKind};
 pub use export::{
     ExportEnd, ExportError, ExportLine, ExportRecord, ExportStatus, IMPORT_BATCH, ImportError,
     ImportRecord, ImportReport, OnExisting, ScanPage, parse_import,

@@ -236,6 +236,24 @@ impl Store<FileBackend> {
     ) -> Result<Self, Error> {
         Store::new(FileBackend::open(path, file)?, options)
     }
+
+    /// Opens an existing database file for reading only ([`FileBackend::open_read_only`]):
+    /// the file is never written, writes fail with [`Error::ReadOnly`], and there is no expiry
+    /// sweeper whatever `options` say (expired items stay hidden from reads).
+    ///
+    /// # Errors
+    /// The file cannot be opened read-only (see [`FileBackend::open_read_only`]).
+    pub fn open_read_only(
+        path: impl AsRef<Path>,
+        file: FileOptions,
+        options: StoreOptions,
+    ) -> Result<Self, Error> {
+        let options = StoreOptions {
+            sweep_interval: None,
+            ..options
+        };
+        Store::new(FileBackend::open_read_only(path, file)?, options)
+    }
 }
 
 pub(crate) fn now_of<B>(inner: &Inner<B>) -> i64 {

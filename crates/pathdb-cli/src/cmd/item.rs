@@ -3,7 +3,8 @@
 use super::Output;
 use super::output::print_items;
 use crate::db::Db;
-use anyhow::{Context, Result, bail};
+use crate::exit::Failure;
+use anyhow::{Context, Result};
 use clap::Args;
 use pathdb_keys::KeyPath;
 use pathdb_store::{Condition, Expiry, Json, PutOptions};
@@ -83,10 +84,11 @@ pub fn put(store: &dyn Db, args: PutArgs, out: Output) -> Result<()> {
 pub fn get(store: &dyn Db, args: GetArgs, out: Output) -> Result<()> {
     let item = store.get(&args.path, args.version)?;
     let Some(item) = item else {
-        match args.version {
-            Some(v) => bail!("{} has no version {v}", args.path),
-            None => bail!("{} not found", args.path),
-        }
+        return Err(Failure::NotFound(match args.version {
+            Some(v) => format!("{} has no version {v}", args.path),
+            None => format!("{} not found", args.path),
+        })
+        .into());
     };
     print_items(&mut std::io::stdout().lock(), &[item], out.json)?;
     Ok(())
@@ -94,8 +96,10 @@ pub fn get(store: &dyn Db, args: GetArgs, out: Output) -> Result<()> {
 
 pub fn rm(store: &dyn Db, args: RmArgs, out: Output) -> Result<()> {
     let deleted = store.delete(&args.path, args.if_version.map(Condition::IfVersion))?;
+    // Deleting what is not there is reported (exit status 1) rather than silently done, so a
+    // script learns that its path was wrong; `|| [ $? -eq 1 ]` makes it idempotent.
     let Some(item) = deleted else {
-        bail!("{} not found", args.path)
+        return Err(Failure::NotFound(format!("{} not found", args.path)).into());
     };
     let mut stdout = std::io::stdout().lock();
     if out.json {

@@ -1,21 +1,36 @@
 //! `pathdb key encode|decode|explain`: the key codec from the command line.
 
 use anyhow::{Context, Result};
+use base64::Engine as _;
 use clap::Subcommand;
 use pathdb_keys::{KeyPath, KeyPathRef};
 use std::io::Write;
 
 #[derive(Subcommand, Debug)]
 pub enum KeyCommand {
-    /// Print the lowercase hex of a key path's binary encoding.
+    /// Print a key path's binary encoding, as lowercase hex (default) or base64.
     Encode {
         /// A key path in text form, e.g. /user-7/post-1234.
         path: String,
+        /// How to print the bytes: hex, or base64 as the AWS CLI shows Binary attributes.
+        #[arg(long, value_enum, default_value_t = Format::Hex)]
+        format: Format,
+        /// Print the partition key (`pk`) and sort key (`sk`) the store uses, one per line.
+        #[arg(long)]
+        split: bool,
     },
-    /// Print the canonical text form of a hex-encoded key path.
+    /// Print the canonical text form of an encoded key path, or explain a stored key: a sort
+    /// key (with --partition for its group) of an item, a revision (ff...), a tombstone
+    /// (fe...), or a system-partition key (00: expiry index, namespace settings).
     Decode {
-        /// The encoded key path as hex (either case; an optional 0x prefix).
-        hex: String,
+        /// The encoded key (hex: either case, an optional 0x prefix; or base64 with --format).
+        key: String,
+        /// The partition key (`pk`) the key is a sort key of, in the same format.
+        #[arg(long)]
+        partition: Option<String>,
+        /// How the bytes are written.
+        #[arg(long, value_enum, default_value_t = Format::Hex)]
+        format: Format,
     },
     /// Show each segment's type, bytes and metadata, and the encoded and text sizes.
     Explain {
@@ -24,18 +39,78 @@ pub enum KeyCommand {
     },
 }
 
+/// How key bytes are written on the command line.
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Format {
+    /// Lowercase hex (either case on input, optional 0x).
+    Hex,
+    /// Standard base64 (padding optional on input), as DynamoDB tools show Binary values.
+    Base64,
+}
+
+impl Format {
+    fn print(self, bytes: &[u8]) -> String {
+        match self {
+            Format::Hex => hex::encode(bytes),
+            Format::Base64 => BASE64.encode(bytes),
+        }
+    }
+
+    fn parse(self, text: &str) -> Result<Vec<u8>> {
+        let trimmed = text.trim();
+        match self {
+            Format::Hex => {
+                let digits = trimmed.strip_prefix("0x").unwrap_or(trimmed);
+                hex::decode(digits).with_context(|| format!("{text:?} is not hex"))
+            }
+            Format::Base64 => BASE64
+                .decode(trimmed)
+                .with_context(|| format!("{text:?} is not base64")),
+        }
+    }
+}
+
+/// Standard alphabet; padding written, optional when read.
+const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
+
 pub fn run(cmd: KeyCommand) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match cmd {
-        KeyCommand::Encode { path } => {
+        KeyCommand::Encode {
+            path,
+            format,
+            split,
+        } => {
             let path: KeyPath = path.parse()?;
-            writeln!(out, "{}", hex::encode(path.encode()))?;
+            if split {
+                writeln!(out, "pk {}", format.print(&path.partition_key()))?;
+                writeln!(out, "sk {}", format.print(&path.sort_key()))?;
+            } else {
+                writeln!(out, "{}", format.print(&path.encode()))?;
+            }
         }
-        KeyCommand::Decode { hex: text } => {
-            let digits = text.trim();
-            let digits = digits.strip_prefix("0x").unwrap_or(digits);
-            let bytes = hex::decode(digits).with_context(|| format!("{text:?} is not hex"))?;
-            writeln!(out, "{}", KeyPath::decode(&bytes)?)?;
+        KeyCommand::Decode {
+            key,
+            partition,
+            format,
+        } => {
+            let bytes = format.parse(&key)?;
+            let text = match partition {
+                Some(pk) => super::storekey::explain(&format.parse(&pk)?, &bytes)?,
+                None => match KeyPath::decode(&bytes) {
+                    Ok(path) => path.to_string(),
+                    // Not a whole path: maybe one of the store's own sort keys.
+                    Err(error) => match super::storekey::explain_sort_only(&bytes) {
+                        Some(text) => text,
+                        None => return Err(error.into()),
+                    },
+                },
+            };
+            writeln!(out, "{text}")?;
         }
         KeyCommand::Explain { path } => explain(&path, &mut out)?,
     }

@@ -1,4 +1,5 @@
-//! `ls`: a subtree or the direct children of a path, one page at a time.
+//! `ls`: a subtree or the direct children of a path, one page at a time or (`--all`) every
+//! page.
 
 use super::Output;
 use super::output::print_items;
@@ -37,10 +38,13 @@ pub struct LsArgs {
     /// Continue from a previous page (either direction).
     #[arg(long)]
     page_token: Option<String>,
+    /// Follow every page to the end (--limit is then the page size); prints no page token.
+    #[arg(long)]
+    all: bool,
 }
 
 pub fn ls(store: &dyn Db, args: LsArgs, out: Output) -> Result<()> {
-    let request = ListRequest {
+    let mut request = ListRequest {
         prefix: args.prefix,
         children_only: args.children,
         gt: args.gt,
@@ -51,19 +55,32 @@ pub fn ls(store: &dyn Db, args: LsArgs, out: Output) -> Result<()> {
         limit: args.limit,
         page_token: args.page_token,
     };
-    let page = store.list(&request)?;
     let mut stdout = std::io::stdout().lock();
-    print_items(&mut stdout, &page.items, out.json)?;
-    if let Some(token) = page.next_page_token {
+    // A table needs every row for its column widths; JSON lines stream page by page.
+    let mut table_rows = Vec::new();
+    loop {
+        let page = store.list(&request)?;
         if out.json {
-            writeln!(
-                stdout,
-                "{}",
-                serde_json::json!({ "next_page_token": token })
-            )?;
+            print_items(&mut stdout, &page.items, true)?;
         } else {
-            writeln!(stdout, "next page: --page-token {token}")?;
+            table_rows.extend(page.items);
+        }
+        match page.next_page_token {
+            Some(token) if args.all => request.page_token = Some(token),
+            Some(token) if out.json => {
+                // stdout holds only items, one per line, so that `| jq` or a line reader sees
+                // one shape; the token goes to stderr as one JSON line of its own.
+                stdout.flush()?;
+                eprintln!("{}", serde_json::json!({ "next_page_token": token }));
+                return Ok(());
+            }
+            Some(token) => {
+                print_items(&mut stdout, &table_rows, false)?;
+                writeln!(stdout, "next page: --page-token {token}")?;
+                return Ok(());
+            }
+            None if out.json => return Ok(()),
+            None => return Ok(print_items(&mut stdout, &table_rows, false)?),
         }
     }
-    Ok(())
 }

@@ -8,28 +8,32 @@ mod key;
 mod list;
 mod output;
 mod serve;
+mod storekey;
 mod transfer;
 
 use crate::client::Client;
 use crate::db::Db;
-use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use crate::exit::Failure;
+use anyhow::Result;
+use clap::{CommandFactory, Parser, Subcommand};
 use pathdb_store::backend::{FileBackend, FileOptions};
-use pathdb_store::{Store, StoreOptions};
-use std::path::PathBuf;
+use pathdb_store::{StorageErrorKind, Store, StoreOptions};
+use std::path::{Path, PathBuf};
 
 /// PathDB: a document database addressed by typed key paths that sort the way people mean them.
 #[derive(Parser, Debug)]
-#[command(name = "pathdb", version, about, long_about = None)]
+#[command(name = "pathdb", version, about, long_about = None, after_help = crate::exit::HELP)]
 pub struct Cli {
-    /// The database file, created if missing [default: pathdb.db; `demo`: a temporary file].
+    /// The database file, created by a write if missing [default: pathdb.db; `demo`: a temporary
+    /// file]. Reads (get, ls, history, export) open it read-only and never change it.
     #[arg(long, global = true, env = "PATHDB_DB")]
     db: Option<PathBuf>,
     /// Print JSON: one object per item, one per line.
     #[arg(long, global = true)]
     json: bool,
-    /// Send item commands to this server (e.g. http://127.0.0.1:7070) instead of a local file.
-    #[arg(long, global = true, env = "PATHDB_SERVER")]
+    /// Send item commands to this server instead of a local file: a URL
+    /// (http://127.0.0.1:7070) or HOST:PORT (http is meant).
+    #[arg(long, global = true, env = "PATHDB_SERVER", value_parser = parse_server)]
     server: Option<String>,
     /// Bearer token for --server.
     #[arg(long, global = true, env = "PATHDB_TOKEN", hide_env_values = true)]
@@ -68,6 +72,12 @@ enum Command {
     /// Load the four seed scenarios into a database and show what key paths return next to a
     /// string sort key.
     Demo,
+    /// Print a shell completion script, e.g. `pathdb completions bash > ~/.local/share/bash-completion/completions/pathdb`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// The database file when `--db` and `PATHDB_DB` are not given.
@@ -82,43 +92,135 @@ pub struct Output {
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> Result<()> {
+    use Access::{Read, Write};
     let out = Output { json: cli.json };
     let db = cli.db.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
+    let connect = |access| connect(&cli.server, cli.token.clone(), &db, access);
     match cli.command {
         Command::Key(cmd) => key::run(cmd),
         Command::Serve(args) => serve::run(args, cli.db),
         Command::Bench(cmd) => bench::run(cmd, cli.token, out),
         Command::Dynamodb(cmd) => dynamodb::run(cmd),
         Command::Demo => demo::run(cli.db.as_deref()),
-        Command::Put(args) => item::put(&*connect(&cli.server, cli.token, &db)?, args, out),
-        Command::Get(args) => item::get(&*connect(&cli.server, cli.token, &db)?, args, out),
-        Command::Rm(args) => item::rm(&*connect(&cli.server, cli.token, &db)?, args, out),
-        Command::Ls(args) => list::ls(&*connect(&cli.server, cli.token, &db)?, args, out),
-        Command::History(args) => item::history(&*connect(&cli.server, cli.token, &db)?, args, out),
-        Command::Export => transfer::export(&*connect(&cli.server, cli.token, &db)?),
-        Command::Import(args) => transfer::import(&*connect(&cli.server, cli.token, &db)?, args),
+        Command::Completions { shell } => {
+            // clap_complete panics on a write error; writing the script ourselves turns a
+            // closed pipe (`pathdb completions bash | head`) into the usual quiet exit.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "pathdb", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
+            Ok(())
+        }
+        Command::Put(args) => item::put(&*connect(Write)?, args, out),
+        Command::Get(args) => item::get(&*connect(Read)?, args, out),
+        Command::Rm(args) => item::rm(&*connect(Write)?, args, out),
+        Command::Ls(args) => list::ls(&*connect(Read)?, args, out),
+        Command::History(args) => item::history(&*connect(Read)?, args, out),
+        Command::Export => transfer::export(&*connect(Read)?),
+        Command::Import(args) => transfer::import(&*connect(Write)?, args),
     }
+}
+
+/// What a command does to a local database file.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Access {
+    /// Only reads: open read-only, so the file is never modified (and may be read-only).
+    Read,
+    /// May write: open (or create) it read-write.
+    Write,
 }
 
 /// The server named by `--server`, else the local database file.
 fn connect(
     server: &Option<String>,
     token: Option<String>,
-    db: &std::path::Path,
+    db: &Path,
+    access: Access,
 ) -> Result<Box<dyn Db>> {
-    Ok(match server {
-        Some(url) => Box::new(Client::new(url, token)),
-        None => Box::new(open(db)?),
+    Ok(match (server, access) {
+        (Some(url), _) => Box::new(Client::new(url, token)),
+        (None, Access::Read) => Box::new(open_read_only(db)?),
+        (None, Access::Write) => Box::new(open(db)?),
     })
 }
 
-/// Opens the database file for a one-shot command.
-pub fn open(path: &std::path::Path) -> Result<Store<FileBackend>> {
-    // A one-shot command does not need the background expiry sweeper; reads hide expired items.
-    let options = StoreOptions {
+/// Options for a one-shot command: it does not need the background expiry sweeper; reads hide
+/// expired items anyway.
+fn one_shot() -> StoreOptions {
+    StoreOptions {
         sweep_interval: None,
         ..StoreOptions::default()
+    }
+}
+
+/// Opens (or creates) the database file for a one-shot command that writes.
+pub fn open(path: &Path) -> Result<Store<FileBackend>> {
+    Store::open(path, FileOptions::default(), one_shot()).map_err(|e| open_error(path, e))
+}
+
+/// Opens the database file for a command that only reads. A read-write open would commit to
+/// the file (format record, quick-repair state) even for a `get`, changing its bytes and failing
+/// on a read-only file; this one never writes.
+pub fn open_read_only(path: &Path) -> Result<Store<FileBackend>> {
+    if !path.exists() {
+        return Err(Failure::NoDatabase {
+            path: path.to_owned(),
+        }
+        .into());
+    }
+    Store::open_read_only(path, FileOptions::default(), one_shot()).map_err(|e| open_error(path, e))
+}
+
+/// A file held by a server is the likely case worth a hint; other failures keep their cause.
+fn open_error(path: &Path, error: pathdb_store::Error) -> anyhow::Error {
+    match &error {
+        pathdb_store::Error::Storage(e) if e.kind() == StorageErrorKind::InUse => {
+            anyhow::Error::new(error).context(Failure::InUse {
+                path: path.to_owned(),
+            })
+        }
+        _ => anyhow::Error::new(error).context(format!("opening {}", path.display())),
+    }
+}
+
+/// `--server`: an http(s) URL, or `HOST:PORT` without a scheme, which means http. Anything else
+/// is a usage error (exit status 2) before any command runs.
+fn parse_server(text: &str) -> Result<String, String> {
+    let url = if text.contains("://") {
+        text.to_owned()
+    } else {
+        format!("http://{text}")
     };
-    Store::open(path, FileOptions::default(), options)
-        .with_context(|| format!("opening {}", path.display()))
+    let expected = "expected http://HOST:PORT, https://HOST or HOST:PORT";
+    let uri: ureq::http::Uri = url
+        .parse()
+        .map_err(|e| format!("{text:?} is not a server address ({e}); {expected}"))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return Err(format!(
+            "{text:?}: the scheme must be http or https; {expected}"
+        ));
+    }
+    let Some(authority) = uri.authority() else {
+        return Err(format!("{text:?} names no host; {expected}"));
+    };
+    if authority.host().is_empty() {
+        return Err(format!("{text:?} names no host; {expected}"));
+    }
+    if authority.as_str().contains('@') {
+        return Err(format!(
+            "{text:?}: no user in the address (a token goes in --token); {expected}"
+        ));
+    }
+    // The `http` crate accepts any text after the colon and fails only at connect time.
+    let port = authority.as_str().rsplit_once(':').map(|(_, p)| p);
+    if let Some(port) = port.filter(|p| !p.contains(']') && p.parse::<u16>().is_err()) {
+        return Err(format!(
+            "{text:?}: the port {port:?} is not a number; {expected}"
+        ));
+    }
+    if uri.query().is_some() || url.contains('#') {
+        return Err(format!(
+            "{text:?}: a server address has no query or fragment"
+        ));
+    }
+    Ok(url.trim_end_matches('/').to_owned())
 }

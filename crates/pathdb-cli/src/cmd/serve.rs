@@ -19,6 +19,10 @@ pub struct ServeArgs {
     backend: BackendKind,
     #[command(flatten)]
     dynamodb: super::dynamodb::TableArgs,
+    /// Open the database file read-only: it is never modified, and writes answer 403
+    /// `read_only` (embedded backend only).
+    #[arg(long)]
+    read_only: bool,
 }
 
 /// The storage engine behind the server.
@@ -63,11 +67,21 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
 
     match args.backend {
         BackendKind::Embedded => {
-            let store = pathdb_store::Store::open(&db, Default::default(), Default::default())
-                .with_context(|| format!("opening {}", db.display()))?;
-            serve(store, addr, auth, &db.display().to_string())
+            let store = if args.read_only {
+                pathdb_store::Store::open_read_only(&db, Default::default(), Default::default())
+            } else {
+                pathdb_store::Store::open(&db, Default::default(), Default::default())
+            }
+            .with_context(|| format!("opening {}", db.display()))?;
+            let mode = if args.read_only { " (read-only)" } else { "" };
+            serve(store, addr, auth, &format!("{}{mode}", db.display()))
         }
         BackendKind::Dynamodb => {
+            if args.read_only {
+                bail!(
+                    "--read-only applies to the embedded backend; for DynamoDB, give clients read-scoped tokens"
+                );
+            }
             let store = super::dynamodb::open_store(&args.dynamodb)?;
             serve(
                 store,

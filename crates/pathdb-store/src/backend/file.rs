@@ -11,9 +11,15 @@
 //! throughput, so that opening the file after a crash does not walk the whole file (about 1 s
 //! per 0.5 GB without it). A database server that restarts after a crash should come back in
 //! milliseconds, not minutes; group commit pays back the cost under concurrency.
+//!
+//! [`FileBackend::open_read_only`] opens a file without ever writing to it (redb's
+//! `ReadOnlyDatabase`): no committer thread, no format-version write, no repair, so reading a
+//! file leaves its bytes (and a backup copied from it) exactly as they were, and works on a
+//! read-only file or mount. Several read-only handles may share a file; none may share it with
+//! a writer.
 
 use super::{Backend, Direction, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp};
-use crate::StorageError;
+use crate::{StorageError, StorageErrorKind};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::Bound;
 use std::path::Path;
@@ -55,13 +61,39 @@ struct Job {
 
 /// A database in one redb file.
 pub struct FileBackend {
-    db: Arc<redb::Database>,
+    db: Engine,
+    /// `None` when read-only: writes are refused without a thread to hand them to.
     queue: Mutex<Option<mpsc::Sender<Job>>>,
     committer: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// The redb handle: read-write (behind the committer) or read-only.
+enum Engine {
+    ReadWrite(Arc<redb::Database>),
+    ReadOnly(redb::ReadOnlyDatabase),
+}
+
 fn storage(context: &'static str) -> impl Fn(redb::Error) -> StorageError {
     move |e| StorageError::new(context, e)
+}
+
+/// The error for a file redb cannot open, marked [`StorageErrorKind::InUse`] when another
+/// handle holds its lock and [`StorageErrorKind::PermissionDenied`] when the operating system
+/// refuses access, so that callers can say what to do about it.
+fn open_error(path: &Path, e: redb::DatabaseError) -> StorageError {
+    let kind = match &e {
+        redb::DatabaseError::DatabaseAlreadyOpen => StorageErrorKind::InUse,
+        redb::DatabaseError::Storage(redb::StorageError::Io(io))
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            ) =>
+        {
+            StorageErrorKind::PermissionDenied
+        }
+        _ => StorageErrorKind::Other,
+    };
+    StorageError::new(format!("cannot open database file {}", path.display()), e).with_kind(kind)
 }
 
 impl FileBackend {
@@ -75,9 +107,7 @@ impl FileBackend {
         if let Some(bytes) = options.cache_size {
             builder.set_cache_size(bytes);
         }
-        let db = builder.create(path).map_err(|e| {
-            StorageError::new(format!("cannot open database file {}", path.display()), e)
-        })?;
+        let db = builder.create(path).map_err(|e| open_error(path, e))?;
         let db = Arc::new(db);
         init(&db)?;
         let (queue, jobs) = mpsc::channel::<Job>();
@@ -87,10 +117,80 @@ impl FileBackend {
             .spawn(move || committer_loop(&committer_db, &jobs, options.durability))
             .map_err(|e| StorageError::new("cannot start the commit thread", e))?;
         Ok(FileBackend {
-            db,
+            db: Engine::ReadWrite(db),
             queue: Mutex::new(Some(queue)),
             committer: Mutex::new(Some(committer)),
         })
+    }
+
+    /// Opens the existing database file at `path` for reading only. Nothing is ever written to
+    /// the file: writes fail with a [`StorageErrorKind::ReadOnly`] error (the store's
+    /// [`Error::ReadOnly`](crate::Error::ReadOnly)), there is no committer thread, and the
+    /// format version is checked, not recorded. `options.durability` does not apply.
+    ///
+    /// # Errors
+    /// The file does not exist, is open in a writer (kind [`StorageErrorKind::InUse`]), is not
+    /// a PathDB file, or needs the repair after a crash that only a writable open performs.
+    pub fn open_read_only(
+        path: impl AsRef<Path>,
+        options: FileOptions,
+    ) -> Result<FileBackend, StorageError> {
+        let path = path.as_ref();
+        let mut builder = redb::Database::builder();
+        if let Some(bytes) = options.cache_size {
+            builder.set_cache_size(bytes);
+        }
+        let db = builder.open_read_only(path).map_err(|e| match e {
+            // After a crash redb must repair the file, which writes it; a read-only open refuses
+            // (even with quick-repair on: the header still says "not closed cleanly").
+            redb::DatabaseError::RepairAborted => StorageError::msg(format!(
+                "database file {} was not closed cleanly (a crash?) and needs the recovery that \
+                 only a read-write open performs; open it read-write once (any write does it), \
+                 then read again",
+                path.display()
+            )),
+            e => open_error(path, e),
+        })?;
+        check_format_read_only(&db, path)?;
+        Ok(FileBackend {
+            db: Engine::ReadOnly(db),
+            queue: Mutex::new(None),
+            committer: Mutex::new(None),
+        })
+    }
+
+    /// Whether this handle was opened with [`FileBackend::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.db, Engine::ReadOnly(_))
+    }
+}
+
+/// Checks the format version of a file opened read-only, without writing it.
+fn check_format_read_only(db: &redb::ReadOnlyDatabase, path: &Path) -> Result<(), StorageError> {
+    let txn = db
+        .begin_read()
+        .map_err(|e| storage("begin read")(e.into()))?;
+    let not_pathdb = || {
+        StorageError::msg(format!(
+            "{} is a redb file but not a PathDB database (no pathdb_meta table)",
+            path.display()
+        ))
+    };
+    let meta = match txn.open_table(META) {
+        Ok(meta) => meta,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Err(not_pathdb()),
+        Err(e) => return Err(storage("open meta table")(e.into())),
+    };
+    let found = meta
+        .get("format")
+        .map_err(|e| storage("read format")(e.into()))?
+        .map(|g| g.value());
+    match found {
+        Some(FORMAT_VERSION) => Ok(()),
+        None => Err(not_pathdb()),
+        Some(other) => Err(StorageError::msg(format!(
+            "database format {other} is not supported by this build (format {FORMAT_VERSION})"
+        ))),
     }
 }
 
@@ -243,10 +343,11 @@ impl Backend for FileBackend {
     type Reader<'a> = FileReader;
 
     fn reader(&self) -> Result<FileReader, StorageError> {
-        let txn = self
-            .db
-            .begin_read()
-            .map_err(|e| storage("begin read")(e.into()))?;
+        let txn = match &self.db {
+            Engine::ReadWrite(db) => db.begin_read(),
+            Engine::ReadOnly(db) => db.begin_read(),
+        }
+        .map_err(|e| storage("begin read")(e.into()))?;
         let table = txn
             .open_table(DATA)
             .map_err(|e| storage("open data table")(e.into()))?;
@@ -256,6 +357,11 @@ impl Backend for FileBackend {
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
         if batch.ops.is_empty() {
             return Ok(());
+        }
+        if self.is_read_only() {
+            return Err(StorageError::msg("the database is open read-only")
+                .with_kind(StorageErrorKind::ReadOnly)
+                .into());
         }
         let (reply, answer) = mpsc::sync_channel(1);
         let sent = self
