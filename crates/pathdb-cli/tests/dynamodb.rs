@@ -113,5 +113,40 @@ fn serve_on_dynamodb_with_the_same_output() {
         assert_eq!(remote, local, "{args:?}");
         assert!(!remote.is_empty());
     }
+
+    // 10,000 records through the server into DynamoDB: one request, past the 30 s request
+    // timeout if it needs to, and an export that gives them back byte for byte.
+    let mut input = String::new();
+    for g in 0..10 {
+        for i in 0..1000 {
+            input.push_str(&format!(
+                r#"{{"path":"/bulk-{g}/item-{i}","version":2,"created_at":1,"modified_at":2,"expires_at":null,"value":{{"n":{i}}}}}"#
+            ));
+            input.push('\n');
+        }
+    }
+    let file = dir.path().join("bulk.jsonl");
+    std::fs::write(&file, &input).expect("write input");
+    let out = pathdb_env()
+        .args(["--server", &url, "import", file.to_str().expect("utf-8")])
+        .output()
+        .expect("pathdb runs");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("imported 10000 records (0 unchanged"),
+        "{said}"
+    );
+    let exported = run(&["--server", &url, "export"]);
+    let bulk: String = exported
+        .lines()
+        .filter(|l| l.starts_with(r#"{"path":"/bulk-"#))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(bulk == input, "the export differs from the import");
+    assert!(exported.ends_with(&format!(
+        "{{\"export\":\"complete\",\"records\":{},\"skipped\":0}}\n",
+        exported.lines().count() - 1
+    )));
     drop(server);
 }

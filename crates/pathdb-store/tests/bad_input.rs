@@ -217,7 +217,7 @@ fn a_file_open_twice_is_refused() {
 fn export_lines_say_what_is_wrong() {
     let cases = [
         ("{", "EOF"),
-        ("{}", "missing field"),
+        ("{}", "no path"),
         (
             r#"{"path":"/a-1","created_at":1,"modified_at":1,"value":1}"#,
             "version",
