@@ -9,6 +9,8 @@ mod cross_site;
 mod items;
 mod listener;
 mod listing;
+mod openapi;
+mod operations;
 mod secrets;
 mod transactions;
 
