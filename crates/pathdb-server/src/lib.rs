@@ -139,6 +139,10 @@ pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
 /// The application: `/v1` routes behind auth, `/openapi.json` and `/healthz` open; requests
 /// from web pages of other origins than `origins` and the server's own are refused.
 pub fn router_with<B: Backend>(state: AppState<B>, auth: Auth, origins: AllowedOrigins) -> Router {
+    let policy = origin::OriginPolicy {
+        origins: origins.clone(),
+        local_only: !auth.enabled(),
+    };
     let json = || middleware::from_fn(media::require_json);
     let items = Router::new()
         .route(
@@ -183,7 +187,7 @@ pub fn router_with<B: Backend>(state: AppState<B>, auth: Auth, origins: AllowedO
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(origins.cors_layer())
-        .layer(middleware::from_fn_with_state(origins, origin::check_origin))
+        .layer(middleware::from_fn_with_state(policy, origin::check_origin))
         .layer(middleware::from_fn(limit_headers))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))

@@ -6,6 +6,10 @@
 //! refused with 403 before a handler runs, with or without tokens. Requests without `Origin`
 //! (curl, the CLI, other servers) are not affected. For configured origins, tower-http's
 //! [`CorsLayer`] answers preflights and adds the CORS response headers.
+//!
+//! Without tokens, the `Host` must also be a loopback name (`localhost`, `127.0.0.1`, `[::1]`):
+//! a page whose DNS name is rebound to 127.0.0.1 is "same-origin" with the server under that
+//! name, and its requests (reads without `Origin` too) would otherwise be served.
 
 use crate::config::ConfigError;
 use crate::error::ApiError;
@@ -97,26 +101,62 @@ fn same_origin(origin: &str, host: &str) -> bool {
         .is_some_and(|authority| authority.eq_ignore_ascii_case(host))
 }
 
-/// Middleware: 403 `origin_not_allowed` for a request from a page the server does not allow.
+/// Whether `host` (a `Host` header: name or address, optional port) names this machine's
+/// loopback interface.
+fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        // [::1]:7070
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// What [`check_origin`] needs: the allowed origins, and whether the server runs without
+/// tokens (then the `Host` must be a loopback name).
+#[derive(Clone, Debug)]
+pub struct OriginPolicy {
+    /// Origins allowed besides the server's own.
+    pub origins: AllowedOrigins,
+    /// No token is configured.
+    pub local_only: bool,
+}
+
+/// Middleware: 403 `origin_not_allowed` for a request from a page the server does not allow,
+/// and, in local-only mode, 403 `host_not_allowed` for a `Host` that is not a loopback name.
 pub async fn check_origin(
-    State(origins): State<AllowedOrigins>,
+    State(policy): State<OriginPolicy>,
     request: Request,
     next: Next,
 ) -> Response {
-    if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let host = request
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| request.uri().authority().map(|a| a.as_str()));
-        if !origins.allows(origin, host) {
-            return ApiError::new(
-                StatusCode::FORBIDDEN,
-                "origin_not_allowed",
-                "requests from this web origin are not allowed (see pathdb serve --cors-origin)",
-            )
-            .into_response();
-        }
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    if policy.local_only
+        && let Some(host) = host
+        && !is_loopback_host(host)
+    {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "host_not_allowed",
+            "without access tokens the server answers only to a loopback Host (localhost, 127.0.0.1, [::1])",
+        )
+        .into_response();
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN)
+        && !policy.origins.allows(origin, host)
+    {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "origin_not_allowed",
+            "requests from this web origin are not allowed (see pathdb serve --cors-origin)",
+        )
+        .into_response();
     }
     next.run(request).await
 }

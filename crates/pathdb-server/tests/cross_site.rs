@@ -215,3 +215,52 @@ async fn requests_without_origin_are_unaffected() {
         .expect("request");
     server.send(reply).await.expect(201);
 }
+
+/// DNS rebinding: a page at `evil.example:7070` whose name now resolves to 127.0.0.1 is
+/// same-origin with the server under that name. Without tokens, only loopback `Host` names are
+/// served; with tokens, the page has no token to send.
+#[tokio::test]
+async fn local_only_servers_answer_only_to_loopback_host_names() {
+    let server = TestServer::new();
+    server.put_item("/u-1", "1").await;
+    let before = server.export().await;
+    for (method, origin) in [
+        (Method::GET, None),
+        (Method::PUT, Some("http://evil.example:7070")),
+    ] {
+        let mut request = Request::builder()
+            .method(method)
+            .uri("/v1/items/u-1")
+            .header("host", "evil.example:7070")
+            .header("content-type", "application/json");
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        let reply = server
+            .send(request.body(Body::from("2")).expect("request"))
+            .await;
+        reply.expect_error(403, "host_not_allowed");
+    }
+    assert_eq!(server.export().await, before, "nothing written");
+    for host in ["localhost:7070", "127.0.0.1:7070", "[::1]:7070"] {
+        let request = Request::builder()
+            .uri("/v1/items/u-1")
+            .header("host", host)
+            .body(Body::empty())
+            .expect("request");
+        server.send(request).await.expect(200);
+    }
+
+    let mut guarded = TestServer::with_tokens(&[("s3cret", Scope::ReadWrite)]);
+    guarded.use_token("s3cret");
+    let request = Request::builder()
+        .method(Method::PUT)
+        .uri("/v1/items/u-1")
+        .header("host", "db.internal:7070")
+        .header("origin", "http://db.internal:7070")
+        .header("content-type", "application/json")
+        .header("authorization", "Bearer s3cret")
+        .body(Body::from("1"))
+        .expect("request");
+    guarded.send(request).await.expect(201);
+}

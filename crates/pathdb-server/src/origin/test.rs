@@ -37,3 +37,29 @@ fn allows_configured_and_same_origin_only() {
     assert!(!origins.allows(&value("http://127.0.0.1:7071"), Some("127.0.0.1:7070")));
     assert!(!origins.allows(&value("null"), Some("127.0.0.1:7070")));
 }
+
+#[test]
+fn loopback_hosts() {
+    for host in [
+        "localhost",
+        "LOCALHOST:7070",
+        "127.0.0.1",
+        "127.0.0.1:7070",
+        "127.8.9.1:1",
+        "[::1]",
+        "[::1]:7070",
+    ] {
+        assert!(is_loopback_host(host), "{host}");
+    }
+    for host in [
+        "evil.example",
+        "evil.example:7070",
+        "localhost.evil.example",
+        "10.0.0.1:7070",
+        "[::2]:7070",
+        "0.0.0.0:7070",
+        "",
+    ] {
+        assert!(!is_loopback_host(host), "{host}");
+    }
+}
