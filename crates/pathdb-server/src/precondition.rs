@@ -109,7 +109,8 @@ pub enum WritePrecondition {
     Store(Condition),
     /// `If-Match` with several versions: the item must be at one of them.
     AnyVersion(Vec<u64>),
-    /// `If-Match` with no tag that can match (only weak or non-version tags): always fails.
+    /// Can never hold: `If-Match` with no tag that can match (only weak or non-version tags),
+    /// or `If-Match` together with `If-None-Match: *`.
     Never,
 }
 
@@ -124,7 +125,7 @@ impl WritePrecondition {
             WritePrecondition::None => Ok(None),
             WritePrecondition::Store(condition) => Ok(Some(condition)),
             WritePrecondition::Never => Err(precondition_failed(
-                "If-Match names no current entity tag (weak tags never match a write)",
+                "the precondition can never hold: If-Match names no strong entity tag of a version (weak tags never match a write), or comes with If-None-Match: *",
             )),
             WritePrecondition::AnyVersion(versions) => match current()? {
                 // The write is then conditional on the version just read, so a concurrent
@@ -152,13 +153,16 @@ pub fn precondition_failed(message: impl Into<String>) -> ApiError {
 /// (must exist) or `If-Match: "3"` / a list of versions.
 ///
 /// # Errors
-/// 400 for a malformed header, `If-None-Match` other than `*`, or both headers at once.
+/// 400 for a malformed header, or `If-None-Match` other than `*`.
 pub fn write_precondition(headers: &HeaderMap) -> Result<WritePrecondition, ApiError> {
     let if_match = header_list(headers, header::IF_MATCH)?;
     let if_none_match = header_list(headers, header::IF_NONE_MATCH)?;
     match (if_match, if_none_match) {
-        (Some(_), Some(_)) => Err(ApiError::bad_request(
-            "give If-Match or If-None-Match, not both",
+        // If-Match holds only for an existing item, If-None-Match: * only for a missing one:
+        // together they always fail (RFC 9110 section 13.2.2 evaluates both).
+        (Some(_), Some(TagList::Any)) => Ok(WritePrecondition::Never),
+        (Some(_), Some(TagList::Tags(_))) => Err(ApiError::bad_request(
+            "on a write, If-None-Match supports only *",
         )),
         (None, None) => Ok(WritePrecondition::None),
         (None, Some(TagList::Any)) => Ok(WritePrecondition::Store(Condition::MustNotExist)),

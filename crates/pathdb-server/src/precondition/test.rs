@@ -85,8 +85,13 @@ fn write_preconditions_compare_strongly() {
     let bad = Err(axum::http::StatusCode::BAD_REQUEST);
     assert_eq!(pre(&[(header::IF_NONE_MATCH, r#""4""#)]), bad);
     assert_eq!(pre(&[(header::IF_MATCH, "nope")]), bad);
+    // Both headers: the item would have to exist and not exist.
     assert_eq!(
         pre(&[(header::IF_MATCH, "*"), (header::IF_NONE_MATCH, "*")]),
+        Ok(WritePrecondition::Never)
+    );
+    assert_eq!(
+        pre(&[(header::IF_MATCH, "*"), (header::IF_NONE_MATCH, r#""1""#)]),
         bad
     );
 }
