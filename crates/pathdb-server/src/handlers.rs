@@ -260,6 +260,7 @@ pub async fn get_many<B: Backend>(
 #[utoipa::path(get, path = "/v1/list/{prefix}", tag = "items", operation_id = "listItems",
     params(("prefix" = String, Path, description = "Key path without its leading '/'", example = "user-7"), ListQuery),
     responses((status = 200, body = ListOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn list<B: Backend>(
@@ -296,6 +297,7 @@ pub async fn list<B: Backend>(
 #[utoipa::path(get, path = "/v1/history/{path}", tag = "items", operation_id = "getHistory",
     params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"), HistoryQuery),
     responses((status = 200, body = ItemsOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn history<B: Backend>(
