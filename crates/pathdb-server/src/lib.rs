@@ -136,8 +136,12 @@ pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
     router_with(state, auth, AllowedOrigins::default())
 }
 
-/// The application: `/v1` routes behind auth, `/openapi.json` and `/healthz` open; requests
-/// from web pages of other origins than `origins` and the server's own are refused.
+/// The application: `/v1` routes and `/metrics` behind auth, `/openapi.json`, `/healthz` and
+/// `/readyz` open; requests from web pages of other origins than `origins` and the server's own
+/// are refused (and, without tokens, requests to a `Host` that is not loopback).
+///
+/// The first call installs the process-wide Prometheus recorder of the `metrics` facade, which
+/// `/metrics` renders.
 pub fn router_with<B: Backend>(state: AppState<B>, auth: Auth, origins: AllowedOrigins) -> Router {
     let policy = origin::OriginPolicy {
         origins: origins.clone(),
