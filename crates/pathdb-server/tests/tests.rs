@@ -4,6 +4,7 @@
 //! change without touching them.
 
 mod bad_input;
+mod catalogue;
 mod conditional;
 mod cross_site;
 mod items;
