@@ -3,7 +3,8 @@
 #
 #   . scripts/lib.sh
 #
-# Defines: step, python_venv, start_pathdb_serve, stop_pathdb_serve, kill_pathdb_serve.
+# Defines: step, python_venv, make_work_dir, start_pathdb_serve, stop_pathdb_serve,
+# kill_pathdb_serve.
 
 step() {
     printf '\n==> %s\n' "$*"
@@ -101,4 +102,19 @@ kill_pathdb_serve() {
         wait "$server_pid" 2>/dev/null || true
     fi
     server_pid=""
+}
+
+# make_work_dir NAME: sets `work` to a new temporary directory, and on exit (or a signal) kills a
+# server still running and removes the directory, keeping the script's exit status.
+make_work_dir() {
+    work="$(mktemp -d "${TMPDIR:-/tmp}/pathdb-$1.XXXXXX")"
+    server_pid=""
+    trap cleanup_work_dir EXIT INT TERM
+}
+
+cleanup_work_dir() {
+    local status=$?
+    kill_pathdb_serve
+    rm -rf "$work"
+    exit "$status"
 }

@@ -69,15 +69,7 @@ cp "$programs/check.ts" "$out/ts/check.ts"
     --moduleResolution nodenext "$out/ts/check.ts"
 
 step "the Python program against pathdb serve"
-work="$(mktemp -d "${TMPDIR:-/tmp}/pathdb-openapi-clients.XXXXXX")"
-server_pid=""
-cleanup() {
-    local status=$?
-    kill_pathdb_serve
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT INT TERM
+make_work_dir openapi-clients
 token="clients-$$"
 PATHDB_TOKENS="$token=read-write" RUST_LOG=warn start_pathdb_serve "$target_dir/debug/pathdb" "$work"
 PYTHONPATH="$out/python" "$venv/bin/python" "$out/python/check.py" "$server_url" "$token"

@@ -28,15 +28,7 @@ step "cargo build -p pathdb-cli"
 cargo build -p pathdb-cli
 pathdb="$target_dir/debug/pathdb"
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/pathdb-schemathesis.XXXXXX")"
-server_pid=""
-cleanup() {
-    local status=$?
-    kill_pathdb_serve
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT INT TERM
+make_work_dir schemathesis
 
 step "starting pathdb serve on a free loopback port"
 # Tokens on, so every /v1 request also goes through the auth middleware.

@@ -288,14 +288,9 @@ impl Db for Client {
         on_existing: OnExisting,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<ImportReport> {
-        let mode = match on_existing {
-            OnExisting::Replace => "replace",
-            OnExisting::Skip => "skip",
-            OnExisting::Fail => "fail",
-        };
         let request = self
             .auth(self.agent.post(format!("{}/v1/import", self.base)))
-            .query("on_existing", mode)
+            .query("on_existing", on_existing.as_str())
             .header("Content-Type", "application/x-ndjson");
         let total = input.len() as u64;
         let mut reader = Progress {

@@ -1,15 +1,9 @@
 //! Read commands (get, ls, history, export) open the database file read-only: they never
 //! change its bytes, and they work on a file the user cannot write, or on a read-only mount.
 
-use crate::{fails, ok};
+use crate::{db_args, fails, ok};
 use std::path::Path;
 use std::process::Command;
-
-fn db_args<'a>(db: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
-    let mut all = vec!["--db", db.to_str().expect("utf-8 temp path")];
-    all.extend_from_slice(args);
-    all
-}
 
 /// A database with an item, one with history, and one that expires.
 fn seed(db: &Path) {

@@ -1,20 +1,7 @@
 //! Using `pathdb` from scripts: documented exit statuses, `ls --json` with only items on
 //! stdout, `ls --all`, `--server HOST:PORT`, shell completions.
 
-use crate::{fails, fails_with, ok, pathdb};
-use std::path::Path;
-
-fn db_args<'a>(db: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
-    let mut all = vec!["--db", db.to_str().expect("utf-8 temp path")];
-    all.extend_from_slice(args);
-    all
-}
-
-fn json_lines(text: &str) -> Vec<serde_json::Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect()
-}
+use crate::{db_args, fails, fails_with, json_lines, ok, pathdb};
 
 #[test]
 fn help_documents_the_exit_statuses() {

@@ -1,19 +1,6 @@
 //! `put get rm ls history export import demo` on a local database file.
 
-use crate::{fails, fails_with, fails_with_stdin, ok, pathdb};
-use std::path::Path;
-
-fn db_args<'a>(db: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
-    let mut all = vec!["--db", db.to_str().expect("utf-8 temp path")];
-    all.extend_from_slice(args);
-    all
-}
-
-fn json_lines(text: &str) -> Vec<serde_json::Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect()
-}
+use crate::{db_args, fails, fails_with, fails_with_stdin, json_lines, ok, pathdb};
 
 #[test]
 fn put_get_ls_rm_round_trip_with_json_output() {

@@ -11,6 +11,20 @@ mod transfer;
 
 use std::process::{Command, Output};
 
+/// `--db DB` followed by `args`.
+pub fn db_args<'a>(db: &'a std::path::Path, args: &[&'a str]) -> Vec<&'a str> {
+    let mut all = vec!["--db", db.to_str().expect("utf-8 temp path")];
+    all.extend_from_slice(args);
+    all
+}
+
+/// One JSON value per line.
+pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
 /// Runs the built `pathdb` binary with `args`.
 pub fn pathdb(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pathdb"))

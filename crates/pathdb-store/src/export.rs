@@ -582,6 +582,17 @@ pub enum OnExisting {
     Fail,
 }
 
+impl OnExisting {
+    /// The mode's name, as [`FromStr`](std::str::FromStr) reads it and HTTP's `on_existing`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnExisting::Replace => "replace",
+            OnExisting::Skip => "skip",
+            OnExisting::Fail => "fail",
+        }
+    }
+}
+
 impl std::str::FromStr for OnExisting {
     type Err = Error;
     fn from_str(s: &str) -> Result<OnExisting, Error> {
