@@ -75,7 +75,7 @@ async fn put_get_delete_with_metadata() {
     // before the delete cannot match the new item.
     assert_eq!(
         server.put("/v1/items/user-7/post-1", "1").await.expect(201)["version"],
-        3
+        4
     );
 }
 
@@ -252,8 +252,8 @@ async fn history_versions_and_retention() {
         .await
         .expect(201);
     assert_eq!(
-        recreated["version"], 5,
-        "created, with the next version number"
+        recreated["version"], 6,
+        "created after the delete's version (5), never reusing one"
     );
 
     // An item without history has none.

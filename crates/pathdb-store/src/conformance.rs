@@ -22,7 +22,7 @@
 //!   [`children_only_deep_subtrees`], [`bounds_in_both_directions`], [`page_tokens_stitch`],
 //!   [`page_tokens_with_writes_between_pages`], [`page_token_errors`] (`listing`);
 //! - [`racing_must_not_exist`], [`racing_if_version_counter`], [`racing_unconditional_puts`],
-//!   [`racing_transfers`] (`concurrency`);
+//!   [`racing_transfers`], [`racing_deletes_and_updates`] (`concurrency`);
 //! - [`transaction_results`], [`failed_transactions_leave_nothing`], [`history_retention`],
 //!   [`ttl_expiry`], [`scan_and_import`], [`versions_never_reused`],
 //!   [`import_never_goes_backwards`] (`lifecycle`).
@@ -42,7 +42,8 @@ mod listing;
 
 pub use basic::{bad_input, conditions, put_get_delete};
 pub use concurrency::{
-    racing_if_version_counter, racing_must_not_exist, racing_transfers, racing_unconditional_puts,
+    racing_deletes_and_updates, racing_if_version_counter, racing_must_not_exist, racing_transfers,
+    racing_unconditional_puts,
 };
 pub use lifecycle::{
     failed_transactions_leave_nothing, history_retention, import_never_goes_backwards,
@@ -77,6 +78,7 @@ macro_rules! conformance_tests {
             racing_if_version_counter,
             racing_unconditional_puts,
             racing_transfers,
+            racing_deletes_and_updates,
             transaction_results,
             failed_transactions_leave_nothing,
             history_retention,

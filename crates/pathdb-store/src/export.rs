@@ -829,9 +829,11 @@ fn import_outcome(
         ImportRecord::Exported(ExportRecord::Revision(item)) => record_of(item),
         ImportRecord::Exported(r @ (ExportRecord::Item(_) | ExportRecord::Tombstone { .. })) => {
             let (_, mut wanted) = r.stored();
-            // Never backwards: a tombstone keeps the larger version, an item goes above.
+            // Never backwards, and a write over a live item (a delete, by a tombstone) goes
+            // above it; a tombstone over a tombstone keeps the larger version.
+            let live = current.is_some_and(|c| is_live(c, now));
             wanted.version = match r {
-                ExportRecord::Tombstone { .. } => wanted.version.max(floor),
+                ExportRecord::Tombstone { .. } if !live => wanted.version.max(floor),
                 _ if wanted.version > floor => wanted.version,
                 _ => floor + 1,
             };

@@ -270,11 +270,16 @@ fn visible(record: Option<Record>, now: i64) -> Option<Record> {
     record.filter(|r| is_live(r, now))
 }
 
-/// The tombstone that replaces `record` when its item is deleted or expires: the same version,
-/// so the path's next write continues the numbering (layout.rs).
-pub(crate) fn tombstone(record: &Record, at: i64) -> Record {
+/// The tombstone that replaces `record` when its item is deleted or expires, at `version`, so
+/// the path's next write continues the numbering (layout.rs).
+///
+/// A delete is a write: its tombstone takes the next version. Were it to keep the deleted
+/// version, a write planned against the live item (`If-Match` that version, or a second delete)
+/// would still find "that version" stored after the delete and succeed over it. An expiry keeps
+/// the item's version: no one wrote.
+pub(crate) fn tombstone(record: &Record, version: u64, at: i64) -> Record {
     Record {
-        version: record.version,
+        version,
         created_at: record.created_at,
         modified_at: at,
         expires_at: None,
@@ -561,7 +566,7 @@ impl<B: Backend> Store<B> {
                         // The key keeps a tombstone, never nothing: see layout.rs.
                         (Some(_), Some(r)) => batch.ops.push(WriteOp::Put {
                             key,
-                            record: tombstone(r, now),
+                            record: tombstone(r, r.version + 1, now),
                             expect: Some(expect),
                         }),
                         // Nothing to delete: only the state this plan saw must still hold.

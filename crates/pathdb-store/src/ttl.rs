@@ -80,7 +80,7 @@ fn sweep<B: Backend>(inner: &Inner<B>, limit: usize) -> Result<usize, Error> {
             {
                 // A tombstone, not nothing: the path's next version continues from this one.
                 ops.push(WriteOp::Put {
-                    record: tombstone(&record, expires_at),
+                    record: tombstone(&record, record.version, expires_at),
                     key: item_key,
                     expect: Some(Expect::Version(record.version)),
                 });

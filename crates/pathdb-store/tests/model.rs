@@ -433,7 +433,12 @@ impl Model {
         }
         for p in deletes {
             if let Some(item) = self.items.remove(&p) {
-                self.tombstones.insert(p, (item.version, self.now));
+                // A delete is a write: its tombstone takes the next version.
+                let version = item.version + 1;
+                let highest = self.highest.entry(p.clone()).or_default();
+                assert!(version > *highest, "{p}: version {version} given twice");
+                *highest = version;
+                self.tombstones.insert(p, (version, self.now));
             }
         }
         Ok(results)

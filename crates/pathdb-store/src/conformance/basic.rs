@@ -91,8 +91,8 @@ pub fn put_get_delete<H: Harness>(harness: &H) {
     clock.advance(Duration::from_secs(1));
     let again = put(&store, "/u-1/p-1", 3);
     assert_eq!(
-        again.version, 3,
-        "a re-created item continues its path's versions, with or without history"
+        again.version, 4,
+        "a re-created item continues its path's versions (the delete was 3), with or without history"
     );
     assert_condition_failed(
         store.put(
@@ -105,7 +105,7 @@ pub fn put_get_delete<H: Harness>(harness: &H) {
         ),
         "/u-1/p-1",
         Condition::IfVersion(1),
-        Some(3),
+        Some(4),
     );
     assert_eq!(again.created_at, T0.plus(Duration::from_secs(2)));
 

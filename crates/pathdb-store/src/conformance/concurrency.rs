@@ -254,3 +254,59 @@ fn audit<B: Backend>(
         std::thread::yield_now();
     }
 }
+
+/// Of N writers racing deletes and puts that all hold `If-Match` the same version, exactly one
+/// wins: a delete is a write (its tombstone takes the next version), so a delete that committed
+/// first makes every other writer's condition fail, as a put that committed first does.
+pub fn racing_deletes_and_updates<H: Harness>(harness: &H) {
+    let (_clock, store) = open_manual(harness);
+    let store: &Store<H::Backend> = &store;
+    let at_version_1 = || Some(Condition::IfVersion(1));
+    for round in 0..10 {
+        let contested = path(&format!("/race-5/r-{round}"));
+        store
+            .put(&contested, value(-1), PutOptions::default())
+            .unwrap();
+        let outcomes = race(|writer| {
+            if writer % 2 == 0 {
+                store.delete(&contested, at_version_1()).map(|_| writer)
+            } else {
+                let options = PutOptions {
+                    condition: at_version_1(),
+                    ..PutOptions::default()
+                };
+                store
+                    .put(&contested, value(writer as i64), options)
+                    .map(|_| writer)
+            }
+        });
+        let winners: Vec<usize> = outcomes
+            .iter()
+            .filter_map(|o| o.as_ref().ok())
+            .copied()
+            .collect();
+        assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
+        for outcome in &outcomes {
+            assert!(
+                matches!(
+                    outcome,
+                    Ok(_)
+                        | Err(Error::ConditionFailed {
+                            condition: Condition::IfVersion(1),
+                            ..
+                        })
+                ),
+                "round {round}: {outcome:?}"
+            );
+        }
+        let now = store.get(&contested).unwrap();
+        match winners[0] {
+            w if w % 2 == 0 => assert_eq!(now, None, "round {round}: the delete won"),
+            w => assert_eq!(
+                now.map(|i| (i.version, i.value)),
+                Some((2, value(w as i64))),
+                "round {round}: the put won"
+            ),
+        }
+    }
+}
