@@ -475,6 +475,52 @@ impl DynamoBackend {
     }
 }
 
+impl DynamoBackend {
+    /// Every partition key in the table, sorted and deduplicated, by a Scan that projects only
+    /// `pk`: DynamoDB keeps no order across partitions, so listing groups in key order reads
+    /// every key of the table (docs/dynamodb.md, "Listing groups").
+    async fn partitions_async(
+        &self,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<Vec<u8>>, StorageError> {
+        let mut all = std::collections::BTreeSet::new();
+        let mut start_key = None;
+        loop {
+            self.metrics.count_scan();
+            let response = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .projection_expression("pk")
+                .set_exclusive_start_key(start_key.take())
+                .send()
+                .await
+                .map_err(sdk_error("Scan"))?;
+            for item in response.items() {
+                match item.get("pk") {
+                    Some(AttributeValue::B(blob)) => {
+                        let pk = blob.as_ref();
+                        if after.is_none_or(|a| pk > a) {
+                            all.insert(pk.to_vec());
+                        }
+                    }
+                    _ => {
+                        self.metrics.count_foreign();
+                        tracing::warn!(table = %self.table, "skipped an item without a binary pk");
+                    }
+                }
+            }
+            match response.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start_key = Some(k.clone()),
+                _ => break,
+            }
+        }
+        Ok(all.into_iter().take(limit).collect())
+    }
+}
+
 async fn client_for(options: &DynamoOptions) -> Client {
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
     if let Some(region) = &options.region {
@@ -571,5 +617,10 @@ impl Reader for DynamoReader<'_> {
     ) -> Result<Vec<(Key, Record)>, StorageError> {
         self.backend
             .block_on(self.backend.scan_all_async(after, limit))
+    }
+
+    fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError> {
+        self.backend
+            .block_on(self.backend.partitions_async(after, limit))
     }
 }

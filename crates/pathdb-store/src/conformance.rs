@@ -21,6 +21,7 @@
 //! - [`prefix_is_segment_bounded`], [`typed_order`], [`aliased_ids`],
 //!   [`children_only_deep_subtrees`], [`bounds_in_both_directions`], [`page_tokens_stitch`],
 //!   [`page_tokens_with_writes_between_pages`], [`page_token_errors`] (`listing`);
+//! - [`groups_in_key_order`] (`groups`);
 //! - [`racing_must_not_exist`], [`racing_if_version_counter`], [`racing_unconditional_puts`],
 //!   [`racing_transfers`], [`racing_deletes_and_updates`] (`concurrency`);
 //! - [`transaction_results`], [`failed_transactions_leave_nothing`], [`history_retention`],
@@ -37,6 +38,7 @@ use std::sync::Arc;
 
 mod basic;
 mod concurrency;
+mod groups;
 mod lifecycle;
 mod listing;
 
@@ -45,6 +47,7 @@ pub use concurrency::{
     racing_deletes_and_updates, racing_if_version_counter, racing_must_not_exist, racing_transfers,
     racing_unconditional_puts,
 };
+pub use groups::groups_in_key_order;
 pub use lifecycle::{
     failed_transactions_leave_nothing, history_retention, import_never_goes_backwards,
     scan_and_import, transaction_results, ttl_expiry, versions_never_reused,
@@ -74,6 +77,7 @@ macro_rules! conformance_tests {
             page_tokens_stitch,
             page_tokens_with_writes_between_pages,
             page_token_errors,
+            groups_in_key_order,
             racing_must_not_exist,
             racing_if_version_counter,
             racing_unconditional_puts,

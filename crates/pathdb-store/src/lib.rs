@@ -25,6 +25,7 @@ pub mod backend;
 pub mod conformance;
 mod error;
 mod export;
+mod groups;
 mod item;
 mod layout;
 mod list;
@@ -36,6 +37,7 @@ pub use export::{
     ExportEnd, ExportError, ExportLine, ExportRecord, ExportStatus, IMPORT_BATCH, ImportError,
     ImportRecord, ImportReport, OnExisting, ScanPage, parse_import,
 };
+pub use groups::{DEFAULT_GROUPS_LIMIT, GroupPage, MAX_GROUPS_LIMIT};
 pub use item::{Item, Json, Timestamp};
 pub use list::{DEFAULT_LIST_LIMIT, ListPage, ListRequest, MAX_LIST_LIMIT};
 pub use store::{

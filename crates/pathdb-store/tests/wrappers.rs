@@ -97,6 +97,13 @@ impl Reader for WrappedReader<'_> {
         self.entries_read.fetch_add(entries.len(), Ordering::SeqCst);
         Ok(entries)
     }
+
+    fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError> {
+        let partitions = self.inner.partitions(after, limit)?;
+        self.entries_read
+            .fetch_add(partitions.len(), Ordering::SeqCst);
+        Ok(partitions)
+    }
 }
 
 fn path(text: &str) -> KeyPath {

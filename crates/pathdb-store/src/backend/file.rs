@@ -463,6 +463,28 @@ impl Reader for FileReader {
         }
         Ok(out)
     }
+
+    fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError> {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        // One seek per partition: the first key at or after (p ++ 00, []) is in the next one.
+        let mut next: Option<Vec<u8>> = after.map(|p| [p, &[0]].concat());
+        while out.len() < limit {
+            let start: Bound<(&[u8], &[u8])> = match &next {
+                Some(p) => Bound::Included((p.as_slice(), &[][..])),
+                None => Bound::Unbounded,
+            };
+            let mut iter = self
+                .table
+                .range::<(&[u8], &[u8])>((start, Bound::Unbounded))
+                .map_err(|e| storage("scan")(e.into()))?;
+            let Some(entry) = iter.next() else { break };
+            let (k, _) = entry.map_err(|e| storage("scan")(e.into()))?;
+            let partition = k.value().0.to_vec();
+            next = Some([partition.as_slice(), &[0]].concat());
+            out.push(partition);
+        }
+        Ok(out)
+    }
 }
 
 /// `[version u64][created i64][modified i64][has_expiry u8][expires i64][value...]`, little endian.

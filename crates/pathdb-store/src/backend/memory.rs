@@ -126,4 +126,28 @@ impl Reader for MemoryReader {
             .map(|(k, r)| (k.clone(), r.clone()))
             .collect())
     }
+
+    fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError> {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        // The smallest key of a partition after `p` is (p ++ 00, []): seek there each time, so
+        // a partition costs one seek however many records it holds.
+        let mut from = match after {
+            Some(p) => Bound::Included(Key {
+                partition: [p, &[0]].concat(),
+                sort: Vec::new(),
+            }),
+            None => Bound::Unbounded,
+        };
+        while out.len() < limit {
+            let Some((key, _)) = self.map.range((from, Bound::Unbounded)).next() else {
+                break;
+            };
+            from = Bound::Included(Key {
+                partition: [key.partition.as_slice(), &[0]].concat(),
+                sort: Vec::new(),
+            });
+            out.push(key.partition.clone());
+        }
+        Ok(out)
+    }
 }

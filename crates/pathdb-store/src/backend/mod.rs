@@ -259,4 +259,14 @@ pub trait Reader {
         after: Option<&Key>,
         limit: usize,
     ) -> Result<Vec<(Key, Record)>, StorageError>;
+
+    /// Up to `limit` distinct partition keys that hold at least one record, strictly after
+    /// `after`, in ascending byte order: what the store lists as groups. Implementors return
+    /// every such partition once, including the system partition and partitions whose records
+    /// are all tombstones or revisions (the store decides what to show), and no partition that
+    /// holds no record.
+    ///
+    /// # Errors
+    /// The backend failed.
+    fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError>;
 }
