@@ -23,6 +23,7 @@
 
 mod binary;
 mod error;
+mod explain;
 mod id;
 mod int;
 mod namespace;
@@ -34,6 +35,7 @@ mod text;
 
 pub use binary::{ESCAPE, ElementRef, IdRef, KeyPathRef, SEPARATOR, Segment, Sink, TERMINATOR};
 pub use error::{BuildError, DecodeError, ParseError, Rule};
+pub use explain::{ExplainedSegment, Explanation};
 pub use id::{Desc, Id, SegmentType};
 pub use int::Int;
 pub use namespace::{MAX_NAMESPACE_LEN, Namespace};

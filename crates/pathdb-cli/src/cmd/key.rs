@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use base64::Engine as _;
 use clap::Subcommand;
-use pathdb_keys::{KeyPath, KeyPathRef};
+use pathdb_keys::KeyPath;
 use std::io::Write;
 
 #[derive(Subcommand, Debug)]
@@ -119,50 +119,36 @@ pub fn run(cmd: KeyCommand) -> Result<()> {
 
 fn explain(text: &str, out: &mut impl Write) -> Result<()> {
     let path: KeyPath = text.parse()?;
-    let encoded = path.encode();
-    let decoded = KeyPathRef::decode(&encoded).context("re-decoding our own encoding")?;
-    let canonical = path.to_string();
-
-    // The text of each segment: namespaces and ids alternate.
-    let mut labels = Vec::new();
-    for element in decoded.elements() {
-        labels.push(element.namespace.to_owned());
-        if let Some(id) = &element.id {
-            labels.push(id.to_id().to_string());
-        }
-    }
-
-    writeln!(out, "path: {canonical}")?;
-    let rows: Vec<[String; 4]> = decoded
-        .segments()
-        .zip(&labels)
-        .enumerate()
-        .map(|(i, (seg, label))| {
-            let ty = if i % 2 == 0 {
-                "namespace"
-            } else {
-                seg.ty.name()
-            };
+    let explained = path.explain();
+    writeln!(out, "path: {}", explained.path)?;
+    let rows: Vec<[String; 4]> = explained
+        .segments
+        .iter()
+        .map(|seg| {
             let meta = format!(
                 "{} (len {}, type {})",
-                hex::encode(seg.meta),
+                hex::encode(&seg.meta),
                 seg.bytes.len(),
-                seg.ty as u8
+                seg.type_code
             );
-            [label.clone(), ty.to_owned(), hex::encode(seg.bytes), meta]
+            [
+                seg.text.clone(),
+                seg.kind.to_owned(),
+                hex::encode(&seg.bytes),
+                meta,
+            ]
         })
         .collect();
     super::output::write_table(out, ["segment", "type", "bytes", "metadata"], &rows, &[])?;
-    let n = rows.len();
-    let segment_bytes: usize = decoded.segments().map(|s| s.bytes.len()).sum();
-    let meta_bytes: usize = decoded.segments().map(|s| s.meta.len()).sum();
     writeln!(
         out,
-        "encoded: {} bytes ({segment_bytes} segment, {} separator, 1 terminator, {meta_bytes} metadata)",
-        encoded.len(),
-        n - 1
+        "encoded: {} bytes ({} segment, {} separator, 1 terminator, {} metadata)",
+        explained.encoded.len(),
+        explained.segment_bytes(),
+        explained.separators(),
+        explained.meta_bytes(),
     )?;
-    writeln!(out, "text:    {} bytes", canonical.len())?;
-    writeln!(out, "hex:     {}", hex::encode(&encoded))?;
+    writeln!(out, "text:    {} bytes", explained.path.len())?;
+    writeln!(out, "hex:     {}", hex::encode(&explained.encoded))?;
     Ok(())
 }
