@@ -5,8 +5,8 @@ use crate::exit::Failure;
 use anyhow::{Context, Result, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
-    Condition, Expiry, ExportEnd, ExportLine, ExportStatus, ImportReport, Item, Json, ListPage,
-    ListRequest, OnExisting, PutOptions, Timestamp,
+    Condition, Expiry, ExportEnd, ExportLine, ExportStatus, GroupPage, ImportReport, Item, Json,
+    ListPage, ListRequest, OnExisting, PutOptions, Timestamp,
 };
 use serde::Deserialize;
 use std::io::BufRead;
@@ -47,6 +47,13 @@ impl ItemIn {
 #[derive(Deserialize)]
 struct ItemsIn {
     items: Vec<ItemIn>,
+    #[serde(default)]
+    next_page_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct GroupsIn {
+    groups: Vec<String>,
     #[serde(default)]
     next_page_token: Option<String>,
 }
@@ -188,6 +195,24 @@ impl Db for Client {
             (404, _) => Ok(None),
             (_, body) => Self::item(&body).map(Some),
         }
+    }
+
+    fn groups(&self, limit: usize, page_token: Option<&str>) -> Result<GroupPage> {
+        let mut request = self.auth(self.agent.get(format!("{}/v1/groups", self.base)));
+        request = request.query("limit", limit.to_string());
+        if let Some(t) = page_token {
+            request = request.query("page_token", t);
+        }
+        let (_, body) = Self::read(request.call(), "list groups")?;
+        let page: GroupsIn = serde_json::from_str(&body).context("server sent an invalid page")?;
+        Ok(GroupPage {
+            groups: page
+                .groups
+                .iter()
+                .map(|g| g.parse().context("server sent an invalid group"))
+                .collect::<Result<_>>()?,
+            next_page_token: page.next_page_token,
+        })
     }
 
     fn list(&self, r: &ListRequest) -> Result<ListPage> {

@@ -5,8 +5,8 @@ use anyhow::Result;
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
-    Condition, ExportEnd, ImportReport, Item, Json, ListPage, ListRequest, OnExisting, PutOptions,
-    Store,
+    Condition, ExportEnd, GroupPage, ImportReport, Item, Json, ListPage, ListRequest, OnExisting,
+    PutOptions, Store,
 };
 
 /// The data API as the CLI uses it.
@@ -19,6 +19,8 @@ pub trait Db {
     fn delete(&self, path: &KeyPath, condition: Option<Condition>) -> Result<Option<Item>>;
     /// One page of a listing.
     fn list(&self, request: &ListRequest) -> Result<ListPage>;
+    /// One page of the groups, in key order.
+    fn groups(&self, limit: usize, page_token: Option<&str>) -> Result<GroupPage>;
     /// Revisions, newest first.
     fn history(&self, path: &KeyPath, limit: usize) -> Result<Vec<Item>>;
     /// Writes every record as a JSON line, then the line that says the export is complete;
@@ -56,6 +58,10 @@ impl<B: Backend> Db for Store<B> {
 
     fn list(&self, request: &ListRequest) -> Result<ListPage> {
         Ok(Store::list(self, request)?)
+    }
+
+    fn groups(&self, limit: usize, page_token: Option<&str>) -> Result<GroupPage> {
+        Ok(Store::groups(self, limit, page_token)?)
     }
 
     fn history(&self, path: &KeyPath, limit: usize) -> Result<Vec<Item>> {

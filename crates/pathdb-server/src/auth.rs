@@ -102,13 +102,26 @@ fn unauthorized(message: &str) -> Response {
     response
 }
 
+/// What [`require_token`] let through, in the request's extensions for handlers that show it.
+#[derive(Clone, Copy, Debug)]
+pub struct Granted {
+    /// Whether the server has tokens at all (without, everyone may read and write).
+    pub auth_required: bool,
+    /// What the request may do.
+    pub scope: Scope,
+}
+
 /// Middleware: checks the bearer token and its scope.
 pub async fn require_token(
     State(auth): State<Auth>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Result<Response, Response> {
     if !auth.enabled() {
+        request.extensions_mut().insert(Granted {
+            auth_required: false,
+            scope: Scope::ReadWrite,
+        });
         return Ok(next.run(request).await);
     }
     // The scheme is case-insensitive (RFC 9110 section 11.1).
@@ -133,6 +146,10 @@ pub async fn require_token(
         )
         .into_response());
     }
+    request.extensions_mut().insert(Granted {
+        auth_required: true,
+        scope,
+    });
     Ok(next.run(request).await)
 }
 

@@ -30,7 +30,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// Runs one store operation on the blocking pool, counted and timed as `op` in `/metrics`.
-async fn store_call<T: Send + 'static>(
+pub(crate) async fn store_call<T: Send + 'static>(
     op: &'static str,
     f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {

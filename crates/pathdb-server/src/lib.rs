@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod auth;
+mod browse;
 pub mod config;
 mod error;
 mod extract;
@@ -16,6 +17,7 @@ mod media;
 pub mod origin;
 mod precondition;
 mod telemetry;
+pub mod ui;
 mod wire;
 
 pub use auth::{Auth, Scope};
@@ -71,7 +73,7 @@ impl<B: Backend> Clone for AppState<B> {
     paths(
         handlers::get_item, handlers::put_item, handlers::delete_item, handlers::get_many, handlers::list,
         handlers::history, handlers::transact, handlers::export, handlers::import, handlers::healthz,
-        handlers::readyz, handlers::metrics
+        handlers::readyz, handlers::metrics, browse::groups, browse::explain_key, browse::session
     ),
     modifiers(&BearerAuth, &TaggedUnions),
     tags((name = "items", description = "Items, listings, history, transactions"),
@@ -132,7 +134,8 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
-/// The application with no web origin allowed but the server's own; see [`router_with`].
+/// The application with no web origin allowed but the server's own, and the console; see
+/// [`router_with`].
 pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
     router_with(state, auth, AllowedOrigins::default())
 }
@@ -144,6 +147,27 @@ pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
 /// The first call installs the process-wide Prometheus recorder of the `metrics` facade, which
 /// `/metrics` renders.
 pub fn router_with<B: Backend>(state: AppState<B>, auth: Auth, origins: AllowedOrigins) -> Router {
+    app(state, auth, origins, Console::Served)
+}
+
+/// Whether [`app`] serves the web console.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Console {
+    /// At `/ui/`, with `/` redirecting there (the default).
+    Served,
+    /// Not at all (`pathdb serve --no-ui`): `/` and `/ui/` are 404.
+    Off,
+}
+
+/// [`router_with`], with the web console on or off. The console's files need no token (they
+/// hold no data; the page asks for one when the API answers 401) but pass the same origin and
+/// Host checks as the API.
+pub fn app<B: Backend>(
+    state: AppState<B>,
+    auth: Auth,
+    origins: AllowedOrigins,
+    console: Console,
+) -> Router {
     let policy = origin::OriginPolicy {
         origins: origins.clone(),
         local_only: !auth.enabled(),
@@ -164,6 +188,9 @@ pub fn router_with<B: Backend>(state: AppState<B>, auth: Auth, origins: AllowedO
             post(handlers::transact::<B>).route_layer(json()),
         )
         .route("/v1/export", get(handlers::export::<B>))
+        .route("/v1/groups", get(browse::groups::<B>))
+        .route("/v1/keys/{*path}", get(browse::explain_key))
+        .route("/v1/session", get(browse::session))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
@@ -187,7 +214,12 @@ pub fn router_with<B: Backend>(state: AppState<B>, auth: Auth, origins: AllowedO
     // Installed before the first request, so every request and commit is counted.
     let _ = telemetry::prometheus();
     let request_id = HeaderName::from_static("x-request-id");
+    let console = match console {
+        Console::Served => ui::router(),
+        Console::Off => Router::new(),
+    };
     Router::new()
+        .merge(console)
         .route("/openapi.json", get(|| async { ([(axum::http::header::CONTENT_TYPE, "application/json")], openapi_json()) }))
         .route("/healthz", get(handlers::healthz))
         .merge(probes)

@@ -6,6 +6,7 @@
 mod bad_input;
 mod catalogue;
 mod conditional;
+mod console;
 mod cross_site;
 mod items;
 mod listener;
@@ -18,7 +19,7 @@ mod transactions;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, Request, StatusCode};
-use pathdb_server::{AllowedOrigins, AppState, Auth, Scope, router_with};
+use pathdb_server::{AllowedOrigins, AppState, Auth, Console, Scope, app};
 use pathdb_store::backend::{FileBackend, FileOptions};
 use pathdb_store::{ManualClock, Store, StoreOptions, Timestamp};
 use serde_json::Value;
@@ -126,6 +127,15 @@ impl TestServer {
 
     /// Bearer tokens, and web origins allowed besides the server's own.
     pub fn with_origins(tokens: &[(&str, Scope)], origins: &[&str]) -> TestServer {
+        TestServer::build(tokens, origins, Console::Served)
+    }
+
+    /// Local-only mode, with the web console served or not.
+    pub fn with_console(console: Console) -> TestServer {
+        TestServer::build(&[], &[], console)
+    }
+
+    fn build(tokens: &[(&str, Scope)], origins: &[&str], console: Console) -> TestServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(Timestamp::now()));
         let options = StoreOptions {
@@ -139,12 +149,13 @@ impl TestServer {
         let store = Store::new(backend, options).expect("store");
         let tokens: HashMap<String, Scope> =
             tokens.iter().map(|(t, s)| ((*t).to_owned(), *s)).collect();
-        let app = router_with(
+        let app = app(
             AppState {
                 store: store.clone(),
             },
             Auth::new(tokens),
             AllowedOrigins::new(origins).expect("valid origins"),
+            console,
         );
         TestServer {
             app,

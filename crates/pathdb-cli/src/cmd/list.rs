@@ -1,10 +1,10 @@
-//! `ls`: a subtree or the direct children of a path, one page at a time or (`--all`) every
-//! page.
+//! `ls`: a subtree or the direct children of a path, or (`ls /`) the groups, one page at a time
+//! or (`--all`) every page.
 
 use super::Output;
 use super::output::print_items;
 use crate::db::Db;
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::Args;
 use pathdb_keys::KeyPath;
 use pathdb_store::{DEFAULT_LIST_LIMIT, ListRequest};
@@ -12,8 +12,9 @@ use std::io::Write;
 
 #[derive(Args, Debug)]
 pub struct LsArgs {
-    /// The item at PREFIX (if any), then its subtree in key order.
-    prefix: KeyPath,
+    /// The item at PREFIX (if any), then its subtree in key order; `/` lists the groups (the
+    /// first elements of the stored paths) in key order.
+    prefix: Target,
     /// Only the direct children of PREFIX.
     #[arg(long)]
     children: bool,
@@ -43,9 +44,33 @@ pub struct LsArgs {
     all: bool,
 }
 
+/// What `ls` lists.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// `/`: the groups.
+    Root,
+    /// A subtree.
+    Path(KeyPath),
+}
+
+impl std::str::FromStr for Target {
+    type Err = pathdb_keys::ParseError;
+
+    fn from_str(text: &str) -> Result<Target, Self::Err> {
+        match text {
+            "/" => Ok(Target::Root),
+            _ => text.parse().map(Target::Path),
+        }
+    }
+}
+
 pub fn ls(store: &dyn Db, args: LsArgs, out: Output) -> Result<()> {
+    let prefix = match args.prefix {
+        Target::Path(prefix) => prefix,
+        Target::Root => return ls_groups(store, &args, out),
+    };
     let mut request = ListRequest {
-        prefix: args.prefix,
+        prefix,
         children_only: args.children,
         gt: args.gt,
         gte: args.gte,
@@ -81,6 +106,45 @@ pub fn ls(store: &dyn Db, args: LsArgs, out: Output) -> Result<()> {
             }
             None if out.json => return Ok(()),
             None => return Ok(print_items(&mut stdout, &table_rows, false)?),
+        }
+    }
+}
+
+/// `ls /`: one group per line (`--json`: `{"group": "/user-7"}` per line), in key order.
+fn ls_groups(store: &dyn Db, args: &LsArgs, out: Output) -> Result<()> {
+    let bounded =
+        args.gt.is_some() || args.gte.is_some() || args.lt.is_some() || args.lte.is_some();
+    if args.children || args.reverse || bounded {
+        // Groups are always the root's children, listed forward: say so rather than ignore.
+        bail!("ls / takes only --limit, --page-token and --all");
+    }
+    let mut stdout = std::io::stdout().lock();
+    let mut token = args.page_token.clone();
+    loop {
+        let page = store.groups(args.limit, token.as_deref())?;
+        for group in &page.groups {
+            if out.json {
+                writeln!(
+                    stdout,
+                    "{}",
+                    serde_json::json!({ "group": group.to_string() })
+                )?;
+            } else {
+                writeln!(stdout, "{group}")?;
+            }
+        }
+        match page.next_page_token {
+            Some(next) if args.all => token = Some(next),
+            Some(next) if out.json => {
+                stdout.flush()?;
+                eprintln!("{}", serde_json::json!({ "next_page_token": next }));
+                return Ok(());
+            }
+            Some(next) => {
+                writeln!(stdout, "next page: --page-token {next}")?;
+                return Ok(());
+            }
+            None => return Ok(()),
         }
     }
 }

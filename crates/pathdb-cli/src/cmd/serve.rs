@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use pathdb_server::{AllowedOrigins, AppState, Auth, DEFAULT_ADDR, ServerConfig, router_with};
+use pathdb_server::{AllowedOrigins, AppState, Auth, Console, DEFAULT_ADDR, ServerConfig, app};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -28,6 +28,9 @@ pub struct ServeArgs {
     /// `read_only` (embedded backend only).
     #[arg(long)]
     read_only: bool,
+    /// Do not serve the web console (by default at /ui/, with / redirecting there).
+    #[arg(long)]
+    no_ui: bool,
 }
 
 /// The storage engine behind the server.
@@ -74,6 +77,11 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 
+    let console = if args.no_ui {
+        Console::Off
+    } else {
+        Console::Served
+    };
     match args.backend {
         BackendKind::Embedded => {
             let store = if args.read_only {
@@ -88,6 +96,7 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
                 addr,
                 auth,
                 origins,
+                console,
                 &format!("{}{mode}", db.display()),
             )
         }
@@ -103,6 +112,7 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
                 addr,
                 auth,
                 origins,
+                console,
                 &format!("dynamodb table {}", args.dynamodb.table_name()?),
             )
         }
@@ -114,6 +124,7 @@ fn serve<B: pathdb_store::backend::Backend>(
     addr: SocketAddr,
     auth: Auth,
     origins: AllowedOrigins,
+    console: Console,
     data: &str,
 ) -> Result<()> {
     let data = data.to_owned();
@@ -128,7 +139,7 @@ fn serve<B: pathdb_store::backend::Backend>(
         }
         // Printed for scripts that bind port 0.
         println!("listening on http://{local}");
-        let app = router_with(AppState { store }, auth, origins);
+        let app = app(AppState { store }, auth, origins, console);
         pathdb_server::serve(listener, app, pathdb_server::shutdown_signal()).await?;
         tracing::info!("shut down: in-flight requests finished");
         anyhow::Ok(())

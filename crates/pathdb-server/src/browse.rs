@@ -1,0 +1,192 @@
+//! What a browser (the console) needs besides items: the groups at the root, a key path's
+//! encoding and the equivalent stored keys, and what the presented token may do.
+
+use crate::AppState;
+use crate::auth::Scope;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Query, UrlPath};
+use crate::handlers::store_call;
+use axum::Extension;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use pathdb_keys::KeyRange;
+use pathdb_store::backend::Backend;
+use pathdb_store::{DEFAULT_GROUPS_LIMIT, MAX_GROUPS_LIMIT};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+/// Options of `GET /v1/groups`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct GroupsQuery {
+    /// Groups per page, 1..=1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<usize>,
+    /// Continue after the page that returned this token.
+    pub page_token: Option<String>,
+}
+
+/// A page of groups.
+#[derive(Serialize, ToSchema)]
+pub struct GroupsOut {
+    /// One-element key paths, in ascending key order.
+    #[schema(example = json!(["/season-2026-spring", "/user-7"]))]
+    pub groups: Vec<String>,
+    /// Present when more groups may follow: pass it as `page_token`.
+    pub next_page_token: Option<String>,
+}
+
+/// Lists the groups (first elements of stored paths) in key order, one page at a time. A group
+/// whose items are all deleted is listed while its tombstones are stored. On DynamoDB every
+/// page scans the table's keys.
+#[utoipa::path(get, path = "/v1/groups", tag = "items", operation_id = "listGroups",
+    params(GroupsQuery),
+    responses((status = 200, body = GroupsOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn groups<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Query(q): Query<GroupsQuery>,
+) -> Result<axum::Json<GroupsOut>, ApiError> {
+    let limit = q.limit.unwrap_or(DEFAULT_GROUPS_LIMIT);
+    if !(1..=MAX_GROUPS_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit must be 1..={MAX_GROUPS_LIMIT}"
+        )));
+    }
+    let page = store_call("groups", move || {
+        Ok(state.store.groups(limit, q.page_token.as_deref())?)
+    })
+    .await?;
+    Ok(axum::Json(GroupsOut {
+        groups: page.groups.iter().map(ToString::to_string).collect(),
+        next_page_token: page.next_page_token,
+    }))
+}
+
+/// One segment of a key path's encoding.
+#[derive(Serialize, ToSchema)]
+pub struct SegmentOut {
+    /// The namespace, or the id as written in a path.
+    pub text: String,
+    /// `namespace`, or the id's type (`integer`, `string`, `uuid`, `bytes`, `desc integer`, ...).
+    pub kind: String,
+    /// The encoded segment, hex.
+    pub bytes_hex: String,
+    /// The metadata varint, hex.
+    pub meta_hex: String,
+    /// The segment type code in the metadata.
+    pub type_code: u8,
+}
+
+/// A sort-key range inside the path's partition, as DynamoDB's `BETWEEN :a AND :z` takes it:
+/// `z` is never a stored key, so the inclusive `BETWEEN` reads exactly `[a, z)`.
+#[derive(Serialize, ToSchema)]
+pub struct SortRangeOut {
+    /// The first sort key, base64.
+    pub start_base64: String,
+    /// The end, base64 (`/w==` (`ff`) where the range runs to the end of the items: revisions
+    /// start with `ff` and follow every item).
+    pub end_base64: String,
+}
+
+/// A key path's encoding and where it is stored.
+#[derive(Serialize, ToSchema)]
+pub struct KeyOut {
+    /// The canonical text form.
+    pub path: String,
+    /// Namespaces and ids, alternating.
+    pub segments: Vec<SegmentOut>,
+    /// The whole encoding, hex.
+    pub encoded_hex: String,
+    /// Sizes in bytes: `encoded`, `segment`, `separator`, `terminator`, `metadata`, `text`.
+    pub sizes: std::collections::BTreeMap<String, usize>,
+    /// The partition key (`pk`), base64.
+    pub pk_base64: String,
+    /// The sort key (`sk`), base64.
+    pub sk_base64: String,
+    /// The node and its subtree.
+    pub subtree: SortRangeOut,
+    /// The node's descendants without the node (with `children=true`, the store seeks over each
+    /// child's subtree inside this range).
+    pub descendants: SortRangeOut,
+}
+
+fn sort_range(range: KeyRange) -> SortRangeOut {
+    SortRangeOut {
+        start_base64: STANDARD.encode(&range.start),
+        end_base64: STANDARD.encode(range.end.unwrap_or_else(|| vec![0xff])),
+    }
+}
+
+/// Explains a key path's encoding (as `pathdb key explain`) and the DynamoDB keys and ranges
+/// that hold it. Reads no data.
+#[utoipa::path(get, path = "/v1/keys/{path}", tag = "items", operation_id = "explainKey",
+    params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1")),
+    responses((status = 200, body = KeyOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn explain_key(UrlPath(path): UrlPath) -> axum::Json<KeyOut> {
+    let explained = path.explain();
+    let sizes = [
+        ("encoded", explained.encoded.len()),
+        ("segment", explained.segment_bytes()),
+        ("separator", explained.separators()),
+        ("terminator", 1),
+        ("metadata", explained.meta_bytes()),
+        ("text", explained.path.len()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    axum::Json(KeyOut {
+        segments: explained
+            .segments
+            .iter()
+            .map(|s| SegmentOut {
+                text: s.text.clone(),
+                kind: s.kind.to_owned(),
+                bytes_hex: hex::encode(&s.bytes),
+                meta_hex: hex::encode(&s.meta),
+                type_code: s.type_code,
+            })
+            .collect(),
+        encoded_hex: hex::encode(&explained.encoded),
+        sizes,
+        pk_base64: STANDARD.encode(path.partition_key()),
+        sk_base64: STANDARD.encode(path.sort_key()),
+        subtree: sort_range(path.sort_key_subtree_range()),
+        descendants: sort_range(path.sort_key_descendants_range()),
+        path: explained.path,
+    })
+}
+
+/// What the presented credentials allow.
+#[derive(Serialize, ToSchema)]
+pub struct SessionOut {
+    /// Whether the server requires a token at all.
+    pub auth_required: bool,
+    /// `read` or `read-write`.
+    #[schema(example = "read-write")]
+    pub scope: String,
+}
+
+/// What the request's token (or, without tokens configured, anyone) may do, so a client can
+/// hide what it may not.
+#[utoipa::path(get, path = "/v1/session", tag = "meta", operation_id = "getSession",
+    responses((status = 200, body = SessionOut), (status = 401, body = ErrorBody),
+        (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn session(
+    Extension(granted): Extension<crate::auth::Granted>,
+) -> axum::Json<SessionOut> {
+    axum::Json(SessionOut {
+        auth_required: granted.auth_required,
+        scope: match granted.scope {
+            Scope::Read => "read",
+            Scope::ReadWrite => "read-write",
+        }
+        .to_owned(),
+    })
+}

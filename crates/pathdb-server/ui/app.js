@@ -1,0 +1,748 @@
+// The PathDB console: one page that reads its key path from the URL (/ui/{path}) and talks to
+// the /v1 API of the server that served it. Plain DOM, no framework: the file is embedded in the
+// binary and must work offline with no build step (docs/console.md).
+
+const $ = (id) => document.getElementById(id);
+const TOKEN_KEY = "pathdb.token";
+
+const state = {
+  path: null, // key path text with its leading '/', or null at the root (the groups)
+  item: null, // the item at `path`, as the API returned it
+  session: null,
+  pages: [null], // page tokens of the pages seen so far: pages[i] starts page i
+  page: 0,
+  ttlTimer: null,
+  history: [],
+};
+
+// ---------------------------------------------------------------------------------------------
+// Paths and URLs
+
+/** Percent-encodes a key path for /v1/items and /ui, as the CLI does (keeps `/-_.~!`). */
+function urlPath(text) {
+  let out = "";
+  for (const byte of new TextEncoder().encode(text.replace(/^\//, ""))) {
+    const c = String.fromCharCode(byte);
+    out += /[A-Za-z0-9\/\-_.~!]/.test(c) ? c : "%" + byte.toString(16).toUpperCase().padStart(2, "0");
+  }
+  return out;
+}
+
+function uiHref(path) {
+  return path ? "/ui/" + urlPath(path) : "/ui/";
+}
+
+/** The key path the URL names, or null for the root. */
+function pathFromLocation() {
+  const rest = location.pathname.replace(/^\/ui\/?/, "");
+  if (!rest) return null;
+  try {
+    return "/" + decodeURIComponent(rest);
+  } catch {
+    return "/" + rest;
+  }
+}
+
+/** Elements of a canonical key path: the text between '/' that are not escaped with '%'. */
+function splitPath(text) {
+  const parts = [];
+  let current = "";
+  for (let i = 1; i < text.length; i++) {
+    const c = text[i];
+    if (c === "%" && i + 1 < text.length) {
+      current += c + text[i + 1];
+      i++;
+    } else if (c === "/") {
+      parts.push(current);
+      current = "";
+    } else {
+      current += c;
+    }
+  }
+  parts.push(current);
+  return parts;
+}
+
+/** Single-quotes a word for a POSIX shell. */
+function sh(text) {
+  return /^[A-Za-z0-9_\/\-.:=]+$/.test(text) ? text : "'" + text.replace(/'/g, "'\\''") + "'";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The API
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, url, { body, headers = {}, allow = [] } = {}) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const h = { Accept: "application/json", ...headers };
+  if (token) h.Authorization = "Bearer " + token;
+  if (body !== undefined) h["Content-Type"] = "application/json";
+  const response = await fetch(url, { method, headers: h, body, cache: "no-store" });
+  if (response.ok || allow.includes(response.status)) {
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, json: text ? JSON.parse(text) : null };
+  }
+  let code = "http_" + response.status;
+  let message = response.statusText;
+  try {
+    const e = (await response.json()).error;
+    code = e.code;
+    message = e.message;
+  } catch {
+    // Not the API's error shape (a proxy?): keep the status line.
+  }
+  throw new ApiError(response.status, code, message);
+}
+
+function showError(error) {
+  if (error instanceof ApiError && error.status === 401) {
+    showSignIn(error.message);
+    return;
+  }
+  $("error-code").textContent = error.code || "error";
+  $("error-message").textContent = error.message;
+  $("error").hidden = false;
+}
+
+function clearError() {
+  $("error").hidden = true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting
+
+function when(micros) {
+  return micros == null ? "—" : new Date(micros / 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+
+function pretty(value) {
+  return JSON.stringify(value, null, 2);
+}
+
+function countdown(micros) {
+  const left = Math.round(micros / 1000 - Date.now()) / 1000;
+  if (left <= 0) return "expired";
+  const s = Math.floor(left);
+  const parts = [];
+  if (s >= 86400) parts.push(Math.floor(s / 86400) + "d");
+  if (s >= 3600) parts.push(Math.floor((s % 86400) / 3600) + "h");
+  if (s >= 60) parts.push(Math.floor((s % 3600) / 60) + "m");
+  parts.push((s % 60) + "s");
+  return "in " + parts.join(" ") + " (" + when(micros) + ")";
+}
+
+/** A line diff (longest common subsequence): lines prefixed with "  ", "- " or "+ ". */
+function diffLines(before, after) {
+  const a = before.split("\n");
+  const b = after.split("\n");
+  const n = a.length;
+  const m = b.length;
+  const lcs = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--)
+    for (let j = m - 1; j >= 0; j--)
+      lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < n && j < m) {
+    if (a[i] === b[j]) {
+      out.push(["same", "  " + a[i]]);
+      i++;
+      j++;
+    } else if (lcs[i + 1][j] >= lcs[i][j + 1]) {
+      out.push(["del", "- " + a[i++]]);
+    } else {
+      out.push(["add", "+ " + b[j++]]);
+    }
+  }
+  while (i < n) out.push(["del", "- " + a[i++]]);
+  while (j < m) out.push(["add", "+ " + b[j++]]);
+  return out;
+}
+
+function renderDiff(pre, before, after) {
+  pre.replaceChildren(
+    ...diffLines(before, after).map(([kind, line]) => {
+      const span = document.createElement("span");
+      span.className = kind;
+      span.textContent = line + "\n";
+      return span;
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session and sign-in
+
+function showSignIn(message) {
+  $("main").hidden = true;
+  $("signin").hidden = false;
+  $("signout").hidden = !sessionStorage.getItem(TOKEN_KEY);
+  if (message && sessionStorage.getItem(TOKEN_KEY)) {
+    $("error-code").textContent = "unauthorized";
+    $("error-message").textContent = message;
+    $("error").hidden = false;
+  }
+  $("token").focus();
+}
+
+async function loadSession() {
+  try {
+    state.session = (await api("GET", "/v1/session")).json;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) {
+      showSignIn(error.message);
+      return false;
+    }
+    throw error;
+  }
+  const readOnly = state.session.scope !== "read-write";
+  document.body.classList.toggle("read-only", readOnly);
+  $("scope").hidden = !state.session.auth_required;
+  $("scope").textContent = readOnly ? "read-only token" : "read-write token";
+  $("signout").hidden = !state.session.auth_required;
+  $("signin").hidden = true;
+  $("main").hidden = false;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views
+
+function listQuery() {
+  const params = new URLSearchParams(location.search);
+  return {
+    reverse: params.get("reverse") === "true",
+    gt: params.get("gt") || "",
+    lt: params.get("lt") || "",
+    limit: params.get("limit") || "100",
+  };
+}
+
+function renderCrumbs() {
+  const nav = $("crumbs");
+  nav.replaceChildren();
+  if (!state.path) return;
+  let prefix = "";
+  for (const part of splitPath(state.path)) {
+    prefix += "/" + part;
+    const a = document.createElement("a");
+    a.href = uiHref(prefix);
+    a.textContent = "/" + part;
+    nav.append(a);
+  }
+}
+
+async function render() {
+  clearError();
+  state.path = pathFromLocation();
+  state.pages = [null];
+  state.page = 0;
+  const q = listQuery();
+  $("reverse").checked = q.reverse;
+  $("gt").value = q.gt;
+  $("lt").value = q.lt;
+  $("limit").value = q.limit;
+  document.title = (state.path || "Groups") + " · PathDB";
+  renderCrumbs();
+  $("node-path").textContent = state.path || "Groups";
+  $("children-title").textContent = state.path ? "Children" : "Groups";
+  // At the root there are no bounds or reverse (groups list forward): hide, not remove, so the
+  // layout does not jump between views.
+  $("list-form").classList.toggle("invisible", !state.path);
+  $("key").hidden = !state.path;
+  $("history").hidden = true;
+  $("item").hidden = true;
+  $("no-item").hidden = true;
+  $("create").hidden = false;
+  updatePreview();
+  const jobs = [loadChildren()];
+  if (state.path) jobs.push(loadItem(), loadKey());
+  const results = await Promise.allSettled(jobs);
+  for (const r of results) if (r.status === "rejected") showError(r.reason);
+}
+
+async function loadItem() {
+  state.item = null;
+  clearInterval(state.ttlTimer);
+  const reply = await api("GET", "/v1/items/" + urlPath(state.path), { allow: [404] });
+  if (reply.status === 404) {
+    $("no-item").hidden = false;
+  } else {
+    state.item = reply.json;
+    showItem();
+  }
+  await loadHistory();
+}
+
+function showItem() {
+  const item = state.item;
+  $("item").hidden = false;
+  $("no-item").hidden = true;
+  $("item-version").textContent = item.version;
+  $("item-created").textContent = when(item.created_at);
+  $("item-modified").textContent = when(item.modified_at);
+  $("value").textContent = pretty(item.value);
+  $("editor-form").hidden = true;
+  $("conflict").hidden = true;
+  clearInterval(state.ttlTimer);
+  const tick = () => ($("ttl").textContent = item.expires_at == null ? "never" : countdown(item.expires_at));
+  tick();
+  if (item.expires_at != null) state.ttlTimer = setInterval(tick, 1000);
+}
+
+async function loadHistory() {
+  const reply = await api("GET", "/v1/history/" + urlPath(state.path) + "?limit=100");
+  state.history = reply.json.items;
+  $("history").hidden = !state.item && state.history.length === 0;
+  $("history-empty").hidden = state.history.length > 0;
+  $("history-table").hidden = state.history.length === 0;
+  const rows = state.history.map((rev, i) => {
+    const tr = document.createElement("tr");
+    tr.dataset.version = rev.version;
+    const radio = (name, checked) => {
+      const td = document.createElement("td");
+      const input = document.createElement("input");
+      input.type = "radio";
+      input.name = name;
+      input.value = i;
+      input.checked = checked;
+      input.setAttribute("aria-label", name + " version " + rev.version);
+      input.addEventListener("change", showDiff);
+      td.append(input);
+      return td;
+    };
+    const v = document.createElement("td");
+    v.textContent = rev.version;
+    const m = document.createElement("td");
+    m.textContent = when(rev.modified_at);
+    tr.append(radio("from", i === 1), radio("to", i === 0), v, m);
+    return tr;
+  });
+  $("history-rows").replaceChildren(...rows);
+  showDiff();
+}
+
+/** The diff from the revision picked in "from" to the one in "to" (newest two by default). */
+function showDiff() {
+  const pick = (name) => {
+    const el = document.querySelector(`input[name=${name}]:checked`);
+    return el ? state.history[Number(el.value)] : null;
+  };
+  const from = pick("from");
+  const to = pick("to");
+  if (!from || !to) {
+    $("diff").replaceChildren();
+    return;
+  }
+  $("diff").dataset.from = from.version;
+  $("diff").dataset.to = to.version;
+  renderDiff($("diff"), pretty(from.value), pretty(to.value));
+}
+
+async function loadChildren() {
+  const q = listQuery();
+  const token = state.pages[state.page];
+  let url;
+  if (state.path) {
+    const params = new URLSearchParams({ children: "true", limit: q.limit });
+    if (q.reverse) params.set("reverse", "true");
+    if (q.gt) params.set("gt", q.gt);
+    if (q.lt) params.set("lt", q.lt);
+    if (token) params.set("page_token", token);
+    url = "/v1/list/" + urlPath(state.path) + "?" + params;
+  } else {
+    const params = new URLSearchParams({ limit: q.limit });
+    if (token) params.set("page_token", token);
+    url = "/v1/groups?" + params;
+  }
+  const reply = await api("GET", url);
+  const paths = state.path ? reply.json.items.map((i) => i.path) : reply.json.groups;
+  const next = reply.json.next_page_token;
+  // One fragment, one DOM insertion: a page of 1000 renders in one layout.
+  const fragment = document.createDocumentFragment();
+  for (const path of paths) {
+    const li = document.createElement("li");
+    const a = document.createElement("a");
+    a.className = "child";
+    a.href = uiHref(path);
+    a.textContent = path;
+    li.append(a);
+    fragment.append(li);
+  }
+  $("children").replaceChildren(fragment);
+  $("children-empty").hidden = paths.length > 0;
+  state.pages.length = state.page + 1;
+  if (next) state.pages.push(next);
+  $("prev").disabled = state.page === 0;
+  $("next").disabled = !next;
+  $("page-info").textContent = paths.length ? `page ${state.page + 1} · ${paths.length} shown` : "";
+  document.body.dataset.renderedAt = performance.now().toFixed(1);
+  document.body.dataset.renderedPage = state.page;
+}
+
+async function loadKey() {
+  const key = (await api("GET", "/v1/keys/" + urlPath(state.path))).json;
+  const rows = key.segments.map((s) => {
+    const tr = document.createElement("tr");
+    for (const text of [s.text, s.kind, s.bytes_hex, `${s.meta_hex} (len ${s.bytes_hex.length / 2}, type ${s.type_code})`]) {
+      const td = document.createElement("td");
+      td.textContent = text;
+      tr.append(td);
+    }
+    return tr;
+  });
+  $("segments").replaceChildren(...rows);
+  const z = key.sizes;
+  $("key-sizes").textContent =
+    `encoded: ${z.encoded} bytes (${z.segment} segment, ${z.separator} separator, 1 terminator, ` +
+    `${z.metadata} metadata); text: ${z.text} bytes; hex ${key.encoded_hex}`;
+  const q = listQuery();
+  const origin = location.origin;
+  const auth = state.session && state.session.auth_required ? ` -H "Authorization: Bearer $PATHDB_TOKEN"` : "";
+  const listParams = new URLSearchParams({ children: "true", limit: q.limit });
+  if (q.reverse) listParams.set("reverse", "true");
+  if (q.gt) listParams.set("gt", q.gt);
+  if (q.lt) listParams.set("lt", q.lt);
+  $("eq-curl").textContent = [
+    `# the item`,
+    `curl -s${auth} ${sh(origin + "/v1/items/" + urlPath(key.path))}`,
+    `# its children, as listed here`,
+    `curl -s${auth} ${sh(origin + "/v1/list/" + urlPath(key.path) + "?" + listParams)}`,
+  ].join("\n");
+  const lsFlags = ["--children", "--limit", q.limit];
+  if (q.reverse) lsFlags.push("--reverse");
+  if (q.gt) lsFlags.push("--gt", sh(q.gt));
+  if (q.lt) lsFlags.push("--lt", sh(q.lt));
+  $("eq-cli").textContent = [
+    `pathdb --server ${origin} get ${sh(key.path)}`,
+    `pathdb --server ${origin} ls ${sh(key.path)} ${lsFlags.join(" ")}`,
+    `pathdb key explain ${sh(key.path)}`,
+  ].join("\n");
+  const values = (pairs) => sh(JSON.stringify(Object.fromEntries(pairs.map(([k, v]) => [k, { B: v }]))));
+  const query = (comment, range) =>
+    [
+      `# ${comment}`,
+      `aws dynamodb query --table-name pathdb \\`,
+      `  --key-condition-expression 'pk = :pk AND sk BETWEEN :a AND :z' \\`,
+      `  --filter-expression 'attribute_exists(val)' \\`,
+      `  --expression-attribute-values ${values([[":pk", key.pk_base64], [":a", range.start_base64], [":z", range.end_base64]])}`,
+    ].join("\n");
+  $("eq-dynamodb").textContent = [
+    `# the item (pk ${key.pk_base64}, sk ${key.sk_base64})`,
+    `aws dynamodb get-item --table-name pathdb --consistent-read \\`,
+    `  --key ${values([["pk", key.pk_base64], ["sk", key.sk_base64]])}`,
+    query("the node and its subtree (tombstones have no val)", key.subtree),
+    query("the descendants; the store keeps the direct children by seeking past each one's subtree", key.descendants),
+  ].join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writes
+
+/** The id text of the create form, or null for "none"; throws with a message for bad input. */
+function newIdText() {
+  const type = $("new-type").value;
+  const raw = $("new-id").value.trim();
+  const desc = type.startsWith("desc-") ? "!" : "";
+  const base = type.replace("desc-", "");
+  if (base === "none") return null;
+  if (raw === "") throw new Error("the id is empty");
+  if (base === "int") {
+    if (!/^-?(0|[1-9][0-9]*)$/.test(raw)) throw new Error("an integer id is decimal digits without leading zeros");
+    return desc + raw;
+  }
+  if (base === "uuid") {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(raw)) throw new Error("a UUID is 8-4-4-4-12 hex digits");
+    return raw.toLowerCase();
+  }
+  if (base === "bytes") {
+    const hex = raw.replace(/^0x/, "").replace(/\s+/g, "");
+    if (!/^([0-9a-f]{2})+$/i.test(hex)) throw new Error("bytes are written as hex, two digits a byte");
+    const bytes = hex.match(/../g).map((h) => parseInt(h, 16));
+    const b64 = btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    return desc + "~" + b64;
+  }
+  // A string: escape '%' and '/', and the first character when the text would read as another
+  // type (digits, a UUID, a leading '~' or '!'); the server prints the canonical form.
+  let text = raw.replace(/%/g, "%%").replace(/\//g, "%/");
+  const ambiguous =
+    /^-?[0-9]+$/.test(raw) || /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(raw) || /^[~!]/.test(raw);
+  if (ambiguous) text = "%" + text;
+  return desc + text;
+}
+
+function newPath() {
+  const id = newIdText();
+  const element = $("new-ns").value.trim() + (id === null ? "" : "-" + id);
+  return (state.path || "") + "/" + element;
+}
+
+function updatePreview() {
+  try {
+    $("new-path-preview").textContent = $("new-ns").value ? newPath() : "";
+    $("new-path-preview").classList.remove("bad");
+  } catch (e) {
+    $("new-path-preview").textContent = e.message;
+    $("new-path-preview").classList.add("bad");
+  }
+}
+
+function generateId() {
+  const type = $("new-type").value;
+  if (type === "uuid") {
+    $("new-id").value = crypto.randomUUID();
+  } else if (type.endsWith("bytes")) {
+    $("new-id").value = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
+  } else if (type.endsWith("int")) {
+    // Milliseconds since the epoch: time-ordered, and with `!` newest first.
+    $("new-id").value = String(Date.now());
+  } else {
+    $("new-id").value = Math.random().toString(36).slice(2, 10);
+  }
+  updatePreview();
+}
+
+function parseJson(text) {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new ApiError(0, "invalid_json", "the value is not JSON: " + e.message);
+  }
+}
+
+async function createItem(event) {
+  event.preventDefault();
+  clearError();
+  try {
+    const path = newPath();
+    const value = parseJson($("new-value").value);
+    const params = new URLSearchParams();
+    if ($("new-history").checked) params.set("history", "true");
+    if ($("new-ttl").value) params.set("ttl_seconds", $("new-ttl").value);
+    // If-None-Match: * creates only: an existing item is a 412, not overwritten.
+    await api("PUT", "/v1/items/" + urlPath(path) + "?" + params, {
+      body: JSON.stringify(value),
+      headers: { "If-None-Match": "*" },
+    });
+    navigate(uiHref(path));
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 412) e.message = "an item already exists at this path";
+    showError(e);
+  }
+}
+
+function startEdit() {
+  $("editor").value = pretty(state.item.value);
+  $("editor-base").textContent = state.item.version;
+  $("editor-form").hidden = false;
+  $("conflict").hidden = true;
+  $("editor").focus();
+}
+
+async function save(event, base) {
+  if (event) event.preventDefault();
+  clearError();
+  const version = base ?? state.item.version;
+  let mine;
+  try {
+    mine = parseJson($("editor").value);
+  } catch (e) {
+    showError(e);
+    return;
+  }
+  const params = $("keep-history").checked ? "?history=true" : "";
+  try {
+    const reply = await api("PUT", "/v1/items/" + urlPath(state.path) + params, {
+      body: JSON.stringify(mine),
+      headers: { "If-Match": `"${version}"` },
+    });
+    state.item = reply.json;
+    showItem();
+    await loadHistory();
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 412) {
+      await showConflict(mine, version);
+    } else {
+      showError(e);
+    }
+  }
+}
+
+async function showConflict(mine, base) {
+  const reply = await api("GET", "/v1/items/" + urlPath(state.path), { allow: [404] });
+  const theirs = reply.status === 404 ? null : reply.json;
+  $("conflict-base").textContent = base;
+  $("conflict-current").textContent = theirs ? theirs.version : "deleted";
+  $("conflict-mine").textContent = pretty(mine);
+  $("conflict-theirs").textContent = theirs ? pretty(theirs.value) : "(deleted)";
+  renderDiff($("conflict-diff"), theirs ? pretty(theirs.value) : "", pretty(mine));
+  $("conflict").hidden = false;
+  $("conflict").dataset.current = theirs ? theirs.version : "";
+}
+
+async function overwrite() {
+  const current = $("conflict").dataset.current;
+  if (!current) {
+    showError(new ApiError(0, "deleted", "the item was deleted; create it again"));
+    return;
+  }
+  await save(null, Number(current));
+}
+
+async function discard() {
+  await loadItem();
+}
+
+function askDelete() {
+  $("confirm-path").textContent = state.path;
+  $("confirm-delete").showModal();
+}
+
+async function confirmDelete() {
+  if ($("confirm-delete").returnValue !== "yes") return;
+  clearError();
+  try {
+    await api("DELETE", "/v1/items/" + urlPath(state.path), {
+      headers: { "If-Match": `"${state.item.version}"` },
+    });
+    await render();
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 412) e.message = "the item changed since you opened it: " + e.message;
+    showError(e);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Navigation and keys
+
+function navigate(href) {
+  history.pushState(null, "", href);
+  render();
+}
+
+function applyListForm(event) {
+  event.preventDefault();
+  const params = new URLSearchParams();
+  if ($("reverse").checked) params.set("reverse", "true");
+  if ($("gt").value.trim()) params.set("gt", $("gt").value.trim());
+  if ($("lt").value.trim()) params.set("lt", $("lt").value.trim());
+  if ($("limit").value !== "100") params.set("limit", $("limit").value);
+  const search = params.toString();
+  navigate(location.pathname + (search ? "?" + search : ""));
+}
+
+async function turnPage(delta) {
+  const target = state.page + delta;
+  if (target < 0 || target >= state.pages.length) return;
+  state.page = target;
+  clearError();
+  try {
+    await loadChildren();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+function parentHref() {
+  if (!state.path) return null;
+  const parts = splitPath(state.path);
+  parts.pop();
+  return parts.length ? uiHref("/" + parts.join("/")) : "/ui/";
+}
+
+function focusChild(delta) {
+  const links = [...document.querySelectorAll("#children a.child")];
+  if (!links.length) return;
+  const at = links.indexOf(document.activeElement);
+  const next = at < 0 ? (delta > 0 ? 0 : links.length - 1) : Math.min(links.length - 1, Math.max(0, at + delta));
+  links[next].focus();
+}
+
+function onKey(event) {
+  const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
+  if (event.key === "Escape") {
+    clearError();
+    if (typing) document.activeElement.blur();
+    return;
+  }
+  if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
+  const actions = {
+    "/": () => $("goto").focus(),
+    j: () => focusChild(1),
+    ArrowDown: () => focusChild(1),
+    k: () => focusChild(-1),
+    ArrowUp: () => focusChild(-1),
+    n: () => turnPage(1),
+    p: () => turnPage(-1),
+    u: () => parentHref() && navigate(parentHref()),
+    Backspace: () => parentHref() && navigate(parentHref()),
+  };
+  const action = actions[event.key];
+  if (action) {
+    event.preventDefault();
+    action();
+  }
+}
+
+function init() {
+  document.addEventListener("click", (event) => {
+    const a = event.target.closest("a");
+    if (a && a.origin === location.origin && a.pathname.startsWith("/ui") && !event.ctrlKey && !event.metaKey && !event.shiftKey) {
+      event.preventDefault();
+      navigate(a.getAttribute("href"));
+    }
+  });
+  document.addEventListener("keydown", onKey);
+  window.addEventListener("popstate", render);
+  $("error-close").addEventListener("click", clearError);
+  $("goto-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = $("goto").value.trim();
+    $("goto").value = "";
+    $("goto").blur();
+    navigate(text === "" || text === "/" ? "/ui/" : uiHref(text.startsWith("/") ? text : "/" + text));
+  });
+  $("signin").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $("token").value);
+    $("token").value = "";
+    clearError();
+    start();
+  });
+  $("signout").addEventListener("click", () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    location.reload();
+  });
+  $("list-form").addEventListener("submit", applyListForm);
+  $("prev").addEventListener("click", () => turnPage(-1));
+  $("next").addEventListener("click", () => turnPage(1));
+  $("edit").addEventListener("click", startEdit);
+  $("cancel").addEventListener("click", () => ($("editor-form").hidden = true));
+  $("editor-form").addEventListener("submit", (event) => save(event));
+  $("conflict-overwrite").addEventListener("click", overwrite);
+  $("conflict-discard").addEventListener("click", discard);
+  $("delete").addEventListener("click", askDelete);
+  $("confirm-delete").addEventListener("close", confirmDelete);
+  $("create-form").addEventListener("submit", createItem);
+  for (const id of ["new-ns", "new-id", "new-type"]) $(id).addEventListener("input", updatePreview);
+  $("new-generate").addEventListener("click", generateId);
+  start();
+}
+
+async function start() {
+  try {
+    if (await loadSession()) await render();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+init();
