@@ -452,6 +452,9 @@ fn item_commands_print_the_same_through_server() {
             "--reverse",
         ],
         &["history", "/u-1/p-1"],
+        &["ls", "/"],
+        &["ls", "/", "--limit", "2"],
+        &["ls", "/", "--limit", "2", "--all"],
         &["export"],
     ];
     let runs = writes
@@ -473,6 +476,14 @@ fn item_commands_print_the_same_through_server() {
             normalize(&remote_out),
             normalize(&local_out),
             "pathdb {command:?} (json: {json})"
+        );
+    }
+    // `ls /`: the groups in key order (integers numerically), one page at a time, the same
+    // from the file and through the server.
+    for args in [&local_args[..], &remote_args[..]] {
+        assert_eq!(
+            ok(&[args, &["ls", "/", "--all", "--limit", "1"]].concat()),
+            "/file-a%/b\n/s-1\n/u-1\n/u-10\n/user-café\n"
         );
     }
     // A page token from the server continues the listing like a local one; in both modes it
