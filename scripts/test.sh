@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs PathDB's whole test suite: every crate's unit, integration and bench/example targets, the
-# doctests, and a stable build of the fuzz targets. Works from any directory; needs only a Rust
-# toolchain, crates.io and (for the fuzz targets, which build libFuzzer) a C++ compiler.
+# doctests, a stable build of the fuzz targets, and the web console's browser tests. Works from
+# any directory; needs only a Rust toolchain, crates.io, (for the fuzz targets, which build
+# libFuzzer) a C++ compiler, and (for the browser tests) Debian's chromium, which it installs
+# when run as root.
 #
 #   bash scripts/test.sh
 set -euo pipefail
@@ -66,6 +68,13 @@ if [[ -f fuzz/Cargo.toml ]]; then
         step "cargo build --manifest-path fuzz/Cargo.toml (fuzz targets, stable: build only)"
         cargo build --manifest-path fuzz/Cargo.toml
     fi
+fi
+
+# The web console in headless Chromium (installs chromium with apt-get as root; skips, saying so,
+# outside CI without it). .ci/run sets PATHDB_TEST_CONSOLE=0 and runs it as a step of its own.
+if [[ "${PATHDB_TEST_CONSOLE:-1}" != 0 ]]; then
+    step "bash scripts/console.sh (browser tests of the web console)"
+    bash scripts/console.sh
 fi
 
 step "scripts/test.sh: all passed"

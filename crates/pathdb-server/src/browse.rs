@@ -125,7 +125,8 @@ fn sort_range(range: KeyRange) -> SortRangeOut {
 #[utoipa::path(get, path = "/v1/keys/{path}", tag = "items", operation_id = "explainKey",
     params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1")),
     responses((status = 200, body = KeyOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody)),
+        (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody),
+        (status = 413, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn explain_key(UrlPath(path): UrlPath) -> axum::Json<KeyOut> {
     let explained = path.explain();

@@ -294,8 +294,8 @@ async fn unknown_routes_and_methods_use_the_error_shape() {
     let server = TestServer::new();
     server.put_item("/u-1", "1").await;
     let before = server.export().await;
+    // `/` redirects to the console (console.rs); without it, it is 404 too.
     for (method, uri) in [
-        (Method::GET, "/"),
         (Method::GET, "/nope"),
         (Method::GET, "/v1"),
         (Method::GET, "/v1/items"),

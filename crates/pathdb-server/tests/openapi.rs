@@ -38,12 +38,15 @@ async fn every_operation_has_a_stable_operation_id() {
         ("get", "/readyz", "readyz"),
         ("get", "/v1/export", "exportItems"),
         ("post", "/v1/get", "getMany"),
+        ("get", "/v1/groups", "listGroups"),
         ("get", "/v1/history/{path}", "getHistory"),
         ("post", "/v1/import", "importItems"),
         ("delete", "/v1/items/{path}", "deleteItem"),
         ("get", "/v1/items/{path}", "getItem"),
         ("put", "/v1/items/{path}", "putItem"),
+        ("get", "/v1/keys/{path}", "explainKey"),
         ("get", "/v1/list/{prefix}", "listItems"),
+        ("get", "/v1/session", "getSession"),
         ("post", "/v1/transact", "transact"),
     ];
     let mut expected: Vec<(String, String, String)> = expected

@@ -1,0 +1,372 @@
+"""Browser tests of the web console (scripts/console.sh runs them): headless Chromium from
+Debian's packages, driven by selenium, against one `pathdb serve` with tokens. Each test
+asserts what a person sees; the screenshots of docs/console.md are taken on the way.
+
+    python console_test.py URL RW_TOKEN RO_TOKEN SCREENSHOT_DIR RESULTS_JSON
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+URL, RW, RO, SHOTS, RESULTS = sys.argv[1:6]
+WIDE = (1280, 800)
+PHONE = (390, 844)
+results = {}
+
+
+def api(method, path, body=None, token=RW, headers=None):
+    request = urllib.request.Request(URL + path, method=method)
+    request.add_header("Authorization", "Bearer " + token)
+    for k, v in (headers or {}).items():
+        request.add_header(k, v)
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, data) as response:
+        return json.loads(response.read() or b"null")
+
+
+def make_driver():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    # Without the background-networking flags Chromium calls Google hosts, which CI cannot reach.
+    for flag in [
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
+        "--user-data-dir=" + tempfile.mkdtemp(prefix="pathdb-chromium-"),
+    ]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_window_size(*WIDE)
+    return driver
+
+
+driver = make_driver()
+wait = WebDriverWait(driver, 10, poll_frequency=0.05)
+
+
+def by_id(name):
+    return driver.find_element(By.ID, name)
+
+
+def shown(name):
+    return wait.until(EC.visibility_of_element_located((By.ID, name)))
+
+
+def children():
+    # One script, so a list replaced mid-read cannot leave a stale element behind.
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#children a.child')].map(a => a.textContent)")
+
+
+def n_children():
+    return driver.execute_script("return document.querySelectorAll('#children a.child').length")
+
+
+def open_page(path):
+    """Loads a console URL and waits until its list has rendered for this load."""
+    driver.get(URL + path)
+    wait.until(lambda d: d.execute_script("return document.body.dataset.renderedAt !== undefined")
+               or by_id("signin").is_displayed() or by_id("error").is_displayed())
+
+
+def wait_rendered_after(previous):
+    wait.until(lambda d: d.execute_script("return document.body.dataset.renderedAt") != previous)
+
+
+def rendered_at():
+    return driver.execute_script("return document.body.dataset.renderedAt")
+
+
+def screenshot(name):
+    # Wait for fonts and the last layout, so the picture is what a person sees.
+    driver.execute_script("return document.fonts.ready")
+    time.sleep(0.2)
+    driver.save_screenshot(f"{SHOTS}/console-{name}.png")
+
+
+def sign_in(token):
+    driver.get(URL + "/ui/")
+    driver.execute_script("sessionStorage.clear()")
+    driver.get(URL + "/ui/")
+    shown("signin")
+    by_id("token").send_keys(token)
+    by_id("signin-button").click()
+    shown("main")
+    wait.until(lambda d: children())
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sign_in_and_groups_in_key_order():
+    driver.get(URL + "/")  # redirects to /ui/
+    assert driver.current_url == URL + "/ui/", driver.current_url
+    driver.execute_script("sessionStorage.clear()")
+    driver.refresh()
+    shown("signin")
+    assert not by_id("main").is_displayed()
+    screenshot("signin")
+    sign_in(RW)
+    assert children() == ["/big-1", "/season-2026-spring", "/user-7", "/user-42"], children()
+    assert by_id("scope").text == "read-write token"
+    screenshot("groups")
+
+
+def test_navigation_down_to_a_leaf_and_back():
+    open_page("/ui/")
+    driver.find_element(By.LINK_TEXT, "/user-7").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/user-7"))
+    wait.until(lambda d: "/user-7/post-2" in children())
+    # Integers in key order: 1, 2, 10 (no zero-padding), then the next namespace.
+    assert children() == ["/user-7/post-1", "/user-7/post-2", "/user-7/post-10", "/user-7/profile"], children()
+    wait.until(lambda d: '"name": "Ada"' in by_id("value").text and by_id("item").is_displayed())
+    # Keyboard: j moves to the first child, j again to the second, Enter opens it.
+    driver.find_element(By.TAG_NAME, "body").send_keys("j")
+    driver.switch_to.active_element.send_keys("j")
+    assert driver.switch_to.active_element.text == "/user-7/post-2"
+    before = rendered_at()
+    driver.switch_to.active_element.send_keys(Keys.ENTER)
+    wait.until(lambda d: d.current_url.endswith("/ui/user-7/post-2"))
+    wait_rendered_after(before)
+    wait.until(lambda d: children() == ["/user-7/post-2/comment-1"])
+    wait.until(lambda d: "second thoughts" in by_id("value").text)
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#segments tr")) == 4)
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#history-rows tr")) == 2)
+    screenshot("node")
+    driver.find_element(By.LINK_TEXT, "/user-7/post-2/comment-1").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/user-7/post-2/comment-1"))
+    shown("children-empty")
+    assert by_id("node-path").text == "/user-7/post-2/comment-1"
+    wait.until(lambda d: '"text": "first!"' in by_id("value").text)
+    # Back: the browser's back button, then `u` (up one element), then the crumbs to the root.
+    driver.back()
+    wait.until(lambda d: d.current_url.endswith("/ui/user-7/post-2"))
+    wait.until(lambda d: children() == ["/user-7/post-2/comment-1"])
+    driver.find_element(By.TAG_NAME, "body").send_keys("u")
+    wait.until(lambda d: d.current_url.endswith("/ui/user-7"))
+    wait.until(lambda d: "/user-7/post-10" in children())
+    driver.find_element(By.ID, "home").click()
+    wait.until(lambda d: d.current_url == URL + "/ui/")
+    wait.until(lambda d: children() and children()[0] == "/big-1")
+
+
+def test_deep_link_to_the_seed_leaderboard_shows_scores_descending():
+    open_page("/ui/season-2026-spring")
+    wait.until(lambda d: children())
+    scores = [int(p.rsplit("-!", 1)[1]) for p in children()]
+    assert scores == sorted(scores, reverse=True) and len(scores) == 5, children()
+    assert children()[0] == "/season-2026-spring/score-!2300"
+    screenshot("leaderboard")
+    first = driver.find_element(By.CSS_SELECTOR, "#children a.child")
+    first.click()
+    wait.until(lambda d: d.current_url.endswith("/ui/season-2026-spring/score-!2300"))
+    # The key panel of the previous node stays until the new one arrives: wait for 4 segments.
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#segments tr")) == 4)
+    rows = shown("segments").find_elements(By.TAG_NAME, "tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == [
+        "namespace", "string", "namespace", "desc integer"]
+    assert rows[3].find_elements(By.TAG_NAME, "td")[0].text == "!2300"
+    dynamo = by_id("eq-dynamodb").text
+    assert "c2Vhc29uATIwMjYtc3ByaW5nADBY" in dynamo and "BETWEEN :a AND :z" in dynamo, dynamo
+    assert "pathdb --server" in by_id("eq-cli").text and "'/season-2026-spring/score-!2300'" in by_id("eq-cli").text
+    assert "curl -s" in by_id("eq-curl").text
+    screenshot("key")
+
+
+def test_ten_thousand_children_first_render_paging_reverse_and_bounds():
+    driver.get(URL + "/ui/big-1")
+    wait.until(lambda d: n_children() == 100)
+    # performance.now() counts from the navigation's start: the time to the first rendered page.
+    first_render_ms = float(rendered_at())
+    results["big_first_render_ms"] = first_render_ms
+    assert first_render_ms < 3000, first_render_ms
+    assert children()[0] == "/big-1/n-1" and children()[-1] == "/big-1/n-100"
+    screenshot("big")
+    # The largest page the API gives (1,000), to bound the cost of one render.
+    driver.get(URL + "/ui/big-1?limit=1000")
+    wait.until(lambda d: n_children() == 1000)
+    results["big_first_render_1000_ms"] = float(rendered_at())
+    assert results["big_first_render_1000_ms"] < 5000, results
+    assert driver.execute_script(
+        "return document.querySelector('#children li:last-child a').textContent") == "/big-1/n-1000"
+    driver.get(URL + "/ui/big-1")
+    wait.until(lambda d: n_children() == 100)
+    starts = []
+    for button in ["next", "next", "prev", "prev"]:
+        before = rendered_at()
+        by_id(button).click()
+        wait_rendered_after(before)
+        starts.append(children()[0])
+    assert starts == ["/big-1/n-101", "/big-1/n-201", "/big-1/n-101", "/big-1/n-1"], starts
+    assert not by_id("prev").is_enabled()
+    # Reverse, then a typed bound: after n-9 comes n-10 (integers, not text).
+    by_id("reverse").click()
+    before = rendered_at()
+    by_id("apply").click()
+    wait_rendered_after(before)
+    assert children()[0] == "/big-1/n-10000" and children()[1] == "/big-1/n-9999", children()[:2]
+    assert "reverse=true" in driver.current_url
+    by_id("reverse").click()
+    by_id("gt").send_keys("/big-1/n-9")
+    Select(by_id("limit")).select_by_visible_text("10")
+    before = rendered_at()
+    by_id("apply").click()
+    wait_rendered_after(before)
+    assert children() == [f"/big-1/n-{i}" for i in range(10, 20)], children()
+    # The page stays responsive: scrolling and paging do not wait on anything but the API.
+    before = rendered_at()
+    clicked = driver.execute_script("return performance.now()")
+    by_id("next").click()
+    wait_rendered_after(before)
+    results["big_next_page_ms"] = round(float(rendered_at()) - clicked, 1)
+    assert children()[0] == "/big-1/n-20"
+
+
+def test_create_edit_with_a_conflict_history_and_delete():
+    open_page("/ui/user-7")
+    shown("create")
+    by_id("new-ns").send_keys("post")
+    Select(by_id("new-type")).select_by_value("int")
+    by_id("new-id").send_keys("99")
+    assert by_id("new-path-preview").text == "/user-7/post-99"
+    value = by_id("new-value")
+    value.clear()
+    value.send_keys('{"title": "draft"}')
+    by_id("create-button").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/user-7/post-99"))
+    # /user-7 is at version 1 too: wait for this item's value.
+    wait.until(lambda d: '"draft"' in by_id("value").text and by_id("item-version").text == "1")
+    # Edit: If-Match "1", saved as version 2.
+    by_id("edit").click()
+    editor = shown("editor")
+    editor.clear()
+    editor.send_keys('{"title": "published"}')
+    by_id("save").click()
+    wait.until(lambda d: by_id("item-version").text == "2")
+    # Someone else writes version 3; our next edit still holds version 2.
+    api("PUT", "/v1/items/user-7/post-99?history=true", {"title": "theirs"})
+    by_id("edit").click()
+    editor = shown("editor")
+    editor.clear()
+    editor.send_keys('{"title": "mine"}')
+    by_id("save").click()
+    shown("conflict")
+    assert by_id("conflict-base").text == "2" and by_id("conflict-current").text == "3"
+    assert '"mine"' in by_id("conflict-mine").text and '"theirs"' in by_id("conflict-theirs").text
+    assert "+   \"title\": \"mine\"" in by_id("conflict-diff").text, by_id("conflict-diff").text
+    screenshot("conflict")
+    by_id("conflict-overwrite").click()
+    wait.until(lambda d: by_id("item-version").text == "4")
+    assert '"mine"' in by_id("value").text
+    # History: every version was kept; the diff shows the newest two by default.
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#history-rows tr")) == 4)
+    versions = [r.get_attribute("data-version") for r in driver.find_elements(By.CSS_SELECTOR, "#history-rows tr")]
+    assert versions == ["4", "3", "2", "1"], versions
+    diff = by_id("diff").text
+    assert '-   "title": "theirs"' in diff and '+   "title": "mine"' in diff, diff
+    # Pick version 1 as "from": the diff follows.
+    driver.find_element(By.CSS_SELECTOR, "input[name=from][value='3']").click()
+    wait.until(lambda d: '-   "title": "draft"' in by_id("diff").text)
+    screenshot("history")
+    # Delete, with confirmation; cancelling first keeps it.
+    by_id("delete").click()
+    shown("confirm-delete")
+    by_id("confirm-no").click()
+    assert by_id("item").is_displayed()
+    by_id("delete").click()
+    shown("confirm-delete")
+    before = rendered_at()
+    by_id("confirm-yes").click()
+    wait_rendered_after(before)
+    shown("no-item")
+    # History outlives the item; the listing no longer shows it.
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#history-rows tr")) == 4
+    open_page("/ui/user-7")
+    wait.until(lambda d: "/user-7/post-10" in children())
+    assert "/user-7/post-99" not in children()
+
+
+def test_ttl_countdown_and_the_error_panel():
+    open_page("/ui/user-42/session-1")
+    wait.until(lambda d: by_id("ttl").text.startswith("in "))
+    first = by_id("ttl").text
+    wait.until(lambda d: by_id("ttl").text != first)  # it counts down
+    open_page("/ui/user-01")
+    shown("error")
+    assert "leading zeros" in by_id("error-message").text, by_id("error-message").text
+    by_id("error-close").click()
+    assert not by_id("error").is_displayed()
+
+
+def test_read_only_token_sees_no_edit_controls():
+    sign_in(RO)
+    assert by_id("scope").text == "read-only token"
+    open_page("/ui/user-7/post-1")
+    shown("item")
+    for control in ["edit", "delete", "create", "create-button"]:
+        assert not by_id(control).is_displayed(), control
+    screenshot("read-only")
+    sign_in(RW)
+    open_page("/ui/user-7/post-1")
+    shown("item")
+    assert by_id("edit").is_displayed() and by_id("create").is_displayed()
+
+
+def test_readable_at_phone_width_without_horizontal_scrolling():
+    driver.set_window_size(*PHONE)
+    try:
+        open_page("/ui/season-2026-spring/score-!2300")
+        shown("key")
+        overflow = driver.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        if overflow > 0:
+            driver.save_screenshot(f"{os.path.dirname(RESULTS)}/failed-phone-overflow.png")
+            wide = driver.execute_script(
+                "return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right"
+                " > document.documentElement.clientWidth + 1).slice(0, 5).map(e => e.tagName + '#' + e.id + '.' + e.className)")
+            raise AssertionError(f"{overflow}px wider than the screen: {wide}")
+        screenshot("phone")
+    finally:
+        driver.set_window_size(*WIDE)
+
+
+TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
+
+if __name__ == "__main__":
+    failed = 0
+    started = time.monotonic()
+    try:
+        for test in TESTS:
+            t0 = time.monotonic()
+            try:
+                test()
+                print(f"ok   {test.__name__} ({time.monotonic() - t0:.1f} s)", flush=True)
+            except Exception:
+                failed += 1
+                print(f"FAIL {test.__name__}", flush=True)
+                traceback.print_exc()
+                driver.save_screenshot(f"{os.path.dirname(RESULTS)}/failed-{test.__name__}.png")
+    finally:
+        driver.quit()
+    results["tests"] = len(TESTS)
+    results["failed"] = failed
+    results["seconds"] = round(time.monotonic() - started, 1)
+    with open(RESULTS, "w") as f:
+        json.dump(results, f)
+    print(f"{len(TESTS) - failed} passed, {failed} failed in {results['seconds']} s")
+    sys.exit(1 if failed else 0)
