@@ -1,8 +1,8 @@
 """Seeds a running `pathdb serve` for the console's browser tests (scripts/console.sh): the
 leaderboard of the seed scenarios, a small user tree with history and an expiring item, and a
-node with 10,000 children written 100 per transaction.
+node with N children (default 10,000) written 100 per transaction.
 
-    python seed.py URL TOKEN
+    python seed.py URL TOKEN [N_CHILDREN]
 """
 
 import json
@@ -10,6 +10,7 @@ import sys
 import urllib.request
 
 URL, TOKEN = sys.argv[1:3]
+N = int(sys.argv[3]) if len(sys.argv) > 3 else 10_000
 
 
 def call(method, path, body):
@@ -36,8 +37,7 @@ put("/user-7/post-2/comment-1", {"text": "first!"})
 put("/user-7/profile", {"theme": "dark"})
 put("/user-42", {"name": "Grace"})
 put("/user-42/session-1", {"device": "phone"}, "ttl_seconds=86400")
-n = 10_000
-for start in range(1, n + 1, 100):
-    ops = [{"op": "put", "path": f"/big-1/n-{i}", "value": {"i": i}} for i in range(start, start + 100)]
+for start in range(1, N + 1, 100):
+    ops = [{"op": "put", "path": f"/big-1/n-{i}", "value": {"i": i}} for i in range(start, min(start + 100, N + 1))]
     call("POST", "/v1/transact", {"ops": ops})
-print(f"seeded {n + 14} items")
+print(f"seeded {N + 14} items")

@@ -532,6 +532,9 @@ async function createItem(event) {
       body: JSON.stringify(value),
       headers: { "If-None-Match": "*" },
     });
+    // A fresh form for the next item (the id type stays: people create runs of one kind).
+    for (const id of ["new-ns", "new-id", "new-ttl"]) $(id).value = "";
+    $("new-value").value = "{}";
     navigate(uiHref(path));
   } catch (e) {
     if (e instanceof ApiError && e.status === 412) e.message = "an item already exists at this path";
