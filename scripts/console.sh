@@ -84,7 +84,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"{sys.argv[2]}: {sys.argv[3]} children: first render {r['big_first_render_ms']:.0f} ms after navigation "
       f"start (100 a page; {r['big_first_render_1000_ms']:.0f} ms with 1,000 a page), "
-      f"next page {r['big_next_page_ms']:.0f} ms after the click")
+      f"next page {r['big_next_page_ms']:.0f} ms after the click; layout shift "
+      f"{r['layout_shift_load']} on load, {r['layout_shift_navigation']} on a navigation")
 PY
 }
 

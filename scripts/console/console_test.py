@@ -332,6 +332,34 @@ def test_read_only_token_sees_no_edit_controls():
     assert by_id("edit").is_displayed() and by_id("create").is_displayed()
 
 
+LAYOUT_SHIFT = """
+const done = arguments[arguments.length - 1];
+let total = 0;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) if (!e.hadRecentInput) total += e.value;
+}).observe({ type: "layout-shift", buffered: true });
+setTimeout(() => done(total), 300);
+"""
+
+
+def test_no_layout_jumps_while_a_node_loads():
+    # Cumulative Layout Shift (Chromium's layout-shift entries) of a full load, then of a click
+    # on a child: shifts within 0.5 s of a click count as its answer, later ones as jumps.
+    open_page("/ui/user-7/post-2")
+    wait.until(lambda d: "second thoughts" in by_id("value").text)
+    load = driver.execute_async_script(LAYOUT_SHIFT)
+    before = rendered_at()
+    driver.find_element(By.LINK_TEXT, "/user-7/post-2/comment-1").click()
+    wait_rendered_after(before)
+    wait.until(lambda d: '"text": "first!"' in by_id("value").text)
+    time.sleep(0.6)
+    both = driver.execute_async_script(LAYOUT_SHIFT)
+    results["layout_shift_load"] = round(load, 4)
+    results["layout_shift_navigation"] = round(both - load, 4)
+    # 0.1 is the "good" threshold of Core Web Vitals; a page painted once scores about 0.
+    assert load < 0.05 and both - load < 0.05, results
+
+
 def test_readable_at_phone_width_without_horizontal_scrolling():
     driver.set_window_size(*PHONE)
     try:

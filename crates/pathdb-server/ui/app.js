@@ -13,6 +13,7 @@ const state = {
   page: 0,
   ttlTimer: null,
   history: [],
+  generation: 0, // of render(): a slower, older navigation must not paint over a newer one
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -209,7 +210,7 @@ async function loadSession() {
   $("scope").textContent = readOnly ? "read-only token" : "read-write token";
   $("signout").hidden = !state.session.auth_required;
   $("signin").hidden = true;
-  $("main").hidden = false;
+  // `main` appears with render()'s first paint, whole, rather than empty and then filled in.
   return true;
 }
 
@@ -241,45 +242,66 @@ function renderCrumbs() {
 }
 
 async function render() {
+  const generation = ++state.generation;
   clearError();
-  state.path = pathFromLocation();
+  const path = pathFromLocation();
+  state.path = path;
   state.pages = [null];
   state.page = 0;
+  // Fetch everything first and paint it in one go: the page changes once per navigation,
+  // without sections appearing one after another and pushing each other down.
+  const jobs = [fetchChildren()];
+  if (path) jobs.push(fetchItem(), fetchKey());
+  const results = await Promise.allSettled(jobs);
+  if (generation !== state.generation) return; // a later navigation owns the page now
   const q = listQuery();
   $("reverse").checked = q.reverse;
   $("gt").value = q.gt;
   $("lt").value = q.lt;
   $("limit").value = q.limit;
-  document.title = (state.path || "Groups") + " · PathDB";
+  document.title = (path || "Groups") + " · PathDB";
   renderCrumbs();
-  $("node-path").textContent = state.path || "Groups";
-  $("children-title").textContent = state.path ? "Children" : "Groups";
+  $("node-path").textContent = path || "Groups";
+  $("children-title").textContent = path ? "Children" : "Groups";
   // At the root there are no bounds or reverse (groups list forward): hide, not remove, so the
   // layout does not jump between views.
-  $("list-form").classList.toggle("invisible", !state.path);
-  $("key").hidden = !state.path;
+  $("list-form").classList.toggle("invisible", !path);
+  $("key").hidden = !path;
   $("history").hidden = true;
   $("item").hidden = true;
   $("no-item").hidden = true;
   $("create").hidden = false;
+  $("main").hidden = false;
+  state.item = null;
+  clearInterval(state.ttlTimer);
   updatePreview();
-  const jobs = [loadChildren()];
-  if (state.path) jobs.push(loadItem(), loadKey());
-  const results = await Promise.allSettled(jobs);
-  for (const r of results) if (r.status === "rejected") showError(r.reason);
+  for (const r of results) {
+    if (r.status === "fulfilled") r.value();
+    else showError(r.reason);
+  }
+}
+
+/** The item and its history; resolves to the function that shows them. */
+async function fetchItem() {
+  const path = state.path;
+  const reply = await api("GET", "/v1/items/" + urlPath(path), { allow: [404] });
+  const history = await api("GET", "/v1/history/" + urlPath(path) + "?limit=100");
+  return () => {
+    if (reply.status === 404) {
+      state.item = null;
+      clearInterval(state.ttlTimer);
+      $("item").hidden = true;
+      $("no-item").hidden = false;
+    } else {
+      state.item = reply.json;
+      showItem();
+    }
+    showHistory(history.json.items);
+  };
 }
 
 async function loadItem() {
-  state.item = null;
-  clearInterval(state.ttlTimer);
-  const reply = await api("GET", "/v1/items/" + urlPath(state.path), { allow: [404] });
-  if (reply.status === 404) {
-    $("no-item").hidden = false;
-  } else {
-    state.item = reply.json;
-    showItem();
-  }
-  await loadHistory();
+  (await fetchItem())();
 }
 
 function showItem() {
@@ -300,7 +322,11 @@ function showItem() {
 
 async function loadHistory() {
   const reply = await api("GET", "/v1/history/" + urlPath(state.path) + "?limit=100");
-  state.history = reply.json.items;
+  showHistory(reply.json.items);
+}
+
+function showHistory(items) {
+  state.history = items;
   $("history").hidden = !state.item && state.history.length === 0;
   $("history-empty").hidden = state.history.length > 0;
   $("history-table").hidden = state.history.length === 0;
@@ -348,6 +374,11 @@ function showDiff() {
 }
 
 async function loadChildren() {
+  (await fetchChildren())();
+}
+
+/** One page of children (of groups at the root); resolves to the function that shows it. */
+async function fetchChildren() {
   const q = listQuery();
   const token = state.pages[state.page];
   let url;
@@ -365,7 +396,10 @@ async function loadChildren() {
   }
   const reply = await api("GET", url);
   const paths = state.path ? reply.json.items.map((i) => i.path) : reply.json.groups;
-  const next = reply.json.next_page_token;
+  return () => showChildren(paths, reply.json.next_page_token);
+}
+
+function showChildren(paths, next) {
   // One fragment, one DOM insertion: a page of 1000 renders in one layout.
   const fragment = document.createDocumentFragment();
   for (const path of paths) {
@@ -388,8 +422,13 @@ async function loadChildren() {
   document.body.dataset.renderedPage = state.page;
 }
 
-async function loadKey() {
+/** The key explained; resolves to the function that shows it. */
+async function fetchKey() {
   const key = (await api("GET", "/v1/keys/" + urlPath(state.path))).json;
+  return () => showKey(key);
+}
+
+function showKey(key) {
   const rows = key.segments.map((s) => {
     const tr = document.createElement("tr");
     for (const text of [s.text, s.kind, s.bytes_hex, `${s.meta_hex} (len ${s.bytes_hex.length / 2}, type ${s.type_code})`]) {
