@@ -1,6 +1,7 @@
 //! PathDB's HTTP/JSON API over a [`Store`]: items, listings, history, transactions, export and
 //! import under `/v1`, an OpenAPI 3.1 document generated from the handlers at `/openapi.json`,
-//! bearer-token auth with read and read-write scopes, and graceful shutdown.
+//! bearer-token auth with read and read-write scopes, graceful shutdown, and a web console at
+//! `/ui/` ([`ui`]) that browses and edits the data through the same API.
 //!
 //! Entry points: [`router`] (for tests: drive it with `tower::ServiceExt::oneshot`) and
 //! [`serve`] (a listener and a shutdown future).

@@ -47,11 +47,13 @@ fn page(content_type: &'static str, body: &'static str) -> Response {
     response
 }
 
+/// `/ui/`: the page, which shows the groups.
 async fn index() -> Response {
     page("text/html; charset=utf-8", INDEX)
 }
 
-async fn any(Path(rest): Path<String>) -> Response {
+/// An asset under `/ui/.console/`, or the page for any other `/ui/{path}` (a deep link).
+async fn page_or_asset(Path(rest): Path<String>) -> Response {
     match rest.strip_prefix(".console/") {
         Some(name) => match ASSETS.iter().find(|(n, _, _)| *n == name) {
             Some((_, content_type, body)) => page(content_type, body),
@@ -67,5 +69,5 @@ pub fn router() -> Router {
         .route("/", get(|| async { Redirect::to(UI_ROOT) }))
         .route("/ui", get(|| async { Redirect::to(UI_ROOT) }))
         .route("/ui/", get(index))
-        .route("/ui/{*rest}", get(any))
+        .route("/ui/{*rest}", get(page_or_asset))
 }
