@@ -306,6 +306,47 @@ def test_create_edit_with_a_conflict_history_and_delete():
     assert "/user-7/post-99" not in children()
 
 
+def test_the_typed_id_picker_writes_canonical_paths():
+    open_page("/ui/user-7")
+    shown("create")
+    # (id type, what a person types, the element the preview shows)
+    cases = [
+        ("int", "-12", "tag--12"),
+        ("string", "1234", "tag-%1234"),  # digits as a string: escaped, not an integer
+        ("string", "a/b", "tag-a%/b"),
+        ("uuid", "4C9D36E5-6B19-4E6A-828C-226ED667458A", "tag-4c9d36e5-6b19-4e6a-828c-226ed667458a"),
+        ("bytes", "00ff10", "tag-~AP8Q"),
+        ("desc-int", "1500", "tag-!1500"),
+        ("desc-string", "zed", "tag-!zed"),
+        ("desc-bytes", "00ff10", "tag-!~AP8Q"),
+        ("none", "", "tag"),
+    ]
+    by_id("new-ns").send_keys("tag")
+    for kind, raw, element in cases:
+        Select(by_id("new-type")).select_by_value(kind)
+        if kind != "none":
+            by_id("new-id").clear()
+            by_id("new-id").send_keys(raw)
+        assert by_id("new-path-preview").text == "/user-7/" + element, (kind, by_id("new-path-preview").text)
+    # The server agrees: what the preview shows is the canonical path the item lands at.
+    for kind, raw, element in [cases[1], cases[4], cases[7]]:
+        Select(by_id("new-type")).select_by_value(kind)
+        by_id("new-ns").clear()
+        by_id("new-ns").send_keys("tag")
+        by_id("new-id").clear()
+        by_id("new-id").send_keys(raw)
+        by_id("create-button").click()
+        wait.until(lambda d: by_id("node-path").text == "/user-7/" + element)
+        wait.until(lambda d: by_id("item-version").text == "1")
+        api("DELETE", "/v1/items" + urllib.request.quote("/user-7/" + element, safe="/-_.~!"))
+        open_page("/ui/user-7")
+    # A generated UUID is a valid one.
+    Select(by_id("new-type")).select_by_value("uuid")
+    by_id("new-generate").click()
+    assert by_id("new-path-preview").get_attribute("class") != "bad"
+    assert len(by_id("new-id").get_attribute("value")) == 36
+
+
 def test_ttl_countdown_and_the_error_panel():
     open_page("/ui/user-42/session-1")
     wait.until(lambda d: by_id("ttl").text.startswith("in "))

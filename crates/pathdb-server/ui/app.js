@@ -774,7 +774,11 @@ function init() {
   $("delete").addEventListener("click", askDelete);
   $("confirm-delete").addEventListener("close", confirmDelete);
   $("create-form").addEventListener("submit", createItem);
-  for (const id of ["new-ns", "new-id", "new-type"]) $(id).addEventListener("input", updatePreview);
+  for (const id of ["new-ns", "new-id"]) $(id).addEventListener("input", updatePreview);
+  $("new-type").addEventListener("change", () => {
+    $("new-id").disabled = $("new-type").value === "none";
+    updatePreview();
+  });
   $("new-generate").addEventListener("click", generateId);
   start();
 }
