@@ -73,6 +73,8 @@ fi
 # The web console in headless Chromium (installs chromium with apt-get as root; skips, saying so,
 # outside CI without it). .ci/run sets PATHDB_TEST_CONSOLE=0 and runs it as a step of its own.
 if [[ "${PATHDB_TEST_CONSOLE:-1}" != 0 ]]; then
+    # console.sh starts its own moto (one pid file per kind): stop ours so none is left behind.
+    stop_servers
     step "bash scripts/console.sh (browser tests of the web console)"
     bash scripts/console.sh
 fi
