@@ -1,5 +1,5 @@
-//! Rows that another tool wrote into PathDB's table: listings and exports skip them, with a
-//! warning and a count, and serve the PathDB items beside them.
+//! Rows that another tool wrote into PathDB's table: listings, groups and exports skip them,
+//! with a warning and a count, and serve the PathDB items beside them.
 
 use crate::{Dynamo, endpoint};
 use aws_sdk_dynamodb::primitives::Blob;
@@ -35,8 +35,13 @@ fn rows_written_by_another_tool_are_skipped_not_fatal() {
     let b = |bytes: &[u8]| AttributeValue::B(Blob::new(bytes));
     let n = |v: &str| AttributeValue::N(v.to_owned());
     // One row with PathDB's key shape but none of its attributes, one with its attributes but
-    // a sort key that is not a key path.
+    // a sort key that is not a key path, and one in a partition that is not a group.
     let rows = [
+        vec![
+            ("pk", b(b"OTHER#1")),
+            ("sk", b(b"x")),
+            ("name", AttributeValue::S("another tool".into())),
+        ],
         vec![
             ("pk", b(&group)),
             ("sk", b(&path("/f-1/a-2").sort_key())),
@@ -72,6 +77,10 @@ fn rows_written_by_another_tool_are_skipped_not_fatal() {
         .collect();
     assert_eq!(listed, ["/f-1/a-1", "/f-1/a-3"]);
     assert!(metrics.counts().foreign >= 1, "{:?}", metrics.counts());
+    let groups = store
+        .groups(10, None)
+        .expect("groups beside a foreign partition");
+    assert_eq!(groups.groups, [path("/f-1")]);
 
     let mut out = Vec::new();
     let end = store.export(&mut out, &mut |_| {}).expect("export");
