@@ -125,6 +125,12 @@ def test_sign_in_and_groups_in_key_order():
     shown("signin")
     assert not by_id("main").is_displayed()
     screenshot("signin")
+    # A wrong token: the API's message, and the form again.
+    by_id("token").send_keys("not-a-token")
+    by_id("signin-button").click()
+    wait.until(lambda d: by_id("error").is_displayed())
+    assert "unknown token" in by_id("error-message").text, by_id("error-message").text
+    assert by_id("signin").is_displayed() and not by_id("main").is_displayed()
     sign_in(RW)
     assert children() == ["/big-1", "/season-2026-spring", "/user-7", "/user-42"], children()
     assert by_id("scope").text == "read-write token"
@@ -176,6 +182,12 @@ def test_deep_link_to_the_seed_leaderboard_shows_scores_descending():
     assert scores == sorted(scores, reverse=True) and len(scores) == 5, children()
     assert children()[0] == "/season-2026-spring/score-!2300"
     screenshot("leaderboard")
+    # The deep link keeps the listing's options: reversed, the lowest score comes first.
+    open_page("/ui/season-2026-spring?reverse=true")
+    wait.until(lambda d: children() and children()[0] == "/season-2026-spring/score-!870")
+    assert by_id("reverse").is_selected()
+    open_page("/ui/season-2026-spring")
+    wait.until(lambda d: children() and children()[0] == "/season-2026-spring/score-!2300")
     first = driver.find_element(By.CSS_SELECTOR, "#children a.child")
     first.click()
     wait.until(lambda d: d.current_url.endswith("/ui/season-2026-spring/score-!2300"))
