@@ -302,7 +302,9 @@ def test_create_edit_with_a_conflict_history_and_delete():
     # Pick version 1 as "from": the diff follows.
     driver.find_element(By.CSS_SELECTOR, "input[name=from][value='3']").click()
     wait.until(lambda d: '-   "title": "draft"' in by_id("diff").text)
+    driver.execute_script("document.getElementById('history').scrollIntoView()")
     screenshot("history")
+    driver.execute_script("window.scrollTo(0, 0)")
     # Delete, with confirmation; cancelling first keeps it.
     by_id("delete").click()
     shown("confirm-delete")
