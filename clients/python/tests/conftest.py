@@ -13,8 +13,13 @@ from typing import Iterator
 
 import httpx
 import pytest
+from hypothesis import settings
 
 from pathdb import Client, KeyPath
+
+# No example database in the working tree; the tests' own sizes keep them to seconds.
+settings.register_profile("pathdb", database=None, deadline=None)
+settings.load_profile("pathdb")
 
 REPO = Path(__file__).resolve().parents[3]
 TOKEN = "secret"
