@@ -223,6 +223,32 @@ describe("races and transactions", () => {
     assert.deepEqual([got?.version, got?.value], [3, "tx"]);
   });
 
+  test("racing transactions meet a real conflict", async () => {
+    // Unconditional transactions on one path: each applies or meets another's write (Conflict,
+    // 409 `conflict`, not retried by the client).
+    const path = group().add("busy", 1);
+    let conflicts = 0;
+    for (let round = 0; round < 20 && conflicts === 0; round++) {
+      const outcomes = await race((c) => c.transact([new Put(path, 1)]));
+      assert.ok(outcomes.includes("won") && outcomes.every((o) => o === "won" || o === "conflict"), String(outcomes));
+      conflicts += outcomes.filter((o) => o === "conflict").length;
+    }
+    assert.ok(conflicts > 0, "20 rounds of 8 racing transactions met no conflict");
+  });
+
+  test(
+    "deletes racing have one winner",
+    { todo: "server bug: a tombstone keeps the deleted item's version, so concurrent deletes with the same If-Match all succeed" },
+    async () => {
+      const path = group().add("race", 1);
+      await db.put(path, 1);
+      const outcomes = await race(async (c) => {
+        if ((await c.delete(path, { ifVersion: 1 })) === null) throw new ConditionFailed("nothing deleted");
+      });
+      assert.deepEqual(outcomes, [...Array(7).fill("lost"), "won"]);
+    },
+  );
+
   test("transactions are all or nothing", async () => {
     const g = group();
     const [a, b, c] = [g.add("acct", 1), g.add("acct", 2), g.add("acct", 3)];
