@@ -312,6 +312,9 @@ def test_invalid_requests(client: Client, group: KeyPath) -> None:
     assert raised.value.status == 413 and raised.value.code == "too_large"
     with pytest.raises(InvalidRequest):
         client.get_many([group.add("m", i) for i in range(101)])
+    with pytest.raises(InvalidRequest) as raised:
+        client.put(group.add("ttl", 0), 1, ttl_seconds=0)  # it would create a dead item
+    assert raised.value.status == 400
     with pytest.raises(ValueError):
         client.put(group.add("nan", 1), float("nan"))
 
@@ -370,12 +373,24 @@ def test_conflicts_and_503_are_retried_with_backoff() -> None:
             c.get("/a-1")
     assert len(calls) == 2 and unavailable.value.status == 503
 
-    answers = [error(412, "condition_failed"), httpx.Response(500, text="boom")]
+    answers = [
+        error(412, "condition_failed"),
+        httpx.Response(500, text="boom"),
+        error(415, "unsupported_media_type"),
+        httpx.Response(418, text="teapot"),
+    ]
     with Client("http://db", transport=scripted(answers, calls)) as c:
         with pytest.raises(ConditionFailed):
             c.put("/a-1", 1, if_version=3)
-        with pytest.raises(Unavailable):
+        with pytest.raises(Unavailable) as boom:
             c.get("/a-1")
+        assert (boom.value.status, boom.value.message) == (500, "boom")
+        with pytest.raises(InvalidRequest) as media:
+            c.put("/a-1", 1)
+        assert (media.value.status, media.value.code) == (415, "unsupported_media_type")
+        with pytest.raises(PathDBError) as other:
+            c.get("/a-1")
+        assert type(other.value) is PathDBError and other.value.status == 418
     assert issubclass(Unavailable, PathDBError) and issubclass(NotFound, PathDBError)
 
 

@@ -289,6 +289,8 @@ describe("errors", () => {
     const big = await rejects(db.put(g.add("big", 1), "x".repeat(500_000)), InvalidRequest);
     assert.deepEqual([big.status, big.code], [413, "too_large"]);
     await rejects(db.getMany(Array.from({ length: 101 }, (_, i) => g.add("m", i))), InvalidRequest);
+    const ttl = await rejects(db.put(g.add("ttl", 0), 1, { ttlSeconds: 0 }), InvalidRequest); // a dead item
+    assert.equal(ttl.status, 400);
   });
 
   test("an unreachable server is unavailable", async () => {
@@ -338,9 +340,20 @@ describe("errors", () => {
     assert.equal((await rejects(c.get("/a-1"), Unavailable)).status, 503);
     assert.equal(calls.length, 2);
 
-    c = new Client("http://db", { fetch: scripted([error(412, "condition_failed"), new Response("boom", { status: 500 })], calls) });
+    const answers = [
+      error(412, "condition_failed"),
+      new Response("boom", { status: 500 }),
+      error(415, "unsupported_media_type"),
+      new Response("teapot", { status: 418 }),
+    ];
+    c = new Client("http://db", { fetch: scripted(answers, calls) });
     await rejects(c.put("/a-1", 1, { ifVersion: 3 }), ConditionFailed);
-    await rejects(c.get("/a-1"), Unavailable);
+    const boom = await rejects(c.get("/a-1"), Unavailable);
+    assert.deepEqual([boom.status, boom.message], [500, "boom"]);
+    const media = await rejects(c.put("/a-1", 1), InvalidRequest);
+    assert.deepEqual([media.status, media.code], [415, "unsupported_media_type"]);
+    const other = await rejects(c.get("/a-1"), PathDBError);
+    assert.deepEqual([other.constructor, other.status], [PathDBError, 418]);
     assert.ok(new NotFound("x") instanceof PathDBError);
   });
 
