@@ -43,10 +43,39 @@ start:moto)
     # moto_server hardcodes a threaded server, so two conditional writes can interleave inside
     # moto; DynamoDB applies each request atomically. Serve moto's own app single-threaded:
     # client requests still race each other, but each one is atomic, as on DynamoDB.
+    #
+    # moto 5.2.5's TransactWriteItems deep-copies the whole table once per item of the
+    # transaction (its rollback backup), so a 100-item transaction on a 10,000-item table made
+    # a million item copies and grew moto past 20 GB. The shim below copies each table once per
+    # transaction: the same backup, the same semantics.
     MOTO_PORT=$port "$dir/venv/bin/python" -c '
-import sys
+import copy, sys
 from werkzeug.serving import run_simple
 from moto.server import DomainDispatcherApplication, create_backend_app, MotoRequestHandler
+import moto.dynamodb.models as models
+
+class OneCopyPerTable:
+    backups = {}
+    def deepcopy(self, obj, memo=None):
+        if isinstance(obj, models.Table):
+            if id(obj) not in self.backups:
+                self.backups[id(obj)] = copy.deepcopy(obj)
+            return self.backups[id(obj)]
+        return copy.deepcopy(obj, memo)
+    def __getattr__(self, name):
+        return getattr(copy, name)
+
+shim = OneCopyPerTable()
+models.copy = shim
+transact = models.DynamoDBBackend.transact_write_items
+def transact_once(self, *args, **kwargs):
+    shim.backups.clear()
+    try:
+        return transact(self, *args, **kwargs)
+    finally:
+        shim.backups.clear()
+models.DynamoDBBackend.transact_write_items = transact_once
+
 app = DomainDispatcherApplication(create_backend_app)
 run_simple("127.0.0.1", int(sys.argv[1]), app, threaded=False, request_handler=MotoRequestHandler)
 ' "$port" >"$dir/moto.log" 2>&1 &

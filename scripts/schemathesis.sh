@@ -12,6 +12,8 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+. scripts/lib.sh
+
 # Checked to install and run with Python 3.11 (pip index versions schemathesis).
 version=4.32.5
 examples="${SCHEMATHESIS_EXAMPLES:-100}"
@@ -19,21 +21,7 @@ seed="${SCHEMATHESIS_SEED:-20260521}"
 target_dir="${CARGO_TARGET_DIR:-target}"
 venv="$target_dir/schemathesis-$version"
 
-step() {
-    printf '\n==> %s\n' "$*"
-}
-
-python="$(command -v python3 || true)"
-if [[ -z "$python" ]]; then
-    echo "error: python3 is needed to run Schemathesis" >&2
-    exit 1
-fi
-if [[ ! -x "$venv/bin/schemathesis" ]]; then
-    step "installing schemathesis $version into $venv"
-    rm -rf "$venv"
-    "$python" -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "schemathesis==$version"
-fi
+python_venv "$venv" "schemathesis==$version"
 "$venv/bin/schemathesis" --version
 
 step "cargo build -p pathdb-cli"
@@ -44,10 +32,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/pathdb-schemathesis.XXXXXX")"
 server_pid=""
 cleanup() {
     local status=$?
-    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-        kill -KILL "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
+    kill_pathdb_serve
     rm -rf "$work"
     exit "$status"
 }
@@ -56,37 +41,8 @@ trap cleanup EXIT INT TERM
 step "starting pathdb serve on a free loopback port"
 # Tokens on, so every /v1 request also goes through the auth middleware.
 token="schemathesis-$$"
-PATHDB_TOKENS="$token=read-write" RUST_LOG=warn \
-    "$pathdb" --db "$work/schemathesis.pathdb" serve --addr 127.0.0.1:0 \
-    >"$work/stdout" 2>"$work/stderr" &
-server_pid=$!
-url=""
-for _ in $(seq 1 300); do
-    url="$(sed -n 's/^listening on //p' "$work/stdout")"
-    [[ -n "$url" ]] && break
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-        echo "error: pathdb serve exited before listening:" >&2
-        cat "$work/stderr" >&2
-        exit 1
-    fi
-    sleep 0.1
-done
-if [[ -z "$url" ]]; then
-    echo "error: pathdb serve printed no 'listening on' line in 30 s" >&2
-    exit 1
-fi
-"$venv/bin/python" - "$url/healthz" <<'EOF'
-import json, sys, time, urllib.request
-for _ in range(100):
-    try:
-        with urllib.request.urlopen(sys.argv[1], timeout=5) as r:
-            if json.load(r) == {"status": "ok"}:
-                sys.exit(0)
-    except OSError:
-        time.sleep(0.1)
-sys.exit("healthz never answered")
-EOF
-echo "server: $url"
+PATHDB_TOKENS="$token=read-write" RUST_LOG=warn start_pathdb_serve "$target_dir/debug/pathdb" "$work"
+url="$server_url"
 
 step "schemathesis run $url/openapi.json ($examples examples per operation)"
 seed_args=()
@@ -112,25 +68,7 @@ failures="$(sed -n 's/.* found \([0-9][0-9]*\) unique failure.*/\1/p' "$log" | t
 echo "schemathesis: exit $status after $((SECONDS - started)) s, ${generated:-?} test cases"
 
 step "stopping the server (SIGTERM, expecting exit 0)"
-if ! kill -0 "$server_pid" 2>/dev/null; then
-    echo "error: the server died during the run:" >&2
-    cat "$work/stderr" >&2
-    exit 1
-fi
-kill -TERM "$server_pid"
-server_status=0
-wait "$server_pid" || server_status=$?
-server_pid=""
-if grep -q "panicked" "$work/stderr"; then
-    echo "error: the server panicked:" >&2
-    cat "$work/stderr" >&2
-    exit 1
-fi
-if [[ $server_status -ne 0 ]]; then
-    echo "error: the server exited with $server_status after SIGTERM:" >&2
-    cat "$work/stderr" >&2
-    exit 1
-fi
+stop_pathdb_serve "$work"
 if [[ $status -ne 0 ]]; then
     echo "error: schemathesis found problems (exit $status); see above" >&2
     echo "schemathesis: ${passed:-0} passed, ${failures:-1} failed"

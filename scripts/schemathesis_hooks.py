@@ -1,6 +1,7 @@
 """Schemathesis hooks for PathDB (loaded by scripts/schemathesis.sh through SCHEMATHESIS_HOOKS).
 
-- POST /v1/import takes JSON lines (application/x-ndjson): the generated string goes as is.
+- POST /v1/import takes JSON lines (application/x-ndjson or application/jsonl): the generated
+  string goes as is.
 - Key paths: the OpenAPI document types them as plain strings, so most generated ones are
   refused with 400 invalid_path. Half the time a key path (the path parameter, or the paths in
   the bodies of POST /v1/get and /v1/transact) is a valid one instead, so that puts, gets,
@@ -13,6 +14,7 @@ import schemathesis
 from hypothesis import strategies as st
 
 schemathesis.serializer.alias("application/x-ndjson", "text/plain")
+schemathesis.serializer.alias("application/jsonl", "text/plain")
 
 _NAMESPACE = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
 _ID = st.one_of(

@@ -521,6 +521,27 @@ impl Backend for DynamoBackend {
     fn max_batch_ops(&self) -> usize {
         MAX_TRANSACTION_ITEMS
     }
+
+    /// One `DescribeTable`: the table is reachable with these credentials and `ACTIVE`.
+    fn ready(&self) -> Result<(), StorageError> {
+        self.block_on(async {
+            let out = self
+                .client
+                .describe_table()
+                .table_name(&self.table)
+                .send()
+                .await
+                .map_err(sdk_error("DescribeTable"))?;
+            match out.table().and_then(|t| t.table_status()) {
+                Some(aws_sdk_dynamodb::types::TableStatus::Active) => Ok(()),
+                status => Err(StorageError::msg(format!(
+                    "table {} is {}, not ACTIVE",
+                    self.table,
+                    status.map_or("of unknown status", |s| s.as_str())
+                ))),
+            }
+        })
+    }
 }
 
 impl Reader for DynamoReader<'_> {

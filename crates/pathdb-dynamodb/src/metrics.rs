@@ -1,4 +1,6 @@
-//! Request counters: what one store operation costs in DynamoDB requests and read units.
+//! Request counters: what one store operation costs in DynamoDB requests and read units. Each
+//! count also goes to the `metrics` facade (`pathdb_dynamodb_requests_total` by request kind,
+//! `pathdb_dynamodb_read_units` per request), which a server exports.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -38,24 +40,32 @@ pub struct Counts {
 impl Metrics {
     pub(crate) fn count_get(&self) {
         self.gets.fetch_add(1, Ordering::Relaxed);
+        ::metrics::counter!("pathdb_dynamodb_requests_total", "request" => "GetItem").increment(1);
     }
     pub(crate) fn count_query(&self) {
         self.queries.fetch_add(1, Ordering::Relaxed);
+        ::metrics::counter!("pathdb_dynamodb_requests_total", "request" => "Query").increment(1);
     }
     pub(crate) fn count_scan(&self) {
         self.scans.fetch_add(1, Ordering::Relaxed);
+        ::metrics::counter!("pathdb_dynamodb_requests_total", "request" => "Scan").increment(1);
     }
     pub(crate) fn count_write(&self) {
         self.writes.fetch_add(1, Ordering::Relaxed);
+        ::metrics::counter!("pathdb_dynamodb_requests_total", "request" => "PutItem/DeleteItem")
+            .increment(1);
     }
     pub(crate) fn count_foreign(&self) {
         self.foreign.fetch_add(1, Ordering::Relaxed);
     }
     pub(crate) fn count_transaction(&self) {
         self.transactions.fetch_add(1, Ordering::Relaxed);
+        ::metrics::counter!("pathdb_dynamodb_requests_total", "request" => "TransactItems")
+            .increment(1);
     }
     pub(crate) fn add_read_units(&self, units: Option<f64>) {
         if let Some(u) = units {
+            ::metrics::histogram!("pathdb_dynamodb_read_units").record(u);
             self.read_milli_units
                 .fetch_add((u * 1000.0).round() as u64, Ordering::Relaxed);
         }

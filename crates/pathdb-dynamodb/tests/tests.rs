@@ -88,3 +88,22 @@ impl Harness for Dynamo {
         TestStore::new(Store::new(self.backend(), options).expect("store opens"))
     }
 }
+
+/// Readiness is one `DescribeTable`: an existing table is ready, a missing one is not.
+#[test]
+fn ready_means_the_table_is_reachable_and_active() {
+    let Some((endpoint, _)) = endpoint() else {
+        return;
+    };
+    use pathdb_store::backend::Backend;
+    let dynamo = Dynamo::new(endpoint.clone());
+    dynamo.backend().ready().expect("a new table is ready");
+    let missing = DynamoBackend::connect(&DynamoOptions {
+        table: format!("pathdb-missing-{}", std::process::id()),
+        endpoint: Some(endpoint),
+        region: Some("us-east-1".into()),
+    })
+    .expect("client starts");
+    let error = missing.ready().expect_err("no such table");
+    assert!(error.to_string().contains("DescribeTable"), "{error}");
+}

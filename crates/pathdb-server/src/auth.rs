@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::Arc;
+use subtle::ConstantTimeEq;
 
 /// What a token may do.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Deserialize)]
@@ -33,23 +34,52 @@ impl std::str::FromStr for Scope {
     }
 }
 
-/// The configured tokens.
-#[derive(Clone, Debug, Default)]
+/// The configured tokens. Its `Debug` shows how many there are, never the tokens.
+#[derive(Clone, Default)]
 pub struct Auth {
-    tokens: Arc<HashMap<String, Scope>>,
+    tokens: Arc<Vec<(Box<[u8]>, Scope)>>,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth")
+            .field("tokens", &self.tokens.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Auth {
     /// Tokens and their scopes; empty means local-only mode.
     pub fn new(tokens: HashMap<String, Scope>) -> Auth {
         Auth {
-            tokens: Arc::new(tokens),
+            tokens: Arc::new(
+                tokens
+                    .into_iter()
+                    .map(|(token, scope)| (token.into_bytes().into_boxed_slice(), scope))
+                    .collect(),
+            ),
         }
     }
 
     /// Whether any token is configured.
     pub fn enabled(&self) -> bool {
         !self.tokens.is_empty()
+    }
+
+    /// The scope of a presented token, if it is one of ours.
+    ///
+    /// Every configured token is compared, each in constant time, and the loop does not stop
+    /// at a match, so the time taken does not tell how much of a guess was right or which token
+    /// it resembled. (A token's length can still show; tokens should be long random strings.)
+    pub fn scope_of(&self, presented: &str) -> Option<Scope> {
+        let presented = presented.as_bytes();
+        let mut found = None;
+        for (token, scope) in self.tokens.iter() {
+            if bool::from(token.as_ref().ct_eq(presented)) {
+                found = Some(*scope);
+            }
+        }
+        found
     }
 }
 
@@ -92,7 +122,7 @@ pub async fn require_token(
     let Some(token) = presented else {
         return Err(unauthorized("missing bearer token"));
     };
-    let Some(scope) = auth.tokens.get(token).copied() else {
+    let Some(scope) = auth.scope_of(token) else {
         return Err(unauthorized("unknown token"));
     };
     if scope == Scope::Read && is_write(request.method(), request.uri().path()) {
@@ -105,3 +135,6 @@ pub async fn require_token(
     }
     Ok(next.run(request).await)
 }
+
+#[cfg(test)]
+mod test;

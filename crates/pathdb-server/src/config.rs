@@ -20,16 +20,29 @@ pub struct ServerConfig {
     /// Access tokens.
     #[serde(default)]
     pub tokens: Vec<TokenConfig>,
+    /// Web origins (`https://app.example:8443`) whose pages may call the API from a browser,
+    /// besides the server's own; see [`crate::AllowedOrigins`].
+    #[serde(default)]
+    pub cors_origins: Vec<String>,
 }
 
-/// One access token.
-#[derive(Clone, Debug, Deserialize)]
+/// One access token. Its `Debug` leaves the secret out, so settings can be logged.
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokenConfig {
     /// The secret sent as `Authorization: Bearer <token>`.
     pub token: String,
     /// `read` or `read-write`.
     pub scope: Scope,
+}
+
+impl std::fmt::Debug for TokenConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenConfig")
+            .field("token", &"<redacted>")
+            .field("scope", &self.scope)
+            .finish()
+    }
 }
 
 /// Why the settings could not be loaded.
@@ -57,6 +70,9 @@ pub enum ConfigError {
     /// Tokens must not be empty.
     #[error("a token cannot be empty")]
     EmptyToken,
+    /// A CORS origin is not `http://` or `https://` followed by a host and optional port.
+    #[error("invalid CORS origin {0:?}: expected scheme://host[:port], e.g. http://localhost:3000")]
+    InvalidOrigin(String),
 }
 
 impl ServerConfig {
@@ -80,10 +96,16 @@ impl ServerConfig {
     /// # Errors
     /// Malformed text.
     pub fn add_env_tokens(&mut self, text: &str) -> Result<(), ConfigError> {
-        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        for (n, entry) in text
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .enumerate()
+        {
+            // The entry is not quoted in the error: without its '=' it may be a bare secret.
             let (token, scope) = entry
                 .split_once('=')
-                .ok_or_else(|| ConfigError::Env(format!("{entry:?} has no '='")))?;
+                .ok_or_else(|| ConfigError::Env(format!("entry {} has no '=scope'", n + 1)))?;
             let scope: Scope = scope.parse().map_err(ConfigError::Env)?;
             self.tokens.push(TokenConfig {
                 token: token.to_owned(),
@@ -91,6 +113,14 @@ impl ServerConfig {
             });
         }
         Ok(())
+    }
+
+    /// The allowed web origins.
+    ///
+    /// # Errors
+    /// [`ConfigError::InvalidOrigin`].
+    pub fn allowed_origins(&self) -> Result<crate::AllowedOrigins, ConfigError> {
+        crate::AllowedOrigins::new(&self.cors_origins)
     }
 
     /// The token table.
@@ -110,3 +140,6 @@ impl ServerConfig {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod test;

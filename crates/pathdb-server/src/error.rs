@@ -16,8 +16,9 @@ pub struct ErrorBody {
 #[derive(Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// Stable, machine-readable: `invalid_path`, `invalid_json`, `invalid_request`,
-    /// `invalid_page_token`, `unauthorized`, `forbidden`, `not_found`, `method_not_allowed`,
-    /// `condition_failed`, `conflict`, `too_large`, `timeout`, `unavailable`, `internal`,
+    /// `invalid_page_token`, `unauthorized`, `forbidden`, `origin_not_allowed`,
+    /// `host_not_allowed`, `not_found`, `method_not_allowed`, `condition_failed`, `conflict`,
+    /// `too_large`, `unsupported_media_type`, `timeout`, `unavailable`, `internal`,
     /// `read_only` (403: the server's database is open read-only).
     pub code: String,
     /// For people.

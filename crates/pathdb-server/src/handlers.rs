@@ -3,6 +3,8 @@
 use crate::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Body, Json, Query, UrlPath};
+use crate::precondition::{self, WritePrecondition};
+use crate::telemetry;
 use crate::wire::*;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -27,13 +29,24 @@ async fn blocking<T: Send + 'static>(
     })?
 }
 
+/// Runs one store operation on the blocking pool, counted and timed as `op` in `/metrics`.
+async fn store_call<T: Send + 'static>(
+    op: &'static str,
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let started = std::time::Instant::now();
+    let result = blocking(f).await;
+    telemetry::store_operation(op, started, result.is_ok());
+    result
+}
+
 fn parse_path(text: &str) -> Result<KeyPath, ApiError> {
     Ok(text.parse::<KeyPath>()?)
 }
 
 /// An item with `ETag: "<version>"`, so HTTP caches and `If-Match` speak the same versions.
 fn item_response(status: StatusCode, item: ItemOut) -> Response {
-    let etag = HeaderValue::from_str(&format!("\"{}\"", item.version)).ok();
+    let etag = HeaderValue::from_str(&precondition::etag(item.version)).ok();
     let mut response = (status, axum::Json(item)).into_response();
     if let Some(etag) = etag {
         response.headers_mut().insert(header::ETAG, etag);
@@ -41,64 +54,61 @@ fn item_response(status: StatusCode, item: ItemOut) -> Response {
     response
 }
 
-/// `If-None-Match: *` → must not exist; `If-Match: <version>` (quoted or not) → that version.
-fn condition_from(headers: &HeaderMap) -> Result<Option<Condition>, ApiError> {
-    if let Some(v) = headers.get(header::IF_NONE_MATCH) {
-        return match v.to_str().map(str::trim) {
-            Ok("*") => Ok(Some(Condition::MustNotExist)),
-            _ => Err(ApiError::bad_request("If-None-Match supports only *")),
-        };
-    }
-    match headers.get(header::IF_MATCH) {
-        None => Ok(None),
-        Some(v) => {
-            let text = v.to_str().unwrap_or("").trim();
-            let text = text.strip_prefix("W/").unwrap_or(text).trim_matches('"');
-            text.parse::<u64>()
-                .map(|n| Some(Condition::IfVersion(n)))
-                .map_err(|_| {
-                    ApiError::bad_request(format!("If-Match must be an item version, got {text:?}"))
-                })
-        }
-    }
-}
-
 /// Reads an item, or one of its past versions.
-#[utoipa::path(get, path = "/v1/items/{path}", tag = "items",
-    params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"), GetQuery),
+#[utoipa::path(get, path = "/v1/items/{path}", tag = "items", operation_id = "getItem",
+    params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"), GetQuery,
+        ("If-None-Match" = Option<String>, Header, description = "`*` or entity tags (`\"3\"`, weak ones too): answer 304 if one is the item's", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
     responses(
-        (status = 200, description = "The item", body = ItemOut),
-        (status = 400, description = "Invalid path", body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 404, description = "No such item", body = ErrorBody),
+        (status = 200, description = "The item", body = ItemOut, headers(("ETag" = String, description = "The item's version, quoted: `\"3\"`"))),
+        (status = 304, description = "Not modified: If-None-Match names the item's entity tag", headers(("ETag" = String, description = "The item's version, quoted"))),
+        (status = 400, description = "Invalid path, version or header", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, description = "No such item, or no such version of it", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn get_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
     UrlPath(path): UrlPath,
     Query(q): Query<GetQuery>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let item = blocking(move || {
-        let found = match q.version {
-            Some(v) => state.store.get_version(&path, v)?,
-            None => state.store.get(&path)?,
-        };
-        found.ok_or_else(|| ApiError::not_found(format!("{path} not found")))
+    if q.version == Some(0) {
+        return Err(ApiError::bad_request("versions start at 1"));
+    }
+    let missing = match q.version {
+        Some(v) => format!("{path} has no version {v}"),
+        None => format!("{path} not found"),
+    };
+    let item = store_call("get", move || match q.version {
+        Some(v) => Ok(state.store.get_version(&path, v)?),
+        None => Ok(state.store.get(&path)?),
     })
-    .await?;
+    .await?
+    .ok_or_else(|| ApiError::not_found(missing))?;
+    if precondition::not_modified(&headers, item.version)? {
+        // 304 carries the validator and no body (RFC 9110 section 15.4.5).
+        let etag = HeaderValue::from_str(&precondition::etag(item.version))
+            .map_err(|_| ApiError::bad_request("unrepresentable version"))?;
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
+    }
     Ok(item_response(StatusCode::OK, item.into()))
 }
 
 /// Creates or replaces an item with the request body (any JSON value).
-#[utoipa::path(put, path = "/v1/items/{path}", tag = "items",
+#[utoipa::path(put, path = "/v1/items/{path}", tag = "items", operation_id = "putItem",
     params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"), PutQuery,
-        ("If-None-Match" = Option<String>, Header, description = "* : fail if the item exists", pattern = r"^\*$"),
-        ("If-Match" = Option<String>, Header, description = "Fail unless the item is at this version (its ETag)", pattern = r#"^(W/)?"?[0-9]{1,19}"?$"#)),
+        ("If-None-Match" = Option<String>, Header, description = "`*`: fail with 412 if the item exists", pattern = r"^\*$"),
+        ("If-Match" = Option<String>, Header, description = "`*`: fail with 412 unless the item exists; entity tags (`\"3\"`): unless it is at one of these versions. Weak tags never match.", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
     request_body(content = serde_json::Value, description = "Any JSON value", content_type = "application/json"),
     responses(
-        (status = 200, description = "Replaced", body = ItemOut), (status = 201, description = "Created", body = ItemOut),
+        (status = 200, description = "Replaced", body = ItemOut, headers(("ETag" = String, description = "The new version, quoted"))),
+        (status = 201, description = "Created", body = ItemOut, headers(("ETag" = String, description = "The new version, quoted"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 409, description = "Condition failed or concurrent write", body = ErrorBody),
-        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 409, description = "A concurrent write changed the item: retry", body = ErrorBody),
+        (status = 412, description = "If-Match or If-None-Match did not hold; nothing written", body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn put_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -107,23 +117,53 @@ pub async fn put_item<B: Backend>(
     headers: HeaderMap,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let condition = condition_from(&headers)?;
+    let precondition = precondition::write_precondition(&headers)?;
     let text = std::str::from_utf8(&body)
         .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "body is not UTF-8"))?;
     let value = JsonText::parse(text)?;
     let options = PutOptions {
-        condition,
+        condition: None,
         history: q.history.unwrap_or(false),
         expires: q.ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
     };
-    let (item, created) =
-        blocking(move || put_or_create(&state.store, &path, value, options)).await?;
+    let (item, created) = store_call("put", move || {
+        let condition = precondition.resolve(|| current_version(&state.store, &path))?;
+        put_or_create(
+            &state.store,
+            &path,
+            value,
+            PutOptions {
+                condition,
+                ..options
+            },
+        )
+    })
+    .await?;
     let status = if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
     Ok(item_response(status, item.into()))
+}
+
+/// The item's current version, for `If-Match` with several entity tags.
+fn current_version<B: Backend>(
+    store: &pathdb_store::Store<B>,
+    path: &KeyPath,
+) -> Result<Option<u64>, ApiError> {
+    Ok(store.get(path)?.map(|item| item.version))
+}
+
+/// A failed condition of a single-item write came from an HTTP precondition: 412, not the 409
+/// that a transaction's own conditions answer.
+fn http_condition(e: pathdb_store::Error) -> ApiError {
+    match e {
+        pathdb_store::Error::ConditionFailed { .. } => {
+            precondition::precondition_failed(e.to_string())
+        }
+        other => other.into(),
+    }
 }
 
 /// Puts, and tells whether the item was created. The version does not say: a re-created item
@@ -137,8 +177,14 @@ fn put_or_create<B: Backend>(
     options: PutOptions,
 ) -> Result<(pathdb_store::Item, bool), ApiError> {
     match options.condition {
-        Some(Condition::MustNotExist) => Ok((store.put(path, value, options)?, true)),
-        Some(_) => Ok((store.put(path, value, options)?, false)),
+        Some(Condition::MustNotExist) => Ok((
+            store.put(path, value, options).map_err(http_condition)?,
+            true,
+        )),
+        Some(_) => Ok((
+            store.put(path, value, options).map_err(http_condition)?,
+            false,
+        )),
         None => {
             let create = PutOptions {
                 condition: Some(Condition::MustNotExist),
@@ -156,38 +202,44 @@ fn put_or_create<B: Backend>(
 }
 
 /// Deletes an item.
-#[utoipa::path(delete, path = "/v1/items/{path}", tag = "items",
+#[utoipa::path(delete, path = "/v1/items/{path}", tag = "items", operation_id = "deleteItem",
     params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"),
-        ("If-Match" = Option<String>, Header, description = "Fail unless the item is at this version (its ETag)", pattern = r#"^(W/)?"?[0-9]{1,19}"?$"#)),
+        ("If-Match" = Option<String>, Header, description = "`*` or entity tags: fail with 412 unless the item is at one of these versions. Weak tags never match.", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
     responses(
-        (status = 200, description = "The deleted item", body = ItemOut),
+        (status = 200, description = "The deleted item", body = ItemOut, headers(("ETag" = String, description = "The deleted version, quoted"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "A concurrent write changed the item: retry", body = ErrorBody),
+        (status = 412, description = "If-Match did not hold; nothing deleted", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn delete_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
     UrlPath(path): UrlPath,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let condition = condition_from(&headers)?;
-    if condition == Some(Condition::MustNotExist) {
+    let precondition = precondition::write_precondition(&headers)?;
+    if precondition == WritePrecondition::Store(Condition::MustNotExist) {
         return Err(ApiError::bad_request(
             "If-None-Match does not apply to DELETE",
         ));
     }
-    let deleted = blocking(move || {
-        let deleted = state.store.delete(&path, condition)?;
-        deleted.ok_or_else(|| ApiError::not_found(format!("{path} not found")))
+    let missing = format!("{path} not found");
+    let deleted = store_call("delete", move || {
+        let condition = precondition.resolve(|| current_version(&state.store, &path))?;
+        state.store.delete(&path, condition).map_err(http_condition)
     })
-    .await?;
+    .await?
+    .ok_or_else(|| ApiError::not_found(missing))?;
     Ok(item_response(StatusCode::OK, deleted.into()))
 }
 
 /// Reads several items from one snapshot; missing ones are left out.
-#[utoipa::path(post, path = "/v1/get", tag = "items", request_body = GetManyIn,
+#[utoipa::path(post, path = "/v1/get", tag = "items", operation_id = "getMany", request_body = GetManyIn,
     responses((status = 200, body = ItemsOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 403, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn get_many<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -198,16 +250,17 @@ pub async fn get_many<B: Backend>(
         .iter()
         .map(|p| parse_path(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let items = blocking(move || Ok(state.store.get_many(&paths)?)).await?;
+    let items = store_call("get_many", move || Ok(state.store.get_many(&paths)?)).await?;
     Ok(axum::Json(ItemsOut {
         items: items.into_iter().map(Into::into).collect(),
     }))
 }
 
 /// Lists a subtree or direct children, one page at a time.
-#[utoipa::path(get, path = "/v1/list/{prefix}", tag = "items",
+#[utoipa::path(get, path = "/v1/list/{prefix}", tag = "items", operation_id = "listItems",
     params(("prefix" = String, Path, description = "Key path without its leading '/'", example = "user-7"), ListQuery),
     responses((status = 200, body = ListOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn list<B: Backend>(
@@ -233,7 +286,7 @@ pub async fn list<B: Backend>(
         limit,
         page_token: q.page_token,
     };
-    let page = blocking(move || Ok(state.store.list(&request)?)).await?;
+    let page = store_call("list", move || Ok(state.store.list(&request)?)).await?;
     Ok(axum::Json(ListOut {
         items: page.items.into_iter().map(Into::into).collect(),
         next_page_token: page.next_page_token,
@@ -241,9 +294,10 @@ pub async fn list<B: Backend>(
 }
 
 /// An item's revisions, newest first.
-#[utoipa::path(get, path = "/v1/history/{path}", tag = "items",
+#[utoipa::path(get, path = "/v1/history/{path}", tag = "items", operation_id = "getHistory",
     params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"), HistoryQuery),
     responses((status = 200, body = ItemsOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn history<B: Backend>(
@@ -257,7 +311,7 @@ pub async fn history<B: Backend>(
             "limit must be 1..={MAX_LIST_LIMIT}"
         )));
     }
-    let items = blocking(move || Ok(state.store.history(&path, limit)?)).await?;
+    let items = store_call("history", move || Ok(state.store.history(&path, limit)?)).await?;
     Ok(axum::Json(ItemsOut {
         items: items.into_iter().map(Into::into).collect(),
     }))
@@ -280,10 +334,13 @@ fn condition_of(
 }
 
 /// Applies puts, deletes and checks on any paths, all or nothing.
-#[utoipa::path(post, path = "/v1/transact", tag = "items", request_body = TransactIn,
+#[utoipa::path(post, path = "/v1/transact", tag = "items", operation_id = "transact", request_body = TransactIn,
     responses((status = 200, body = TransactOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 409, description = "Condition failed, or conflict (retry)", body = ErrorBody),
-        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 403, body = ErrorBody),
+        (status = 409, description = "An operation's condition failed (`condition_failed`), or a concurrent write changed what the transaction read (`conflict`: retry). Nothing was written.", body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn transact<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -330,7 +387,7 @@ pub async fn transact<B: Backend>(
             },
         });
     }
-    let results = blocking(move || Ok(state.store.transact(tx)?)).await?;
+    let results = store_call("transact", move || Ok(state.store.transact(tx)?)).await?;
     Ok(axum::Json(TransactOut {
         results: results.into_iter().map(Into::into).collect(),
     }))
@@ -338,7 +395,7 @@ pub async fn transact<B: Backend>(
 
 /// Every item, tombstone and revision as JSON lines in key order, streamed, ending with the
 /// line that says whether the export is complete (`{"export": "complete", "records": N, ...}`).
-#[utoipa::path(get, path = "/v1/export", tag = "transfer",
+#[utoipa::path(get, path = "/v1/export", tag = "transfer", operation_id = "exportItems",
     responses((status = 200, description = "JSON lines; the last line is `{\"export\": \"complete\"|\"incomplete\", \"records\": N, \"skipped\": K}`: \
         without a complete last line the export was cut short", content_type = "application/x-ndjson", body = String),
         (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)),
@@ -390,12 +447,15 @@ impl std::io::Write for ChannelWriter {
 /// truncated export); then the records go in atomic batches. A version never goes backwards, a
 /// record already there with the same content is left alone (a re-run converges), and
 /// `on_existing` says what happens to a path that holds another live item.
-#[utoipa::path(post, path = "/v1/import", tag = "transfer",
+#[utoipa::path(post, path = "/v1/import", tag = "transfer", operation_id = "importItems",
     params(ImportParams),
-    request_body(content = String, description = "JSON lines, as export writes them", content_type = "application/x-ndjson"),
+    request_body(description = "JSON lines, as export writes them", content(
+        (String = "application/x-ndjson"), (String = "application/jsonl"))),
     responses((status = 200, body = ImportOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
-        (status = 408, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 403, body = ErrorBody), (status = 408, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/x-ndjson or application/jsonl", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn import<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -456,10 +516,60 @@ async fn read_body_idle(body: axum::body::Body, limit: usize) -> Result<Vec<u8>,
     }
 }
 
-/// Liveness.
-#[utoipa::path(get, path = "/healthz", tag = "meta", responses((status = 200, body = HealthOut)))]
+/// Liveness: the process answers. Needs no token.
+#[utoipa::path(get, path = "/healthz", tag = "meta", operation_id = "healthz",
+    responses((status = 200, description = "The server is running", body = HealthOut)))]
 pub async fn healthz() -> axum::Json<HealthOut> {
     axum::Json(HealthOut {
         status: "ok".to_owned(),
     })
+}
+
+/// Readiness: the storage can serve requests (the database file is open; on DynamoDB, the
+/// table is reachable and ACTIVE). Needs no token.
+#[utoipa::path(get, path = "/readyz", tag = "meta", operation_id = "readyz",
+    responses((status = 200, description = "Ready to serve", body = HealthOut),
+        (status = 503, description = "The storage cannot serve requests", body = ErrorBody)))]
+pub async fn readyz<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+) -> Result<axum::Json<HealthOut>, ApiError> {
+    blocking(move || {
+        state.store.backend().ready().map_err(|e| {
+            tracing::warn!(error = %e, "not ready");
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                format!("not ready: {e}"),
+            )
+        })
+    })
+    .await?;
+    Ok(axum::Json(HealthOut {
+        status: "ready".to_owned(),
+    }))
+}
+
+/// Metrics in the Prometheus text format: requests by route and status, latencies, store
+/// operations, commits, DynamoDB requests. Needs a token (read scope) when tokens are
+/// configured.
+#[utoipa::path(get, path = "/metrics", tag = "meta", operation_id = "metrics",
+    responses((status = 200, description = "Prometheus text exposition format", content_type = "text/plain", body = String),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn metrics() -> Result<Response, ApiError> {
+    let handle = telemetry::prometheus().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "metrics are unavailable: another metrics recorder is installed",
+        )
+    })?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        handle.render(),
+    )
+        .into_response())
 }

@@ -12,14 +12,20 @@ pub mod config;
 mod error;
 mod extract;
 mod handlers;
+mod media;
+pub mod origin;
+mod precondition;
+mod telemetry;
 mod wire;
 
 pub use auth::{Auth, Scope};
 pub use config::{ConfigError, DEFAULT_ADDR, ServerConfig, TokenConfig};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
+pub use origin::AllowedOrigins;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
+use axum::handler::Handler;
 use axum::http::{HeaderName, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -32,7 +38,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
-use wire::ClosedTxOps;
+use wire::TaggedUnions;
 
 /// Largest request body for item requests: an item is at most 400 KB.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
@@ -64,11 +70,13 @@ impl<B: Backend> Clone for AppState<B> {
     info(title = "PathDB", description = "A document database addressed by typed key paths that sort the way people mean them."),
     paths(
         handlers::get_item, handlers::put_item, handlers::delete_item, handlers::get_many, handlers::list,
-        handlers::history, handlers::transact, handlers::export, handlers::import, handlers::healthz
+        handlers::history, handlers::transact, handlers::export, handlers::import, handlers::healthz,
+        handlers::readyz, handlers::metrics
     ),
-    modifiers(&BearerAuth, &ClosedTxOps),
+    modifiers(&BearerAuth, &TaggedUnions),
     tags((name = "items", description = "Items, listings, history, transactions"),
-         (name = "transfer", description = "Export and import as JSON lines"))
+         (name = "transfer", description = "Export and import as JSON lines"),
+         (name = "meta", description = "Liveness, readiness and metrics"))
 )]
 pub struct ApiDoc;
 
@@ -124,19 +132,37 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
-/// The application: `/v1` routes behind auth, `/openapi.json` and `/healthz` open.
+/// The application with no web origin allowed but the server's own; see [`router_with`].
 pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
+    router_with(state, auth, AllowedOrigins::default())
+}
+
+/// The application: `/v1` routes and `/metrics` behind auth, `/openapi.json`, `/healthz` and
+/// `/readyz` open; requests from web pages of other origins than `origins` and the server's own
+/// are refused (and, without tokens, requests to a `Host` that is not loopback).
+///
+/// The first call installs the process-wide Prometheus recorder of the `metrics` facade, which
+/// `/metrics` renders.
+pub fn router_with<B: Backend>(state: AppState<B>, auth: Auth, origins: AllowedOrigins) -> Router {
+    let policy = origin::OriginPolicy {
+        origins: origins.clone(),
+        local_only: !auth.enabled(),
+    };
+    let json = || middleware::from_fn(media::require_json);
     let items = Router::new()
         .route(
             "/v1/items/{*path}",
             get(handlers::get_item::<B>)
-                .put(handlers::put_item::<B>)
+                .put(handlers::put_item::<B>.layer(json()))
                 .delete(handlers::delete_item::<B>),
         )
-        .route("/v1/get", post(handlers::get_many::<B>))
+        .route("/v1/get", post(handlers::get_many::<B>).route_layer(json()))
         .route("/v1/list/{*prefix}", get(handlers::list::<B>))
         .route("/v1/history/{*path}", get(handlers::history::<B>))
-        .route("/v1/transact", post(handlers::transact::<B>))
+        .route(
+            "/v1/transact",
+            post(handlers::transact::<B>).route_layer(json()),
+        )
         .route("/v1/export", get(handlers::export::<B>))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(TimeoutLayer::with_status_code(
@@ -144,19 +170,33 @@ pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
             REQUEST_TIMEOUT,
         ));
     // No timeout on the whole import: it allows REQUEST_TIMEOUT between chunks of its body, and
-    // then takes as long as its batches take.
-    let import = Router::new().route("/v1/import", post(handlers::import::<B>));
+    // then takes as long as its batches take (its limit is MAX_IMPORT_BYTES, checked as it
+    // reads). The media type is checked around the import handler, not in it: see `media`.
+    let import = Router::new().route(
+        "/v1/import",
+        post(handlers::import::<B>).route_layer(middleware::from_fn(media::require_json_lines)),
+    );
     let api = items
         .merge(import)
-        .with_state(state)
+        .route("/metrics", get(handlers::metrics))
+        .with_state(state.clone())
         .layer(middleware::from_fn_with_state(auth, auth::require_token));
+    let probes = Router::new()
+        .route("/readyz", get(handlers::readyz::<B>))
+        .with_state(state);
+    // Installed before the first request, so every request and commit is counted.
+    let _ = telemetry::prometheus();
     let request_id = HeaderName::from_static("x-request-id");
     Router::new()
         .route("/openapi.json", get(|| async { ([(axum::http::header::CONTENT_TYPE, "application/json")], openapi_json()) }))
         .route("/healthz", get(handlers::healthz))
+        .merge(probes)
         .merge(api)
+        .route_layer(middleware::from_fn(telemetry::track_requests))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(origins.cors_layer())
+        .layer(middleware::from_fn_with_state(policy, origin::check_origin))
         .layer(middleware::from_fn(limit_headers))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {

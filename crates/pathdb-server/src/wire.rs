@@ -112,11 +112,10 @@ pub struct ListQuery {
     pub page_token: Option<String>,
 }
 
-/// One operation of `POST /v1/transact`.
-///
-/// Read through [`TxOpFields`]: serde buffers an internally tagged enum before picking the
-/// variant, and a buffered value cannot become a `RawValue`, so deriving `Deserialize` here
-/// refused every put. The derived schema still describes the wire format.
+/// One operation of a transaction, chosen by `op`.
+// Read through `TxOpFields`: serde buffers an internally tagged enum before picking the
+// variant, and a buffered value cannot become a `RawValue`, so deriving `Deserialize` here
+// refused every put. The derived schema still describes the wire format.
 #[derive(Deserialize, ToSchema)]
 #[serde(
     tag = "op",
@@ -315,31 +314,80 @@ impl From<pathdb_store::ImportReport> for ImportOut {
     }
 }
 
-/// `GET /healthz`.
+/// `GET /healthz` and `GET /readyz`.
 #[derive(Serialize, ToSchema)]
 pub struct HealthOut {
-    /// Always "ok".
+    /// "ok" (alive) or "ready".
     pub status: String,
 }
 
-/// Marks each variant of [`TxOpIn`] closed (`additionalProperties: false`), as its reading
-/// is: the derive only does that for structs.
-pub struct ClosedTxOps;
+/// Turns the tagged enums [`TxOpIn`] and [`TxResultOut`] into discriminated unions that
+/// generated clients read as one tagged type: each variant becomes a named schema (`TxOpPut`,
+/// `TxResultPut`, ...) and the union a `oneOf` of references with a `discriminator` on `op`
+/// and its mapping. The derive inlines the variants and has no mapping. Request variants are
+/// also closed (`additionalProperties: false`), as their reading is.
+pub struct TaggedUnions;
 
-impl utoipa::Modify for ClosedTxOps {
+impl utoipa::Modify for TaggedUnions {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::RefOr;
-        use utoipa::openapi::schema::{AdditionalProperties, Schema};
+        use utoipa::openapi::schema::{AdditionalProperties, Discriminator, Schema};
+        use utoipa::openapi::{Ref, RefOr};
         let Some(components) = openapi.components.as_mut() else {
             return;
         };
-        if let Some(RefOr::T(Schema::OneOf(one_of))) = components.schemas.get_mut("TxOpIn") {
+        for (union, prefix, closed) in
+            [("TxOpIn", "TxOp", true), ("TxResultOut", "TxResult", false)]
+        {
+            let Some(RefOr::T(Schema::OneOf(mut one_of))) = components.schemas.remove(union) else {
+                continue;
+            };
+            let mut mapping = Vec::new();
             for variant in &mut one_of.items {
-                if let RefOr::T(Schema::Object(object)) = variant {
+                let RefOr::T(Schema::Object(object)) = variant else {
+                    continue;
+                };
+                let Some(tag) = tag_of(object, "op") else {
+                    continue;
+                };
+                let name = format!("{prefix}{}", upper_first(&tag));
+                let mut object = object.clone();
+                if closed {
                     object.additional_properties =
                         Some(Box::new(AdditionalProperties::FreeForm(false)));
                 }
+                object.title = Some(name.clone());
+                let reference = format!("#/components/schemas/{name}");
+                components
+                    .schemas
+                    .insert(name, RefOr::T(Schema::Object(object)));
+                *variant = RefOr::Ref(Ref::new(reference.clone()));
+                mapping.push((tag, reference));
             }
+            one_of.discriminator = Some(Discriminator::with_mapping("op", mapping));
+            components
+                .schemas
+                .insert(union.to_owned(), RefOr::T(Schema::OneOf(one_of)));
         }
     }
+}
+
+/// The single value of an object's `property` (`{"enum": ["put"]}`), if it has one.
+fn tag_of(object: &utoipa::openapi::schema::Object, property: &str) -> Option<String> {
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::schema::Schema;
+    match object.properties.get(property)? {
+        RefOr::T(Schema::Object(tag)) => match tag.enum_values.as_deref()? {
+            [serde_json::Value::String(value)] => Some(value.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn upper_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }

@@ -91,7 +91,7 @@ async fn conditional_writes_fail_with_condition_failed() {
     let message = server
         .call(Method::PUT, "/v1/items/acct-1", &star, r#"{"b": 2}"#)
         .await
-        .expect_error(409, "condition_failed");
+        .expect_error(412, "condition_failed");
     assert!(message.contains("/acct-1"), "{message}");
 
     // If-Match takes the version, quoted (as ETag sends it) or not.
@@ -104,7 +104,7 @@ async fn conditional_writes_fail_with_condition_failed() {
                 "{}",
             )
             .await
-            .expect_error(409, "condition_failed");
+            .expect_error(412, "condition_failed");
         server
             .call(
                 Method::DELETE,
@@ -113,7 +113,7 @@ async fn conditional_writes_fail_with_condition_failed() {
                 Body::empty(),
             )
             .await
-            .expect_error(409, "condition_failed");
+            .expect_error(412, "condition_failed");
     }
     assert_eq!(
         server.export().await,
@@ -134,12 +134,12 @@ async fn conditional_writes_fail_with_condition_failed() {
     server
         .call(Method::PUT, "/v1/items/acct-1", &[("if-match", "1")], "{}")
         .await
-        .expect_error(409, "condition_failed");
+        .expect_error(412, "condition_failed");
     // If-Match on a missing item fails the condition; it does not create it.
     server
         .call(Method::PUT, "/v1/items/acct-2", &[("if-match", "1")], "{}")
         .await
-        .expect_error(409, "condition_failed");
+        .expect_error(412, "condition_failed");
     server
         .get("/v1/items/acct-2")
         .await
@@ -218,6 +218,11 @@ async fn history_versions_and_retention() {
         .get("/v1/items/e-1/audit?version=9")
         .await
         .expect_error(404, "not_found");
+    // Versions start at 1: 0 is a bad request, not a missing item.
+    server
+        .get("/v1/items/e-1/audit?version=0")
+        .await
+        .expect_error(400, "invalid_request");
 
     // Retention (set per namespace on the store): only the newest revisions are kept.
     server

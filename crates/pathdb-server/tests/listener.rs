@@ -132,7 +132,7 @@ async fn racing_creates_have_exactly_one_winner() {
         let winners: Vec<&(u16, String)> = replies.iter().filter(|(s, _)| *s == 201).collect();
         assert_eq!(winners.len(), 1, "round {round}: {replies:?}");
         for (status, body) in replies.iter().filter(|(s, _)| *s != 201) {
-            assert_eq!(*status, 409, "{body}");
+            assert_eq!(*status, 412, "{body}");
             let error: Value = serde_json::from_str(body).expect("error JSON");
             assert_eq!(error["error"]["code"], "condition_failed");
         }
@@ -188,7 +188,7 @@ async fn optimistic_increments_lose_no_update() {
                                 );
                                 match status {
                                     200 => break,
-                                    409 => conflicts += 1,
+                                    412 => conflicts += 1,
                                     _ => panic!("{status} {body}"),
                                 }
                             }

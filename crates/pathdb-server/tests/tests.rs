@@ -4,15 +4,21 @@
 //! change without touching them.
 
 mod bad_input;
+mod catalogue;
+mod conditional;
+mod cross_site;
 mod items;
 mod listener;
 mod listing;
+mod openapi;
+mod operations;
+mod secrets;
 mod transactions;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, Request, StatusCode};
-use pathdb_server::{AppState, Auth, Scope, router};
+use pathdb_server::{AllowedOrigins, AppState, Auth, Scope, router_with};
 use pathdb_store::backend::{FileBackend, FileOptions};
 use pathdb_store::{ManualClock, Store, StoreOptions, Timestamp};
 use serde_json::Value;
@@ -115,6 +121,11 @@ impl TestServer {
 
     /// Bearer tokens with their scopes.
     pub fn with_tokens(tokens: &[(&str, Scope)]) -> TestServer {
+        TestServer::with_origins(tokens, &[])
+    }
+
+    /// Bearer tokens, and web origins allowed besides the server's own.
+    pub fn with_origins(tokens: &[(&str, Scope)], origins: &[&str]) -> TestServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(Timestamp::now()));
         let options = StoreOptions {
@@ -128,11 +139,12 @@ impl TestServer {
         let store = Store::new(backend, options).expect("store");
         let tokens: HashMap<String, Scope> =
             tokens.iter().map(|(t, s)| ((*t).to_owned(), *s)).collect();
-        let app = router(
+        let app = router_with(
             AppState {
                 store: store.clone(),
             },
             Auth::new(tokens),
+            AllowedOrigins::new(origins).expect("valid origins"),
         );
         TestServer {
             app,

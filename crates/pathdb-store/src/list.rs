@@ -284,7 +284,10 @@ impl<B: Backend> Store<B> {
                 if !range.contains(&sort) {
                     continue;
                 }
-                let path = path_in_group(prefix, &sort)?;
+                let Some(path) = path_in_group(prefix, &sort) else {
+                    step_past(&mut range, sort, direction);
+                    continue;
+                };
                 if !prefix.covers(&path) || path.len() < depth {
                     step_past(&mut range, sort, direction);
                     continue;
@@ -318,7 +321,9 @@ impl<B: Backend> Store<B> {
                             if found.len() >= want {
                                 break;
                             }
-                            let path = path_in_group(prefix, &sort)?;
+                            let Some(path) = path_in_group(prefix, &sort) else {
+                                continue;
+                            };
                             if prefix.covers(&path) && path.len() == depth && live(&record) {
                                 found.push((sort, to_item(path, record)?));
                             }
@@ -354,7 +359,9 @@ fn collect_subtree<R: Reader>(
             if !is_live(&record, now) {
                 continue;
             }
-            let path = path_in_group(prefix, &sort)?;
+            let Some(path) = path_in_group(prefix, &sort) else {
+                continue;
+            };
             // Exact results even where bytes ids alias other types (docs/key-format.md).
             if prefix.covers(&path) {
                 found.push((sort, to_item(path, record)?));
@@ -365,11 +372,18 @@ fn collect_subtree<R: Reader>(
     Ok(())
 }
 
-/// The path stored under `sort` in `prefix`'s partition (the group is not decoded again).
-fn path_in_group(prefix: &KeyPath, sort: &[u8]) -> Result<KeyPath, Error> {
-    prefix
-        .with_sort_key(sort)
-        .map_err(|e| crate::StorageError::new("stored key is not a valid key path", e).into())
+/// The path stored under `sort` in `prefix`'s partition (the group is not decoded again), or
+/// `None`, with a warning, for a key that is not a key path: a row another tool wrote into a
+/// DynamoDB table must not fail every listing of its group.
+fn path_in_group(prefix: &KeyPath, sort: &[u8]) -> Option<KeyPath> {
+    match prefix.with_sort_key(sort) {
+        Ok(path) => Some(path),
+        Err(e) => {
+            tracing::warn!(prefix = %prefix, sort = %hex::encode(sort), error = %e,
+                "listing: skipped an entry that is not a PathDB record");
+            None
+        }
+    }
 }
 
 pub(crate) fn decode_path(partition: &[u8], sort: &[u8]) -> Result<KeyPath, Error> {

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use pathdb_server::{AppState, Auth, DEFAULT_ADDR, ServerConfig, router};
+use pathdb_server::{AllowedOrigins, AppState, Auth, DEFAULT_ADDR, ServerConfig, router_with};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -11,9 +11,14 @@ pub struct ServeArgs {
     /// Listen address [default: 127.0.0.1:7070, or the config file's].
     #[arg(long)]
     addr: Option<SocketAddr>,
-    /// TOML settings: addr, db, and [[tokens]] with token and scope ("read" or "read-write").
+    /// TOML settings: addr, db, cors_origins, and [[tokens]] with token and scope ("read" or
+    /// "read-write").
     #[arg(long)]
     config: Option<PathBuf>,
+    /// A web origin (scheme://host[:port]) whose pages may call the API from a browser;
+    /// repeatable, added to the config file's cors_origins. Other origins get 403.
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    cors_origins: Vec<String>,
     /// Where the data lives.
     #[arg(long, value_enum, default_value_t = BackendKind::Embedded)]
     backend: BackendKind,
@@ -50,6 +55,10 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
     let db = db
         .or_else(|| config.db.clone())
         .unwrap_or_else(|| PathBuf::from(super::DEFAULT_DB));
+    config
+        .cors_origins
+        .extend(args.cors_origins.iter().cloned());
+    let origins = config.allowed_origins()?;
     let auth = Auth::new(config.token_map()?);
     if !auth.enabled() && !addr.ip().is_loopback() {
         bail!(
@@ -74,7 +83,13 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
             }
             .with_context(|| format!("opening {}", db.display()))?;
             let mode = if args.read_only { " (read-only)" } else { "" };
-            serve(store, addr, auth, &format!("{}{mode}", db.display()))
+            serve(
+                store,
+                addr,
+                auth,
+                origins,
+                &format!("{}{mode}", db.display()),
+            )
         }
         BackendKind::Dynamodb => {
             if args.read_only {
@@ -87,6 +102,7 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
                 store,
                 addr,
                 auth,
+                origins,
                 &format!("dynamodb table {}", args.dynamodb.table_name()?),
             )
         }
@@ -97,6 +113,7 @@ fn serve<B: pathdb_store::backend::Backend>(
     store: pathdb_store::Store<B>,
     addr: SocketAddr,
     auth: Auth,
+    origins: AllowedOrigins,
     data: &str,
 ) -> Result<()> {
     let data = data.to_owned();
@@ -111,7 +128,7 @@ fn serve<B: pathdb_store::backend::Backend>(
         }
         // Printed for scripts that bind port 0.
         println!("listening on http://{local}");
-        let app = router(AppState { store }, auth);
+        let app = router_with(AppState { store }, auth, origins);
         pathdb_server::serve(listener, app, pathdb_server::shutdown_signal()).await?;
         tracing::info!("shut down: in-flight requests finished");
         anyhow::Ok(())

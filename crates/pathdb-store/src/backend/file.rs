@@ -246,7 +246,11 @@ fn committer_loop(db: &redb::Database, jobs: &mpsc::Receiver<Job>, durability: D
                 Err(_) => break,
             }
         }
+        let started = std::time::Instant::now();
         let results = commit_group(db, &group, durability);
+        // Through the `metrics` facade: free unless the application installs a recorder.
+        metrics::histogram!("pathdb_commit_seconds").record(started.elapsed());
+        metrics::histogram!("pathdb_commit_batches").record(group.len() as f64);
         for (job, result) in group.into_iter().zip(results) {
             // A writer that gave up waiting is not an error here.
             let _ = job.reply.send(result);

@@ -208,6 +208,15 @@ pub trait Backend: Send + Sync + 'static {
     fn max_batch_ops(&self) -> usize {
         usize::MAX
     }
+
+    /// Whether the backend can serve requests now, for a readiness probe. The default opens a
+    /// read view; a remote backend also checks that its storage is reachable and usable.
+    ///
+    /// # Errors
+    /// Why it cannot serve.
+    fn ready(&self) -> Result<(), StorageError> {
+        self.reader().map(|_| ())
+    }
 }
 
 /// Reads from one consistent view of a backend.

@@ -1,0 +1,37 @@
+use super::*;
+
+#[test]
+fn secrets_stay_out_of_debug_and_errors() {
+    let mut config: ServerConfig = toml::from_str(
+        r#"
+        cors_origins = ["http://localhost:3000"]
+        [[tokens]]
+        token = "toml-secret-1"
+        scope = "read"
+        "#,
+    )
+    .expect("config");
+    config
+        .add_env_tokens("env-secret-2=read-write")
+        .expect("env tokens");
+    let text = format!("{config:?}");
+    assert!(!text.contains("secret"), "{text}");
+    assert!(text.contains("localhost:3000"), "{text}");
+    // A malformed entry may be a bare secret: the error does not repeat it.
+    let error = config
+        .add_env_tokens("env-secret-3")
+        .expect_err("no scope")
+        .to_string();
+    assert!(!error.contains("secret"), "{error}");
+    assert_eq!(config.allowed_origins().map(|_| ()).ok(), Some(()));
+}
+
+#[test]
+fn cors_origins_are_checked() {
+    let config: ServerConfig =
+        toml::from_str(r#"cors_origins = ["localhost:3000"]"#).expect("config");
+    assert!(matches!(
+        config.allowed_origins(),
+        Err(ConfigError::InvalidOrigin(_))
+    ));
+}

@@ -1,0 +1,59 @@
+// A small program against the types openapi-typescript generates from PathDB's OpenAPI
+// document; scripts/openapi-clients.sh checks it with `tsc --strict --noEmit`. The transaction
+// op is one tagged union: narrowing on `op` must reach each variant's own fields.
+
+import type { components, operations, paths } from "./pathdb.js";
+
+type TxOp = components["schemas"]["TxOpIn"];
+type TxResult = components["schemas"]["TxResultOut"];
+type Item = components["schemas"]["ItemOut"];
+type PutItemOk = operations["putItem"]["responses"][201]["content"]["application/json"];
+type ListItemsQuery = NonNullable<paths["/v1/list/{prefix}"]["get"]["parameters"]["query"]>;
+
+const ops: TxOp[] = [
+    { op: "check", path: "/user-7/post-2", if_version: 1 },
+    { op: "put", path: "/user-7/post-10", value: [1, 2], history: true },
+    { op: "delete", path: "/user-7/post-3" },
+];
+
+function describe(op: TxOp): string {
+    switch (op.op) {
+        case "put":
+            return `put ${op.path} = ${JSON.stringify(op.value)}`;
+        case "delete":
+            return `delete ${op.path}${op.if_version === undefined ? "" : ` at ${op.if_version}`}`;
+        case "check":
+            return `check ${op.path} must_exist=${String(op.must_exist ?? false)}`;
+    }
+}
+
+function written(result: TxResult): Item | null {
+    switch (result.op) {
+        case "put":
+            return result.item;
+        case "delete":
+            return result.deleted ?? null;
+        case "check":
+            return null;
+    }
+}
+
+const created: PutItemOk = {
+    path: "/user-7/post-2",
+    version: 1,
+    created_at: 0,
+    modified_at: 0,
+    expires_at: null,
+    value: { title: "hello" },
+};
+const query: ListItemsQuery = { children: true, limit: 10 };
+const etag: string | undefined = undefined as
+    | operations["getItem"]["responses"][200]["headers"]["ETag"]
+    | undefined;
+
+export const summary: string[] = [
+    ...ops.map(describe),
+    String(written({ op: "put", item: created })?.version),
+    JSON.stringify(query),
+    String(etag),
+];
