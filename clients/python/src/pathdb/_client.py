@@ -17,7 +17,6 @@ from typing import (
     Iterable,
     Iterator,
     List,
-    Mapping,
     Optional,
     Sequence,
 )
@@ -25,7 +24,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ._errors import ConditionFailed, Conflict, PathDBError, Unavailable, error_for
+from ._errors import Conflict, PathDBError, Unavailable, error_for
 from ._keypath import KeyPath, PathLike, format_id, to_path
 from ._model import Item, Op, Page
 
