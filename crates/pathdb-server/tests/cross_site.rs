@@ -79,7 +79,7 @@ async fn bodies_need_their_media_type() {
         let reply = server
             .call(
                 Method::POST,
-                "/v1/import",
+                "/v1/import?partial=true",
                 &[("content-type", ct)],
                 line.clone(),
             )

@@ -259,4 +259,11 @@ pub trait Reader {
         after: Option<&Key>,
         limit: usize,
     ) -> Result<Vec<(Key, Record)>, StorageError>;
+
+    /// Rows [`Reader::scan_all`] has passed over so far because they are not records this
+    /// store wrote (another tool's rows in a shared DynamoDB table). A backend that holds only
+    /// its own records has none.
+    fn skipped(&self) -> u64 {
+        0
+    }
 }
