@@ -1,12 +1,12 @@
 //! The HTTP client behind `--server URL`: the same [`Db`] calls, sent to a `pathdb serve`.
 
-use crate::db::Db;
+use crate::db::{Db, ImportMode};
 use crate::exit::Failure;
 use anyhow::{Context, Result, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
     Condition, Expiry, ExportEnd, ExportLine, ExportStatus, GroupPage, ImportReport, Item, Json,
-    ListPage, ListRequest, OnExisting, PutOptions, Timestamp,
+    ListPage, ListRequest, PutOptions, Timestamp,
 };
 use serde::Deserialize;
 use std::io::BufRead;
@@ -310,12 +310,13 @@ impl Db for Client {
     fn import(
         &self,
         input: &str,
-        on_existing: OnExisting,
+        mode: ImportMode,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<ImportReport> {
         let request = self
             .auth(self.agent.post(format!("{}/v1/import", self.base)))
-            .query("on_existing", on_existing.as_str())
+            .query("on_existing", mode.on_existing.as_str())
+            .query("partial", if mode.partial { "true" } else { "false" })
             .header("Content-Type", "application/x-ndjson");
         let total = input.len() as u64;
         let mut reader = Progress {

@@ -9,6 +9,15 @@ use pathdb_store::{
     PutOptions, Store,
 };
 
+/// How `import` treats what is there and what it reads.
+#[derive(Clone, Copy, Debug)]
+pub struct ImportMode {
+    /// A record whose path holds another live item: replace, skip or fail.
+    pub on_existing: OnExisting,
+    /// Accept export records without the export's last line (a deliberate part of an export).
+    pub partial: bool,
+}
+
 /// The data API as the CLI uses it.
 pub trait Db {
     /// The item, or a past version of it.
@@ -35,7 +44,7 @@ pub trait Db {
     fn import(
         &self,
         input: &str,
-        on_existing: OnExisting,
+        mode: ImportMode,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<ImportReport>;
 }
@@ -76,23 +85,27 @@ impl<B: Backend> Db for Store<B> {
         // The store's error itself, so that the exit status can tell what failed.
         Store::export(self, out, progress).map_err(|e| match e {
             pathdb_store::ExportError::Store(e) => anyhow::Error::from(e),
-            pathdb_store::ExportError::Output(e) => anyhow::Error::from(e),
+            // The output failing (a full disk) is unavailable storage, not bad input.
+            pathdb_store::ExportError::Output(e) => {
+                pathdb_store::StorageError::new("writing the export", e).into()
+            }
         })
     }
 
     fn import(
         &self,
         input: &str,
-        on_existing: OnExisting,
+        mode: ImportMode,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<ImportReport> {
         let records = pathdb_store::parse_import(
             input
                 .lines()
                 .map(|l| Ok::<_, std::convert::Infallible>(l.to_owned())),
+            mode.partial,
         )?;
         let total = records.len() as u64;
-        Ok(Store::import(self, &records, on_existing, &mut |r| {
+        Ok(Store::import(self, &records, mode.on_existing, &mut |r| {
             progress(r.imported + r.unchanged + r.skipped, total)
         })?)
     }

@@ -126,7 +126,8 @@ fn serve_on_dynamodb_with_the_same_output() {
         }
     }
     let file = dir.path().join("bulk.jsonl");
-    std::fs::write(&file, &input).expect("write input");
+    let end = "{\"export\":\"complete\",\"records\":10000,\"skipped\":0}\n";
+    std::fs::write(&file, format!("{input}{end}")).expect("write input");
     let out = pathdb_env()
         .args(["--server", &url, "import", file.to_str().expect("utf-8")])
         .output()

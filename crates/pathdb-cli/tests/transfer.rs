@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 const RECORDS: usize = 101_000;
 
 /// An export of 100 groups, in the order export writes it: per group 990 items and tombstones
-/// in key order, then the revisions of every 99th item, newest first.
+/// in key order, then the revisions of every 99th item, newest first; then the last line.
 fn large_export() -> String {
     let mut out = String::new();
     let t = 1_700_000_000_000_000_i64;
@@ -49,6 +49,10 @@ fn large_export() -> String {
             }
         }
     }
+    let _ = writeln!(
+        out,
+        r#"{{"export":"complete","records":{RECORDS},"skipped":0}}"#
+    );
     out
 }
 
@@ -60,13 +64,12 @@ fn db(dir: &Path, name: &str) -> String {
 fn large_round_trip_and_a_killed_import_that_converges() {
     let dir = tempfile::tempdir().expect("temp dir");
     let input = large_export();
-    assert_eq!(input.lines().count(), RECORDS);
+    assert_eq!(input.lines().count(), RECORDS + 1);
     let file = dir.path().join("in.jsonl");
     std::fs::write(&file, &input).expect("write input");
     let file = file.display().to_string();
-    let end = format!(r#"{{"export":"complete","records":{RECORDS},"skipped":0}}"#);
 
-    // A clean import, and its export: the input, then the line that says it is complete.
+    // A clean import, and its export: the input, last line included.
     let a = db(dir.path(), "a.pathdb");
     let out = pathdb(&["--db", &a, "import", &file]);
     assert!(
@@ -80,10 +83,7 @@ fn large_round_trip_and_a_killed_import_that_converges() {
         String::from_utf8_lossy(&out.stderr)
     );
     let exported = ok(&["--db", &a, "export"]);
-    assert!(
-        exported == format!("{input}{end}\n"),
-        "the export is not the input"
-    );
+    assert!(exported == input, "the export is not the input");
     // The export imports into another file and exports identically.
     let exported_file = dir.path().join("out.jsonl");
     std::fs::write(&exported_file, &exported).expect("write export");
@@ -213,4 +213,29 @@ fn an_export_stream_cut_short_is_an_error() {
     );
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("incomplete"), "{said}");
+}
+
+#[test]
+fn an_export_into_a_full_disk_is_unavailable() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let a = db(dir.path(), "a.pathdb");
+    ok(&["--db", &a, "put", "/t-1", "1"]);
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full here");
+        return;
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_pathdb"))
+        .args(["--db", &a, "export"])
+        .stdout(full)
+        .output()
+        .expect("pathdb runs");
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // And a version 0 is bad input, as over HTTP.
+    let zero = pathdb(&["--db", &a, "get", "/t-1", "--version", "0"]);
+    assert_eq!(zero.status.code(), Some(2));
 }

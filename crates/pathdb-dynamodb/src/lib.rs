@@ -440,12 +440,16 @@ impl DynamoBackend {
         }
     }
 
+    /// Up to `limit` records after `after`, and how many rows it passed over as not PathDB's.
+    /// Each page asks for no more rows than are still wanted, so no row is read (or counted)
+    /// twice across calls.
     async fn scan_all_async(
         &self,
         after: Option<&Key>,
         limit: usize,
-    ) -> Result<Vec<(Key, Record)>, StorageError> {
+    ) -> Result<(Vec<(Key, Record)>, u64), StorageError> {
         let mut out = Vec::new();
+        let mut foreign = 0;
         let mut start_key = after.map(attrs::key);
         while out.len() < limit {
             self.metrics.count_scan();
@@ -459,19 +463,19 @@ impl DynamoBackend {
                 .send()
                 .await
                 .map_err(sdk_error("Scan"))?;
-            out.extend(
-                response
-                    .items()
-                    .iter()
-                    .filter_map(|item| self.pathdb_record(item)),
-            );
+            for item in response.items() {
+                match self.pathdb_record(item) {
+                    Some(found) => out.push(found),
+                    None => foreign += 1,
+                }
+            }
             match response.last_evaluated_key() {
                 Some(k) if !k.is_empty() => start_key = Some(k.clone()),
                 _ => break,
             }
         }
         out.truncate(limit);
-        Ok(out)
+        Ok((out, foreign))
     }
 }
 
@@ -551,13 +555,18 @@ impl Drop for DynamoBackend {
 /// Reads through a [`DynamoBackend`]: every request strongly consistent, no cross-request snapshot.
 pub struct DynamoReader<'a> {
     backend: &'a DynamoBackend,
+    /// Rows of other tools the full scan passed over.
+    skipped: std::sync::atomic::AtomicU64,
 }
 
 impl Backend for DynamoBackend {
     type Reader<'a> = DynamoReader<'a>;
 
     fn reader(&self) -> Result<DynamoReader<'_>, StorageError> {
-        Ok(DynamoReader { backend: self })
+        Ok(DynamoReader {
+            backend: self,
+            skipped: Default::default(),
+        })
     }
 
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
@@ -615,8 +624,16 @@ impl Reader for DynamoReader<'_> {
         after: Option<&Key>,
         limit: usize,
     ) -> Result<Vec<(Key, Record)>, StorageError> {
-        self.backend
-            .block_on(self.backend.scan_all_async(after, limit))
+        let (found, foreign) = self
+            .backend
+            .block_on(self.backend.scan_all_async(after, limit))?;
+        self.skipped
+            .fetch_add(foreign, std::sync::atomic::Ordering::Relaxed);
+        Ok(found)
+    }
+
+    fn skipped(&self) -> u64 {
+        self.skipped.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError> {

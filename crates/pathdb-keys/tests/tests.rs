@@ -3,3 +3,4 @@
 mod model;
 mod properties;
 mod strategy;
+mod vectors;

@@ -471,6 +471,7 @@ pub async fn import<B: Backend>(
         let records = pathdb_store::parse_import(
             text.lines()
                 .map(|l| Ok::<_, std::convert::Infallible>(l.to_owned())),
+            params.partial.unwrap_or(false),
         )?;
         state
             .store

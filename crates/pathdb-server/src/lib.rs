@@ -29,7 +29,7 @@ pub use origin::AllowedOrigins;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::handler::Handler;
-use axum::http::{HeaderName, StatusCode};
+use axum::http::{HeaderName, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -101,6 +101,32 @@ pub fn openapi_json() -> String {
     ApiDoc::openapi()
         .to_pretty_json()
         .unwrap_or_else(|_| "{}".to_owned())
+}
+
+/// A request refused before its body was read (401, 403, 408, 413, 415, 431) leaves that body
+/// on the connection, so hyper closes it after the answer: the answer says so
+/// (`Connection: close`), or a client would send its next request on a connection that is
+/// already gone.
+async fn close_after_refusal(request: Request, next: Next) -> Response {
+    let has_body = request.headers().contains_key(header::TRANSFER_ENCODING)
+        || request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|n| n != "0");
+    let mut response = next.run(request).await;
+    if has_body
+        && matches!(
+            response.status().as_u16(),
+            401 | 403 | 408 | 413 | 415 | 431
+        )
+    {
+        response.headers_mut().insert(
+            header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
 }
 
 /// Requests whose headers together exceed [`MAX_HEADER_BYTES`] get 431.
@@ -231,6 +257,7 @@ pub fn app<B: Backend>(
         .layer(origins.cors_layer())
         .layer(middleware::from_fn_with_state(policy, origin::check_origin))
         .layer(middleware::from_fn(limit_headers))
+        .layer(middleware::from_fn(close_after_refusal))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
             let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");

@@ -288,6 +288,9 @@ pub struct ImportParams {
     /// What to do with a record whose path holds another live item: `replace` (the default;
     /// written above the stored version), `skip`, or `fail` (409, nothing of its batch written).
     pub on_existing: Option<String>,
+    /// `true` to accept export records without the export's last line: a deliberate part of an
+    /// export. Without it, such input is refused as possibly cut short.
+    pub partial: Option<bool>,
 }
 
 /// `POST /v1/import` result.

@@ -82,8 +82,10 @@ async fn every_bad_request_is_a_clear_4xx_and_changes_nothing() {
         ("version 0 line", Method::POST, "/v1/import".into(), ndjson(), line("/c-1/y-1", 0), 400, "invalid_request"),
         ("truncated export", Method::POST, "/v1/import".into(), ndjson(), format!("{}\n{{\"export\":\"complete\",\"records\":2}}\n", line("/c-1/y-1", 1)), 400, "invalid_request"),
         ("failed export", Method::POST, "/v1/import".into(), ndjson(), format!("{}\n{{\"export\":\"incomplete\",\"records\":1,\"error\":\"disk\"}}\n", line("/c-1/y-1", 1)), 400, "invalid_request"),
+        ("records without the last line", Method::POST, "/v1/import".into(), ndjson(), format!("{}\n", line("/c-1/y-1", 1)), 400, "invalid_request"),
+        ("huge version", Method::POST, "/v1/import?partial=true".into(), ndjson(), line("/c-1/y-1", 1 << 60), 400, "invalid_request"),
         ("unknown on_existing", Method::POST, "/v1/import?on_existing=merge".into(), ndjson(), line("/c-1/y-1", 1), 400, "invalid_request"),
-        ("on_existing=fail over an item", Method::POST, "/v1/import?on_existing=fail".into(), ndjson(), line("/c-1/b-1", 1), 409, "condition_failed"),
+        ("on_existing=fail over an item", Method::POST, "/v1/import?on_existing=fail&partial=true".into(), ndjson(), line("/c-1/b-1", 1), 409, "condition_failed"),
         ("not UTF-8", Method::POST, "/v1/import".into(), ndjson(), String::from_utf8_lossy(b"\xff").into_owned() + "\u{0}", 400, "invalid_request"),
     ];
     for (what, method, uri, headers, body, status, code) in cases {

@@ -79,7 +79,7 @@ async fn bodies_need_their_media_type() {
         let reply = server
             .call(
                 Method::POST,
-                "/v1/import",
+                "/v1/import?partial=true",
                 &[("content-type", ct)],
                 line.clone(),
             )
@@ -272,4 +272,25 @@ async fn local_only_servers_answer_only_to_loopback_host_names() {
         .body(Body::from("1"))
         .expect("request");
     guarded.send(request).await.expect(201);
+}
+
+/// A request refused before its body was read says the connection closes, so a client does not
+/// send its next request on a connection the server drops (found by the Python client).
+#[tokio::test]
+async fn a_refused_request_with_a_body_closes_its_connection() {
+    let server = TestServer::with_tokens(&[("rw", Scope::ReadWrite)]);
+    let reply = server
+        .call(
+            Method::PUT,
+            "/v1/items/u-1/p-1",
+            &[("content-length", "1")],
+            "1",
+        )
+        .await;
+    assert_eq!(reply.status.as_u16(), 401);
+    assert_eq!(reply.headers["connection"], "close");
+    // Without a body there is nothing left on the connection: it stays open.
+    let reply = server.get("/v1/items/u-1/p-1").await;
+    assert_eq!(reply.status.as_u16(), 401);
+    assert!(reply.headers.get("connection").is_none());
 }

@@ -26,7 +26,7 @@
 //!   [`racing_transfers`], [`racing_deletes_and_updates`] (`concurrency`);
 //! - [`transaction_results`], [`failed_transactions_leave_nothing`], [`history_retention`],
 //!   [`ttl_expiry`], [`scan_and_import`], [`versions_never_reused`],
-//!   [`import_never_goes_backwards`] (`lifecycle`).
+//!   [`import_never_goes_backwards`], [`import_keeps_history_consistent`] (`lifecycle`).
 
 use crate::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
 use crate::{
@@ -49,8 +49,9 @@ pub use concurrency::{
 };
 pub use groups::groups_in_key_order;
 pub use lifecycle::{
-    failed_transactions_leave_nothing, history_retention, import_never_goes_backwards,
-    scan_and_import, transaction_results, ttl_expiry, versions_never_reused,
+    failed_transactions_leave_nothing, history_retention, import_keeps_history_consistent,
+    import_never_goes_backwards, scan_and_import, transaction_results, ttl_expiry,
+    versions_never_reused,
 };
 pub use listing::{
     aliased_ids, bounds_in_both_directions, children_only_deep_subtrees, page_token_errors,
@@ -90,6 +91,7 @@ macro_rules! conformance_tests {
             scan_and_import,
             versions_never_reused,
             import_never_goes_backwards,
+            import_keeps_history_consistent,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

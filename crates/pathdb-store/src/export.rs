@@ -13,7 +13,10 @@
 
 use crate::backend::{Backend, Expect, Key, Reader, Record, WriteBatch, WriteError, WriteOp};
 use crate::list::decode_path;
-use crate::store::{check_item_size, check_key, index_record, is_live, to_item};
+use crate::store::{
+    MAX_VERSION, check_item_size, check_key, check_revision_key, index_record, is_live,
+    next_version, to_item,
+};
 use crate::{Condition, Error, Item, Json, Store, Timestamp, layout};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -215,53 +218,29 @@ fn export_record(key: &Key, record: Record, now: i64) -> Option<Result<ExportRec
 }
 
 impl<B: Backend> Store<B> {
-    /// Up to `limit` records of everything, in key order, after `cursor`. Entries whose keys do
-    /// not decode (written by another tool) are left out and counted in
+    /// Up to `limit` records of everything, in key order, after `cursor`. Entries that are not
+    /// PathDB records (written by another tool) are left out and counted in
     /// [`ScanPage::skipped`].
     ///
     /// # Errors
     /// A malformed cursor; storage failures.
     pub fn scan(&self, cursor: Option<&str>, limit: usize) -> Result<ScanPage, Error> {
-        let mut after = cursor.map(decode_cursor).transpose()?;
+        let after = cursor.map(decode_cursor).transpose()?;
         let reader = self.inner.backend.reader()?;
-        let now = self.now();
-        let mut records = Vec::new();
-        let mut skipped = 0;
-        let limit = limit.max(1);
-        loop {
-            let batch = reader.scan_all(after.as_ref(), limit - records.len() + 1)?;
-            let exhausted = batch.len() <= limit - records.len();
-            for (key, record) in batch {
-                if records.len() == limit {
-                    return Ok(ScanPage {
-                        records,
-                        skipped,
-                        cursor: after.as_ref().map(encode_cursor),
-                    });
-                }
-                let current = after.insert(key);
-                match export_record(current, record, now) {
-                    None => {}
-                    Some(Ok(r)) => records.push(r),
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, partition = %hex::encode(&current.partition),
-                            sort = %hex::encode(&current.sort), "export: skipped an entry that is not a PathDB record");
-                        skipped += 1;
-                    }
-                }
-            }
-            if exhausted {
-                return Ok(ScanPage {
-                    records,
-                    skipped,
-                    cursor: None,
-                });
-            }
-        }
+        let (records, skipped, next) = scan_page(&reader, after, limit, self.now())?;
+        Ok(ScanPage {
+            records,
+            skipped: skipped + reader.skipped(),
+            cursor: next.as_ref().map(encode_cursor),
+        })
     }
 
     /// Writes every record as JSON lines to `out`, then the [`ExportEnd`] line; `progress` is
     /// called after each page with the records written so far.
+    ///
+    /// The whole export reads one snapshot where the backend has them (redb): a write that
+    /// commits meanwhile is either all in it or not at all, so an item is never older than its
+    /// revisions. DynamoDB has no snapshot across requests (docs/export.md).
     ///
     /// If the scan fails, the last line says `incomplete` with the error, and the error is
     /// returned: no consumer can take a truncated export for a whole one.
@@ -279,31 +258,51 @@ impl<B: Backend> Store<B> {
             skipped: 0,
             error: None,
         };
-        let mut cursor: Option<String> = None;
+        let fail = |end: &mut ExportEnd, out: &mut dyn std::io::Write, e: Error| {
+            tracing::error!(error = %e, records = end.records, "export failed");
+            end.export = ExportStatus::Incomplete;
+            end.error = Some(e.to_string());
+            write_line(out, &*end)?;
+            out.flush()?;
+            Err(ExportError::Store(e))
+        };
+        let reader = match self.inner.backend.reader() {
+            Ok(reader) => reader,
+            Err(e) => return fail(&mut end, out, e.into()),
+        };
+        let now = self.now();
+        let mut after: Option<Key> = None;
         loop {
-            let page = match self.scan(cursor.as_deref(), EXPORT_PAGE) {
+            let (records, skipped, next) = match scan_page(&reader, after.take(), EXPORT_PAGE, now)
+            {
                 Ok(page) => page,
-                Err(e) => {
-                    tracing::error!(error = %e, records = end.records, "export failed");
-                    end.export = ExportStatus::Incomplete;
-                    end.error = Some(e.to_string());
-                    write_line(out, &end)?;
-                    out.flush()?;
-                    return Err(ExportError::Store(e));
-                }
+                Err(e) => return fail(&mut end, out, e),
             };
-            for record in &page.records {
-                write_line(out, record)?;
+            end.skipped += skipped;
+            for record in &records {
+                // Serialized whole before a byte is written: a record that cannot be (a value
+                // another tool wrote that is not JSON) is left out, never half a line.
+                match serde_json::to_string(record) {
+                    Ok(line) => {
+                        out.write_all(line.as_bytes())?;
+                        out.write_all(b"\n")?;
+                        end.records += 1;
+                    }
+                    Err(e) => {
+                        tracing::warn!(path = %record.path(), error = %e,
+                            "export: skipped a record whose value is not JSON");
+                        end.skipped += 1;
+                    }
+                }
             }
-            end.records += page.records.len() as u64;
-            end.skipped += page.skipped;
             out.flush()?;
             progress(end.records);
-            match page.cursor {
-                Some(next) => cursor = Some(next),
+            match next {
+                Some(key) => after = Some(key),
                 None => break,
             }
         }
+        end.skipped += reader.skipped();
         write_line(out, &end)?;
         out.flush()?;
         if end.skipped > 0 {
@@ -313,6 +312,41 @@ impl<B: Backend> Store<B> {
             );
         }
         Ok(end)
+    }
+}
+
+/// Up to `limit` records after `after` from `reader`: the records, how many entries were not
+/// PathDB records, and the key to continue after (`None`: the end).
+fn scan_page<R: Reader>(
+    reader: &R,
+    mut after: Option<Key>,
+    limit: usize,
+    now: i64,
+) -> Result<(Vec<ExportRecord>, u64, Option<Key>), Error> {
+    let mut records = Vec::new();
+    let mut skipped = 0;
+    let limit = limit.max(1);
+    loop {
+        let batch = reader.scan_all(after.as_ref(), limit - records.len() + 1)?;
+        let exhausted = batch.len() <= limit - records.len();
+        for (key, record) in batch {
+            if records.len() == limit {
+                return Ok((records, skipped, after));
+            }
+            let current = after.insert(key);
+            match export_record(current, record, now) {
+                None => {}
+                Some(Ok(r)) => records.push(r),
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, partition = %hex::encode(&current.partition),
+                        sort = %hex::encode(&current.sort), "export: skipped an entry that is not a PathDB record");
+                    skipped += 1;
+                }
+            }
+        }
+        if exhausted {
+            return Ok((records, skipped, None));
+        }
     }
 }
 
@@ -508,21 +542,30 @@ impl ExportLine {
     }
 }
 
-/// Parses import input: JSON lines as export writes them, blank lines ignored. A last line that
-/// says the export is incomplete, or that counts other than the lines before it, is an error,
-/// and so is a line after it: a truncated export is never taken for a whole one. Input without
-/// such a line (hand-written, or from an older PathDB) is accepted.
+/// Parses import input: JSON lines as export writes them, blank lines and a leading byte-order
+/// mark ignored. A last line that says the export is incomplete, or that counts other than the
+/// lines before it, is an error, and so is a line after it: a truncated export is never taken
+/// for a whole one. Input with export records (lines with a version) must end with that line
+/// unless `partial` is set (a deliberate part of an export); input of only `{"path", "value"}`
+/// lines needs none.
 ///
 /// # Errors
 /// [`Error::InvalidRequest`] naming the line; the input's own read errors.
 pub fn parse_import<E: std::fmt::Display>(
     lines: impl IntoIterator<Item = Result<String, E>>,
+    partial: bool,
 ) -> Result<Vec<ImportRecord>, Error> {
     let mut records = Vec::new();
     let mut end: Option<(usize, ExportEnd)> = None;
+    let mut exported = false;
     for (n, line) in lines.into_iter().enumerate() {
         let n = n + 1;
         let line = line.map_err(|e| Error::InvalidRequest(format!("line {n}: {e}")))?;
+        let line = if n == 1 {
+            line.trim_start_matches('\u{feff}')
+        } else {
+            &line
+        };
         if line.trim().is_empty() {
             continue;
         }
@@ -535,17 +578,10 @@ pub fn parse_import<E: std::fmt::Display>(
             Error::InvalidRequest(m) => Error::InvalidRequest(format!("line {n}: {m}")),
             other => Error::InvalidRequest(format!("line {n}: {other}")),
         };
-        match ExportLine::parse(&line).map_err(at_line)? {
+        match ExportLine::parse(line).map_err(at_line)? {
             ExportLine::Record(r) => {
-                check_key(r.path()).map_err(at_line)?;
-                match &r {
-                    ImportRecord::Exported(
-                        ExportRecord::Item(item) | ExportRecord::Revision(item),
-                    ) => check_item_size(&item.path, &item.value),
-                    ImportRecord::Value { path, value } => check_item_size(path, value),
-                    ImportRecord::Exported(ExportRecord::Tombstone { .. }) => Ok(()),
-                }
-                .map_err(at_line)?;
+                check_import_record(&r).map_err(at_line)?;
+                exported |= matches!(r, ImportRecord::Exported(_));
                 records.push(r);
             }
             ExportLine::End(e) => {
@@ -566,7 +602,42 @@ pub fn parse_import<E: std::fmt::Display>(
             }
         }
     }
+    if exported && end.is_none() && !partial {
+        return Err(Error::InvalidRequest(format!(
+            "the input ends after {} records without the export's last line \
+             ({{\"export\": \"complete\", ...}}): it may be cut short; nothing imported \
+             (to import part of an export on purpose, ask for a partial import)",
+            records.len()
+        )));
+    }
     Ok(records)
+}
+
+/// The limits a record must meet before anything is written: keys, item size, a version a
+/// client can hold (at most [`MAX_VERSION`]), and for a revision, its longer sort key.
+fn check_import_record(r: &ImportRecord) -> Result<(), Error> {
+    check_key(r.path())?;
+    let version = match r {
+        ImportRecord::Exported(e) => Some(e.version()),
+        ImportRecord::Value { .. } => None,
+    };
+    if let Some(v) = version.filter(|v| *v > MAX_VERSION) {
+        return Err(Error::InvalidRequest(format!(
+            "{}: version {v} is above the largest a version can be ({MAX_VERSION})",
+            r.path()
+        )));
+    }
+    match r {
+        ImportRecord::Exported(ExportRecord::Item(item)) => {
+            check_item_size(&item.path, &item.value)
+        }
+        ImportRecord::Exported(ExportRecord::Revision(item)) => {
+            check_item_size(&item.path, &item.value)?;
+            check_revision_key(&item.path)
+        }
+        ImportRecord::Value { path, value } => check_item_size(path, value),
+        ImportRecord::Exported(ExportRecord::Tombstone { .. }) => Ok(()),
+    }
 }
 
 /// What [`Store::import`] does with a record whose path holds a live item with other content.
@@ -666,7 +737,12 @@ impl<B: Backend> Store<B> {
     ) -> Result<ImportReport, ImportError> {
         let mut report = ImportReport::default();
         let mut written: HashSet<Key> = HashSet::new();
+        // Paths whose item this import left alone: their revisions are left alone too.
+        let mut skipped_items: HashSet<KeyPath> = HashSet::new();
         let batch_size = (self.inner.backend.max_batch_ops() / 2).clamp(1, IMPORT_BATCH);
+        // One record per key, the last, as writing them one by one would leave it; it also
+        // makes a re-run find every record as it left it (idempotent).
+        let records = last_per_key(records);
         let mut start = 0;
         while start < records.len() {
             // A key appears once per batch, so each record is planned against what the ones
@@ -675,25 +751,25 @@ impl<B: Backend> Store<B> {
             let mut end = start;
             while end < records.len()
                 && end - start < batch_size
-                && keys.insert(import_key(&records[end]))
+                && keys.insert(import_key(records[end]))
             {
                 end += 1;
             }
             let batch = &records[start..end];
             let outcomes = self
-                .import_batch(batch, on_existing, &mut written)
+                .import_batch(batch, on_existing, &mut written, &mut skipped_items)
                 .map_err(|error| ImportError {
                     applied: report.clone(),
                     error,
                 })?;
-            for (record, outcome) in batch.iter().zip(outcomes) {
+            for outcome in &outcomes {
                 match outcome {
                     Outcome::Write(_) => {}
                     Outcome::Unchanged => report.unchanged += 1,
                     Outcome::Skipped => report.skipped += 1,
                 }
-                report.last_path = Some(record.path().clone());
             }
+            report.last_path = batch.last().map(|r| r.path().clone());
             report.imported = written.len() as u64;
             progress(&report);
             start = end;
@@ -704,19 +780,63 @@ impl<B: Backend> Store<B> {
     /// Plans and commits one batch, re-planning after a concurrent change.
     fn import_batch(
         &self,
-        batch: &[ImportRecord],
+        batch: &[&ImportRecord],
         on_existing: OnExisting,
         written: &mut HashSet<Key>,
+        skipped_items: &mut HashSet<KeyPath>,
     ) -> Result<Vec<Outcome>, Error> {
         loop {
             let reader = self.inner.backend.reader()?;
             let now = self.now();
-            let keys: Vec<Key> = batch.iter().map(import_key).collect();
-            let stored = reader.get_many(&keys)?;
+            let keys: Vec<Key> = batch.iter().map(|r| import_key(r)).collect();
+            // A revision needs its item's version too: history never gets ahead of its item.
+            let item_keys: Vec<Key> = batch
+                .iter()
+                .filter(|r| matches!(r, ImportRecord::Exported(ExportRecord::Revision(_))))
+                .map(|r| layout::item_key(r.path()))
+                .collect();
+            let mut stored = reader.get_many(&[keys.as_slice(), &item_keys].concat())?;
+            let item_records: std::collections::HashMap<Key, Option<Record>> = item_keys
+                .into_iter()
+                .zip(stored.split_off(keys.len()))
+                .collect();
+            // What this batch leaves at each item key (or finds there), for its revisions.
+            let mut item_versions: std::collections::HashMap<KeyPath, u64> = Default::default();
+            let mut batch_skipped: HashSet<KeyPath> = HashSet::new();
             let mut ops = Vec::new();
             let mut outcomes = Vec::with_capacity(batch.len());
-            for ((record, key), current) in batch.iter().zip(&keys).zip(stored) {
-                let outcome = import_outcome(record, current.as_ref(), on_existing, now)?;
+            for ((&record, key), current) in batch.iter().zip(&keys).zip(stored) {
+                let record_now = as_of(record, now);
+                let record: &ImportRecord = &record_now;
+                let outcome = match record {
+                    ImportRecord::Exported(ExportRecord::Revision(item)) => {
+                        let path = &item.path;
+                        let item_version = item_versions.get(path).copied().or_else(|| {
+                            item_records
+                                .get(&layout::item_key(path))
+                                .and_then(|r| r.as_ref().map(|r| r.version))
+                        });
+                        if skipped_items.contains(path) || batch_skipped.contains(path) {
+                            Outcome::Skipped
+                        } else {
+                            revision_outcome(item, current.as_ref(), item_version, on_existing)?
+                        }
+                    }
+                    _ => {
+                        let outcome = import_outcome(record, current.as_ref(), on_existing, now)?;
+                        let version = match &outcome {
+                            Outcome::Write(target) => Some(target.version),
+                            _ => current.as_ref().map(|c| c.version),
+                        };
+                        if let Some(v) = version {
+                            item_versions.insert(record.path().clone(), v);
+                        }
+                        if let Outcome::Skipped = outcome {
+                            batch_skipped.insert(record.path().clone());
+                        }
+                        outcome
+                    }
+                };
                 if let Outcome::Write(target) = &outcome {
                     let is_item =
                         !matches!(record, ImportRecord::Exported(ExportRecord::Revision(_)));
@@ -739,25 +859,77 @@ impl<B: Backend> Store<B> {
                 outcomes.push(outcome);
             }
             drop(reader);
-            if ops.is_empty() {
-                return Ok(outcomes);
-            }
             let keys_written: Vec<Key> = ops
                 .iter()
                 .map(WriteOp::key)
                 .filter(|k| k.partition != layout::SYSTEM_PARTITION)
                 .cloned()
                 .collect();
-            match self.inner.backend.write(WriteBatch { ops }) {
-                Ok(()) => {
-                    written.extend(keys_written);
-                    return Ok(outcomes);
+            if !ops.is_empty() {
+                match self.inner.backend.write(WriteBatch { ops }) {
+                    Ok(()) => {}
+                    // A concurrent write changed a key this plan read: plan again.
+                    Err(WriteError::ConditionFailed { .. }) => continue,
+                    Err(WriteError::Storage(e)) => return Err(e.into()),
                 }
-                // A concurrent write changed a key this plan read: plan again.
-                Err(WriteError::ConditionFailed { .. }) => {}
-                Err(WriteError::Storage(e)) => return Err(e.into()),
             }
+            written.extend(keys_written);
+            skipped_items.extend(batch_skipped);
+            return Ok(outcomes);
         }
+    }
+}
+
+/// The last record for each key, in input order.
+fn last_per_key(records: &[ImportRecord]) -> Vec<&ImportRecord> {
+    let mut seen = HashSet::new();
+    let mut kept: Vec<&ImportRecord> = records
+        .iter()
+        .rev()
+        .filter(|r| seen.insert(import_key(r)))
+        .collect();
+    kept.reverse();
+    kept
+}
+
+/// An item line that has expired by now stands for the tombstone its expiry leaves (as export
+/// writes an expired item), so importing it again later finds it unchanged.
+fn as_of(record: &ImportRecord, now: i64) -> std::borrow::Cow<'_, ImportRecord> {
+    match record {
+        ImportRecord::Exported(ExportRecord::Item(item))
+            if item.expires_at.is_some_and(|t| t.0 <= now) =>
+        {
+            std::borrow::Cow::Owned(ImportRecord::Exported(ExportRecord::Tombstone {
+                path: item.path.clone(),
+                version: item.version,
+                deleted_at: item.expires_at.unwrap_or(item.modified_at),
+            }))
+        }
+        _ => std::borrow::Cow::Borrowed(record),
+    }
+}
+
+/// What to do with a revision: history is never rewritten and never gets ahead of its item.
+/// A revision above the version its item key holds is skipped (the next write of the path
+/// would take that number); one whose key holds another revision is skipped, or fails the
+/// import with [`OnExisting::Fail`].
+fn revision_outcome(
+    item: &Item,
+    current: Option<&Record>,
+    item_version: Option<u64>,
+    on_existing: OnExisting,
+) -> Result<Outcome, Error> {
+    let wanted = record_of(item);
+    match current {
+        Some(c) if *c == wanted => Ok(Outcome::Unchanged),
+        Some(c) if on_existing == OnExisting::Fail => Err(Error::ConditionFailed {
+            path: item.path.clone(),
+            condition: Condition::MustNotExist,
+            current: Some(c.version),
+        }),
+        Some(_) => Ok(Outcome::Skipped),
+        None if item_version.is_none_or(|v| v < item.version) => Ok(Outcome::Skipped),
+        None => Ok(Outcome::Write(wanted)),
     }
 }
 
@@ -807,11 +979,7 @@ fn import_outcome(
     if same_content(record, current, now) {
         return Ok(Outcome::Unchanged);
     }
-    let is_revision = matches!(record, ImportRecord::Exported(ExportRecord::Revision(_)));
-    // A revision is history: only a live item at the same key (never) or a different revision
-    // at the same version counts as "existing" for it.
-    let occupied = current.is_some_and(|c| if is_revision { true } else { is_live(c, now) });
-    if occupied {
+    if current.is_some_and(|c| is_live(c, now)) {
         match on_existing {
             OnExisting::Replace => {}
             OnExisting::Skip => return Ok(Outcome::Skipped),
@@ -825,6 +993,7 @@ fn import_outcome(
         }
     }
     let floor = current.map_or(0, |c| c.version);
+    let above = |v: u64| next_version(record.path(), v);
     Ok(Outcome::Write(match record {
         ImportRecord::Exported(ExportRecord::Revision(item)) => record_of(item),
         ImportRecord::Exported(r @ (ExportRecord::Item(_) | ExportRecord::Tombstone { .. })) => {
@@ -835,14 +1004,14 @@ fn import_outcome(
             wanted.version = match r {
                 ExportRecord::Tombstone { .. } if !live => wanted.version.max(floor),
                 _ if wanted.version > floor => wanted.version,
-                _ => floor + 1,
+                _ => above(floor)?,
             };
             wanted
         }
         ImportRecord::Value { value, .. } => {
             let live = current.filter(|c| is_live(c, now));
             Record {
-                version: floor + 1,
+                version: above(floor)?,
                 created_at: live.map_or(now, |c| c.created_at),
                 modified_at: now,
                 expires_at: None,

@@ -42,6 +42,6 @@ pub use item::{Item, Json, Timestamp};
 pub use list::{DEFAULT_LIST_LIMIT, ListPage, ListRequest, MAX_LIST_LIMIT};
 pub use store::{
     Clock, Expiry, MAX_GET_MANY, MAX_GROUP_BYTES, MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES,
-    MAX_TRANSACTION_OPS, ManualClock, PutOptions, Store, StoreOptions, SystemClock, Transaction,
-    TxOp, TxResult,
+    MAX_TRANSACTION_OPS, MAX_VERSION, ManualClock, PutOptions, Store, StoreOptions, SystemClock,
+    Transaction, TxOp, TxResult,
 };

@@ -26,6 +26,9 @@ const ITEM_OVERHEAD: usize = 64;
 pub const MAX_TRANSACTION_OPS: usize = 100;
 /// Most paths in one `get_many`.
 pub const MAX_GET_MANY: usize = 100;
+/// The largest version: 2^53 - 1, so that every JSON client (JavaScript's numbers) holds it
+/// exactly. Import refuses larger ones; a write past it is refused rather than wrapping.
+pub const MAX_VERSION: u64 = (1 << 53) - 1;
 
 /// Where the store gets the time; tests substitute a [`ManualClock`].
 pub trait Clock: Send + Sync + 'static {
@@ -506,8 +509,11 @@ impl<B: Backend> Store<B> {
             match op {
                 TxOp::Put { value, options, .. } => {
                     let version = match &stored {
-                        Some(r) => r.version + 1,
-                        None => latest_revision(&reader, &key)?.map_or(1, |v| v + 1),
+                        Some(r) => next_version(path, r.version)?,
+                        None => match latest_revision(&reader, &key)? {
+                            Some(v) => next_version(path, v)?,
+                            None => 1,
+                        },
                     };
                     let expires_at = options.expires.map(|e| match e {
                         Expiry::At(t) => t.0,
@@ -521,17 +527,7 @@ impl<B: Backend> Store<B> {
                         value: value.as_str().as_bytes().to_vec(),
                     };
                     if let Some(retention) = self.history_retention(path, options.history) {
-                        // A revision's sort key is the item's plus 9 bytes, and must fit the
-                        // same limit (DynamoDB refuses longer keys).
-                        let revision_sort = key.sort.len() + layout::REVISION_OVERHEAD;
-                        if revision_sort > MAX_SORT_KEY_BYTES {
-                            return Err(Error::KeyTooLarge {
-                                path: path.clone(),
-                                part: "sort key with history",
-                                size: revision_sort,
-                                max: MAX_SORT_KEY_BYTES,
-                            });
-                        }
+                        revision_key_fits(path, key.sort.len())?;
                         for old in old_revisions(&reader, &key, retention)? {
                             batch.ops.push(WriteOp::Delete {
                                 key: old,
@@ -566,7 +562,7 @@ impl<B: Backend> Store<B> {
                         // The key keeps a tombstone, never nothing: see layout.rs.
                         (Some(_), Some(r)) => batch.ops.push(WriteOp::Put {
                             key,
-                            record: tombstone(r, r.version + 1, now),
+                            record: tombstone(r, next_version(path, r.version)?, now),
                             expect: Some(expect),
                         }),
                         // Nothing to delete: only the state this plan saw must still hold.
@@ -778,6 +774,38 @@ fn check_expiry(path: &KeyPath, expires: Option<Expiry>, now: i64) -> Result<(),
         ))),
         _ => Ok(()),
     }
+}
+
+/// A revision's sort key is the item's plus 9 bytes, and must fit the same limit (DynamoDB
+/// refuses longer keys).
+fn revision_key_fits(path: &KeyPath, item_sort_len: usize) -> Result<(), Error> {
+    let size = item_sort_len + layout::REVISION_OVERHEAD;
+    if size > MAX_SORT_KEY_BYTES {
+        return Err(Error::KeyTooLarge {
+            path: path.clone(),
+            part: "sort key with history",
+            size,
+            max: MAX_SORT_KEY_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// [`revision_key_fits`] for a path.
+pub(crate) fn check_revision_key(path: &KeyPath) -> Result<(), Error> {
+    revision_key_fits(path, path.sort_key().len())
+}
+
+/// The version after `version`, refused past [`MAX_VERSION`] rather than overflowing.
+pub(crate) fn next_version(path: &KeyPath, version: u64) -> Result<u64, Error> {
+    version
+        .checked_add(1)
+        .filter(|v| *v <= MAX_VERSION)
+        .ok_or_else(|| {
+            Error::InvalidRequest(format!(
+                "{path} is at version {version}, the largest a version can be"
+            ))
+        })
 }
 
 /// The key size limits.

@@ -150,7 +150,7 @@ fn rejected_requests_leave_the_file_unchanged() {
             r#"{"path":"/b-1/imported-2","version":0,"created_at":1,"modified_at":1,"value":1}"#,
         ];
         refused(
-            pathdb_store::parse_import(lines.map(|l| Ok::<_, String>(l.to_owned()))),
+            pathdb_store::parse_import(lines.map(|l| Ok::<_, String>(l.to_owned())), true),
             "import with version 0",
         );
     }

@@ -58,3 +58,67 @@ fn versions_are_not_reused_after_a_restart() {
     // Deleted at 3 (the delete is 4); expired at 2 (an expiry keeps the version).
     assert_eq!((again(&deleted), again(&expired)), (5, 3));
 }
+
+/// An export of the file backend reads one snapshot: writes that commit while it runs are not
+/// in it, so an item is never older than its revisions in the export (a copy imported from it
+/// would otherwise reuse the revisions' version numbers).
+#[test]
+fn a_file_export_is_one_snapshot() {
+    use pathdb_store::backend::FileOptions;
+    use pathdb_store::{ExportLine, ExportRecord, ImportRecord, Json, PutOptions, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path().join("snapshot.pathdb"),
+        FileOptions::default(),
+        pathdb_store::StoreOptions::default(),
+    )
+    .unwrap();
+    let history = PutOptions {
+        history: true,
+        ..PutOptions::default()
+    };
+    let doc = "/s-1/a-0".parse().unwrap();
+    for n in 0..2 {
+        store
+            .put(&doc, Json::parse(&n.to_string()).unwrap(), history.clone())
+            .unwrap();
+    }
+    for i in 1..2500 {
+        let p = format!("/s-1/a-{i}").parse().unwrap();
+        store
+            .put(&p, Json::parse("1").unwrap(), PutOptions::default())
+            .unwrap();
+    }
+    let mut out = Vec::new();
+    let mut pages = 0;
+    store
+        .export(&mut out, &mut |_| {
+            pages += 1;
+            if pages == 1 {
+                // After the page holding the item, before the one holding its revisions.
+                for n in 2..4 {
+                    store
+                        .put(&doc, Json::parse(&n.to_string()).unwrap(), history.clone())
+                        .unwrap();
+                }
+            }
+        })
+        .unwrap();
+    assert!(pages > 1, "the export fitted in one page: {pages}");
+    let versions: Vec<(bool, u64)> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .filter_map(|l| match ExportLine::parse(l).unwrap() {
+            ExportLine::Record(ImportRecord::Exported(ExportRecord::Item(i))) if i.path == doc => {
+                Some((false, i.version))
+            }
+            ExportLine::Record(ImportRecord::Exported(ExportRecord::Revision(i)))
+                if i.path == doc =>
+            {
+                Some((true, i.version))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(versions, [(false, 2), (true, 2), (true, 1)]);
+}

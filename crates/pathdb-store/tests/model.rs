@@ -743,7 +743,7 @@ fn round_trip<H: Harness>(
     let mut text = Vec::new();
     store.export(&mut text, &mut |_| {}).unwrap();
     let text = String::from_utf8(text).unwrap();
-    let records = parse_import(text.lines().map(|l| Ok::<_, String>(l.to_owned()))).unwrap();
+    let records = parse_import(text.lines().map(|l| Ok::<_, String>(l.to_owned())), false).unwrap();
     let copy = harness.open(StoreOptions {
         clock: clock.clone(),
         default_history_retention: 3,

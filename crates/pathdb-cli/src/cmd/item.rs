@@ -37,8 +37,8 @@ pub struct PutArgs {
 pub struct GetArgs {
     /// Key path in text form.
     path: KeyPath,
-    /// A past version from the item's history.
-    #[arg(long)]
+    /// A past version from the item's history (versions start at 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     version: Option<u64>,
 }
 

@@ -2,7 +2,7 @@
 //! so a round trip through a file is lossless; the export's last line says it is complete.
 //! Both show a progress bar when stderr is a terminal, and end with a count on stderr.
 
-use crate::db::Db;
+use crate::db::{Db, ImportMode};
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -18,6 +18,10 @@ pub struct ImportArgs {
     /// the stored version, never below), skip it, or fail.
     #[arg(long, value_name = "MODE", default_value = "replace", value_parser = ["replace", "skip", "fail"])]
     on_existing: String,
+    /// Accept export records without the export's last line: import part of an export on
+    /// purpose (without it, such input is refused as possibly cut short).
+    #[arg(long)]
+    partial: bool,
 }
 
 /// A bar on stderr when it is a terminal; nothing otherwise (scripts, CI).
@@ -38,7 +42,9 @@ pub fn export(store: &dyn Db) -> Result<()> {
     let result = store.export(&mut stdout, &mut |n| bar.set_position(n));
     bar.finish_and_clear();
     let end = result?;
-    stdout.flush()?;
+    stdout
+        .flush()
+        .map_err(|e| pathdb_store::StorageError::new("writing the export", e))?;
     eprint!("exported {} records", end.records);
     if end.skipped > 0 {
         eprint!(
@@ -59,9 +65,12 @@ pub fn import(store: &dyn Db, args: ImportArgs) -> Result<()> {
         _ => std::io::stdin().lock().read_to_string(&mut input),
     }
     .context("reading the input (JSON lines, UTF-8)")?;
-    let on_existing: OnExisting = args.on_existing.parse()?;
+    let mode = ImportMode {
+        on_existing: args.on_existing.parse::<OnExisting>()?,
+        partial: args.partial,
+    };
     let bar = bar("{bar:40} {pos}/{len} {msg}");
-    let result = store.import(&input, on_existing, &mut |done, total| {
+    let result = store.import(&input, mode, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);
     });

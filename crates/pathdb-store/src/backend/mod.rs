@@ -269,4 +269,11 @@ pub trait Reader {
     /// # Errors
     /// The backend failed.
     fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError>;
+
+    /// Rows [`Reader::scan_all`] has passed over so far because they are not records this
+    /// store wrote (another tool's rows in a shared DynamoDB table). A backend that holds only
+    /// its own records has none.
+    fn skipped(&self) -> u64 {
+        0
+    }
 }

@@ -664,7 +664,18 @@ pub fn scan_and_import<H: Harness>(harness: &H) {
     let text = String::from_utf8(text).unwrap();
     let last = text.lines().last().unwrap();
     assert_eq!(ExportLine::parse(last).unwrap(), ExportLine::End(end));
-    let parsed = crate::parse_import(text.lines().map(|l| Ok::<_, String>(l.to_owned()))).unwrap();
+    let lines = || text.lines().map(|l| Ok::<_, String>(l.to_owned()));
+    let parsed = crate::parse_import(lines(), false).unwrap();
+    // Without its last line, an export is taken only as a deliberate part.
+    let cut = || lines().take(records.len());
+    assert!(matches!(
+        crate::parse_import(cut(), false),
+        Err(Error::InvalidRequest(_))
+    ));
+    assert_eq!(
+        crate::parse_import(cut(), true).unwrap().len(),
+        records.len()
+    );
     let imported: Vec<ImportRecord> = records
         .iter()
         .cloned()
@@ -717,7 +728,10 @@ pub fn scan_and_import<H: Harness>(harness: &H) {
     ] {
         let lines = bad.lines().map(|l| Ok::<_, String>(l.to_owned()));
         assert!(
-            matches!(crate::parse_import(lines), Err(Error::InvalidRequest(_))),
+            matches!(
+                crate::parse_import(lines, true),
+                Err(Error::InvalidRequest(_))
+            ),
             "{bad}"
         );
     }
@@ -768,7 +782,7 @@ pub fn scan_and_import<H: Harness>(harness: &H) {
         (fresh(&long, 1, "1"), "key size"),
     ] {
         let input = [fresh("/x-3/ok-1", 1, "1"), fresh("/x-3/ok-2", 1, "1"), bad];
-        let result = crate::parse_import(input.into_iter().map(Ok::<_, String>));
+        let result = crate::parse_import(input.into_iter().map(Ok::<_, String>), true);
         assert!(
             matches!(result, Err(Error::InvalidRequest(_))),
             "{check}: {result:?}"
@@ -894,7 +908,7 @@ pub fn import_never_goes_backwards<H: Harness>(harness: &H) {
     }
     put(&store, "/i-1/b-1", 1);
     clock.advance(secs(10));
-    let line = |text: &str| crate::parse_import([Ok::<_, String>(text.to_owned())]).unwrap();
+    let line = |text: &str| crate::parse_import([Ok::<_, String>(text.to_owned())], true).unwrap();
     let old = r#"{"path":"/i-1/a-1","version":1,"created_at":5,"modified_at":5,"value":"old"}"#;
     let mut records = line(old);
     records.extend(line(old));
@@ -905,7 +919,7 @@ pub fn import_never_goes_backwards<H: Harness>(harness: &H) {
         .unwrap();
     assert_eq!(
         (report.imported, report.unchanged, report.skipped),
-        (1, 0, 2),
+        (1, 0, 1),
         "{report:?}"
     );
     assert_eq!(store.get(&path("/i-1/a-1")).unwrap().unwrap().version, 3);
@@ -923,7 +937,7 @@ pub fn import_never_goes_backwards<H: Harness>(harness: &H) {
             reports.push(r.clone())
         })
         .unwrap();
-    assert_eq!((report.imported, report.unchanged), (1, 2), "{report:?}");
+    assert_eq!((report.imported, report.unchanged), (1, 1), "{report:?}");
     assert_eq!(reports.last(), Some(&report));
     assert_eq!(report.last_path, Some(path("/i-1/c-1")));
     let a = store.get(&path("/i-1/a-1")).unwrap().unwrap();
@@ -932,7 +946,7 @@ pub fn import_never_goes_backwards<H: Harness>(harness: &H) {
     let again = store
         .import(&records, OnExisting::Replace, &mut |_| {})
         .unwrap();
-    assert_eq!((again.imported, again.unchanged), (0, 3), "not idempotent");
+    assert_eq!((again.imported, again.unchanged), (0, 2), "not idempotent");
     assert_eq!(store.get(&path("/i-1/a-1")).unwrap().unwrap().version, 4);
 
     // A tombstone over a live item deletes it above its version (a delete is a write); an item
@@ -954,4 +968,117 @@ pub fn import_never_goes_backwards<H: Harness>(harness: &H) {
         .import(&ahead, OnExisting::Replace, &mut |_| {})
         .unwrap();
     assert_eq!(store.get(&path("/i-1/b-1")).unwrap().unwrap().version, 9);
+}
+
+/// Import never rewrites history or lets it get ahead of its item: revisions of an item the
+/// import skips are skipped; a revision never overwrites another; a revision above the version
+/// its item holds is skipped (the next write of the path would take that number). Versions
+/// above [`crate::MAX_VERSION`] are refused; re-running an import of duplicate lines or of
+/// items that have since expired changes nothing.
+pub fn import_keeps_history_consistent<H: Harness>(harness: &H) {
+    let (clock, store) = open_manual(harness);
+    let with_history = PutOptions {
+        history: true,
+        ..PutOptions::default()
+    };
+    for n in 1..=2 {
+        store
+            .put(&path("/j-1/a-1"), value(n), with_history.clone())
+            .unwrap();
+    }
+    let history_before = store.history(&path("/j-1/a-1"), 10).unwrap();
+    let lines = |text: &[String]| {
+        crate::parse_import(text.iter().map(|l| Ok::<_, String>(l.clone())), true).unwrap()
+    };
+    let record = |version: u64, revision: bool, value: i64| {
+        format!(
+            r#"{{"path":"/j-1/a-1","version":{version},"created_at":1,"modified_at":{version},"expires_at":null,"value":{value}{}}}"#,
+            if revision { r#","revision":true"# } else { "" }
+        )
+    };
+    // Another store's /j-1/a-1 at version 7 with revisions 7 and 2.
+    let other = lines(&[
+        record(7, false, 70),
+        record(7, true, 70),
+        record(2, true, 20),
+    ]);
+
+    // Skipped item: its revisions are skipped too, and the history stays ours.
+    let report = store.import(&other, OnExisting::Skip, &mut |_| {}).unwrap();
+    assert_eq!((report.imported, report.skipped), (0, 3), "{report:?}");
+    assert_eq!(
+        store.history(&path("/j-1/a-1"), 10).unwrap(),
+        history_before
+    );
+
+    // Replaced item (7 is above our 2): revision 7 is new and written; revision 2 is ours and
+    // stays ours.
+    let report = store
+        .import(&other, OnExisting::Replace, &mut |_| {})
+        .unwrap();
+    assert_eq!((report.imported, report.skipped), (2, 1), "{report:?}");
+    let history = store.history(&path("/j-1/a-1"), 10).unwrap();
+    assert_eq!(
+        history.iter().map(|i| i.version).collect::<Vec<_>>(),
+        [7, 2, 1]
+    );
+    assert_eq!(history[1], history_before[0], "revision 2 was rewritten");
+    assert_eq!(
+        store
+            .put(&path("/j-1/a-1"), value(8), with_history.clone())
+            .unwrap()
+            .version,
+        8
+    );
+
+    // A revision above its item's version is skipped: the item is at 1, revision 5 stays out.
+    let ahead = lines(&[
+        r#"{"path":"/j-1/b-1","version":1,"created_at":1,"modified_at":1,"expires_at":null,"value":1}"#.to_owned(),
+        r#"{"path":"/j-1/b-1","version":5,"created_at":1,"modified_at":5,"expires_at":null,"value":5,"revision":true}"#.to_owned(),
+    ]);
+    let report = store
+        .import(&ahead, OnExisting::Replace, &mut |_| {})
+        .unwrap();
+    assert_eq!((report.imported, report.skipped), (1, 1), "{report:?}");
+    assert_eq!(store.history(&path("/j-1/b-1"), 10).unwrap(), []);
+    // Alone, without its item, a revision is skipped too.
+    let alone = lines(&[
+        r#"{"path":"/j-1/c-1","version":3,"created_at":1,"modified_at":3,"expires_at":null,"value":3,"revision":true}"#.to_owned(),
+    ]);
+    let report = store
+        .import(&alone, OnExisting::Replace, &mut |_| {})
+        .unwrap();
+    assert_eq!((report.imported, report.skipped), (0, 1), "{report:?}");
+
+    // Versions a client cannot hold are refused before anything is written.
+    let huge = format!(
+        r#"{{"path":"/j-1/d-1","version":{},"created_at":1,"modified_at":1,"value":1}}"#,
+        crate::MAX_VERSION + 1
+    );
+    assert!(matches!(
+        crate::parse_import([Ok::<_, String>(huge)], true),
+        Err(Error::InvalidRequest(_))
+    ));
+
+    // Duplicate lines, and an item that expires after the first run: the re-run changes nothing.
+    let t = T0.plus(secs(1)).0;
+    let again = lines(&[
+        r#"{"path":"/j-1/e-1","value":1}"#.to_owned(),
+        r#"{"path":"/j-1/e-1","value":2}"#.to_owned(),
+        format!(
+            r#"{{"path":"/j-1/f-1","version":1,"created_at":1,"modified_at":1,"expires_at":{},"value":1}}"#,
+            t + 5_000_000
+        ),
+    ]);
+    let first = store
+        .import(&again, OnExisting::Replace, &mut |_| {})
+        .unwrap();
+    assert_eq!(first.imported, 2, "{first:?}");
+    clock.advance(secs(100));
+    store.sweep_expired().unwrap();
+    let second = store
+        .import(&again, OnExisting::Replace, &mut |_| {})
+        .unwrap();
+    assert_eq!((second.imported, second.unchanged), (0, 2), "{second:?}");
+    assert_eq!(store.get(&path("/j-1/e-1")).unwrap().unwrap().version, 1);
 }

@@ -1,0 +1,554 @@
+"""The HTTP clients: `Client` (blocking) and `AsyncClient` (asyncio), with the same methods.
+
+Both build requests and read answers through `_Api`, so they cannot disagree on the wire format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import (
+    Any,
+    AsyncIterator,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+)
+from urllib.parse import quote
+
+import httpx
+
+from ._errors import Conflict, PathDBError, Unavailable, error_for
+from ._keypath import KeyPath, PathLike, format_id, to_path
+from ._model import Item, Op, Page
+
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+
+
+def url_path(path: KeyPath) -> str:
+    """The path as it goes in a URL: each element percent-encoded on its own, so `/` and `%`
+    inside ids become `%2F` and `%25`, and only the separators stay `/`."""
+    parts = []
+    for e in path.elements:
+        text = e.namespace if e.id is None else f"{e.namespace}-{format_id(e.id)}"
+        parts.append(quote(text, safe="!-_.~"))
+    return "/".join(parts)
+
+
+@dataclass
+class _Request:
+    method: str
+    route: str
+    params: Dict[str, str] = field(default_factory=dict)
+    headers: Dict[str, str] = field(default_factory=dict)
+    body: Optional[bytes] = None
+    retry_conflict: bool = False
+
+
+def _json_body(value: Any) -> bytes:
+    return json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _flag(params: Dict[str, str], name: str, on: bool) -> None:
+    if on:
+        params[name] = "true"
+
+
+class _Api:
+    """Requests and answers, without I/O."""
+
+    @staticmethod
+    def put(
+        path: PathLike,
+        value: Any,
+        must_not_exist: bool,
+        if_version: Optional[int],
+        history: bool,
+        ttl_seconds: Optional[int],
+    ) -> _Request:
+        if must_not_exist and if_version is not None:
+            raise ValueError("give at most one of must_not_exist and if_version")
+        request = _Request(
+            "PUT",
+            "/v1/items/" + url_path(to_path(path)),
+            headers={"Content-Type": "application/json"},
+            body=_json_body(value),
+            retry_conflict=True,
+        )
+        if must_not_exist:
+            request.headers["If-None-Match"] = "*"
+        if if_version is not None:
+            request.headers["If-Match"] = f'"{int(if_version)}"'
+        _flag(request.params, "history", history)
+        if ttl_seconds is not None:
+            request.params["ttl_seconds"] = str(int(ttl_seconds))
+        return request
+
+    @staticmethod
+    def get(path: PathLike, version: Optional[int]) -> _Request:
+        request = _Request("GET", "/v1/items/" + url_path(to_path(path)))
+        if version is not None:
+            request.params["version"] = str(int(version))
+        return request
+
+    @staticmethod
+    def delete(path: PathLike, if_version: Optional[int]) -> _Request:
+        request = _Request("DELETE", "/v1/items/" + url_path(to_path(path)), retry_conflict=True)
+        if if_version is not None:
+            request.headers["If-Match"] = f'"{int(if_version)}"'
+        return request
+
+    @staticmethod
+    def get_many(paths: Sequence[KeyPath]) -> _Request:
+        return _Request(
+            "POST",
+            "/v1/get",
+            headers={"Content-Type": "application/json"},
+            body=_json_body({"paths": [str(p) for p in paths]}),
+        )
+
+    @staticmethod
+    def list_page(
+        prefix: PathLike,
+        children: bool,
+        reverse: bool,
+        gt: Optional[PathLike],
+        gte: Optional[PathLike],
+        lt: Optional[PathLike],
+        lte: Optional[PathLike],
+        page_size: Optional[int],
+        page_token: Optional[str],
+    ) -> _Request:
+        request = _Request("GET", "/v1/list/" + url_path(to_path(prefix)))
+        _flag(request.params, "children", children)
+        _flag(request.params, "reverse", reverse)
+        for name, bound in (("gt", gt), ("gte", gte), ("lt", lt), ("lte", lte)):
+            if bound is not None:
+                request.params[name] = str(to_path(bound))
+        if page_size is not None:
+            request.params["limit"] = str(int(page_size))
+        if page_token is not None:
+            request.params["page_token"] = page_token
+        return request
+
+    @staticmethod
+    def history(path: PathLike, limit: Optional[int]) -> _Request:
+        request = _Request("GET", "/v1/history/" + url_path(to_path(path)))
+        if limit is not None:
+            request.params["limit"] = str(int(limit))
+        return request
+
+    @staticmethod
+    def transact(ops: Iterable[Op]) -> _Request:
+        return _Request(
+            "POST",
+            "/v1/transact",
+            headers={"Content-Type": "application/json"},
+            body=_json_body({"ops": [op.to_wire() for op in ops]}),
+        )
+
+    @staticmethod
+    def error(response: httpx.Response) -> PathDBError:
+        code, message = "", response.reason_phrase or f"HTTP {response.status_code}"
+        try:
+            detail = response.json()["error"]
+            code, message = str(detail["code"]), str(detail["message"])
+        except (ValueError, KeyError, TypeError):
+            if response.text:
+                message = response.text
+        return error_for(response.status_code, code, message)
+
+    @staticmethod
+    def should_retry(request: _Request, response: httpx.Response) -> bool:
+        if response.status_code == 503:
+            return True
+        if response.status_code == 409 and request.retry_conflict:
+            return isinstance(_Api.error(response), Conflict)
+        return False
+
+    @staticmethod
+    def item_or_none(response: httpx.Response) -> Optional[Item]:
+        if response.status_code == 404:
+            return None
+        return Item.from_wire(_Api.checked(response).json())
+
+    @staticmethod
+    def checked(response: httpx.Response) -> httpx.Response:
+        if response.status_code >= 400 or response.status_code == 304:
+            raise _Api.error(response)
+        return response
+
+    @staticmethod
+    def many(paths: Sequence[KeyPath], response: httpx.Response) -> List[Optional[Item]]:
+        found = {}
+        for body in _Api.checked(response).json()["items"]:
+            item = Item.from_wire(body)
+            found[item.path] = item
+        return [found.get(p) for p in paths]
+
+    @staticmethod
+    def page(response: httpx.Response) -> Page:
+        body = _Api.checked(response).json()
+        return Page(
+            items=[Item.from_wire(i) for i in body["items"]],
+            next_page_token=body.get("next_page_token"),
+        )
+
+    @staticmethod
+    def results(response: httpx.Response) -> List[Optional[Item]]:
+        out: List[Optional[Item]] = []
+        for result in _Api.checked(response).json()["results"]:
+            if result["op"] == "put":
+                out.append(Item.from_wire(result["item"]))
+            elif result["op"] == "delete" and result.get("deleted") is not None:
+                out.append(Item.from_wire(result["deleted"]))
+            else:
+                out.append(None)
+        return out
+
+
+class _Base:
+    def __init__(
+        self, url: str, token: Optional[str], retries: int, backoff: float
+    ) -> None:
+        if retries < 0 or backoff < 0:
+            raise ValueError("retries and backoff cannot be negative")
+        self.url = url.rstrip("/")
+        self.retries = retries
+        self.backoff = backoff
+        self._headers: Dict[str, str] = {"Accept": "application/json"}
+        if token is not None:
+            self._headers["Authorization"] = f"Bearer {token}"
+
+    def _delay(self, attempt: int) -> float:
+        """Exponential backoff with full jitter."""
+        return float(random.uniform(0, self.backoff * (2**attempt)))
+
+
+class Client(_Base):
+    """A blocking client for a PathDB server.
+
+    `retries` is how many times a single write that met a concurrent write (`Conflict`), or any
+    request answered 503, is tried again, after `backoff * 2**attempt` seconds at most (with
+    jitter). `transport` lets tests and proxies plug in an `httpx.BaseTransport`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: Optional[str] = None,
+        *,
+        retries: int = 3,
+        backoff: float = 0.05,
+        timeout: float = 30.0,
+        transport: Optional[httpx.BaseTransport] = None,
+    ) -> None:
+        super().__init__(url, token, retries, backoff)
+        self._http = httpx.Client(
+            base_url=self.url, headers=self._headers, timeout=timeout, transport=transport
+        )
+
+    def close(self) -> None:
+        """Closes the connections."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _send(self, request: _Request) -> httpx.Response:
+        attempt = 0
+        reconnected = False
+        while True:
+            try:
+                response = self._http.request(
+                    request.method,
+                    request.route,
+                    params=request.params,
+                    headers=request.headers,
+                    content=request.body,
+                )
+            except httpx.RemoteProtocolError as e:
+                # A kept-alive connection the server closed (it does after refusing a request
+                # whose body it did not read) fails the next request before any answer: that
+                # request was never served, so send it once more on a new connection.
+                if reconnected:
+                    raise Unavailable(f"{self.url}: {e}", code="unreachable") from e
+                reconnected = True
+                continue
+            except httpx.TransportError as e:
+                raise Unavailable(f"cannot reach {self.url}: {e}", code="unreachable") from e
+            if attempt >= self.retries or not _Api.should_retry(request, response):
+                return response
+            time.sleep(self._delay(attempt))
+            attempt += 1
+
+    def put(
+        self,
+        path: PathLike,
+        value: Any,
+        *,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> Item:
+        """Creates or replaces the item at `path`. Raises `ConditionFailed` if `must_not_exist`
+        or `if_version` does not hold."""
+        request = _Api.put(path, value, must_not_exist, if_version, history, ttl_seconds)
+        return Item.from_wire(_Api.checked(self._send(request)).json())
+
+    def get(self, path: PathLike) -> Optional[Item]:
+        """The item at `path`, or None."""
+        return _Api.item_or_none(self._send(_Api.get(path, None)))
+
+    def get_version(self, path: PathLike, version: int) -> Item:
+        """A past version of the item at `path` from its history. Raises `NotFound`."""
+        return Item.from_wire(_Api.checked(self._send(_Api.get(path, version))).json())
+
+    def delete(self, path: PathLike, *, if_version: Optional[int] = None) -> Optional[Item]:
+        """Deletes the item at `path`: the deleted item, or None if there was none. Raises
+        `ConditionFailed` if `if_version` does not hold."""
+        return _Api.item_or_none(self._send(_Api.delete(path, if_version)))
+
+    def get_many(self, paths: Iterable[PathLike]) -> List[Optional[Item]]:
+        """The items at `paths` (at most 100), read from one snapshot, None where missing."""
+        key_paths = [to_path(p) for p in paths]
+        return _Api.many(key_paths, self._send(_Api.get_many(key_paths)))
+
+    def list_page(
+        self,
+        prefix: PathLike,
+        *,
+        children: bool = False,
+        reverse: bool = False,
+        gt: Optional[PathLike] = None,
+        gte: Optional[PathLike] = None,
+        lt: Optional[PathLike] = None,
+        lte: Optional[PathLike] = None,
+        page_size: Optional[int] = None,
+        page_token: Optional[str] = None,
+    ) -> Page:
+        """One page of the items under `prefix` (the item at `prefix` itself, then its subtree,
+        in key order); `page_size` is 1..=1000, 100 by default."""
+        request = _Api.list_page(
+            prefix, children, reverse, gt, gte, lt, lte, page_size, page_token
+        )
+        return _Api.page(self._send(request))
+
+    def list(
+        self,
+        prefix: PathLike,
+        *,
+        children: bool = False,
+        reverse: bool = False,
+        gt: Optional[PathLike] = None,
+        gte: Optional[PathLike] = None,
+        lt: Optional[PathLike] = None,
+        lte: Optional[PathLike] = None,
+        limit: Optional[int] = None,
+        page_size: Optional[int] = None,
+    ) -> Iterator[Item]:
+        """Every item under `prefix` (or the first `limit`), following page tokens."""
+        token: Optional[str] = None
+        remaining = limit
+        while remaining is None or remaining > 0:
+            size = _page_size(page_size, remaining)
+            page = self.list_page(
+                prefix,
+                children=children,
+                reverse=reverse,
+                gt=gt,
+                gte=gte,
+                lt=lt,
+                lte=lte,
+                page_size=size,
+                page_token=token,
+            )
+            for item in page.items[:remaining]:
+                yield item
+            if remaining is not None:
+                remaining -= len(page.items)
+            token = page.next_page_token
+            if token is None:
+                return
+
+    def history(self, path: PathLike, *, limit: Optional[int] = None) -> List[Item]:
+        """The kept revisions of `path`, newest first (100 by default, at most 1000)."""
+        response = _Api.checked(self._send(_Api.history(path, limit)))
+        return [Item.from_wire(i) for i in response.json()["items"]]
+
+    def transact(self, ops: Iterable[Op]) -> List[Optional[Item]]:
+        """Applies `Put`, `Delete` and `Check` operations all or nothing. One result per
+        operation: the item written, the item deleted (or None), None for a check. Raises
+        `ConditionFailed` or `Conflict` (not retried: retry the whole unit of work)."""
+        return _Api.results(self._send(_Api.transact(ops)))
+
+
+class AsyncClient(_Base):
+    """The asyncio twin of `Client`: the same methods, awaited; `list` is an async iterator."""
+
+    def __init__(
+        self,
+        url: str,
+        token: Optional[str] = None,
+        *,
+        retries: int = 3,
+        backoff: float = 0.05,
+        timeout: float = 30.0,
+        transport: Optional[httpx.AsyncBaseTransport] = None,
+    ) -> None:
+        super().__init__(url, token, retries, backoff)
+        self._http = httpx.AsyncClient(
+            base_url=self.url, headers=self._headers, timeout=timeout, transport=transport
+        )
+
+    async def aclose(self) -> None:
+        """Closes the connections."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _send(self, request: _Request) -> httpx.Response:
+        attempt = 0
+        reconnected = False
+        while True:
+            try:
+                response = await self._http.request(
+                    request.method,
+                    request.route,
+                    params=request.params,
+                    headers=request.headers,
+                    content=request.body,
+                )
+            except httpx.RemoteProtocolError as e:
+                # A kept-alive connection the server closed (it does after refusing a request
+                # whose body it did not read) fails the next request before any answer: that
+                # request was never served, so send it once more on a new connection.
+                if reconnected:
+                    raise Unavailable(f"{self.url}: {e}", code="unreachable") from e
+                reconnected = True
+                continue
+            except httpx.TransportError as e:
+                raise Unavailable(f"cannot reach {self.url}: {e}", code="unreachable") from e
+            if attempt >= self.retries or not _Api.should_retry(request, response):
+                return response
+            await asyncio.sleep(self._delay(attempt))
+            attempt += 1
+
+    async def put(
+        self,
+        path: PathLike,
+        value: Any,
+        *,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> Item:
+        """See `Client.put`."""
+        request = _Api.put(path, value, must_not_exist, if_version, history, ttl_seconds)
+        return Item.from_wire(_Api.checked(await self._send(request)).json())
+
+    async def get(self, path: PathLike) -> Optional[Item]:
+        """See `Client.get`."""
+        return _Api.item_or_none(await self._send(_Api.get(path, None)))
+
+    async def get_version(self, path: PathLike, version: int) -> Item:
+        """See `Client.get_version`."""
+        return Item.from_wire(_Api.checked(await self._send(_Api.get(path, version))).json())
+
+    async def delete(self, path: PathLike, *, if_version: Optional[int] = None) -> Optional[Item]:
+        """See `Client.delete`."""
+        return _Api.item_or_none(await self._send(_Api.delete(path, if_version)))
+
+    async def get_many(self, paths: Iterable[PathLike]) -> List[Optional[Item]]:
+        """See `Client.get_many`."""
+        key_paths = [to_path(p) for p in paths]
+        return _Api.many(key_paths, await self._send(_Api.get_many(key_paths)))
+
+    async def list_page(
+        self,
+        prefix: PathLike,
+        *,
+        children: bool = False,
+        reverse: bool = False,
+        gt: Optional[PathLike] = None,
+        gte: Optional[PathLike] = None,
+        lt: Optional[PathLike] = None,
+        lte: Optional[PathLike] = None,
+        page_size: Optional[int] = None,
+        page_token: Optional[str] = None,
+    ) -> Page:
+        """See `Client.list_page`."""
+        request = _Api.list_page(
+            prefix, children, reverse, gt, gte, lt, lte, page_size, page_token
+        )
+        return _Api.page(await self._send(request))
+
+    async def list(
+        self,
+        prefix: PathLike,
+        *,
+        children: bool = False,
+        reverse: bool = False,
+        gt: Optional[PathLike] = None,
+        gte: Optional[PathLike] = None,
+        lt: Optional[PathLike] = None,
+        lte: Optional[PathLike] = None,
+        limit: Optional[int] = None,
+        page_size: Optional[int] = None,
+    ) -> AsyncIterator[Item]:
+        """See `Client.list`."""
+        token: Optional[str] = None
+        remaining = limit
+        while remaining is None or remaining > 0:
+            size = _page_size(page_size, remaining)
+            page = await self.list_page(
+                prefix,
+                children=children,
+                reverse=reverse,
+                gt=gt,
+                gte=gte,
+                lt=lt,
+                lte=lte,
+                page_size=size,
+                page_token=token,
+            )
+            for item in page.items[:remaining]:
+                yield item
+            if remaining is not None:
+                remaining -= len(page.items)
+            token = page.next_page_token
+            if token is None:
+                return
+
+    async def history(self, path: PathLike, *, limit: Optional[int] = None) -> List[Item]:
+        """See `Client.history`."""
+        response = _Api.checked(await self._send(_Api.history(path, limit)))
+        return [Item.from_wire(i) for i in response.json()["items"]]
+
+    async def transact(self, ops: Iterable[Op]) -> List[Optional[Item]]:
+        """See `Client.transact`."""
+        return _Api.results(await self._send(_Api.transact(ops)))
+
+
+def _page_size(page_size: Optional[int], remaining: Optional[int]) -> Optional[int]:
+    if remaining is None:
+        return page_size
+    return min(page_size or DEFAULT_PAGE_SIZE, remaining, MAX_PAGE_SIZE)
+
+

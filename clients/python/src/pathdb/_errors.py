@@ -1,0 +1,74 @@
+"""The exceptions the clients raise: one per kind of failure, each with the server's code."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+class PathDBError(Exception):
+    """Base of every error the server answers, or of a failure to reach it.
+
+    `status` is the HTTP status (None if there was no answer), `code` the server's stable error
+    code (`condition_failed`, `invalid_path`, ...), `message` its text for people.
+    """
+
+    def __init__(self, message: str, *, code: str = "", status: Optional[int] = None) -> None:
+        super().__init__(f"{code}: {message}" if code else message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+class ConditionFailed(PathDBError):
+    """A condition did not hold: `must_not_exist`, `if_version`, or a transaction's check
+    (HTTP 412, or 409 `condition_failed`)."""
+
+
+class Conflict(PathDBError):
+    """A concurrent write got there first (HTTP 409 `conflict`); retrying may succeed. Single
+    writes are retried by the client before this is raised."""
+
+
+class NotFound(PathDBError):
+    """The item (or revision) a method promises does not exist (HTTP 404)."""
+
+
+class Unauthorized(PathDBError):
+    """No token, or one the server does not know (HTTP 401)."""
+
+
+class Forbidden(PathDBError):
+    """The token may not do this (a read-only token writing), or the server is read-only
+    (HTTP 403)."""
+
+
+class InvalidRequest(PathDBError):
+    """The server refused the request as invalid: a bad path, JSON, page token, size, or
+    option (HTTP 400, 413, 415)."""
+
+
+class Unavailable(PathDBError):
+    """The server could not be reached or could not serve the request (HTTP 503 and other
+    5xx); 503 is retried by the client before this is raised."""
+
+
+def error_for(status: int, code: str, message: str) -> PathDBError:
+    """The exception for an error answer."""
+    kind: type[PathDBError]
+    if code == "condition_failed" or status == 412:
+        kind = ConditionFailed
+    elif code == "conflict":
+        kind = Conflict
+    elif status == 401:
+        kind = Unauthorized
+    elif status == 403:
+        kind = Forbidden
+    elif status == 404:
+        kind = NotFound
+    elif status in (400, 413, 415, 422):
+        kind = InvalidRequest
+    elif status >= 500:
+        kind = Unavailable
+    else:
+        kind = PathDBError
+    return kind(message, code=code, status=status)

@@ -1,0 +1,67 @@
+/** The errors the client throws: one class per kind of failure, each with the server's code. */
+
+/**
+ * Base of every error the server answers, or of a failure to reach it. `status` is the HTTP
+ * status (undefined when there was no answer), `code` the server's stable error code
+ * (`condition_failed`, `invalid_path`, ...), `message` its text for people.
+ */
+export class PathDBError extends Error {
+  override name = "PathDBError";
+  readonly code: string;
+  readonly status: number | undefined;
+
+  constructor(message: string, code = "", status?: number) {
+    super(message);
+    this.code = code;
+    this.status = status;
+  }
+}
+
+/** A condition did not hold: `mustNotExist`, `ifVersion`, or a transaction's check (HTTP 412, or 409 `condition_failed`). */
+export class ConditionFailed extends PathDBError {
+  override name = "ConditionFailed";
+}
+
+/** A concurrent write got there first (HTTP 409 `conflict`); single writes are retried before this is thrown. */
+export class Conflict extends PathDBError {
+  override name = "Conflict";
+}
+
+/** The item (or revision) a method promises does not exist (HTTP 404). */
+export class NotFound extends PathDBError {
+  override name = "NotFound";
+}
+
+/** No token, or one the server does not know (HTTP 401). */
+export class Unauthorized extends PathDBError {
+  override name = "Unauthorized";
+}
+
+/** The token may not do this, or the server is read-only (HTTP 403). */
+export class Forbidden extends PathDBError {
+  override name = "Forbidden";
+}
+
+/** The server refused the request as invalid: path, JSON, page token, size, option (HTTP 400, 413, 415). */
+export class InvalidRequest extends PathDBError {
+  override name = "InvalidRequest";
+}
+
+/** The server could not be reached or could not serve the request (HTTP 503 and other 5xx); 503 is retried first. */
+export class Unavailable extends PathDBError {
+  override name = "Unavailable";
+}
+
+/** The error for an error answer. */
+export function errorFor(status: number, code: string, message: string): PathDBError {
+  if (code === "condition_failed" || status === 412) return new ConditionFailed(message, code, status);
+  if (code === "conflict") return new Conflict(message, code, status);
+  if (status === 401) return new Unauthorized(message, code, status);
+  if (status === 403) return new Forbidden(message, code, status);
+  if (status === 404) return new NotFound(message, code, status);
+  if (status === 400 || status === 413 || status === 415 || status === 422) {
+    return new InvalidRequest(message, code, status);
+  }
+  if (status >= 500) return new Unavailable(message, code, status);
+  return new PathDBError(message, code, status);
+}

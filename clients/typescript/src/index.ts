@@ -1,0 +1,19 @@
+/**
+ * PathDB client: typed key paths that parse and format exactly like the Rust codec, and an HTTP
+ * client for `pathdb serve` over the global `fetch`.
+ */
+
+export { Check, Client, Delete, Put, urlPath } from "./client.js";
+export type { ClientOptions, Item, ListAllOptions, ListOptions, ListPageOptions, Op, Page, PutOptions } from "./client.js";
+export {
+  ConditionFailed,
+  Conflict,
+  Forbidden,
+  InvalidRequest,
+  NotFound,
+  PathDBError,
+  Unauthorized,
+  Unavailable,
+} from "./errors.js";
+export { Desc, INT_MAX, INT_MIN, InvalidKeyPath, KeyPath, Uuid, formatId, toPath } from "./keypath.js";
+export type { Descendable, Element, Id, PathId, PathLike } from "./keypath.js";
