@@ -9,6 +9,7 @@ N_CHILDREN is how many children seed.py wrote under /big-1 (at least 300).
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -43,6 +44,9 @@ def api(method, path, body=None, token=RW, headers=None):
         return json.loads(response.read() or b"null")
 
 
+PROFILE = tempfile.mkdtemp(prefix="pathdb-chromium-")
+
+
 def make_driver():
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
@@ -51,7 +55,7 @@ def make_driver():
         "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
-        "--user-data-dir=" + tempfile.mkdtemp(prefix="pathdb-chromium-"),
+        "--user-data-dir=" + PROFILE,
     ]:
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
@@ -454,6 +458,7 @@ if __name__ == "__main__":
                 driver.save_screenshot(f"{os.path.dirname(RESULTS)}/failed-{test.__name__}.png")
     finally:
         driver.quit()
+        shutil.rmtree(PROFILE, ignore_errors=True)
     results["tests"] = len(TESTS)
     results["failed"] = failed
     results["seconds"] = round(time.monotonic() - started, 1)
