@@ -20,6 +20,7 @@ const NEED_TRANSACTIONS: &[&str] = &[
     "ttl_expiry",
     "versions_never_reused",
     "import_never_goes_backwards",
+    "import_keeps_history_consistent",
 ];
 
 /// The server named by the environment, if any.
