@@ -49,6 +49,8 @@ struct ItemsIn {
     items: Vec<ItemIn>,
     #[serde(default)]
     next_page_token: Option<String>,
+    #[serde(default)]
+    changes_token: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -246,6 +248,11 @@ impl Db for Client {
                 .map(ItemIn::into_item)
                 .collect::<Result<_>>()?,
             next_page_token: page.next_page_token,
+            changes_token: page
+                .changes_token
+                .map(|t| t.parse())
+                .transpose()
+                .context("server sent an invalid changes_token")?,
         })
     }
 

@@ -36,7 +36,7 @@ use aws_sdk_dynamodb::types::{
 };
 use pathdb_store::StorageError;
 use pathdb_store::backend::{
-    Backend, Direction, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp,
+    Backend, Direction, Expect, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -101,6 +101,11 @@ where
         }
         Err(e) => Err(sdk_error(what)(e).into()),
     }
+}
+
+/// Appends are numbered by `transact_appending` before any request is built.
+fn unnumbered_append() -> StorageError {
+    StorageError::msg("internal error: an append reached DynamoDB without its number")
 }
 
 impl DynamoBackend {
@@ -232,15 +237,72 @@ impl DynamoBackend {
     }
 
     async fn write_async(&self, batch: WriteBatch) -> Result<(), WriteError> {
+        let appends = batch
+            .ops
+            .iter()
+            .any(|op| matches!(op, WriteOp::Append { .. }));
         match batch.ops.len() {
             0 => Ok(()),
-            1 => self.write_one(batch.ops.into_iter().next().expect("one op")).await,
             n if n > MAX_TRANSACTION_ITEMS => Err(StorageError::msg(format!(
                 "a batch of {n} operations exceeds DynamoDB's {MAX_TRANSACTION_ITEMS}-item transactions"
             ))
             .into()),
+            _ if appends => self.transact_appending(&batch).await,
+            1 => self.write_one(batch.ops.into_iter().next().expect("one op")).await,
             _ => self.transact(batch).await,
         }
+    }
+
+    /// A batch with appends: each append becomes a put at the next number of its log, read
+    /// (strongly consistent) just before the transaction and conditional on that number being
+    /// free. When only such a condition fails, another writer appended first: number again and
+    /// retry. The log's end is read after every entry before it committed, so entries become
+    /// visible in number order, as [`WriteOp::Append`] promises.
+    async fn transact_appending(&self, batch: &WriteBatch) -> Result<(), WriteError> {
+        loop {
+            let mut next: HashMap<&Key, u64> = HashMap::new();
+            let mut ops = Vec::with_capacity(batch.ops.len());
+            let mut numbered = Vec::new();
+            for (index, op) in batch.ops.iter().enumerate() {
+                let WriteOp::Append { log, record } = op else {
+                    ops.push(op.clone());
+                    continue;
+                };
+                let n = match next.get(log) {
+                    Some(n) => n + 1,
+                    None => self.last_log_number(log).await? + 1,
+                };
+                next.insert(log, n);
+                numbered.push(index);
+                ops.push(WriteOp::Put {
+                    key: Key {
+                        partition: log.partition.clone(),
+                        sort: pathdb_store::backend::log_entry(&log.sort, n),
+                    },
+                    record: record.clone(),
+                    expect: Some(Expect::Absent),
+                });
+            }
+            match self.transact(WriteBatch { ops }).await {
+                Err(WriteError::ConditionFailed { index }) if numbered.contains(&index) => {}
+                other => return other,
+            }
+        }
+    }
+
+    async fn last_log_number(&self, log: &Key) -> Result<u64, StorageError> {
+        let (first, last) = pathdb_store::backend::log_bounds(&log.sort);
+        let range = SortRange {
+            start: std::ops::Bound::Included(first),
+            end: std::ops::Bound::Included(last),
+        };
+        let newest = self
+            .query(&log.partition, &range, Direction::Reverse, 1)
+            .await?;
+        Ok(newest
+            .first()
+            .and_then(|(sort, _)| pathdb_store::backend::log_number(sort))
+            .unwrap_or(0))
     }
 
     async fn write_one(&self, op: WriteOp) -> Result<(), WriteError> {
@@ -289,6 +351,7 @@ impl DynamoBackend {
                     Err(WriteError::ConditionFailed { index: 0 })
                 }
             }
+            WriteOp::Append { .. } => Err(unnumbered_append().into()),
         }
     }
 
@@ -339,6 +402,7 @@ impl DynamoBackend {
                         .map_err(build)?;
                     TransactWriteItem::builder().condition_check(check).build()
                 }
+                WriteOp::Append { .. } => return Err(unnumbered_append().into()),
             };
             items.push(item);
         }
@@ -575,6 +639,11 @@ impl Backend for DynamoBackend {
 
     fn max_batch_ops(&self) -> usize {
         MAX_TRANSACTION_ITEMS
+    }
+
+    /// Other processes may write the same table.
+    fn shared(&self) -> bool {
+        true
     }
 
     /// One `DescribeTable`: the table is reachable with these credentials and `ACTIVE`.

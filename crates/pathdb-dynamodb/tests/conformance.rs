@@ -43,6 +43,14 @@ impl Harness for FromEnv {
         dynamo.open(options)
     }
 
+    fn reopen(
+        &self,
+        store: TestStore<DynamoBackend>,
+        options: StoreOptions,
+    ) -> Option<TestStore<DynamoBackend>> {
+        self.0.as_ref()?.0.reopen(store, options)
+    }
+
     fn skip(&self, workload: &str) -> Option<String> {
         match &self.0 {
             None => Some("PATHDB_DYNAMODB_ENDPOINT is not set".into()),

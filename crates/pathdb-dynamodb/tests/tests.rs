@@ -33,6 +33,12 @@ pub fn endpoint() -> Option<(String, Flavor)> {
         Ok("dynalite") => Flavor::Dynalite,
         _ => Flavor::Moto,
     };
+    if flavor == Flavor::Dynalite {
+        // Every PathDB write commits its item and its change log entry together
+        // (TransactWriteItems), which dynalite does not implement (docs/changes.md).
+        eprintln!("skipped: dynalite has no transactions, and every PathDB write is one");
+        return None;
+    }
     Some((endpoint, flavor))
 }
 
@@ -86,6 +92,25 @@ impl Harness for Dynamo {
 
     fn open(&self, options: StoreOptions) -> TestStore<DynamoBackend> {
         TestStore::new(Store::new(self.backend(), options).expect("store opens"))
+    }
+
+    /// A new client and store on the same table.
+    fn reopen(
+        &self,
+        store: TestStore<DynamoBackend>,
+        options: StoreOptions,
+    ) -> Option<TestStore<DynamoBackend>> {
+        let table = store.backend().table_name().to_owned();
+        drop(store);
+        let backend = DynamoBackend::connect(&DynamoOptions {
+            table,
+            endpoint: Some(self.endpoint.clone()),
+            region: Some("us-east-1".into()),
+        })
+        .expect("client starts");
+        Some(TestStore::new(
+            Store::new(backend, options).expect("store opens"),
+        ))
     }
 }
 

@@ -78,6 +78,8 @@ impl From<pathdb_store::Error> for ApiError {
             }
             E::InvalidJson(_) => (StatusCode::BAD_REQUEST, "invalid_json"),
             E::InvalidPageToken(_) => (StatusCode::BAD_REQUEST, "invalid_page_token"),
+            E::InvalidChangeToken(_) => (StatusCode::BAD_REQUEST, "invalid_change_token"),
+            E::ChangesExpired(_) => (StatusCode::GONE, "token_expired"),
             E::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
             E::ReadOnly => (StatusCode::FORBIDDEN, "read_only"),
             E::Storage(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),

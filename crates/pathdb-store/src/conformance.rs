@@ -26,7 +26,10 @@
 //!   [`racing_transfers`], [`racing_deletes_and_updates`] (`concurrency`);
 //! - [`transaction_results`], [`failed_transactions_leave_nothing`], [`history_retention`],
 //!   [`ttl_expiry`], [`scan_and_import`], [`versions_never_reused`],
-//!   [`import_never_goes_backwards`], [`import_keeps_history_consistent`] (`lifecycle`).
+//!   [`import_never_goes_backwards`], [`import_keeps_history_consistent`] (`lifecycle`);
+//! - [`change_feed_completeness`], [`change_feed_with_concurrent_writers`],
+//!   [`change_feed_order_and_resume`], [`change_feed_tokens_expire_and_survive_restarts`],
+//!   [`generated_ids`] (`changes`).
 
 use crate::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
 use crate::{
@@ -37,12 +40,18 @@ use pathdb_keys::KeyPath;
 use std::sync::Arc;
 
 mod basic;
+mod changes;
 mod concurrency;
 mod groups;
 mod lifecycle;
 mod listing;
 
 pub use basic::{bad_input, conditions, put_get_delete};
+pub use changes::{
+    change_feed_completeness, change_feed_order_and_resume,
+    change_feed_tokens_expire_and_survive_restarts, change_feed_with_concurrent_writers,
+    generated_ids,
+};
 pub use concurrency::{
     racing_deletes_and_updates, racing_if_version_counter, racing_must_not_exist, racing_transfers,
     racing_unconditional_puts,
@@ -92,6 +101,11 @@ macro_rules! conformance_tests {
             versions_never_reused,
             import_never_goes_backwards,
             import_keeps_history_consistent,
+            change_feed_completeness,
+            change_feed_with_concurrent_writers,
+            change_feed_order_and_resume,
+            change_feed_tokens_expire_and_survive_restarts,
+            generated_ids,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {
@@ -123,6 +137,17 @@ pub trait Harness {
     /// pass, saying so (style.md: skip at runtime, not with `cfg`).
     fn skip(&self, workload: &str) -> Option<String> {
         let _ = workload;
+        None
+    }
+
+    /// The same data in a new store with `options`, as after a restart, or `None` where a
+    /// store's data does not outlive it (memory); workloads then check the rest without.
+    fn reopen(
+        &self,
+        store: TestStore<Self::Backend>,
+        options: StoreOptions,
+    ) -> Option<TestStore<Self::Backend>> {
+        let _ = (store, options);
         None
     }
 }
@@ -199,6 +224,24 @@ impl Harness for TempFile {
             .expect("open a database file");
         TestStore::with_guard(store, dir)
     }
+
+    fn reopen(
+        &self,
+        store: TestStore<FileBackend>,
+        options: StoreOptions,
+    ) -> Option<TestStore<FileBackend>> {
+        let TestStore { store, _guard } = store;
+        // Closes the file (and its lock) before opening it again.
+        drop(store);
+        let guard = _guard?;
+        let dir = guard.downcast_ref::<tempfile::TempDir>()?;
+        let store = Store::open(dir.path().join("pathdb.redb"), self.file.clone(), options)
+            .expect("reopen the database file");
+        Some(TestStore {
+            store,
+            _guard: Some(guard),
+        })
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -214,6 +257,7 @@ pub(crate) fn manual_options() -> (Arc<ManualClock>, StoreOptions) {
         clock: clock.clone(),
         default_history_retention: 3,
         sweep_interval: None,
+        ..Default::default()
     };
     (clock, options)
 }

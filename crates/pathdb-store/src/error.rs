@@ -135,6 +135,13 @@ pub enum Error {
     /// A page token is malformed or belongs to another query.
     #[error("invalid page token: {0}")]
     InvalidPageToken(&'static str),
+    /// A change token is malformed or belongs to another group's feed.
+    #[error("invalid change token: {0}")]
+    InvalidChangeToken(String),
+    /// Changes after a change token are no longer kept (older than the retention window), or the
+    /// token is ahead of the database: list again and follow from the listing's token.
+    #[error("change token expired: {0}")]
+    ChangesExpired(String),
     /// A request is malformed (names what and why).
     #[error("invalid request: {0}")]
     InvalidRequest(String),

@@ -12,6 +12,7 @@
 //! the state a single clean run gives. See docs/export.md.
 
 use crate::backend::{Backend, Expect, Key, Reader, Record, WriteBatch, WriteError, WriteOp};
+use crate::changes::{Change, log_changes};
 use crate::list::decode_path;
 use crate::store::{
     MAX_VERSION, check_item_size, check_key, check_revision_key, index_record, is_live,
@@ -193,7 +194,9 @@ fn decode_cursor(cursor: &str) -> Result<Key, Error> {
 
 /// What the full scan makes of one stored entry; `None` for the store's own entries.
 fn export_record(key: &Key, record: Record, now: i64) -> Option<Result<ExportRecord, Error>> {
-    if key.partition == layout::SYSTEM_PARTITION {
+    // The store's own records are rebuilt by the writes an import makes: the change log records
+    // the import's changes, sequences restart after the largest ids they find (ids.rs).
+    if key.partition == layout::SYSTEM_PARTITION || layout::is_group_internal(&key.sort) {
         return None;
     }
     let revision_sort =
@@ -739,7 +742,8 @@ impl<B: Backend> Store<B> {
         let mut written: HashSet<Key> = HashSet::new();
         // Paths whose item this import left alone: their revisions are left alone too.
         let mut skipped_items: HashSet<KeyPath> = HashSet::new();
-        let batch_size = (self.inner.backend.max_batch_ops() / 2).clamp(1, IMPORT_BATCH);
+        // Per record at most: the item, its expiry entry, a change log entry for its group.
+        let batch_size = (self.inner.backend.max_batch_ops() / 3).clamp(1, IMPORT_BATCH);
         // One record per key, the last, as writing them one by one would leave it; it also
         // makes a re-run find every record as it left it (idempotent).
         let records = last_per_key(records);
@@ -804,6 +808,7 @@ impl<B: Backend> Store<B> {
             let mut item_versions: std::collections::HashMap<KeyPath, u64> = Default::default();
             let mut batch_skipped: HashSet<KeyPath> = HashSet::new();
             let mut ops = Vec::new();
+            let mut changes = Vec::new();
             let mut outcomes = Vec::with_capacity(batch.len());
             for ((&record, key), current) in batch.iter().zip(&keys).zip(stored) {
                 let record_now = as_of(record, now);
@@ -840,6 +845,18 @@ impl<B: Backend> Store<B> {
                 if let Outcome::Write(target) = &outcome {
                     let is_item =
                         !matches!(record, ImportRecord::Exported(ExportRecord::Revision(_)));
+                    if is_item {
+                        let was_live = current.as_ref().filter(|c| is_live(c, now));
+                        if is_live(target, now) {
+                            changes
+                                .push(Change::Put(to_item(record.path().clone(), target.clone())?));
+                        } else if let Some(live) = was_live {
+                            changes.push(Change::Delete {
+                                path: record.path().clone(),
+                                version: live.version,
+                            });
+                        }
+                    }
                     if let (Some(t), true) = (target.expires_at, is_item) {
                         ops.push(WriteOp::Put {
                             key: layout::expiry_key(t, key),
@@ -858,16 +875,21 @@ impl<B: Backend> Store<B> {
                 }
                 outcomes.push(outcome);
             }
-            drop(reader);
             let keys_written: Vec<Key> = ops
                 .iter()
                 .map(WriteOp::key)
                 .filter(|k| k.partition != layout::SYSTEM_PARTITION)
                 .cloned()
                 .collect();
-            if !ops.is_empty() {
-                match self.inner.backend.write(WriteBatch { ops }) {
-                    Ok(()) => {}
+            let mut batch = WriteBatch { ops };
+            let mut owners = Vec::new();
+            log_changes(&self.inner, &reader, &mut batch, &mut owners, &changes, now)?;
+            drop(reader);
+            if !batch.ops.is_empty() {
+                match self.inner.backend.write(batch) {
+                    Ok(()) => {
+                        self.inner.commits.notify(usize::MAX);
+                    }
                     // A concurrent write changed a key this plan read: plan again.
                     Err(WriteError::ConditionFailed { .. }) => continue,
                     Err(WriteError::Storage(e)) => return Err(e.into()),

@@ -7,9 +7,14 @@
 //! | revision | encoded group | `ff` + item sort key + big-endian `u64::MAX - version` |
 //! | expiry index entry | `00` | `01` + big-endian expiry + `u16` partition length + partition + sort |
 //! | namespace history setting | `00` | `02` + namespace |
+//! | sequence of a namespace of groups | `00` | `03` + namespace |
+//! | sequence of a namespace under a parent | the parent's group | `ff fe` + `u16` length of the parent's sort key + that sort key + namespace |
+//! | change log entry (changes.rs) | the group | `ff ff` + big-endian entry number |
 //!
 //! Item sort keys start with `00` or a namespace byte (`A-Z`, `_`, `a-z`), so revisions (`ff`)
-//! never collide with or sort among items, and a partition's items are `[00, ff)`. No group
+//! never collide with or sort among items, and a partition's items are `[00, ff)`. A revision's
+//! second byte is its item's first (below `80`), so `ff fe` and `ff ff` are free for the group's
+//! sequences and change log, after every revision. No group
 //! encoding starts with `00`, so the system partition is never a group. Revisions of one item are
 //! contiguous and newest first.
 //!
@@ -27,7 +32,10 @@ use std::ops::Bound;
 pub(crate) const SYSTEM_PARTITION: &[u8] = &[0x00];
 const EXPIRY_INDEX: u8 = 0x01;
 const NAMESPACE_HISTORY: u8 = 0x02;
+const GROUP_SEQUENCE: u8 = 0x03;
 const REVISION: u8 = 0xff;
+const SEQUENCE: [u8; 2] = [0xff, 0xfe];
+const CHANGE_LOG: [u8; 2] = [0xff, 0xff];
 
 pub(crate) fn item_key(path: &KeyPath) -> Key {
     Key {
@@ -131,7 +139,64 @@ pub(crate) fn namespace_history_range() -> SortRange {
 }
 
 pub(crate) fn is_revision(sort: &[u8]) -> bool {
-    sort.first() == Some(&REVISION)
+    sort.first() == Some(&REVISION) && sort.get(1).is_some_and(|b| *b < 0x80)
+}
+
+/// Whether a sort key in a group's partition is the store's own (a sequence or the change log),
+/// neither an item, a tombstone nor a revision.
+pub(crate) fn is_group_internal(sort: &[u8]) -> bool {
+    sort.starts_with(&SEQUENCE) || sort.starts_with(&CHANGE_LOG)
+}
+
+/// The change log of a group: the [`crate::backend::WriteOp::Append`] target.
+pub(crate) fn change_log(partition: &[u8]) -> Key {
+    Key {
+        partition: partition.to_vec(),
+        sort: CHANGE_LOG.to_vec(),
+    }
+}
+
+/// Change log entries numbered `from` and later.
+pub(crate) fn change_range(from: u64) -> SortRange {
+    let (_, last) = crate::backend::log_bounds(&CHANGE_LOG);
+    SortRange {
+        start: Bound::Included(crate::backend::log_entry(&CHANGE_LOG, from)),
+        end: Bound::Included(last),
+    }
+}
+
+/// The number of a change log entry.
+pub(crate) fn change_number(sort: &[u8]) -> Option<u64> {
+    sort.strip_prefix(&CHANGE_LOG)
+        .filter(|rest| rest.len() == 8)
+        .and_then(crate::backend::log_number)
+}
+
+/// Where the last id of a sequence is kept: the system partition for new groups, the parent's
+/// group otherwise.
+pub(crate) fn sequence_key(parent: Option<&KeyPath>, namespace: &str) -> Key {
+    match parent {
+        None => {
+            let mut sort = vec![GROUP_SEQUENCE];
+            sort.extend_from_slice(namespace.as_bytes());
+            Key {
+                partition: SYSTEM_PARTITION.to_vec(),
+                sort,
+            }
+        }
+        Some(parent) => {
+            let parent_sort = parent.sort_key();
+            let mut sort = SEQUENCE.to_vec();
+            // Sort keys are at most 1024 bytes (checked before any write).
+            sort.extend_from_slice(&(parent_sort.len() as u16).to_be_bytes());
+            sort.extend_from_slice(&parent_sort);
+            sort.extend_from_slice(namespace.as_bytes());
+            Key {
+                partition: parent.partition_key(),
+                sort,
+            }
+        }
+    }
 }
 
 /// The item sort key inside a revision sort key.

@@ -21,27 +21,34 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+mod changes;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod error;
 mod export;
 mod groups;
+mod ids;
 mod item;
 mod layout;
 mod list;
 mod store;
 mod ttl;
 
+pub use changes::{
+    Change, ChangeEntry, ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, MAX_CHANGES_LIMIT,
+    MAX_CHANGES_WAIT,
+};
 pub use error::{Condition, Error, StorageError, StorageErrorKind};
 pub use export::{
     ExportEnd, ExportError, ExportLine, ExportRecord, ExportStatus, IMPORT_BATCH, ImportError,
     ImportRecord, ImportReport, OnExisting, ScanPage, parse_import,
 };
 pub use groups::{DEFAULT_GROUPS_LIMIT, GroupPage, MAX_GROUPS_LIMIT};
+pub use ids::IdKind;
 pub use item::{Item, Json, Timestamp};
 pub use list::{DEFAULT_LIST_LIMIT, ListPage, ListRequest, MAX_LIST_LIMIT};
 pub use store::{
-    Clock, Expiry, MAX_GET_MANY, MAX_GROUP_BYTES, MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES,
-    MAX_TRANSACTION_OPS, MAX_VERSION, ManualClock, PutOptions, Store, StoreOptions, SystemClock,
-    Transaction, TxOp, TxResult,
+    Clock, DEFAULT_CHANGE_RETENTION, Expiry, MAX_GET_MANY, MAX_GROUP_BYTES, MAX_ITEM_BYTES,
+    MAX_SORT_KEY_BYTES, MAX_TRANSACTION_OPS, MAX_VERSION, ManualClock, Parent, PutOptions, Store,
+    StoreOptions, SystemClock, Transaction, TxOp, TxResult,
 };

@@ -4,7 +4,7 @@
 
 use crate::backend::{Backend, Direction, Reader, SortRange};
 use crate::store::{check_key, is_live, to_item};
-use crate::{Error, Item, Store, layout};
+use crate::{ChangeToken, Error, Item, Store, layout};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pathdb_keys::KeyPath;
@@ -65,6 +65,9 @@ pub struct ListPage {
     pub items: Vec<Item>,
     /// Present when more items follow; pass it back to continue.
     pub next_page_token: Option<String>,
+    /// On a first page (no page token): the change feed's position at this page's snapshot.
+    /// Following [`Store::changes`] from it, applied to this listing, gives what follows.
+    pub changes_token: Option<ChangeToken>,
 }
 
 const TOKEN_VERSION: u8 = 1;
@@ -220,6 +223,12 @@ impl<B: Backend> Store<B> {
         }
 
         let reader = self.inner.backend.reader()?;
+        // Read first: where a reader is not a snapshot (DynamoDB), following from this token
+        // may repeat a change the listing already shows, never miss one.
+        let changes_token = match request.page_token {
+            None => Some(crate::changes::current_token(&reader, &partition)?),
+            Some(_) => None,
+        };
         let now = self.now();
         // One more than asked, to know whether a next page exists.
         let want = request.limit + 1;
@@ -244,6 +253,7 @@ impl<B: Backend> Store<B> {
         Ok(ListPage {
             items: found.into_iter().map(|(_, item)| item).collect(),
             next_page_token,
+            changes_token,
         })
     }
 

@@ -6,6 +6,8 @@ use crate::backend::{
     Backend, Direction, Expect, FileBackend, FileOptions, Key, Reader, Record, WriteBatch,
     WriteError, WriteOp,
 };
+use crate::changes::Change;
+use crate::ids::IdKind;
 use crate::layout;
 use crate::{Condition, Error, Item, Json, StorageError, Timestamp};
 use pathdb_keys::KeyPath;
@@ -80,7 +82,13 @@ pub struct StoreOptions {
     /// How often expired items are removed in the background; `None` disables the sweeper
     /// (expired items are invisible regardless).
     pub sweep_interval: Option<Duration>,
+    /// How long the change feed keeps changes: a token whose next change is older answers
+    /// [`Error::ChangesExpired`] (docs/changes.md).
+    pub change_retention: Duration,
 }
+
+/// [`StoreOptions::change_retention`] by default: 7 days.
+pub const DEFAULT_CHANGE_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 impl Default for StoreOptions {
     fn default() -> Self {
@@ -88,6 +96,7 @@ impl Default for StoreOptions {
             clock: Arc::new(SystemClock),
             default_history_retention: 100,
             sweep_interval: Some(Duration::from_secs(1)),
+            change_retention: DEFAULT_CHANGE_RETENTION,
         }
     }
 }
@@ -97,6 +106,7 @@ impl std::fmt::Debug for StoreOptions {
         f.debug_struct("StoreOptions")
             .field("default_history_retention", &self.default_history_retention)
             .field("sweep_interval", &self.sweep_interval)
+            .field("change_retention", &self.change_retention)
             .finish_non_exhaustive()
     }
 }
@@ -147,13 +157,42 @@ pub enum TxOp {
         /// What must hold.
         condition: Condition,
     },
+    /// Create an item at `{parent}/{namespace}-{id}` with a generated id, at a path never used
+    /// before (its result holds the path).
+    Create {
+        /// Under what.
+        parent: Parent,
+        /// The new element's namespace.
+        namespace: String,
+        /// How the id is generated.
+        id: IdKind,
+        /// The value.
+        value: Json,
+        /// History and expiry (a condition is refused: the path is new by construction).
+        options: PutOptions,
+    },
+}
+
+/// Where [`TxOp::Create`] creates its item.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Parent {
+    /// Nowhere: the item is a new group (`/user-{id}`).
+    Root,
+    /// Under this path.
+    Path(KeyPath),
+    /// Under the item created by the transaction's operation at this index (an earlier
+    /// [`TxOp::Create`]), so one transaction can create an item and its children.
+    Created(usize),
 }
 
 impl TxOp {
-    /// The path the operation touches.
-    pub fn path(&self) -> &KeyPath {
+    /// The path the operation names, `None` for a create (its path is generated).
+    pub fn path(&self) -> Option<&KeyPath> {
         match self {
-            TxOp::Put { path, .. } | TxOp::Delete { path, .. } | TxOp::Check { path, .. } => path,
+            TxOp::Put { path, .. } | TxOp::Delete { path, .. } | TxOp::Check { path, .. } => {
+                Some(path)
+            }
+            TxOp::Create { .. } => None,
         }
     }
 }
@@ -192,6 +231,19 @@ impl Transaction {
         self.ops.push(TxOp::Check { path, condition });
         self
     }
+
+    /// Adds a create with a generated id; refer to it with `Parent::Created(index)`, where
+    /// `index` is [`Transaction::ops`]' length before this call.
+    pub fn create(mut self, parent: Parent, namespace: &str, id: IdKind, value: Json) -> Self {
+        self.ops.push(TxOp::Create {
+            parent,
+            namespace: namespace.to_owned(),
+            id,
+            value,
+            options: PutOptions::default(),
+        });
+        self
+    }
 }
 
 /// The outcome of one transaction operation.
@@ -210,6 +262,20 @@ pub(crate) struct Inner<B> {
     pub(crate) options: StoreOptions,
     /// Namespace → revisions kept, for namespaces with history on.
     namespace_history: RwLock<HashMap<String, u32>>,
+    /// Notified after every commit, for change feeds waiting for one.
+    pub(crate) commits: event_listener::Event,
+    /// Commits that logged changes, to spread the removal of expired log entries.
+    pub(crate) commits_logged: std::sync::atomic::AtomicU64,
+}
+
+/// A planned write: see [`Store::plan`].
+struct Plan {
+    batch: WriteBatch,
+    results: Vec<TxResult>,
+    /// The path each batch operation belongs to.
+    owners: Vec<KeyPath>,
+    /// Whether each batch operation writes a generated id or a sequence.
+    generated: Vec<bool>,
 }
 
 /// PathDB's data API over a backend. Cheap to clone; clones share the backend.
@@ -326,6 +392,8 @@ impl<B: Backend> Store<B> {
             backend,
             options,
             namespace_history: RwLock::new(namespace_history),
+            commits: event_listener::Event::new(),
+            commits_logged: std::sync::atomic::AtomicU64::new(0),
         });
         let sweeper = sweep
             .map(|interval| Arc::new(crate::ttl::Sweeper::start(Arc::downgrade(&inner), interval)));
@@ -395,6 +463,32 @@ impl<B: Backend> Store<B> {
         }
     }
 
+    /// Creates an item at `{parent}/{namespace}-{id}` (a new group without `parent`) with an id
+    /// generated as `id` says, at a path never used before; returns it.
+    ///
+    /// # Errors
+    /// An invalid namespace, a condition in `options`, size limits, storage failures.
+    pub fn create(
+        &self,
+        parent: Option<&KeyPath>,
+        namespace: &str,
+        id: IdKind,
+        value: Json,
+        options: PutOptions,
+    ) -> Result<Item, Error> {
+        let op = TxOp::Create {
+            parent: parent.map_or(Parent::Root, |p| Parent::Path(p.clone())),
+            namespace: namespace.to_owned(),
+            id,
+            value,
+            options,
+        };
+        match self.execute(&[op], true)?.pop() {
+            Some(TxResult::Put(item)) => Ok(item),
+            _ => Err(StorageError::msg("create returned no item").into()),
+        }
+    }
+
     /// Deletes the item at `path`; returns it, or `None` if it did not exist.
     ///
     /// # Errors
@@ -433,7 +527,12 @@ impl<B: Backend> Store<B> {
             )));
         }
         let mut seen = HashSet::new();
-        if let Some(dup) = tx.ops.iter().map(TxOp::path).find(|p| !seen.insert(*p)) {
+        if let Some(dup) = tx
+            .ops
+            .iter()
+            .filter_map(TxOp::path)
+            .find(|p| !seen.insert(*p))
+        {
             return Err(Error::InvalidRequest(format!(
                 "{dup} appears twice in one transaction"
             )));
@@ -452,28 +551,64 @@ impl<B: Backend> Store<B> {
     /// batch of a group lose), 16 attempts ran out within a dozen puts each.
     fn execute(&self, ops: &[TxOp], retry: bool) -> Result<Vec<TxResult>, Error> {
         let now = self.now();
-        for op in ops {
-            check_key(op.path())?;
-            if let TxOp::Put {
-                path,
-                value,
-                options,
-            } = op
-            {
-                check_item_size(path, value)?;
-                check_expiry(path, options.expires, now)?;
+        for (index, op) in ops.iter().enumerate() {
+            if let Some(path) = op.path() {
+                check_key(path)?;
+            }
+            match op {
+                TxOp::Put {
+                    path,
+                    value,
+                    options,
+                } => {
+                    check_item_size(path, value)?;
+                    check_expiry(path, options.expires, now)?;
+                }
+                TxOp::Create {
+                    parent, options, ..
+                } => {
+                    if options.condition.is_some() {
+                        return Err(Error::InvalidRequest(
+                            "a create takes no condition: its path is new by construction".into(),
+                        ));
+                    }
+                    if let Parent::Created(earlier) = parent {
+                        if *earlier >= index || !matches!(ops[*earlier], TxOp::Create { .. }) {
+                            return Err(Error::InvalidRequest(format!(
+                                "operation {index} creates under operation {earlier}, which is not an earlier create"
+                            )));
+                        }
+                    }
+                }
+                TxOp::Delete { .. } | TxOp::Check { .. } => {}
             }
         }
         loop {
-            let (batch, results, owners) = self.plan(ops)?;
-            match self.inner.backend.write(batch) {
-                Ok(()) => return Ok(results),
+            let plan = self.plan(ops)?;
+            let max = self.inner.backend.max_batch_ops();
+            if plan.batch.ops.len() > max {
+                return Err(Error::InvalidRequest(format!(
+                    "this transaction needs {} storage operations (with history, expiry and the change log), more than the backend's {max}: split it",
+                    plan.batch.ops.len()
+                )));
+            }
+            match self.inner.backend.write(plan.batch) {
+                Ok(()) => {
+                    self.inner.commits.notify(usize::MAX);
+                    return Ok(plan.results);
+                }
                 Err(WriteError::ConditionFailed { .. }) if retry => {}
+                // A generated id or a sequence someone else took meanwhile: not the caller's
+                // conflict, and the next plan generates another.
+                Err(WriteError::ConditionFailed { index })
+                    if plan.generated.get(index).copied().unwrap_or(false) => {}
                 Err(WriteError::ConditionFailed { index }) => {
-                    let path = owners
+                    let path = plan
+                        .owners
                         .get(index)
                         .cloned()
-                        .unwrap_or_else(|| ops[0].path().clone());
+                        .or_else(|| ops.iter().find_map(TxOp::path).cloned())
+                        .ok_or_else(|| StorageError::msg("a failed batch names no path"))?;
                     return Err(Error::Conflict { path });
                 }
                 Err(WriteError::Storage(e)) => return Err(e.into()),
@@ -482,15 +617,46 @@ impl<B: Backend> Store<B> {
     }
 
     /// Builds the batch for `ops` from one snapshot: the batch, the results it will have, and
-    /// for each batch operation the path it belongs to (to name a conflict).
-    fn plan(&self, ops: &[TxOp]) -> Result<(WriteBatch, Vec<TxResult>, Vec<KeyPath>), Error> {
+    /// for each batch operation the path it belongs to (to name a conflict) and whether it
+    /// writes a generated id or a sequence.
+    fn plan(&self, ops: &[TxOp]) -> Result<Plan, Error> {
         let reader = self.inner.backend.reader()?;
         let now = self.now();
         let mut batch = WriteBatch::default();
         let mut owners = Vec::new();
+        let mut generated = Vec::new();
         let mut results = Vec::with_capacity(ops.len());
-        for op in ops {
-            let path = op.path();
+        let mut changes = Vec::new();
+        let mut ids = crate::ids::Generator::new(ops.iter().filter_map(TxOp::path));
+        let mut created: Vec<Option<KeyPath>> = vec![None; ops.len()];
+        for (index, op) in ops.iter().enumerate() {
+            let (path, fresh) = match op {
+                TxOp::Create {
+                    parent,
+                    namespace,
+                    id,
+                    value,
+                    ..
+                } => {
+                    let parent = match parent {
+                        Parent::Root => None,
+                        Parent::Path(p) => {
+                            check_key(p)?;
+                            Some(p.clone())
+                        }
+                        Parent::Created(earlier) => created[*earlier].clone(),
+                    };
+                    let path = ids.generate(&reader, parent.as_ref(), namespace, *id)?;
+                    check_item_size(&path, value)?;
+                    created[index] = Some(path.clone());
+                    (path, true)
+                }
+                _ => match op.path() {
+                    Some(path) => (path.clone(), false),
+                    None => return Err(StorageError::msg("an operation without a path").into()),
+                },
+            };
+            let path = &path;
             let key = layout::item_key(path);
             let stored = reader.get(&key)?;
             let current = visible(stored.clone(), now);
@@ -498,6 +664,7 @@ impl<B: Backend> Store<B> {
                 TxOp::Put { options, .. } => options.condition,
                 TxOp::Delete { condition, .. } => *condition,
                 TxOp::Check { condition, .. } => Some(*condition),
+                TxOp::Create { .. } => None,
             };
             if let Some(condition) = condition {
                 check_condition(path, condition, current.as_ref())?;
@@ -506,8 +673,9 @@ impl<B: Backend> Store<B> {
             let expect = stored
                 .as_ref()
                 .map_or(Expect::Absent, |r| Expect::Version(r.version));
+            let mark = batch.ops.len();
             match op {
-                TxOp::Put { value, options, .. } => {
+                TxOp::Put { value, options, .. } | TxOp::Create { value, options, .. } => {
                     let version = match &stored {
                         Some(r) => next_version(path, r.version)?,
                         None => match latest_revision(&reader, &key)? {
@@ -533,14 +701,12 @@ impl<B: Backend> Store<B> {
                                 key: old,
                                 expect: None,
                             });
-                            owners.push(path.clone());
                         }
                         batch.ops.push(WriteOp::Put {
                             key: layout::revision_key(&key, version),
                             record: record.clone(),
                             expect: None,
                         });
-                        owners.push(path.clone());
                     }
                     if let Some(t) = expires_at {
                         batch.ops.push(WriteOp::Put {
@@ -548,9 +714,10 @@ impl<B: Backend> Store<B> {
                             record: index_record(now),
                             expect: None,
                         });
-                        owners.push(path.clone());
                     }
-                    results.push(TxResult::Put(to_item(path.clone(), record.clone())?));
+                    let item = to_item(path.clone(), record.clone())?;
+                    changes.push(Change::Put(item.clone()));
+                    results.push(TxResult::Put(item));
                     batch.ops.push(WriteOp::Put {
                         key,
                         record,
@@ -560,11 +727,17 @@ impl<B: Backend> Store<B> {
                 TxOp::Delete { .. } => {
                     match (&current, &stored) {
                         // The key keeps a tombstone, never nothing: see layout.rs.
-                        (Some(_), Some(r)) => batch.ops.push(WriteOp::Put {
-                            key,
-                            record: tombstone(r, next_version(path, r.version)?, now),
-                            expect: Some(expect),
-                        }),
+                        (Some(live), Some(r)) => {
+                            changes.push(Change::Delete {
+                                path: path.clone(),
+                                version: live.version,
+                            });
+                            batch.ops.push(WriteOp::Put {
+                                key,
+                                record: tombstone(r, next_version(path, r.version)?, now),
+                                expect: Some(expect),
+                            });
+                        }
                         // Nothing to delete: only the state this plan saw must still hold.
                         _ => batch.ops.push(WriteOp::Check { key, expect }),
                     }
@@ -577,9 +750,32 @@ impl<B: Backend> Store<B> {
                     batch.ops.push(WriteOp::Check { key, expect });
                 }
             }
-            owners.push(path.clone());
+            for _ in mark..batch.ops.len() {
+                owners.push(path.clone());
+                generated.push(fresh);
+            }
         }
-        Ok((batch, results, owners))
+        for op in ids.sequence_writes(now) {
+            owners.push(owners.last().cloned().unwrap_or_else(|| {
+                created
+                    .iter()
+                    .flatten()
+                    .next()
+                    .cloned()
+                    .expect("a sequence belongs to a create")
+            }));
+            generated.push(true);
+            batch.ops.push(op);
+        }
+        let mark = batch.ops.len();
+        crate::changes::log_changes(&self.inner, &reader, &mut batch, &mut owners, &changes, now)?;
+        generated.resize(mark.max(batch.ops.len()), false);
+        Ok(Plan {
+            batch,
+            results,
+            owners,
+            generated,
+        })
     }
 
     /// Revisions to keep for a put of `path`, or `None` when it keeps none.

@@ -5,6 +5,7 @@
 //! would reuse version numbers.
 
 use crate::backend::{Backend, Direction, Expect, Reader, WriteBatch, WriteError, WriteOp};
+use crate::changes::{Change, log_changes};
 use crate::store::{Inner, now_of, tombstone};
 use crate::{Error, Store, layout};
 use std::sync::mpsc;
@@ -68,29 +69,45 @@ fn sweep<B: Backend>(inner: &Inner<B>, limit: usize) -> Result<usize, Error> {
             partition: layout::SYSTEM_PARTITION.to_vec(),
             sort,
         };
-        let mut ops = vec![WriteOp::Delete {
-            key: index_key.clone(),
-            expect: None,
-        }];
+        let mut batch = WriteBatch {
+            ops: vec![WriteOp::Delete {
+                key: index_key.clone(),
+                expect: None,
+            }],
+        };
         if let Some((expires_at, item_key)) = layout::parse_expiry_key(&index_key.sort) {
             // Only if the item still carries this expiry: a later write may have changed it.
             if let Some(record) = reader
                 .get(&item_key)?
                 .filter(|r| r.expires_at == Some(expires_at))
             {
+                let path = pathdb_keys::KeyPath::from_partition_and_sort(
+                    &item_key.partition,
+                    &item_key.sort,
+                )
+                .map_err(|e| crate::StorageError::new("corrupt expiry index entry", e))?;
                 // A tombstone, not nothing: the path's next version continues from this one.
-                ops.push(WriteOp::Put {
+                batch.ops.push(WriteOp::Put {
                     record: tombstone(&record, record.version, expires_at),
                     key: item_key,
                     expect: Some(Expect::Version(record.version)),
                 });
+                let change = Change::Delete {
+                    path,
+                    version: record.version,
+                };
+                let mut owners = Vec::new();
+                log_changes(inner, &reader, &mut batch, &mut owners, &[change], now)?;
             }
         }
-        match inner.backend.write(WriteBatch { ops }) {
+        match inner.backend.write(batch) {
+            Ok(()) => {
+                inner.commits.notify(usize::MAX);
+            }
             // A concurrent write replaced the item; its own index entry handles it.
-            Ok(()) | Err(WriteError::ConditionFailed { .. }) => {}
+            Err(WriteError::ConditionFailed { .. }) => {}
             Err(WriteError::Storage(e)) => return Err(e.into()),
-        }
+        };
     }
     Ok(handled)
 }

@@ -331,7 +331,7 @@ impl Model {
         if ops.is_empty() {
             return Err(Failure::InvalidRequest);
         }
-        let distinct: BTreeSet<&KeyPath> = ops.iter().map(TxOp::path).collect();
+        let distinct: BTreeSet<&KeyPath> = ops.iter().filter_map(TxOp::path).collect();
         if distinct.len() != ops.len() {
             return Err(Failure::InvalidRequest);
         }
@@ -347,8 +347,9 @@ impl Model {
                 TxOp::Put { options, .. } => options.condition,
                 TxOp::Delete { condition, .. } => *condition,
                 TxOp::Check { condition, .. } => Some(*condition),
+                TxOp::Create { .. } => unreachable!("the model generates no creates"),
             };
-            let version = self.visible(op.path()).map(|i| i.version);
+            let version = self.visible(fixed_path(op)).map(|i| i.version);
             let holds = match condition {
                 None => true,
                 Some(Condition::MustNotExist) => version.is_none(),
@@ -357,7 +358,7 @@ impl Model {
             };
             if !holds {
                 return Err(Failure::ConditionFailed(
-                    op.path().clone(),
+                    fixed_path(op).clone(),
                     condition.unwrap(),
                     version,
                 ));
@@ -368,7 +369,7 @@ impl Model {
         let mut puts = Vec::new();
         let mut deletes = Vec::new();
         for op in ops {
-            let current = self.visible(op.path()).cloned();
+            let current = self.visible(fixed_path(op)).cloned();
             match op {
                 TxOp::Put {
                     path,
@@ -415,6 +416,7 @@ impl Model {
                     results.push(TxResult::Deleted(current));
                 }
                 TxOp::Check { .. } => results.push(TxResult::Checked),
+                TxOp::Create { .. } => unreachable!("the model generates no creates"),
             }
         }
         for (item, retention) in puts {
@@ -631,6 +633,7 @@ fn run<H: Harness>(harness: &H, ops: &[Op]) -> Result<(), TestCaseError> {
         clock: clock.clone(),
         default_history_retention: 3,
         sweep_interval: None,
+        ..Default::default()
     });
     let mut model = Model::new(3);
     for (step, op) in ops.iter().enumerate() {
@@ -748,6 +751,7 @@ fn round_trip<H: Harness>(
         clock: clock.clone(),
         default_history_retention: 3,
         sweep_interval: None,
+        ..Default::default()
     });
     copy.import(&records, OnExisting::Replace, &mut |_| {})
         .unwrap();
@@ -800,4 +804,9 @@ proptest! {
     fn file_matches_model(ops in prop::collection::vec(op(), 1..60)) {
         run(&TempFile::default(), &ops)?;
     }
+}
+
+/// The model generates no creates: every operation names its path.
+fn fixed_path(op: &TxOp) -> &KeyPath {
+    op.path().expect("the model generates no creates")
 }

@@ -338,6 +338,25 @@ fn apply(
                     .map_err(|e| storage("delete")(e.into()))?;
             }
             WriteOp::Check { .. } => {}
+            WriteOp::Append { log, record } => {
+                let (first, last) = super::log_bounds(&log.sort);
+                let p = log.partition.as_slice();
+                let n = match table
+                    .range((p, first.as_slice())..=(p, last.as_slice()))
+                    .map_err(|e| storage("read")(e.into()))?
+                    .next_back()
+                {
+                    Some(entry) => {
+                        let (key, _) = entry.map_err(|e| storage("read")(e.into()))?;
+                        super::log_number(key.value().1).unwrap_or(0)
+                    }
+                    None => 0,
+                };
+                let sort = super::log_entry(&log.sort, n + 1);
+                table
+                    .insert((p, sort.as_slice()), encode_record(record).as_slice())
+                    .map_err(|e| storage("write")(e.into()))?;
+            }
         }
     }
     Ok(Ok(()))

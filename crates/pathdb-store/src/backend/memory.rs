@@ -65,6 +65,20 @@ impl Backend for InMemoryBackend {
                     map.remove(&key);
                 }
                 WriteOp::Check { .. } => {}
+                WriteOp::Append { log, record } => {
+                    let (first, last) = super::log_bounds(&log.sort);
+                    let bound = |sort| Key {
+                        partition: log.partition.clone(),
+                        sort,
+                    };
+                    let n = map
+                        .range(bound(first)..=bound(last))
+                        .next_back()
+                        .and_then(|(k, _)| super::log_number(&k.sort))
+                        .unwrap_or(0);
+                    let key = bound(super::log_entry(&log.sort, n + 1));
+                    map.insert(key, record);
+                }
             }
         }
         Ok(())

@@ -88,15 +88,54 @@ pub enum WriteOp {
         /// Condition.
         expect: Expect,
     },
+    /// Add `record` to the end of an ordered log: store it under `log.sort` followed by a
+    /// big-endian `u64` one greater than the greatest number stored under that prefix in
+    /// `log.partition` (1 when there is none). Every key under the prefix must be the prefix
+    /// plus 8 bytes.
+    ///
+    /// The number is chosen when the batch commits, not when it is planned, so concurrent
+    /// batches appending to one log never fail over it; appends to one log in one batch take
+    /// consecutive numbers in batch order. Since an append reads the log's end in the state it
+    /// commits to, entries become visible in number order: a reader that sees entry `n` sees
+    /// every entry before it that has not been deleted. The store's change feed relies on this.
+    Append {
+        /// The log: a partition and the sort-key prefix of its entries.
+        log: Key,
+        /// What to store.
+        record: Record,
+    },
+}
+
+/// The first and last sort keys of the entries of a log (see [`WriteOp::Append`]).
+pub fn log_bounds(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut first = prefix.to_vec();
+    first.extend_from_slice(&[0; 8]);
+    let mut last = prefix.to_vec();
+    last.extend_from_slice(&[0xff; 8]);
+    (first, last)
+}
+
+/// The sort key of entry `n` of the log at `prefix`.
+pub fn log_entry(prefix: &[u8], n: u64) -> Vec<u8> {
+    let mut sort = prefix.to_vec();
+    sort.extend_from_slice(&n.to_be_bytes());
+    sort
+}
+
+/// The number of a log entry, from its sort key (the last 8 bytes).
+pub fn log_number(sort: &[u8]) -> Option<u64> {
+    let at = sort.len().checked_sub(8)?;
+    Some(u64::from_be_bytes(sort[at..].try_into().ok()?))
 }
 
 impl WriteOp {
-    /// The key the operation touches.
+    /// The key the operation touches (for an append, the log's prefix).
     pub fn key(&self) -> &Key {
         match self {
             WriteOp::Put { key, .. } | WriteOp::Delete { key, .. } | WriteOp::Check { key, .. } => {
                 key
             }
+            WriteOp::Append { log, .. } => log,
         }
     }
 
@@ -105,12 +144,13 @@ impl WriteOp {
         match self {
             WriteOp::Put { expect, .. } | WriteOp::Delete { expect, .. } => *expect,
             WriteOp::Check { expect, .. } => Some(*expect),
+            WriteOp::Append { .. } => None,
         }
     }
 }
 
 /// Operations applied all or nothing. No key appears twice (DynamoDB forbids it; the store never
-/// builds such a batch).
+/// builds such a batch); several appends to one log are several keys.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct WriteBatch {
     /// In order.
@@ -216,6 +256,13 @@ pub trait Backend: Send + Sync + 'static {
     /// Why it cannot serve.
     fn ready(&self) -> Result<(), StorageError> {
         self.reader().map(|_| ())
+    }
+
+    /// Whether writers other than this process can change the data (a shared DynamoDB table).
+    /// A change feed waiting for new changes is woken by this process's commits; where others
+    /// write too, it also reads again every so often (docs/changes.md).
+    fn shared(&self) -> bool {
+        false
     }
 }
 

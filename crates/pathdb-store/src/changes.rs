@@ -1,0 +1,538 @@
+//! The change feed: every commit appends what it changed in each group to that group's change
+//! log, and [`Store::changes`] reads the log after a token (docs/changes.md).
+//!
+//! A log entry is one commit's changes in one group, in operation order: puts with the item as
+//! written, deletes and expiries with the path and the version that was removed. Entries are
+//! numbered by the backend at commit ([`WriteOp::Append`]), so concurrent writers never conflict
+//! over the log and entries become visible in number order: a reader that sees entry `n` has
+//! seen every entry before it. A token is a position: an entry number and how many of that
+//! entry's changes were already delivered.
+//!
+//! Retention: a token can be resumed while the first change it has not delivered is younger than
+//! [`StoreOptions::change_retention`](crate::StoreOptions); after that it answers
+//! [`Error::ChangesExpired`] (resync: list again and follow from the listing's token), whether or
+//! not the old entries were removed yet. Writers remove expired entries as they go.
+
+use crate::backend::{Backend, Direction, Key, Reader, Record, WriteBatch, WriteOp};
+use crate::store::{Inner, to_item};
+use crate::{Error, Item, Store, layout};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use event_listener::Listener as _;
+use pathdb_keys::KeyPath;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Changes per page when the request does not say.
+pub const DEFAULT_CHANGES_LIMIT: usize = 100;
+/// Most changes per page (a page may exceed it to finish a transaction: see [`Store::changes`]).
+pub const MAX_CHANGES_LIMIT: usize = 1000;
+/// The longest [`Store::wait_changes`] a server should grant.
+pub const MAX_CHANGES_WAIT: Duration = Duration::from_secs(60);
+/// Log entries read per poll at most, so that following a narrow prefix in a busy group returns
+/// (with an advanced token) instead of reading the whole log.
+const MAX_ENTRIES_PER_POLL: usize = 1000;
+/// Bytes of changes per log entry before a commit's changes continue in another entry: one
+/// entry must stay under DynamoDB's 400 KB item limit. A single change is never split (an item
+/// fits in 400 KB, and so does its change with a path and a few numbers more).
+const ENTRY_BUDGET: usize = 200_000;
+/// One commit in this many also removes expired log entries (reading the log's oldest entries
+/// costs a query on DynamoDB; every commit paying it would be waste).
+const TRIM_EVERY: u64 = 8;
+/// Expired entries removed per trim, at most.
+const TRIM_BATCH: usize = 16;
+/// How often a waiting feed reads again on a backend other processes write too.
+const SHARED_POLL: Duration = Duration::from_millis(200);
+const TOKEN_VERSION: u8 = 1;
+
+/// A position in one group's change feed. Opaque outside the store: pass back what
+/// [`Store::changes`], [`Store::changes_token`] or a listing returned, as its string form.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ChangeToken {
+    /// A hash of the group, to refuse a token from another group.
+    group: u32,
+    /// The first log entry not fully delivered.
+    entry: u64,
+    /// Changes of that entry already delivered.
+    offset: u32,
+}
+
+impl std::fmt::Display for ChangeToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut raw = Vec::with_capacity(17);
+        raw.push(TOKEN_VERSION);
+        raw.extend_from_slice(&self.group.to_be_bytes());
+        raw.extend_from_slice(&self.entry.to_be_bytes());
+        raw.extend_from_slice(&self.offset.to_be_bytes());
+        f.write_str(&URL_SAFE_NO_PAD.encode(raw))
+    }
+}
+
+impl std::str::FromStr for ChangeToken {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<ChangeToken, Error> {
+        let invalid = || Error::InvalidChangeToken("not a change token".into());
+        let raw = URL_SAFE_NO_PAD.decode(s).map_err(|_| invalid())?;
+        if raw.len() != 17 || raw[0] != TOKEN_VERSION {
+            return Err(invalid());
+        }
+        let group = u32::from_be_bytes(raw[1..5].try_into().map_err(|_| invalid())?);
+        let entry = u64::from_be_bytes(raw[5..13].try_into().map_err(|_| invalid())?);
+        let offset = u32::from_be_bytes(raw[13..17].try_into().map_err(|_| invalid())?);
+        if entry == 0 {
+            return Err(invalid());
+        }
+        Ok(ChangeToken {
+            group,
+            entry,
+            offset,
+        })
+    }
+}
+
+impl serde::Serialize for ChangeToken {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// One change to an item.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Change {
+    /// The item was created or replaced; this is the item as written.
+    Put(Item),
+    /// The item was deleted or expired; `version` is the version it had.
+    Delete {
+        /// The item's path.
+        path: KeyPath,
+        /// The version that was removed.
+        version: u64,
+    },
+}
+
+impl Change {
+    /// The path the change is about.
+    pub fn path(&self) -> &KeyPath {
+        match self {
+            Change::Put(item) => &item.path,
+            Change::Delete { path, .. } => path,
+        }
+    }
+}
+
+/// A change and the position right after it (an SSE event id: resuming from it delivers what
+/// follows).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ChangeEntry {
+    /// The change.
+    pub change: Change,
+    /// The position after this change.
+    pub token: ChangeToken,
+}
+
+/// What [`Store::changes`] returns.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ChangePage {
+    /// The changes under the prefix, in commit order.
+    pub changes: Vec<ChangeEntry>,
+    /// Where to continue: after every change this page read, including those outside the prefix.
+    pub next_token: ChangeToken,
+}
+
+/// A change as the log stores it: a put has the item's metadata and value, a delete neither.
+/// (A plain struct: serde's internally tagged enums cannot hold a borrowed `RawValue`.)
+#[derive(Serialize, Deserialize)]
+struct Logged<'a> {
+    op: Op,
+    path: String,
+    version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    created_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    modified_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<i64>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    value: Option<&'a RawValue>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Op {
+    Put,
+    Delete,
+}
+
+/// A log entry: changes of one commit in one group; `end` is false when the commit continues in
+/// the next entry.
+#[derive(Serialize, Deserialize)]
+struct Entry<'a> {
+    #[serde(borrow)]
+    changes: Vec<Logged<'a>>,
+    end: bool,
+}
+
+fn logged(change: &Change) -> Result<Logged<'_>, Error> {
+    Ok(match change {
+        Change::Put(item) => Logged {
+            op: Op::Put,
+            path: item.path.to_string(),
+            version: item.version,
+            created_at: Some(item.created_at.0),
+            modified_at: Some(item.modified_at.0),
+            expires_at: item.expires_at.map(|t| t.0),
+            value: Some(serde_json::from_str(item.value.as_str()).map_err(corrupt)?),
+        },
+        Change::Delete { path, version } => Logged {
+            op: Op::Delete,
+            path: path.to_string(),
+            version: *version,
+            created_at: None,
+            modified_at: None,
+            expires_at: None,
+            value: None,
+        },
+    })
+}
+
+fn unlogged(logged: &Logged<'_>) -> Result<Change, Error> {
+    let path = logged.path.parse::<KeyPath>().map_err(corrupt)?;
+    Ok(match (logged.op, logged.value) {
+        (Op::Put, Some(value)) => Change::Put(to_item(
+            path,
+            Record {
+                version: logged.version,
+                created_at: logged.created_at.unwrap_or_default(),
+                modified_at: logged.modified_at.unwrap_or_default(),
+                expires_at: logged.expires_at,
+                value: value.get().as_bytes().to_vec(),
+            },
+        )?),
+        (Op::Put, None) => {
+            return Err(crate::StorageError::msg(
+                "corrupt change log entry: a put without a value",
+            )
+            .into());
+        }
+        (Op::Delete, _) => Change::Delete {
+            path,
+            version: logged.version,
+        },
+    })
+}
+
+fn corrupt(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    crate::StorageError::new("corrupt change log entry", e).into()
+}
+
+/// FNV-1a of the group's encoding: stable across builds and restarts.
+fn group_hash(partition: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in partition {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// Adds to `batch` the log entries for `changes` (in order, grouped by group) and, now and then,
+/// the removal of expired entries. `owners` gets one path per added operation.
+pub(crate) fn log_changes<B: Backend, R: Reader>(
+    inner: &Inner<B>,
+    reader: &R,
+    batch: &mut WriteBatch,
+    owners: &mut Vec<KeyPath>,
+    changes: &[Change],
+    now: i64,
+) -> Result<(), Error> {
+    let mut groups: Vec<(Vec<u8>, Vec<&Change>)> = Vec::new();
+    for change in changes {
+        let partition = change.path().partition_key();
+        match groups.iter_mut().find(|(p, _)| *p == partition) {
+            Some((_, list)) => list.push(change),
+            None => groups.push((partition, vec![change])),
+        }
+    }
+    let trim = !groups.is_empty()
+        && inner.commits_logged.fetch_add(1, Ordering::Relaxed) % TRIM_EVERY == 0;
+    for (partition, list) in groups {
+        let owner = list[0].path().clone();
+        let mut parts: Vec<Vec<Logged<'_>>> = vec![Vec::new()];
+        let mut size = 0;
+        for change in list {
+            let l = logged(change)?;
+            let bytes = change_size(change);
+            let current = parts.last_mut().expect("parts is never empty");
+            if !current.is_empty() && size + bytes > ENTRY_BUDGET {
+                parts.push(Vec::new());
+                size = 0;
+            }
+            size += bytes;
+            parts.last_mut().expect("parts is never empty").push(l);
+        }
+        let count = parts.len();
+        for (i, changes) in parts.into_iter().enumerate() {
+            let entry = Entry {
+                changes,
+                end: i + 1 == count,
+            };
+            batch.ops.push(WriteOp::Append {
+                log: layout::change_log(&partition),
+                record: Record {
+                    version: 1,
+                    created_at: now,
+                    modified_at: now,
+                    expires_at: None,
+                    value: serde_json::to_vec(&entry).map_err(corrupt)?,
+                },
+            });
+            owners.push(owner.clone());
+        }
+        if trim {
+            let horizon = now.saturating_sub(retention_micros(inner));
+            let room = inner
+                .backend
+                .max_batch_ops()
+                .saturating_sub(batch.ops.len());
+            for (sort, record) in reader.scan(
+                &partition,
+                &layout::change_range(1),
+                Direction::Forward,
+                TRIM_BATCH.min(room),
+            )? {
+                if record.created_at >= horizon {
+                    break;
+                }
+                batch.ops.push(WriteOp::Delete {
+                    key: Key {
+                        partition: partition.clone(),
+                        sort,
+                    },
+                    expect: None,
+                });
+                owners.push(owner.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn change_size(change: &Change) -> usize {
+    match change {
+        Change::Put(item) => item.value.as_str().len() + 128 + 2 * item.path.encode().len(),
+        Change::Delete { path, .. } => 64 + 2 * path.encode().len(),
+    }
+}
+
+fn retention_micros<B>(inner: &Inner<B>) -> i64 {
+    i64::try_from(inner.options.change_retention.as_micros()).unwrap_or(i64::MAX)
+}
+
+impl<B: Backend> Store<B> {
+    /// The current position of the change feed of `prefix`'s group: following from it delivers
+    /// every change committed after this call.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn changes_token(&self, prefix: &KeyPath) -> Result<ChangeToken, Error> {
+        let reader = self.backend().reader()?;
+        current_token(&reader, &prefix.partition_key())
+    }
+
+    /// The changes under `prefix` (the path and its subtree) after `since`, at most about
+    /// `limit` of them, in commit order. Without `since`, no changes and the current position.
+    ///
+    /// A page never ends inside a commit, so a transaction's changes in this group arrive
+    /// together (a page may hold more than `limit` changes to finish one). Changes in the group
+    /// but outside `prefix` are read and skipped: `next_token` moves past them.
+    ///
+    /// # Errors
+    /// [`Error::ChangesExpired`] when changes after `since` are older than the retention window
+    /// (or the token is ahead of this database); [`Error::InvalidChangeToken`] for a token of
+    /// another group; [`Error::InvalidRequest`] for a bad limit; storage failures.
+    pub fn changes(
+        &self,
+        prefix: &KeyPath,
+        since: Option<&ChangeToken>,
+        limit: usize,
+    ) -> Result<ChangePage, Error> {
+        if !(1..=MAX_CHANGES_LIMIT).contains(&limit) {
+            return Err(Error::InvalidRequest(format!(
+                "limit must be 1..={MAX_CHANGES_LIMIT}, got {limit}"
+            )));
+        }
+        let partition = prefix.partition_key();
+        let reader = self.backend().reader()?;
+        let Some(since) = since else {
+            return Ok(ChangePage {
+                changes: Vec::new(),
+                next_token: current_token(&reader, &partition)?,
+            });
+        };
+        let group = group_hash(&partition);
+        if since.group != group {
+            return Err(Error::InvalidChangeToken(format!(
+                "the token is not a position in the changes of the group of {prefix}"
+            )));
+        }
+        let expired = |why: &str| {
+            Error::ChangesExpired(format!(
+                "{why}; list again and follow from the listing's changes_token (retention: {} s)",
+                self.inner.options.change_retention.as_secs()
+            ))
+        };
+        let horizon = self.now().saturating_sub(retention_micros(&self.inner));
+        // Read from the entry before the token's: finding it proves nothing between was removed
+        // (writers never remove a log's newest entry, which they just wrote after it).
+        let mut cursor = since.entry.saturating_sub(1).max(1);
+        let mut changes = Vec::new();
+        let mut next = *since;
+        let mut entries_read = 0;
+        let mut found_any = false;
+        let mut checked_age = false;
+        'read: loop {
+            let want = (limit + 2).min(MAX_ENTRIES_PER_POLL + 1 - entries_read);
+            let batch = reader.scan(
+                &partition,
+                &layout::change_range(cursor),
+                Direction::Forward,
+                want,
+            )?;
+            let exhausted = batch.len() < want;
+            for (sort, record) in batch {
+                let n = layout::change_number(&sort)
+                    .ok_or_else(|| crate::StorageError::msg("corrupt change log key"))?;
+                cursor = n + 1;
+                if !found_any {
+                    found_any = true;
+                    if n + 1 == since.entry {
+                        continue;
+                    }
+                    if n > since.entry {
+                        return Err(expired("changes after the token were removed"));
+                    }
+                }
+                if !checked_age {
+                    checked_age = true;
+                    if record.created_at < horizon {
+                        return Err(expired(
+                            "changes after the token are older than the retention window",
+                        ));
+                    }
+                }
+                entries_read += 1;
+                let entry: Entry<'_> = serde_json::from_slice(&record.value).map_err(corrupt)?;
+                let total = entry.changes.len();
+                let skip = if n == since.entry {
+                    since.offset as usize
+                } else {
+                    0
+                };
+                for (i, logged) in entry.changes.iter().enumerate().skip(skip) {
+                    let change = unlogged(logged)?;
+                    if !prefix.covers(change.path()) {
+                        continue;
+                    }
+                    let token = if i + 1 < total {
+                        ChangeToken {
+                            group,
+                            entry: n,
+                            offset: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                        }
+                    } else {
+                        ChangeToken {
+                            group,
+                            entry: n + 1,
+                            offset: 0,
+                        }
+                    };
+                    changes.push(ChangeEntry { change, token });
+                }
+                next = ChangeToken {
+                    group,
+                    entry: n + 1,
+                    offset: 0,
+                };
+                if entry.end && (changes.len() >= limit || entries_read >= MAX_ENTRIES_PER_POLL) {
+                    break 'read;
+                }
+            }
+            if exhausted {
+                break;
+            }
+        }
+        if !found_any && since.entry > 1 {
+            // Not even the entry before the token exists: the token is ahead of this log.
+            return Err(expired(
+                "the token is ahead of this database's changes (was it restored from a backup?)",
+            ));
+        }
+        Ok(ChangePage {
+            changes,
+            next_token: next,
+        })
+    }
+
+    /// [`Store::changes`], waiting up to `timeout` for at least one change: woken by this
+    /// process's commits (no polling) and, on a backend other processes write too
+    /// ([`Backend::shared`]), also reading again every 200 ms.
+    ///
+    /// # Errors
+    /// As [`Store::changes`].
+    pub fn wait_changes(
+        &self,
+        prefix: &KeyPath,
+        since: &ChangeToken,
+        limit: usize,
+        timeout: Duration,
+    ) -> Result<ChangePage, Error> {
+        let deadline = Instant::now() + timeout;
+        let mut since = *since;
+        loop {
+            // Listen before reading: a commit between the read and the wait still wakes it.
+            let listener = self.commit_listener();
+            let page = self.changes(prefix, Some(&since), limit)?;
+            let now = Instant::now();
+            if !page.changes.is_empty() || now >= deadline {
+                return Ok(page);
+            }
+            since = page.next_token;
+            let wake = if self.backend().shared() {
+                deadline.min(now + SHARED_POLL)
+            } else {
+                deadline
+            };
+            let _ = listener.wait_deadline(wake);
+        }
+    }
+
+    /// A listener that completes at this store's next commit (of any group): for async callers
+    /// that wait for changes without a thread each (await it, then call [`Store::changes`]).
+    /// Create it before reading, so that no commit falls between.
+    pub fn commit_listener(&self) -> event_listener::EventListener {
+        self.inner.commits.listen()
+    }
+
+    /// How often a waiting feed must read again because other processes write (`None`: this
+    /// process's commits are every change, so waiting on [`Store::commit_listener`] suffices).
+    pub fn changes_poll_interval(&self) -> Option<Duration> {
+        self.backend().shared().then_some(SHARED_POLL)
+    }
+}
+
+/// The position after the newest entry of `partition`'s log, as `reader` sees it.
+pub(crate) fn current_token<R: Reader>(reader: &R, partition: &[u8]) -> Result<ChangeToken, Error> {
+    let newest = reader.scan(partition, &layout::change_range(1), Direction::Reverse, 1)?;
+    let last = newest
+        .first()
+        .and_then(|(sort, _)| layout::change_number(sort))
+        .unwrap_or(0);
+    Ok(ChangeToken {
+        group: group_hash(partition),
+        entry: last + 1,
+        offset: 0,
+    })
+}

@@ -1,0 +1,607 @@
+//! The change feed and generated ids (docs/changes.md): a follower that applies the feed to a
+//! listing ends with the final listing; order, resumption, expiry of tokens, restarts; sequences
+//! under concurrent creators.
+
+use super::{Harness, manual_options, path, value};
+use crate::backend::Backend;
+use crate::{
+    Change, ChangeToken, Error, Expiry, IdKind, Item, ListRequest, Parent, PutOptions, Store,
+    Transaction, TxResult,
+};
+use pathdb_keys::KeyPath;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Barrier;
+use std::time::Duration;
+
+/// A small deterministic generator: workloads need no `rand` dependency to vary by seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// What a follower holds: path → (version, value text).
+type Replica = BTreeMap<KeyPath, (u64, String)>;
+
+fn listing<B: Backend>(store: &Store<B>, prefix: &KeyPath) -> (Replica, Option<ChangeToken>) {
+    let mut request = ListRequest::new(prefix.clone());
+    request.limit = 1000;
+    let mut replica = Replica::new();
+    let mut token = None;
+    loop {
+        let page = store.list(&request).expect("list");
+        token = token.or(page.changes_token);
+        for item in page.items {
+            replica.insert(item.path.clone(), (item.version, item.value.to_string()));
+        }
+        match page.next_page_token {
+            Some(t) => request.page_token = Some(t),
+            None => return (replica, token),
+        }
+    }
+}
+
+/// Applies a change the way docs/changes.md tells clients to: only if it is not older than what
+/// the replica holds (a listing on a backend without snapshots may already show it).
+fn apply(replica: &mut Replica, change: &Change) {
+    match change {
+        Change::Put(item) => {
+            if replica
+                .get(&item.path)
+                .is_none_or(|(v, _)| *v <= item.version)
+            {
+                replica.insert(item.path.clone(), (item.version, item.value.to_string()));
+            }
+        }
+        Change::Delete { path, version } => {
+            if replica.get(path).is_some_and(|(v, _)| v <= version) {
+                replica.remove(path);
+            }
+        }
+    }
+}
+
+/// Reads the feed to its end from `token`; returns the changes and the final token.
+fn drain<B: Backend>(
+    store: &Store<B>,
+    prefix: &KeyPath,
+    mut token: ChangeToken,
+    limit: usize,
+) -> (Vec<(Change, ChangeToken)>, ChangeToken) {
+    let mut all = Vec::new();
+    loop {
+        let page = store
+            .changes(prefix, Some(&token), limit)
+            .expect("read changes");
+        let done = page.changes.is_empty() && page.next_token == token;
+        all.extend(page.changes.into_iter().map(|c| (c.change, c.token)));
+        token = page.next_token;
+        if done {
+            return (all, token);
+        }
+    }
+}
+
+fn ttl(seconds: u64) -> PutOptions {
+    PutOptions {
+        expires: Some(Expiry::After(Duration::from_secs(seconds))),
+        ..PutOptions::default()
+    }
+}
+
+/// For many seeds, writers put (with and without history and TTL), delete and run transactions
+/// in one group while the clock moves and expired items are swept; a follower that listed the
+/// subtree first and applies the feed (polled in between, with small pages) ends equal to a
+/// final listing, for the group and for a prefix inside it. The feed delivers each path's changes
+/// in increasing version order.
+pub fn change_feed_completeness<H: Harness>(harness: &H) {
+    for seed in 1..=12u64 {
+        let (clock, store) = {
+            let (clock, options) = manual_options();
+            (clock, harness.open(options))
+        };
+        let store: &Store<H::Backend> = &store;
+        let group = path("/feed-1");
+        let inner = path("/feed-1/a-1");
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let paths: Vec<KeyPath> = (0..6)
+            .map(|i| {
+                path(match i {
+                    0 => "/feed-1",
+                    1 => "/feed-1/a-1",
+                    2 => "/feed-1/a-1/b-1",
+                    3 => "/feed-1/a-2",
+                    4 => "/feed-1/c-x",
+                    _ => "/feed-1/a-1/b-2",
+                })
+            })
+            .collect();
+        // Something before the follower starts.
+        store.put(&paths[1], value(0), ttl(30)).expect("put");
+        let (mut whole, whole_token) = listing(store, &group);
+        let (mut part, part_token) = listing(store, &inner);
+        let (mut whole_token, mut part_token) = (
+            whole_token.expect("a first page has a changes token"),
+            part_token.expect("a first page has a changes token"),
+        );
+        let mut last_seen: BTreeMap<KeyPath, u64> = BTreeMap::new();
+        for step in 0..40 {
+            let p = &paths[rng.below(paths.len() as u64) as usize];
+            let n = step as i64;
+            let _ = match rng.below(8) {
+                0 | 1 => store.put(p, value(n), PutOptions::default()).map(drop),
+                2 => store
+                    .put(
+                        p,
+                        value(n),
+                        PutOptions {
+                            history: true,
+                            ..PutOptions::default()
+                        },
+                    )
+                    .map(drop),
+                3 => store.put(p, value(n), ttl(1 + rng.below(20))).map(drop),
+                4 => store.delete(p, None).map(drop),
+                5 => {
+                    let q = &paths[(paths.iter().position(|x| x == p).unwrap_or(0) + 1) % 6];
+                    store
+                        .transact(
+                            Transaction::new()
+                                .put(p.clone(), value(n), PutOptions::default())
+                                .delete(q.clone(), None),
+                        )
+                        .map(drop)
+                }
+                6 => {
+                    clock.advance(Duration::from_secs(rng.below(15)));
+                    store.sweep_expired().map(drop)
+                }
+                _ => Ok(()),
+            };
+            if rng.below(4) == 0 {
+                let limit = 1 + rng.below(3) as usize;
+                for (replica, prefix, token) in [
+                    (&mut whole, &group, &mut whole_token),
+                    (&mut part, &inner, &mut part_token),
+                ] {
+                    let page = store.changes(prefix, Some(token), limit).expect("changes");
+                    for entry in &page.changes {
+                        let c = &entry.change;
+                        let version = match c {
+                            Change::Put(item) => item.version,
+                            Change::Delete { version, .. } => *version,
+                        };
+                        if std::ptr::eq(prefix, &group) {
+                            let before = last_seen.insert(c.path().clone(), version);
+                            assert!(
+                                before.is_none_or(|b| b <= version),
+                                "seed {seed}: {} went from version {before:?} to {version}",
+                                c.path()
+                            );
+                        }
+                        apply(replica, c);
+                    }
+                    *token = page.next_token;
+                }
+            }
+        }
+        // Whatever is due is swept (and so logged) before the final comparison.
+        store.sweep_expired().expect("sweep");
+        for (replica, prefix, token) in [
+            (&mut whole, &group, whole_token),
+            (&mut part, &inner, part_token),
+        ] {
+            let (changes, _) = drain(store, prefix, token, 2);
+            for (c, _) in &changes {
+                assert!(prefix.covers(c.path()), "{} is outside {prefix}", c.path());
+                apply(replica, c);
+            }
+            let (expected, _) = listing(store, prefix);
+            assert_eq!(*replica, expected, "seed {seed}: follower of {prefix}");
+        }
+    }
+}
+
+/// Concurrent writers (puts, deletes, transactions) in one group while a follower waits for
+/// changes: the follower ends equal to the final listing.
+pub fn change_feed_with_concurrent_writers<H: Harness>(harness: &H) {
+    let (_clock, options) = manual_options();
+    let store = harness.open(options);
+    let store: &Store<H::Backend> = &store;
+    let group = path("/live-1");
+    let (mut replica, token) = listing(store, &group);
+    let mut token = token.expect("a changes token");
+    const WRITERS: u64 = 4;
+    const WRITES: u64 = 12;
+    let barrier = Barrier::new(WRITERS as usize);
+    std::thread::scope(|s| {
+        for w in 0..WRITERS {
+            let barrier = &barrier;
+            s.spawn(move || {
+                barrier.wait();
+                let mut rng = Rng(w + 1);
+                for i in 0..WRITES {
+                    let p = path(&format!("/live-1/k-{}", rng.below(5)));
+                    let q = path(&format!("/live-1/k-{}/x-{w}", rng.below(5)));
+                    let result = match rng.below(3) {
+                        0 => store
+                            .put(&p, value(i as i64), PutOptions::default())
+                            .map(drop),
+                        1 => store.delete(&p, None).map(drop),
+                        _ => store
+                            .transact(
+                                Transaction::new()
+                                    .put(p, value(i as i64), PutOptions::default())
+                                    .put(q, value(i as i64), PutOptions::default()),
+                            )
+                            .map(drop),
+                    };
+                    match result {
+                        Ok(()) | Err(Error::Conflict { .. }) => {}
+                        Err(e) => panic!("writer {w}: {e}"),
+                    }
+                }
+            });
+        }
+        // The follower, meanwhile.
+        for _ in 0..WRITERS * WRITES {
+            let page = store
+                .wait_changes(&group, &token, 5, Duration::from_millis(20))
+                .expect("wait for changes");
+            for entry in &page.changes {
+                apply(&mut replica, &entry.change);
+            }
+            token = page.next_token;
+        }
+    });
+    let (rest, _) = drain(store, &group, token, 7);
+    for (c, _) in &rest {
+        apply(&mut replica, c);
+    }
+    assert_eq!(replica, listing(store, &group).0);
+}
+
+/// Changes come in commit order with every change's token resuming right after it; a
+/// transaction's changes in the group come together on one page even with a limit of 1; no
+/// `since` answers the current position and no changes; a waiting read returns as soon as a
+/// commit lands.
+pub fn change_feed_order_and_resume<H: Harness>(harness: &H) {
+    let (_clock, options) = manual_options();
+    let store = harness.open(options);
+    let store: &Store<H::Backend> = &store;
+    let group = path("/ord-1");
+    let start = store.changes(&group, None, 10).expect("position");
+    assert!(start.changes.is_empty());
+    assert_eq!(
+        start.next_token,
+        store.changes_token(&group).expect("token")
+    );
+    let p = |s: &str| path(&format!("/ord-1/{s}"));
+    store
+        .put(&p("a-1"), value(1), PutOptions::default())
+        .unwrap();
+    store
+        .put(&p("a-2"), value(2), PutOptions::default())
+        .unwrap();
+    store
+        .transact(
+            Transaction::new()
+                .put(p("a-3"), value(3), PutOptions::default())
+                .delete(p("a-1"), None)
+                .put(path("/other-1"), value(0), PutOptions::default())
+                .put(p("a-2"), value(4), PutOptions::default()),
+        )
+        .unwrap();
+    store.delete(&p("a-9"), None).unwrap(); // Nothing to delete: no change.
+    store
+        .put(&p("a-1"), value(5), PutOptions::default())
+        .unwrap();
+    let describe = |c: &Change| match c {
+        Change::Put(item) => format!("put {} v{}", item.path, item.version),
+        Change::Delete { path, version } => format!("delete {path} v{version}"),
+    };
+    let expected = [
+        "put /ord-1/a-1 v1",
+        "put /ord-1/a-2 v1",
+        "put /ord-1/a-3 v1",
+        "delete /ord-1/a-1 v1",
+        "put /ord-1/a-2 v2",
+        "put /ord-1/a-1 v3",
+    ];
+    let (all, end) = drain(store, &group, start.next_token, 1);
+    assert_eq!(
+        all.iter().map(|(c, _)| describe(c)).collect::<Vec<_>>(),
+        expected
+    );
+    // The transaction's three changes in this group come on one page even with limit 1.
+    let page = store
+        .changes(&group, Some(&all[1].1), 1)
+        .expect("after the second put");
+    assert_eq!(
+        page.changes.len(),
+        3,
+        "a transaction's changes come together"
+    );
+    // Resuming from each change's token gives exactly what follows it.
+    for (i, (_, token)) in all.iter().enumerate() {
+        let (rest, rest_end) = drain(store, &group, *token, 2);
+        assert_eq!(
+            rest.iter().map(|(c, _)| describe(c)).collect::<Vec<_>>(),
+            expected[i + 1..],
+            "resuming after change {i}"
+        );
+        assert_eq!(rest_end, end);
+    }
+    // A token survives its string form.
+    let text = end.to_string();
+    assert_eq!(text.parse::<ChangeToken>().expect("parses"), end);
+    // A waiting read returns the commit that wakes it.
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            store
+                .wait_changes(&group, &end, 10, Duration::from_secs(60))
+                .expect("wait")
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        store
+            .put(&p("a-4"), value(6), PutOptions::default())
+            .unwrap();
+        let page = waiter.join().expect("waiter");
+        assert_eq!(page.changes.len(), 1);
+        assert_eq!(page.changes[0].change.path(), &p("a-4"));
+    });
+    // A wait with nothing to deliver times out empty, at the same position.
+    let now = store.changes_token(&group).unwrap();
+    let page = store
+        .wait_changes(&group, &now, 10, Duration::from_millis(30))
+        .unwrap();
+    assert!(page.changes.is_empty());
+    assert_eq!(page.next_token, now);
+}
+
+/// A token whose next change is older than the retention window answers
+/// [`Error::ChangesExpired`]; a caught-up token stays valid however old; a token of another
+/// group is refused; a malformed one too; a restart keeps tokens (where the backend keeps data).
+pub fn change_feed_tokens_expire_and_survive_restarts<H: Harness>(harness: &H) {
+    let (clock, mut options) = manual_options();
+    options.change_retention = Duration::from_secs(3600);
+    let store = harness.open(options.clone());
+    let group = path("/ret-1");
+    let p = path("/ret-1/a-1");
+    let early = store.changes_token(&group).unwrap();
+    store.put(&p, value(1), PutOptions::default()).unwrap();
+    let caught_up = store.changes_token(&group).unwrap();
+    clock.advance(Duration::from_secs(2 * 3600));
+    match store.changes(&group, Some(&early), 10) {
+        Err(Error::ChangesExpired(_)) => {}
+        other => panic!("an expired token must say so, got {other:?}"),
+    }
+    // Nothing was missed after the caught-up token: it stays valid.
+    let page = store.changes(&group, Some(&caught_up), 10).unwrap();
+    assert!(page.changes.is_empty());
+    // Later writes remove the old entries; the early token stays expired.
+    for i in 0..20 {
+        store.put(&p, value(i), PutOptions::default()).unwrap();
+    }
+    assert!(matches!(
+        store.changes(&group, Some(&early), 10),
+        Err(Error::ChangesExpired(_))
+    ));
+    let (changes, end) = drain(&store, &group, caught_up, 100);
+    assert_eq!(changes.len(), 20);
+    match store.changes(&path("/ret-2"), Some(&caught_up), 10) {
+        Err(Error::InvalidChangeToken(_)) => {}
+        other => panic!("a token of another group must be refused, got {other:?}"),
+    }
+    assert!(matches!(
+        "not-a-token".parse::<ChangeToken>(),
+        Err(Error::InvalidChangeToken(_))
+    ));
+    if let Some(store) = harness.reopen(store, options) {
+        let page = store.changes(&group, Some(&end), 10).unwrap();
+        assert!(page.changes.is_empty(), "nothing after the end");
+        store.put(&p, value(99), PutOptions::default()).unwrap();
+        let page = store.changes(&group, Some(&end), 10).unwrap();
+        assert_eq!(
+            page.changes.len(),
+            1,
+            "a token from before the restart resumes"
+        );
+        let (again, _) = drain(&store, &group, changes[5].1, 100);
+        assert_eq!(again.len(), 15, "14 from before the restart and 1 after");
+    }
+}
+
+fn created(results: Vec<TxResult>) -> Vec<Item> {
+    results
+        .into_iter()
+        .filter_map(|r| match r {
+            TxResult::Put(item) => Some(item),
+            _ => None,
+        })
+        .collect()
+}
+
+fn int_id(path: &KeyPath) -> u64 {
+    match path.last().id() {
+        Some(pathdb_keys::Id::Int(n)) => n.magnitude(),
+        other => panic!("{path}: expected an integer id, got {other:?}"),
+    }
+}
+
+/// Eight creators racing on one sequence (children and new groups) get distinct ids, each
+/// creator's increasing; deleting the newest does not make its id come back; uuid and rand53
+/// ids are of their kind; a transaction creates an item and a child under it.
+pub fn generated_ids<H: Harness>(harness: &H) {
+    let (_clock, options) = manual_options();
+    let store = harness.open(options);
+    let store: &Store<H::Backend> = &store;
+    let parent = path("/seq-1");
+    const CREATORS: usize = 8;
+    const EACH: usize = 4;
+    let barrier = Barrier::new(CREATORS);
+    let ids: Vec<Vec<(u64, u64)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..CREATORS)
+            .map(|c| {
+                let (barrier, parent) = (&barrier, &parent);
+                s.spawn(move || {
+                    barrier.wait();
+                    (0..EACH)
+                        .map(|i| {
+                            let child = store
+                                .create(
+                                    Some(parent),
+                                    "post",
+                                    IdKind::Sequence,
+                                    value(i as i64),
+                                    PutOptions::default(),
+                                )
+                                .expect("create a child");
+                            let group = store
+                                .create(
+                                    None,
+                                    "seqgroup",
+                                    IdKind::Sequence,
+                                    value(c as i64),
+                                    PutOptions::default(),
+                                )
+                                .expect("create a group");
+                            (int_id(&child.path), int_id(&group.path))
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("creator"))
+            .collect()
+    });
+    for column in [0, 1] {
+        let mut all = HashSet::new();
+        for creator in &ids {
+            let mine: Vec<u64> = creator
+                .iter()
+                .map(|p| if column == 0 { p.0 } else { p.1 })
+                .collect();
+            assert!(mine.windows(2).all(|w| w[0] < w[1]), "{mine:?}");
+            for id in mine {
+                assert!(all.insert(id), "id {id} issued twice");
+            }
+        }
+        let expected: HashSet<u64> = (1..=(CREATORS * EACH) as u64).collect();
+        assert_eq!(all, expected, "ids 1..=32 without gaps");
+    }
+    let newest = path(&format!("/seq-1/post-{}", CREATORS * EACH));
+    store.delete(&newest, None).unwrap();
+    let next = store
+        .create(
+            Some(&parent),
+            "post",
+            IdKind::Sequence,
+            value(0),
+            PutOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(int_id(&next.path), (CREATORS * EACH) as u64 + 1);
+    // An id written by hand ahead of the sequence is skipped, never overwritten.
+    let ahead = path(&format!("/seq-1/post-{}", CREATORS * EACH + 2));
+    store.put(&ahead, value(7), PutOptions::default()).unwrap();
+    let a = store
+        .create(
+            Some(&parent),
+            "post",
+            IdKind::Sequence,
+            value(0),
+            PutOptions::default(),
+        )
+        .unwrap();
+    let b = store
+        .create(
+            Some(&parent),
+            "post",
+            IdKind::Sequence,
+            value(0),
+            PutOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(
+        (int_id(&a.path), int_id(&b.path)),
+        ((CREATORS * EACH) as u64 + 3, (CREATORS * EACH) as u64 + 4)
+    );
+    assert_eq!(store.get(&ahead).unwrap().map(|i| i.version), Some(1));
+    let uuid = store
+        .create(
+            Some(&parent),
+            "doc",
+            IdKind::Uuid,
+            value(1),
+            PutOptions::default(),
+        )
+        .unwrap();
+    assert!(matches!(
+        uuid.path.last().id(),
+        Some(pathdb_keys::Id::Uuid(u)) if u.get_version_num() == 4
+    ));
+    let r = store
+        .create(
+            Some(&parent),
+            "r",
+            IdKind::Rand53,
+            value(1),
+            PutOptions::default(),
+        )
+        .unwrap();
+    assert!((1..1 << 53).contains(&int_id(&r.path)));
+    // A transaction creates a post and a comment under it, and puts a fixed path.
+    let items = created(
+        store
+            .transact(
+                Transaction::new()
+                    .create(
+                        Parent::Path(parent.clone()),
+                        "post",
+                        IdKind::Sequence,
+                        value(1),
+                    )
+                    .create(Parent::Created(0), "comment", IdKind::Sequence, value(2))
+                    .put(path("/seq-1/index-1"), value(3), PutOptions::default()),
+            )
+            .unwrap(),
+    );
+    assert_eq!(items.len(), 3);
+    assert_eq!(items[1].path.parent(), Some(items[0].path.clone()));
+    assert_eq!(int_id(&items[1].path), 1);
+    for item in &items {
+        assert_eq!(store.get(&item.path).unwrap().as_ref(), Some(item));
+    }
+    // Creates are changes like any put.
+    let token = store.changes_token(&parent).unwrap();
+    let c = store
+        .create(
+            Some(&parent),
+            "post",
+            IdKind::Sequence,
+            value(9),
+            PutOptions::default(),
+        )
+        .unwrap();
+    let page = store.changes(&parent, Some(&token), 10).unwrap();
+    assert_eq!(page.changes.len(), 1);
+    assert_eq!(page.changes[0].change, Change::Put(c));
+    // A reference to something that is not an earlier create is refused.
+    assert!(matches!(
+        store.transact(Transaction::new().create(Parent::Created(0), "x", IdKind::Uuid, value(1))),
+        Err(Error::InvalidRequest(_))
+    ));
+}
