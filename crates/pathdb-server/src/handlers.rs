@@ -45,7 +45,7 @@ fn parse_path(text: &str) -> Result<KeyPath, ApiError> {
 }
 
 /// An item with `ETag: "<version>"`, so HTTP caches and `If-Match` speak the same versions.
-fn item_response(status: StatusCode, item: ItemOut) -> Response {
+pub(crate) fn item_response(status: StatusCode, item: ItemOut) -> Response {
     let etag = HeaderValue::from_str(&precondition::etag(item.version)).ok();
     let mut response = (status, axum::Json(item)).into_response();
     if let Some(etag) = etag {
@@ -290,6 +290,7 @@ pub async fn list<B: Backend>(
     Ok(axum::Json(ListOut {
         items: page.items.into_iter().map(Into::into).collect(),
         next_page_token: page.next_page_token,
+        changes_token: page.changes_token.map(|t| t.to_string()),
     }))
 }
 
@@ -385,6 +386,26 @@ pub async fn transact<B: Backend>(
                     ApiError::bad_request("a check needs if_version, must_exist or must_not_exist")
                 })?,
             },
+            TxOpIn::Create {
+                path,
+                id,
+                value,
+                history,
+                ttl_seconds,
+            } => {
+                let (parent, namespace) = crate::changes::create_target(&path)?;
+                TxOp::Create {
+                    parent,
+                    namespace,
+                    id: id.parse()?,
+                    value: JsonText::parse(value.get())?,
+                    options: PutOptions {
+                        condition: None,
+                        history: history.unwrap_or(false),
+                        expires: ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
+                    },
+                }
+            }
         });
     }
     let results = store_call("transact", move || Ok(state.store.transact(tx)?)).await?;

@@ -10,6 +10,7 @@
 
 pub mod auth;
 mod browse;
+mod changes;
 pub mod config;
 mod error;
 mod extract;
@@ -74,7 +75,8 @@ impl<B: Backend> Clone for AppState<B> {
     paths(
         handlers::get_item, handlers::put_item, handlers::delete_item, handlers::get_many, handlers::list,
         handlers::history, handlers::transact, handlers::export, handlers::import, handlers::healthz,
-        handlers::readyz, handlers::metrics, browse::groups, browse::explain_key, browse::session
+        handlers::readyz, handlers::metrics, browse::groups, browse::explain_key, browse::session,
+        changes::changes, changes::create_item
     ),
     modifiers(&BearerAuth, &TaggedUnions),
     tags((name = "items", description = "Items, listings, history, transactions"),
@@ -205,6 +207,7 @@ pub fn app<B: Backend>(
             "/v1/items/{*path}",
             get(handlers::get_item::<B>)
                 .put(handlers::put_item::<B>.layer(json()))
+                .post(changes::create_item::<B>.layer(json()))
                 .delete(handlers::delete_item::<B>),
         )
         .route("/v1/get", post(handlers::get_many::<B>).route_layer(json()))
@@ -230,8 +233,11 @@ pub fn app<B: Backend>(
         "/v1/import",
         post(handlers::import::<B>).route_layer(middleware::from_fn(media::require_json_lines)),
     );
+    // Long polls (up to 60 s) and event streams outlive the request timeout.
+    let feed = Router::new().route("/v1/changes/{*prefix}", get(changes::changes::<B>));
     let api = items
         .merge(import)
+        .merge(feed)
         .route("/metrics", get(handlers::metrics))
         .with_state(state.clone())
         .layer(middleware::from_fn_with_state(auth, auth::require_token));

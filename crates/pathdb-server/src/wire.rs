@@ -51,6 +51,78 @@ pub struct ListOut {
     pub items: Vec<ItemOut>,
     /// Present when more items follow: pass it as `page_token`.
     pub next_page_token: Option<String>,
+    /// On a first page (no `page_token`): the change feed's position at this listing, to
+    /// follow `GET /v1/changes/{prefix}?since=` from without a gap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes_token: Option<String>,
+}
+
+/// Options of `GET /v1/changes/{prefix}`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ChangesQuery {
+    /// A token from a previous answer (`next_token`), a listing (`changes_token`) or an event id;
+    /// without it, the answer is the current position and no changes.
+    pub since: Option<String>,
+    /// Changes per answer, 1..=1000 (default 100); an answer never ends inside a transaction.
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<usize>,
+    /// Seconds to wait for a change when there is none yet (long poll), 0..=60.
+    #[param(minimum = 0, maximum = 60)]
+    pub wait: Option<u64>,
+}
+
+/// One change of the feed, chosen by `op`.
+#[derive(Serialize, ToSchema)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum ChangeOut {
+    /// The item was created or replaced: the item as written.
+    Put {
+        /// The item, as `GET /v1/items/{path}` returns it.
+        item: ItemOut,
+    },
+    /// The item was deleted or expired.
+    Delete {
+        /// Its key path.
+        path: String,
+        /// The version it had.
+        version: u64,
+    },
+}
+
+impl From<pathdb_store::Change> for ChangeOut {
+    fn from(c: pathdb_store::Change) -> ChangeOut {
+        match c {
+            pathdb_store::Change::Put(item) => ChangeOut::Put { item: item.into() },
+            pathdb_store::Change::Delete { path, version } => ChangeOut::Delete {
+                path: path.to_string(),
+                version,
+            },
+        }
+    }
+}
+
+/// A page of the change feed.
+#[derive(Serialize, ToSchema)]
+pub struct ChangesOut {
+    /// In commit order.
+    pub changes: Vec<ChangeOut>,
+    /// Where to continue: pass it as `since`.
+    pub next_token: String,
+}
+
+/// Options of `POST /v1/items/{parent}/{namespace}`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CreateQuery {
+    /// How the id is generated: `uuid` (random v4), `rand53` (random integer in [1, 2^53)) or
+    /// `sequence` (the next integer for this parent and namespace, never reused).
+    #[param(pattern = "^(uuid|rand53|sequence)$")]
+    pub id: String,
+    /// Keep this version in the item's history.
+    pub history: Option<bool>,
+    /// Expire the item this many seconds from now.
+    pub ttl_seconds: Option<u64>,
 }
 
 /// `POST /v1/get`.
@@ -158,6 +230,21 @@ pub enum TxOpIn {
         /// The item does not exist.
         must_not_exist: Option<bool>,
     },
+    /// Create an item with a generated id at `{path}-{id}`.
+    Create {
+        /// The parent's key path and the new element's namespace (`/user-7/post`; `/user` for a
+        /// new group; `$0/comment` under the item operation 0 creates).
+        path: String,
+        /// `uuid`, `rand53` or `sequence`.
+        id: String,
+        /// Any JSON value.
+        #[schema(value_type = serde_json::Value)]
+        value: Box<serde_json::value::RawValue>,
+        /// Keep this version in history.
+        history: Option<bool>,
+        /// Expire after this many seconds.
+        ttl_seconds: Option<u64>,
+    },
 }
 
 /// Every field any operation has, read straight from the JSON text.
@@ -173,6 +260,7 @@ pub struct TxOpFields {
     must_not_exist: Option<bool>,
     history: Option<bool>,
     ttl_seconds: Option<u64>,
+    id: Option<String>,
 }
 
 /// A field that is present, even as `null` (which is a value to put, not an absent one).
@@ -195,7 +283,20 @@ impl TryFrom<TxOpFields> for TxOpIn {
             }
         };
         match op {
+            "create" => {
+                stray("must_exist", f.must_exist.is_some())?;
+                stray("must_not_exist", f.must_not_exist.is_some())?;
+                stray("if_version", f.if_version.is_some())?;
+                Ok(TxOpIn::Create {
+                    path: f.path,
+                    id: f.id.ok_or("missing field `id`")?,
+                    value: f.value.ok_or("missing field `value`")?,
+                    history: f.history,
+                    ttl_seconds: f.ttl_seconds,
+                })
+            }
             "put" => {
+                stray("id", f.id.is_some())?;
                 stray("must_exist", f.must_exist.is_some())?;
                 Ok(TxOpIn::Put {
                     path: f.path,
@@ -207,6 +308,7 @@ impl TryFrom<TxOpFields> for TxOpIn {
                 })
             }
             "delete" => {
+                stray("id", f.id.is_some())?;
                 stray("value", f.value.is_some())?;
                 stray("must_exist", f.must_exist.is_some())?;
                 stray("must_not_exist", f.must_not_exist.is_some())?;
@@ -218,6 +320,7 @@ impl TryFrom<TxOpFields> for TxOpIn {
                 })
             }
             "check" => {
+                stray("id", f.id.is_some())?;
                 stray("value", f.value.is_some())?;
                 stray("history", f.history.is_some())?;
                 stray("ttl_seconds", f.ttl_seconds.is_some())?;
@@ -229,7 +332,7 @@ impl TryFrom<TxOpFields> for TxOpIn {
                 })
             }
             other => Err(format!(
-                "unknown op {other:?}, expected one of `put`, `delete`, `check`"
+                "unknown op {other:?}, expected one of `put`, `delete`, `check`, `create`"
             )),
         }
     }
@@ -338,9 +441,11 @@ impl utoipa::Modify for TaggedUnions {
         let Some(components) = openapi.components.as_mut() else {
             return;
         };
-        for (union, prefix, closed) in
-            [("TxOpIn", "TxOp", true), ("TxResultOut", "TxResult", false)]
-        {
+        for (union, prefix, closed) in [
+            ("TxOpIn", "TxOp", true),
+            ("TxResultOut", "TxResult", false),
+            ("ChangeOut", "Change", false),
+        ] {
             let Some(RefOr::T(Schema::OneOf(mut one_of))) = components.schemas.remove(union) else {
                 continue;
             };

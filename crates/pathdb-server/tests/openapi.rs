@@ -48,6 +48,8 @@ async fn every_operation_has_a_stable_operation_id() {
         ("get", "/v1/list/{prefix}", "listItems"),
         ("get", "/v1/session", "getSession"),
         ("post", "/v1/transact", "transact"),
+        ("get", "/v1/changes/{prefix}", "getChanges"),
+        ("post", "/v1/items/{path}", "createItem"),
     ];
     let mut expected: Vec<(String, String, String)> = expected
         .iter()
@@ -69,11 +71,15 @@ async fn transaction_ops_and_results_are_discriminated_unions() {
             .iter()
             .map(|v| v["$ref"].as_str().expect("each variant is a reference"))
             .collect();
-        let mapping = json!({
+        let mut mapping = json!({
             "put": format!("#/components/schemas/{prefix}Put"),
             "delete": format!("#/components/schemas/{prefix}Delete"),
             "check": format!("#/components/schemas/{prefix}Check"),
         });
+        if union == "TxOpIn" {
+            // A create's result is the item it put.
+            mapping["create"] = json!(format!("#/components/schemas/{prefix}Create"));
+        }
         assert_eq!(schema["discriminator"]["propertyName"], "op", "{schema}");
         assert_eq!(schema["discriminator"]["mapping"], mapping, "{schema}");
         for (tag, reference) in mapping.as_object().expect("mapping") {

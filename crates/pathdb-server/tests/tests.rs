@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod catalogue;
+mod changes;
 mod conditional;
 mod console;
 mod cross_site;

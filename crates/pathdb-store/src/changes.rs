@@ -257,7 +257,10 @@ pub(crate) fn log_changes<B: Backend, R: Reader>(
         }
     }
     let trim = !groups.is_empty()
-        && inner.commits_logged.fetch_add(1, Ordering::Relaxed) % TRIM_EVERY == 0;
+        && inner
+            .commits_logged
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(TRIM_EVERY);
     for (partition, list) in groups {
         let owner = list[0].path().clone();
         let mut parts: Vec<Vec<Logged<'_>>> = vec![Vec::new()];

@@ -239,10 +239,11 @@ fn largest_int_child<R: Reader>(
         if element.namespace().as_str() != namespace {
             continue;
         }
-        if let Some(Id::Int(n)) = element.id() {
-            if !n.is_negative() && *n != Int::from(0u64) {
-                return Ok(n.magnitude());
-            }
+        if let Some(Id::Int(n)) = element.id()
+            && !n.is_negative()
+            && *n != Int::from(0u64)
+        {
+            return Ok(n.magnitude());
         }
     }
     Ok(0)

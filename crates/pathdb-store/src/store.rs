@@ -572,12 +572,12 @@ impl<B: Backend> Store<B> {
                             "a create takes no condition: its path is new by construction".into(),
                         ));
                     }
-                    if let Parent::Created(earlier) = parent {
-                        if *earlier >= index || !matches!(ops[*earlier], TxOp::Create { .. }) {
-                            return Err(Error::InvalidRequest(format!(
-                                "operation {index} creates under operation {earlier}, which is not an earlier create"
-                            )));
-                        }
+                    if let Parent::Created(earlier) = parent
+                        && (*earlier >= index || !matches!(ops[*earlier], TxOp::Create { .. }))
+                    {
+                        return Err(Error::InvalidRequest(format!(
+                            "operation {index} creates under operation {earlier}, which is not an earlier create"
+                        )));
                     }
                 }
                 TxOp::Delete { .. } | TxOp::Check { .. } => {}

@@ -1,0 +1,297 @@
+//! The change feed over HTTP (`GET /v1/changes/{prefix}`: JSON pages, long polls and Server-Sent
+//! Events) and creates with generated ids (`POST /v1/items/{parent}/{namespace}?id=...`).
+//! docs/changes.md has the semantics.
+
+use crate::AppState;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Body, Query, UrlPath};
+use crate::handlers::{item_response, store_call};
+use crate::wire::{ChangeOut, ChangesOut, ChangesQuery, CreateQuery};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use pathdb_keys::KeyPath;
+use pathdb_store::Json as JsonText;
+use pathdb_store::backend::Backend;
+use pathdb_store::{
+    ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, Expiry, IdKind, MAX_CHANGES_LIMIT,
+    MAX_CHANGES_WAIT, Parent, PutOptions, Store,
+};
+use std::convert::Infallible;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long an idle event stream waits before reading again when nothing wakes it (a backend
+/// other processes write is read every `changes_poll_interval` instead).
+const STREAM_IDLE: Duration = Duration::from_secs(15);
+
+/// Changes under a prefix after a token: the current position without `since`; a long poll with
+/// `wait`; Server-Sent Events with `Accept: text/event-stream` (resumable with `Last-Event-ID`).
+#[utoipa::path(get, path = "/v1/changes/{prefix}", tag = "items", operation_id = "getChanges",
+    params(("prefix" = String, Path, description = "Key path of the subtree to follow (at least a group), without its leading '/'", example = "user-7"), ChangesQuery,
+        ("Last-Event-ID" = Option<String>, Header, description = "With Accept: text/event-stream: resume after this event (a change token)")),
+    responses(
+        (status = 200, description = "Changes after `since` in commit order, and the token to continue from; \
+            with `Accept: text/event-stream`, a stream of events, one change each, the event id being the token after it",
+            content((ChangesOut = "application/json"), (String = "text/event-stream"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody),
+        (status = 410, description = "The token's changes are no longer kept (`token_expired`): list again and follow from the listing's changes_token", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn changes<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    UrlPath(prefix): UrlPath,
+    Query(q): Query<ChangesQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let limit = q.limit.unwrap_or(DEFAULT_CHANGES_LIMIT);
+    if !(1..=MAX_CHANGES_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit must be 1..={MAX_CHANGES_LIMIT}"
+        )));
+    }
+    let wait = Duration::from_secs(q.wait.unwrap_or(0));
+    if wait > MAX_CHANGES_WAIT {
+        return Err(ApiError::bad_request(format!(
+            "wait must be 0..={} seconds",
+            MAX_CHANGES_WAIT.as_secs()
+        )));
+    }
+    let mut since = q
+        .since
+        .as_deref()
+        .map(str::parse::<ChangeToken>)
+        .transpose()?;
+    if wants_event_stream(&headers) {
+        if let Some(last) = headers.get("last-event-id") {
+            let text = last
+                .to_str()
+                .map_err(|_| ApiError::bad_request("Last-Event-ID is not text"))?;
+            since = Some(text.parse()?);
+        }
+        return event_stream(state.store, prefix, since, limit).await;
+    }
+    let Some(mut since) = since else {
+        let store = state.store.clone();
+        let page = store_call("changes", move || Ok(store.changes(&prefix, None, limit)?)).await?;
+        return Ok(axum::Json(ChangesOut::from(page)).into_response());
+    };
+    let deadline = Instant::now() + wait;
+    loop {
+        // Listen before reading: a commit between the read and the wait still wakes it.
+        let listener = state.store.commit_listener();
+        let page = read(&state.store, &prefix, since, limit).await?;
+        let now = Instant::now();
+        if !page.changes.is_empty() || now >= deadline {
+            return Ok(axum::Json(ChangesOut::from(page)).into_response());
+        }
+        since = page.next_token;
+        let wake = state
+            .store
+            .changes_poll_interval()
+            .map_or(deadline, |p| deadline.min(now + p));
+        let _ = tokio::time::timeout_at(wake, listener).await;
+    }
+}
+
+async fn read<B: Backend>(
+    store: &Store<B>,
+    prefix: &KeyPath,
+    since: ChangeToken,
+    limit: usize,
+) -> Result<ChangePage, ApiError> {
+    let (store, prefix) = (store.clone(), prefix.clone());
+    store_call("changes", move || {
+        Ok(store.changes(&prefix, Some(&since), limit)?)
+    })
+    .await
+}
+
+fn wants_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|v| v.split(';').next().map(str::trim) == Some("text/event-stream"))
+}
+
+/// The feed as Server-Sent Events: one change per event, its data the change as JSON and its
+/// id the token after it. The first read happens before the stream starts, so an expired or
+/// foreign token gets its 410 or 400 as an ordinary answer.
+async fn event_stream<B: Backend>(
+    store: Store<B>,
+    prefix: KeyPath,
+    since: Option<ChangeToken>,
+    limit: usize,
+) -> Result<Response, ApiError> {
+    let mut token = match since {
+        Some(t) => t,
+        None => {
+            let (s, p) = (store.clone(), prefix.clone());
+            store_call("changes", move || Ok(s.changes_token(&p)?)).await?
+        }
+    };
+    let mut listener = store.commit_listener();
+    let mut page = read(&store, &prefix, token, limit).await?;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
+    tokio::spawn(async move {
+        loop {
+            for entry in page.changes {
+                let data = serde_json::to_string(&ChangeOut::from(entry.change))
+                    .unwrap_or_else(|_| "{}".to_owned());
+                // Unnamed (a "message"), so that EventSource's `onmessage` receives it.
+                let event = Event::default().id(entry.token.to_string()).data(data);
+                if tx.send(Ok(event)).await.is_err() {
+                    return; // The client went away.
+                }
+            }
+            let caught_up = page.next_token == token;
+            token = page.next_token;
+            if caught_up {
+                let idle = store.changes_poll_interval().unwrap_or(STREAM_IDLE);
+                tokio::select! {
+                    _ = listener => {}
+                    () = tokio::time::sleep(idle) => {}
+                    () = tx.closed() => return,
+                }
+            }
+            listener = store.commit_listener();
+            page = match read(&store, &prefix, token, limit).await {
+                Ok(page) => page,
+                Err(e) => {
+                    // The answer has started: say so in the stream and end it; the client
+                    // reconnects with Last-Event-ID and gets the error as a status.
+                    tracing::warn!(status = %e.status(), "change stream ended by an error");
+                    let event = Event::default().event("failure").data(format!(
+                        "the change feed failed ({}); reconnect",
+                        e.status()
+                    ));
+                    let _ = tx.send(Ok(event)).await;
+                    return;
+                }
+            };
+        }
+    });
+    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// Creates an item with a generated id: `{parent}/{namespace}-{id}`, a new group when there is no
+/// parent. The answer's `path` holds the id.
+// The path parameter is named like the other item routes' (OpenAPI forbids two templates of one
+// path that differ only in their names).
+#[utoipa::path(post, path = "/v1/items/{path}", tag = "items", operation_id = "createItem",
+    params(("path" = String, Path, description = "The parent's key path (may be empty) and the new element's namespace, without the leading '/': `user-7/post` creates `/user-7/post-{id}`, `user` a new group `/user-{id}`", example = "user-7/post"),
+        CreateQuery),
+    request_body(content = serde_json::Value, description = "Any JSON value", content_type = "application/json"),
+    responses(
+        (status = 201, description = "Created", body = crate::wire::ItemOut, headers(("ETag" = String, description = "The version, quoted"), ("Location" = String, description = "The new item's URL"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn create_item<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    axum::extract::Path(target): axum::extract::Path<String>,
+    Query(q): Query<CreateQuery>,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    let (parent, namespace) = create_target(&format!("/{}", target.trim_start_matches('/')))?;
+    let parent = match parent {
+        Parent::Root => None,
+        Parent::Path(p) => Some(p),
+        Parent::Created(_) => {
+            return Err(ApiError::bad_request(
+                "`$N` refers to a transaction's operation: use it in POST /v1/transact",
+            ));
+        }
+    };
+    let id: IdKind = q.id.parse()?;
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "body is not UTF-8"))?;
+    let value = JsonText::parse(text)?;
+    let options = PutOptions {
+        condition: None,
+        history: q.history.unwrap_or(false),
+        expires: q.ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
+    };
+    let item = store_call("create", move || {
+        Ok(state
+            .store
+            .create(parent.as_ref(), &namespace, id, value, options)?)
+    })
+    .await?;
+    let location = format!("/v1/items{}", item.path);
+    let mut response = item_response(StatusCode::CREATED, item.into());
+    if let Ok(location) = axum::http::HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// `/{parent}/{namespace}` (or `/{namespace}`, or `$N/{namespace}` in a transaction) split into
+/// the parent and the namespace. A trailing `-` is allowed (`/user-7/post-`).
+pub(crate) fn create_target(text: &str) -> Result<(Parent, String), ApiError> {
+    let text = text.strip_suffix('-').unwrap_or(text);
+    let bad = |why: &str| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_path",
+            format!("{text}: {why}"),
+        )
+    };
+    let slash = text
+        .rfind('/')
+        .ok_or_else(|| bad("expected a parent path and a namespace"))?;
+    let (parent, namespace) = (&text[..slash], &text[slash + 1..]);
+    // An escaped `/` (`%/`) belongs to a string id: the namespace must follow a real one.
+    let escapes = parent.bytes().rev().take_while(|&b| b == b'%').count();
+    let valid = namespace
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && namespace
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if escapes % 2 == 1 || !valid {
+        return Err(bad(
+            "the last element must be a namespace without an id (letters, digits, '_')",
+        ));
+    }
+    let parent = match parent.trim_start_matches('/') {
+        "" => Parent::Root,
+        reference if reference.starts_with('$') => {
+            let (index, rest) = reference[1..]
+                .split_once('/')
+                .unwrap_or((&reference[1..], ""));
+            if !rest.is_empty() {
+                return Err(bad("`$N` stands for a whole path: `$N/{namespace}`"));
+            }
+            Parent::Created(
+                index
+                    .parse()
+                    .map_err(|_| bad("`$N` needs an operation index"))?,
+            )
+        }
+        _ => Parent::Path(parent.parse::<KeyPath>()?),
+    };
+    Ok((parent, namespace.to_owned()))
+}
+
+impl From<ChangePage> for ChangesOut {
+    fn from(page: ChangePage) -> ChangesOut {
+        ChangesOut {
+            changes: page
+                .changes
+                .into_iter()
+                .map(|c| ChangeOut::from(c.change))
+                .collect(),
+            next_token: page.next_token.to_string(),
+        }
+    }
+}
