@@ -1,12 +1,12 @@
 //! The HTTP client behind `--server URL`: the same [`Db`] calls, sent to a `pathdb serve`.
 
-use crate::db::{Db, ImportMode};
+use crate::db::{Changes, Db, ImportMode};
 use crate::exit::Failure;
 use anyhow::{Context, Result, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
-    Condition, Expiry, ExportEnd, ExportLine, ExportStatus, GroupPage, ImportReport, Item, Json,
-    ListPage, ListRequest, PutOptions, Timestamp,
+    Change, Condition, Expiry, ExportEnd, ExportLine, ExportStatus, GroupPage, IdKind,
+    ImportReport, Item, Json, ListPage, ListRequest, PutOptions, Timestamp,
 };
 use serde::Deserialize;
 use std::io::BufRead;
@@ -41,6 +41,37 @@ impl ItemIn {
             expires_at: self.expires_at.map(Timestamp),
             value: Json::parse(self.value.get())?,
         })
+    }
+}
+
+#[derive(Deserialize)]
+struct ChangesIn {
+    changes: Vec<ChangeIn>,
+    next_token: String,
+}
+
+/// A plain struct, not a tagged enum: serde buffers a tagged enum's content, and a buffered
+/// value cannot become the item's `RawValue`.
+#[derive(Deserialize)]
+struct ChangeIn {
+    op: String,
+    item: Option<ItemIn>,
+    path: Option<String>,
+    version: Option<u64>,
+}
+
+impl ChangeIn {
+    fn into_change(self) -> Result<Change> {
+        Ok(
+            match (self.op.as_str(), self.item, self.path, self.version) {
+                ("put", Some(item), _, _) => Change::Put(item.into_item()?),
+                ("delete", _, Some(path), Some(version)) => Change::Delete {
+                    path: path.parse().context("server sent an invalid path")?,
+                    version,
+                },
+                (op, ..) => bail!("server sent an invalid change (op {op:?})"),
+            },
+        )
     }
 }
 
@@ -186,6 +217,67 @@ impl Db for Client {
             (404, body) => bail!("put: {body}"),
             (_, body) => Self::item(&body),
         }
+    }
+
+    fn create(
+        &self,
+        parent: Option<&KeyPath>,
+        namespace: &str,
+        id: IdKind,
+        value: Json,
+        options: PutOptions,
+    ) -> Result<Item> {
+        let route = match parent {
+            Some(p) => format!("{}/v1/items{}/{namespace}", self.base, url_path(p)),
+            None => format!("{}/v1/items/{namespace}", self.base),
+        };
+        let mut request = self
+            .auth(self.agent.post(route))
+            .header("Content-Type", "application/json")
+            .query("id", id.as_str());
+        if options.condition.is_some() {
+            bail!("a create takes no condition");
+        }
+        if options.history {
+            request = request.query("history", "true");
+        }
+        match options.expires {
+            Some(Expiry::After(d)) => {
+                request = request.query("ttl_seconds", d.as_secs().to_string())
+            }
+            Some(Expiry::At(_)) => {
+                bail!("an absolute expiry is not supported over HTTP; use a TTL")
+            }
+            None => {}
+        }
+        match Self::read(request.send(value.as_str()), "create")? {
+            (404, body) => bail!("create: {body}"),
+            (_, body) => Self::item(&body),
+        }
+    }
+
+    fn changes(
+        &self,
+        prefix: &KeyPath,
+        since: Option<&str>,
+        wait: std::time::Duration,
+    ) -> Result<Changes> {
+        let mut request = self.auth(self.agent.get(self.url("/v1/changes", prefix)));
+        if let Some(t) = since {
+            request = request
+                .query("since", t)
+                .query("wait", wait.as_secs().min(60).to_string());
+        }
+        let (_, body) = Self::read(request.call(), "changes")?;
+        let page: ChangesIn = serde_json::from_str(&body).context("server sent invalid changes")?;
+        Ok(Changes {
+            changes: page
+                .changes
+                .into_iter()
+                .map(ChangeIn::into_change)
+                .collect::<Result<_>>()?,
+            next_token: page.next_token,
+        })
     }
 
     fn delete(&self, path: &KeyPath, condition: Option<Condition>) -> Result<Option<Item>> {

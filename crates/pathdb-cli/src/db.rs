@@ -5,9 +5,18 @@ use anyhow::Result;
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
-    Condition, ExportEnd, GroupPage, ImportReport, Item, Json, ListPage, ListRequest, OnExisting,
-    PutOptions, Store,
+    Change, ChangeToken, Condition, ExportEnd, GroupPage, IdKind, ImportReport, Item, Json,
+    ListPage, ListRequest, OnExisting, PutOptions, Store,
 };
+use std::time::Duration;
+
+/// Changes read by [`Db::changes`], and where to continue.
+pub struct Changes {
+    /// In commit order.
+    pub changes: Vec<Change>,
+    /// The token after them, as text (the server's `next_token`).
+    pub next_token: String,
+}
 
 /// How `import` treats what is there and what it reads.
 #[derive(Clone, Copy, Debug)]
@@ -24,6 +33,18 @@ pub trait Db {
     fn get(&self, path: &KeyPath, version: Option<u64>) -> Result<Option<Item>>;
     /// Create or replace.
     fn put(&self, path: &KeyPath, value: Json, options: PutOptions) -> Result<Item>;
+    /// Create at `{parent}/{namespace}-{generated id}` (a new group without a parent).
+    fn create(
+        &self,
+        parent: Option<&KeyPath>,
+        namespace: &str,
+        id: IdKind,
+        value: Json,
+        options: PutOptions,
+    ) -> Result<Item>;
+    /// Changes under `prefix` after `since` (none, and the current position, without it),
+    /// waiting up to `wait` for one.
+    fn changes(&self, prefix: &KeyPath, since: Option<&str>, wait: Duration) -> Result<Changes>;
     /// Delete; the deleted item, if there was one.
     fn delete(&self, path: &KeyPath, condition: Option<Condition>) -> Result<Option<Item>>;
     /// One page of a listing.
@@ -63,6 +84,37 @@ impl<B: Backend> Db for Store<B> {
 
     fn delete(&self, path: &KeyPath, condition: Option<Condition>) -> Result<Option<Item>> {
         Ok(Store::delete(self, path, condition)?)
+    }
+
+    fn create(
+        &self,
+        parent: Option<&KeyPath>,
+        namespace: &str,
+        id: IdKind,
+        value: Json,
+        options: PutOptions,
+    ) -> Result<Item> {
+        Ok(Store::create(self, parent, namespace, id, value, options)?)
+    }
+
+    fn changes(&self, prefix: &KeyPath, since: Option<&str>, wait: Duration) -> Result<Changes> {
+        let page = match since {
+            None => Store::changes(self, prefix, None, pathdb_store::DEFAULT_CHANGES_LIMIT)?,
+            Some(text) => {
+                let token: ChangeToken = text.parse()?;
+                Store::wait_changes(
+                    self,
+                    prefix,
+                    &token,
+                    pathdb_store::DEFAULT_CHANGES_LIMIT,
+                    wait,
+                )?
+            }
+        };
+        Ok(Changes {
+            changes: page.changes.into_iter().map(|c| c.change).collect(),
+            next_token: page.next_token.to_string(),
+        })
     }
 
     fn list(&self, request: &ListRequest) -> Result<ListPage> {

@@ -431,6 +431,8 @@ fn item_commands_print_the_same_through_server() {
         &["put", "/user-café/doc-a b", "1"],
         &["put", "/s-1/t-1", "1", "--ttl", "3600"],
         &["rm", "/u-1/p-3", "--if-version", "1"],
+        &["put", "/u-1/q", r#"{"generated": 1}"#, "--id", "sequence"],
+        &["put", "/u-1/q-", r#"{"generated": 2}"#, "--id", "sequence"],
     ];
     let reads: &[&[&str]] = &[
         &["get", "/u-1/p-1"],
@@ -569,6 +571,90 @@ fn item_commands_print_the_same_through_server() {
 
 /// `--server HOST:PORT` (no scheme) reaches the server; the same listing pages the same way
 /// through it; once it is gone, commands exit with status 4.
+/// `watch` prints what a server commits while it runs, as JSON lines with a token from which
+/// `--since` resumes; `put --id` creates with generated ids through the server.
+#[test]
+fn watch_prints_changes_as_they_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start(&dir.path().join("watched.pathdb"));
+    let url = server.url();
+    let watcher = Command::new(env!("CARGO_BIN_EXE_pathdb"))
+        .args([
+            "--server", &url, "--json", "watch", "/feed-1", "--count", "3",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watch starts");
+    // The watcher takes its starting position when it starts; give it a moment.
+    std::thread::sleep(Duration::from_millis(500));
+    let created = ok(&[
+        "--server",
+        &url,
+        "--json",
+        "put",
+        "/feed-1/post",
+        "1",
+        "--id",
+        "sequence",
+    ]);
+    let created: Value = serde_json::from_str(created.trim()).expect("JSON");
+    assert_eq!(created["path"], "/feed-1/post-1");
+    ok(&["--server", &url, "put", "/feed-2/other-1", "0"]);
+    ok(&["--server", &url, "rm", "/feed-1/post-1"]);
+    ok(&["--server", &url, "put", "/feed-1/post-1/c-1", r#""again""#]);
+    let out = watcher
+        .wait_with_output()
+        .expect("watch ends after --count");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0]["op"], "put");
+    assert_eq!(lines[0]["item"]["path"], "/feed-1/post-1");
+    assert_eq!(lines[0]["item"]["value"], 1);
+    assert_eq!(lines[1]["op"], "delete");
+    assert_eq!(lines[1]["path"], "/feed-1/post-1");
+    assert_eq!(lines[1]["version"], 1);
+    assert_eq!(lines[2]["item"]["path"], "/feed-1/post-1/c-1");
+    // Resuming from the first line's token prints the rest.
+    let token = lines[0]["token"].as_str().expect("a token");
+    let rest = ok(&[
+        "--server", &url, "watch", "/feed-1", "--since", token, "--count", "2",
+    ]);
+    assert_eq!(
+        rest.lines().collect::<Vec<_>>(),
+        [
+            "delete /feed-1/post-1 v1",
+            r#"put /feed-1/post-1/c-1 v1 "again""#
+        ]
+    );
+    // A deleted sequence id is not issued again; a group gets a generated UUID.
+    let next = ok(&[
+        "--server",
+        &url,
+        "--json",
+        "put",
+        "/feed-1/post-",
+        "2",
+        "--id",
+        "sequence",
+    ]);
+    assert!(next.contains(r#""path":"/feed-1/post-2""#), "{next}");
+    let group = ok(&[
+        "--server", &url, "--json", "put", "/feed", "{}", "--id", "uuid",
+    ]);
+    assert!(group.contains(r#""path":"/feed-"#), "{group}");
+    server.kill_9();
+}
+
 #[test]
 fn host_port_addresses_the_server_and_a_stopped_server_is_status_4() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -234,53 +234,14 @@ pub async fn create_item<B: Backend>(
     Ok(response)
 }
 
-/// `/{parent}/{namespace}` (or `/{namespace}`, or `$N/{namespace}` in a transaction) split into
-/// the parent and the namespace. A trailing `-` is allowed (`/user-7/post-`).
+/// [`pathdb_store::parse_create_target`], its errors answered as `invalid_path`.
 pub(crate) fn create_target(text: &str) -> Result<(Parent, String), ApiError> {
-    let text = text.strip_suffix('-').unwrap_or(text);
-    let bad = |why: &str| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_path",
-            format!("{text}: {why}"),
-        )
-    };
-    let slash = text
-        .rfind('/')
-        .ok_or_else(|| bad("expected a parent path and a namespace"))?;
-    let (parent, namespace) = (&text[..slash], &text[slash + 1..]);
-    // An escaped `/` (`%/`) belongs to a string id: the namespace must follow a real one.
-    let escapes = parent.bytes().rev().take_while(|&b| b == b'%').count();
-    let valid = namespace
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && namespace
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if escapes % 2 == 1 || !valid {
-        return Err(bad(
-            "the last element must be a namespace without an id (letters, digits, '_')",
-        ));
-    }
-    let parent = match parent.trim_start_matches('/') {
-        "" => Parent::Root,
-        reference if reference.starts_with('$') => {
-            let (index, rest) = reference[1..]
-                .split_once('/')
-                .unwrap_or((&reference[1..], ""));
-            if !rest.is_empty() {
-                return Err(bad("`$N` stands for a whole path: `$N/{namespace}`"));
-            }
-            Parent::Created(
-                index
-                    .parse()
-                    .map_err(|_| bad("`$N` needs an operation index"))?,
-            )
+    pathdb_store::parse_create_target(text).map_err(|e| match e {
+        pathdb_store::Error::InvalidRequest(message) => {
+            ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", message)
         }
-        _ => Parent::Path(parent.parse::<KeyPath>()?),
-    };
-    Ok((parent, namespace.to_owned()))
+        other => other.into(),
+    })
 }
 
 impl From<ChangePage> for ChangesOut {

@@ -169,6 +169,46 @@ impl Generator {
     }
 }
 
+/// Reads where a create goes from text: `/{parent}/{namespace}` (a path and a namespace without
+/// id), `/{namespace}` (a new group) or, in a transaction, `$N/{namespace}` (under the item that
+/// operation `N` creates). A trailing `-` is allowed (`/user-7/post-`). The HTTP API and the CLI
+/// share this reading.
+///
+/// # Errors
+/// [`Error::InvalidRequest`] naming what is wrong.
+pub fn parse_create_target(text: &str) -> Result<(crate::Parent, String), Error> {
+    use crate::Parent;
+    let text = text.strip_suffix('-').unwrap_or(text);
+    let bad = |why: &str| Error::InvalidRequest(format!("{text}: {why}"));
+    let (parent, namespace) = text
+        .rsplit_once('/')
+        .ok_or_else(|| bad("expected a parent path and a namespace"))?;
+    // An escaped `/` (`%/`) belongs to a string id: the namespace must follow a real one.
+    let escapes = parent.bytes().rev().take_while(|&b| b == b'%').count();
+    let valid = namespace
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && namespace
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if escapes % 2 == 1 || !valid {
+        return Err(bad(
+            "the last element must be a namespace without an id (letters, digits, '_')",
+        ));
+    }
+    let parent = match parent.trim_start_matches('/') {
+        "" => Parent::Root,
+        reference if reference.starts_with('$') => Parent::Created(
+            reference[1..]
+                .parse()
+                .map_err(|_| bad("`$N` needs an operation index and stands for a whole path"))?,
+        ),
+        _ => Parent::Path(parent.parse::<KeyPath>().map_err(|e| bad(&e.to_string()))?),
+    };
+    Ok((parent, namespace.to_owned()))
+}
+
 fn exhausted() -> Error {
     Error::InvalidRequest("the sequence has reached the largest integer id".into())
 }

@@ -44,7 +44,7 @@ pub use export::{
     ImportRecord, ImportReport, OnExisting, ScanPage, parse_import,
 };
 pub use groups::{DEFAULT_GROUPS_LIMIT, GroupPage, MAX_GROUPS_LIMIT};
-pub use ids::IdKind;
+pub use ids::{IdKind, parse_create_target};
 pub use item::{Item, Json, Timestamp};
 pub use list::{DEFAULT_LIST_LIMIT, ListPage, ListRequest, MAX_LIST_LIMIT};
 pub use store::{

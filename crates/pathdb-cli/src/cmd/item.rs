@@ -13,8 +13,9 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct PutArgs {
-    /// Key path in text form, e.g. /user-7/post-1.
-    path: KeyPath,
+    /// Key path in text form, e.g. /user-7/post-1; with --id, the parent and the namespace of
+    /// the new item, e.g. /user-7/post (or /user-7/post-), or /user for a new group.
+    path: String,
     /// The value: any JSON document, or `-` to read it from stdin (for values too long for a
     /// command line).
     #[arg(value_name = "JSON")]
@@ -31,6 +32,10 @@ pub struct PutArgs {
     /// Expire the item this many seconds from now.
     #[arg(long)]
     ttl: Option<u64>,
+    /// Create a new item with a generated id: uuid, rand53 (a random integer below 2^53) or
+    /// sequence (the next integer for this parent and namespace, never reused).
+    #[arg(long, value_name = "KIND", conflicts_with_all = ["must_not_exist", "if_version"])]
+    id: Option<pathdb_store::IdKind>,
 }
 
 #[derive(Args, Debug)]
@@ -76,7 +81,24 @@ pub fn put(store: &dyn Db, args: PutArgs, out: Output) -> Result<()> {
     } else {
         args.value
     };
-    let item = store.put(&args.path, Json::parse(&text)?, options)?;
+    let value = Json::parse(&text)?;
+    let item = match args.id {
+        Some(id) => {
+            let (parent, namespace) = pathdb_store::parse_create_target(&args.path)?;
+            let parent = match parent {
+                pathdb_store::Parent::Root => None,
+                pathdb_store::Parent::Path(p) => Some(p),
+                pathdb_store::Parent::Created(_) => {
+                    anyhow::bail!("`$N` paths are for transactions")
+                }
+            };
+            store.create(parent.as_ref(), &namespace, id, value, options)?
+        }
+        None => {
+            let path: KeyPath = args.path.parse()?;
+            store.put(&path, value, options)?
+        }
+    };
     print_items(&mut std::io::stdout().lock(), &[item], out.json)?;
     Ok(())
 }

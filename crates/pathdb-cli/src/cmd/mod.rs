@@ -10,6 +10,7 @@ mod output;
 mod serve;
 mod storekey;
 mod transfer;
+mod watch;
 
 use crate::client::Client;
 use crate::db::Db;
@@ -57,6 +58,9 @@ enum Command {
     Ls(list::LsArgs),
     /// Print an item's revisions, newest first.
     History(item::HistoryArgs),
+    /// Print the changes under PREFIX as they happen (JSON lines with --json); use --server
+    /// to follow a database that a server is writing.
+    Watch(watch::WatchArgs),
     /// Write every item and revision as JSON lines to stdout.
     Export,
     /// Read JSON lines (as written by export) from FILE or stdin.
@@ -115,6 +119,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Rm(args) => item::rm(&*connect(Write)?, args, out),
         Command::Ls(args) => list::ls(&*connect(Read)?, args, out),
         Command::History(args) => item::history(&*connect(Read)?, args, out),
+        Command::Watch(args) => watch::watch(&*connect(Read)?, args, out),
         Command::Export => transfer::export(&*connect(Read)?),
         Command::Import(args) => transfer::import(&*connect(Write)?, args),
     }

@@ -1,0 +1,83 @@
+//! `pathdb watch`: follows the change feed of a prefix and prints changes as they happen.
+
+use super::Output;
+use crate::db::Db;
+use anyhow::Result;
+use clap::Args;
+use pathdb_keys::KeyPath;
+use pathdb_store::Change;
+use std::io::Write;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// The subtree to follow (at least a group), e.g. /user-7.
+    prefix: KeyPath,
+    /// Start after this token (a `token` printed earlier, a listing's changes_token); without
+    /// it, start now.
+    #[arg(long)]
+    since: Option<String>,
+    /// Stop after printing this many changes (default: run until interrupted).
+    #[arg(long)]
+    count: Option<u64>,
+}
+
+/// How long each long poll waits on a server (and each wait on a local file).
+const WAIT: Duration = Duration::from_secs(30);
+
+pub fn watch(db: &dyn Db, args: WatchArgs, out: Output) -> Result<()> {
+    let mut token = match args.since {
+        Some(t) => t,
+        None => db.changes(&args.prefix, None, WAIT)?.next_token,
+    };
+    let mut printed = 0;
+    loop {
+        let page = db.changes(&args.prefix, Some(&token), WAIT)?;
+        let mut stdout = std::io::stdout().lock();
+        for change in &page.changes {
+            if args.count.is_some_and(|n| printed >= n) {
+                return Ok(());
+            }
+            print_change(&mut stdout, change, &page.next_token, out.json)?;
+            printed += 1;
+        }
+        stdout.flush()?;
+        token = page.next_token;
+        if args.count.is_some_and(|n| printed >= n) {
+            return Ok(());
+        }
+    }
+}
+
+/// One line per change: `put PATH vN VALUE` or `delete PATH vN`; with --json, the change as
+/// the HTTP API gives it plus `token`, from which `--since` resumes after the page it came in.
+fn print_change(out: &mut dyn Write, change: &Change, token: &str, json: bool) -> Result<()> {
+    if json {
+        let line = match change {
+            Change::Put(item) => serde_json::json!({
+                "op": "put",
+                "item": {
+                    "path": item.path.to_string(),
+                    "version": item.version,
+                    "created_at": item.created_at.0,
+                    "modified_at": item.modified_at.0,
+                    "expires_at": item.expires_at.map(|t| t.0),
+                    "value": item.value.to_value(),
+                },
+                "token": token,
+            }),
+            Change::Delete { path, version } => serde_json::json!({
+                "op": "delete", "path": path.to_string(), "version": version, "token": token,
+            }),
+        };
+        writeln!(out, "{line}")?;
+    } else {
+        match change {
+            Change::Put(item) => {
+                writeln!(out, "put {} v{} {}", item.path, item.version, item.value)?
+            }
+            Change::Delete { path, version } => writeln!(out, "delete {path} v{version}")?,
+        }
+    }
+    Ok(())
+}
