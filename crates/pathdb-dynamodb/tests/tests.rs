@@ -132,3 +132,63 @@ fn ready_means_the_table_is_reachable_and_active() {
     let error = missing.ready().expect_err("no such table");
     assert!(error.to_string().contains("DescribeTable"), "{error}");
 }
+
+/// What the change feed costs in DynamoDB requests (docs/changes.md's cost table): a write is one
+/// `TransactWriteItems` (the item and its change log entry) plus the reads that plan it and one
+/// `Query` for the log's last number; a poll is one `Query`.
+#[test]
+fn requests_per_write_and_per_poll() {
+    let Some((endpoint, _)) = endpoint() else {
+        return;
+    };
+    let backend = Dynamo::new(endpoint).backend();
+    let metrics = backend.metrics();
+    let options = StoreOptions {
+        sweep_interval: None,
+        ..StoreOptions::default()
+    };
+    let store = Store::new(backend, options).expect("store opens");
+    let group: pathdb_keys::KeyPath = "/cost-1".parse().expect("path");
+    let item: pathdb_keys::KeyPath = "/cost-1/a-1".parse().expect("path");
+    let value = || pathdb_store::Json::parse(r#"{"n":1}"#).expect("json");
+    let mut last = metrics.counts();
+    let mut step = |what: &str| {
+        let now = metrics.counts();
+        let diff = (
+            now.gets - last.gets,
+            now.queries - last.queries,
+            now.writes - last.writes,
+            now.transactions - last.transactions,
+        );
+        eprintln!(
+            "{what}: {} GetItem, {} Query, {} PutItem/DeleteItem, {} TransactWriteItems",
+            diff.0, diff.1, diff.2, diff.3
+        );
+        last = now;
+        diff
+    };
+    let token = store.changes_token(&group).expect("token");
+    assert_eq!(step("changes token"), (0, 1, 0, 0));
+    // The first commit of this store also looks for expired log entries (1 commit in 8 does).
+    store
+        .put(&item, value(), pathdb_store::PutOptions::default())
+        .expect("put");
+    assert_eq!(
+        step("first put of a new item (with the 1-in-8 trim)"),
+        (1, 3, 0, 1)
+    );
+    store
+        .put(&item, value(), pathdb_store::PutOptions::default())
+        .expect("put");
+    assert_eq!(step("put replacing an item"), (1, 1, 0, 1));
+    store.delete(&item, None).expect("delete");
+    assert_eq!(step("delete"), (1, 1, 0, 1));
+    let page = store.changes(&group, Some(&token), 100).expect("poll");
+    assert_eq!(page.changes.len(), 3);
+    assert_eq!(step("poll returning 3 changes"), (0, 1, 0, 0));
+    let page = store
+        .changes(&group, Some(&page.next_token), 100)
+        .expect("poll");
+    assert!(page.changes.is_empty());
+    assert_eq!(step("poll finding nothing"), (0, 1, 0, 0));
+}

@@ -67,8 +67,8 @@ mod enabled {
         }
     }
 
-    pub fn open_store(args: &TableArgs) -> Result<Store<DynamoBackend>> {
-        Ok(Store::new(backend(args)?, StoreOptions::default())?)
+    pub fn open_store(args: &TableArgs, options: StoreOptions) -> Result<Store<DynamoBackend>> {
+        Ok(Store::new(backend(args)?, options)?)
     }
 }
 
@@ -83,6 +83,7 @@ pub fn run(_: DynamoCommand) -> Result<()> {
 #[cfg(not(feature = "dynamodb"))]
 pub fn open_store(
     _: &TableArgs,
+    _: pathdb_store::StoreOptions,
 ) -> Result<pathdb_store::Store<pathdb_store::backend::InMemoryBackend>> {
     bail!("this pathdb was built without the dynamodb feature")
 }

@@ -31,6 +31,10 @@ pub struct ServeArgs {
     /// Do not serve the web console (by default at /ui/, with / redirecting there).
     #[arg(long)]
     no_ui: bool,
+    /// How long the change feed keeps changes: a token whose next change is older answers 410
+    /// token_expired (docs/changes.md).
+    #[arg(long, value_name = "DAYS", default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..=3650))]
+    change_retention_days: u64,
 }
 
 /// The storage engine behind the server.
@@ -82,12 +86,16 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
     } else {
         Console::Served
     };
+    let options = pathdb_store::StoreOptions {
+        change_retention: std::time::Duration::from_secs(args.change_retention_days * 24 * 3600),
+        ..Default::default()
+    };
     match args.backend {
         BackendKind::Embedded => {
             let store = if args.read_only {
-                pathdb_store::Store::open_read_only(&db, Default::default(), Default::default())
+                pathdb_store::Store::open_read_only(&db, Default::default(), options)
             } else {
-                pathdb_store::Store::open(&db, Default::default(), Default::default())
+                pathdb_store::Store::open(&db, Default::default(), options)
             }
             .with_context(|| format!("opening {}", db.display()))?;
             let mode = if args.read_only { " (read-only)" } else { "" };
@@ -106,7 +114,7 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
                     "--read-only applies to the embedded backend; for DynamoDB, give clients read-scoped tokens"
                 );
             }
-            let store = super::dynamodb::open_store(&args.dynamodb)?;
+            let store = super::dynamodb::open_store(&args.dynamodb, options)?;
             serve(
                 store,
                 addr,
