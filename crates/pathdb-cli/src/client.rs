@@ -170,6 +170,31 @@ impl Client {
         Ok((status, body))
     }
 
+    /// Sends an item write (put or create) with its history and expiry options; the item written.
+    fn send_item(
+        mut request: ureq::RequestBuilder<ureq::typestate::WithBody>,
+        value: Json,
+        options: &PutOptions,
+        what: &str,
+    ) -> Result<Item> {
+        if options.history {
+            request = request.query("history", "true");
+        }
+        match options.expires {
+            Some(Expiry::After(d)) => {
+                request = request.query("ttl_seconds", d.as_secs().to_string())
+            }
+            Some(Expiry::At(_)) => {
+                bail!("an absolute expiry is not supported over HTTP; use a TTL")
+            }
+            None => {}
+        }
+        match Self::read(request.send(value.as_str()), what)? {
+            (404, body) => bail!("{what}: {body}"),
+            (_, body) => Self::item(&body),
+        }
+    }
+
     fn item(body: &str) -> Result<Item> {
         serde_json::from_str::<ItemIn>(body)
             .context("server sent an invalid item")?
@@ -201,22 +226,7 @@ impl Db for Client {
             }
             None => {}
         }
-        if options.history {
-            request = request.query("history", "true");
-        }
-        match options.expires {
-            Some(Expiry::After(d)) => {
-                request = request.query("ttl_seconds", d.as_secs().to_string())
-            }
-            Some(Expiry::At(_)) => {
-                bail!("an absolute expiry is not supported over HTTP; use a TTL")
-            }
-            None => {}
-        }
-        match Self::read(request.send(value.as_str()), "put")? {
-            (404, body) => bail!("put: {body}"),
-            (_, body) => Self::item(&body),
-        }
+        Self::send_item(request, value, &options, "put")
     }
 
     fn create(
@@ -231,29 +241,14 @@ impl Db for Client {
             Some(p) => format!("{}/v1/items{}/{namespace}", self.base, url_path(p)),
             None => format!("{}/v1/items/{namespace}", self.base),
         };
-        let mut request = self
+        let request = self
             .auth(self.agent.post(route))
             .header("Content-Type", "application/json")
             .query("id", id.as_str());
         if options.condition.is_some() {
             bail!("a create takes no condition");
         }
-        if options.history {
-            request = request.query("history", "true");
-        }
-        match options.expires {
-            Some(Expiry::After(d)) => {
-                request = request.query("ttl_seconds", d.as_secs().to_string())
-            }
-            Some(Expiry::At(_)) => {
-                bail!("an absolute expiry is not supported over HTTP; use a TTL")
-            }
-            None => {}
-        }
-        match Self::read(request.send(value.as_str()), "create")? {
-            (404, body) => bail!("create: {body}"),
-            (_, body) => Self::item(&body),
-        }
+        Self::send_item(request, value, &options, "create")
     }
 
     fn changes(

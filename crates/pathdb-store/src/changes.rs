@@ -46,13 +46,15 @@ const TRIM_BATCH: usize = 16;
 /// How often a waiting feed reads again on a backend other processes write too.
 const SHARED_POLL: Duration = Duration::from_millis(200);
 const TOKEN_VERSION: u8 = 1;
+/// Version, group hash, entry, offset.
+const TOKEN_BYTES: usize = 1 + 8 + 8 + 4;
 
 /// A position in one group's change feed. Opaque outside the store: pass back what
 /// [`Store::changes`], [`Store::changes_token`] or a listing returned, as its string form.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ChangeToken {
     /// A hash of the group, to refuse a token from another group.
-    group: u32,
+    group: u64,
     /// The first log entry not fully delivered.
     entry: u64,
     /// Changes of that entry already delivered.
@@ -61,7 +63,7 @@ pub struct ChangeToken {
 
 impl std::fmt::Display for ChangeToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut raw = Vec::with_capacity(17);
+        let mut raw = Vec::with_capacity(TOKEN_BYTES);
         raw.push(TOKEN_VERSION);
         raw.extend_from_slice(&self.group.to_be_bytes());
         raw.extend_from_slice(&self.entry.to_be_bytes());
@@ -76,12 +78,12 @@ impl std::str::FromStr for ChangeToken {
     fn from_str(s: &str) -> Result<ChangeToken, Error> {
         let invalid = || Error::InvalidChangeToken("not a change token".into());
         let raw = URL_SAFE_NO_PAD.decode(s).map_err(|_| invalid())?;
-        if raw.len() != 17 || raw[0] != TOKEN_VERSION {
+        if raw.len() != TOKEN_BYTES || raw[0] != TOKEN_VERSION {
             return Err(invalid());
         }
-        let group = u32::from_be_bytes(raw[1..5].try_into().map_err(|_| invalid())?);
-        let entry = u64::from_be_bytes(raw[5..13].try_into().map_err(|_| invalid())?);
-        let offset = u32::from_be_bytes(raw[13..17].try_into().map_err(|_| invalid())?);
+        let group = u64::from_be_bytes(raw[1..9].try_into().map_err(|_| invalid())?);
+        let entry = u64::from_be_bytes(raw[9..17].try_into().map_err(|_| invalid())?);
+        let offset = u32::from_be_bytes(raw[17..21].try_into().map_err(|_| invalid())?);
         if entry == 0 {
             return Err(invalid());
         }
@@ -228,12 +230,12 @@ fn corrupt(e: impl std::error::Error + Send + Sync + 'static) -> Error {
     crate::StorageError::new("corrupt change log entry", e).into()
 }
 
-/// FNV-1a of the group's encoding: stable across builds and restarts.
-fn group_hash(partition: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
+/// FNV-1a (64-bit) of the group's encoding: stable across builds and restarts.
+fn group_hash(partition: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in partition {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
 }
@@ -397,7 +399,7 @@ impl<B: Backend> Store<B> {
         let mut found_any = false;
         let mut checked_age = false;
         'read: loop {
-            let want = (limit + 2).min(MAX_ENTRIES_PER_POLL + 1 - entries_read);
+            let want = (limit + 2).min(MAX_ENTRIES_PER_POLL.saturating_sub(entries_read).max(2));
             let batch = reader.scan(
                 &partition,
                 &layout::change_range(cursor),
