@@ -366,6 +366,16 @@ def test_the_typed_id_picker_writes_canonical_paths():
     by_id("new-generate").click()
     assert by_id("new-path-preview").get_attribute("class") != "bad"
     assert len(by_id("new-id").get_attribute("value")) == 36
+    # Ids the server generates: the next in the namespace's sequence, twice.
+    open_page("/ui/user-7")
+    for expected in ["/user-7/seqtest-1", "/user-7/seqtest-2"]:
+        open_page("/ui/user-7")
+        Select(by_id("new-type")).select_by_value("gen-sequence")
+        by_id("new-ns").clear()
+        by_id("new-ns").send_keys("seqtest")
+        assert by_id("new-path-preview").text == "/user-7/seqtest-{sequence}", by_id("new-path-preview").text
+        by_id("create-button").click()
+        wait.until(lambda d: by_id("node-path").text == expected)
 
 
 def test_ttl_countdown_and_the_error_panel():

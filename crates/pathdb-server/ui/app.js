@@ -486,6 +486,12 @@ function showKey(key) {
 // ---------------------------------------------------------------------------------------------
 // Writes
 
+/** The id the server generates on create ("sequence", "uuid", "rand53"), or null. */
+function generatedKind() {
+  const type = $("new-type").value;
+  return type.startsWith("gen-") ? type.slice(4) : null;
+}
+
 /** The id text of the create form, or null for "none"; throws with a message for bad input. */
 function newIdText() {
   const type = $("new-type").value;
@@ -526,7 +532,9 @@ function newPath() {
 
 function updatePreview() {
   try {
-    $("new-path-preview").textContent = $("new-ns").value ? newPath() : "";
+    const kind = generatedKind();
+    const ns = $("new-ns").value.trim();
+    $("new-path-preview").textContent = !ns ? "" : kind ? `${state.path || ""}/${ns}-{${kind}}` : newPath();
     $("new-path-preview").classList.remove("bad");
   } catch (e) {
     $("new-path-preview").textContent = e.message;
@@ -561,16 +569,28 @@ async function createItem(event) {
   event.preventDefault();
   clearError();
   try {
-    const path = newPath();
+    const kind = generatedKind();
+    let path = kind ? null : newPath();
     const value = parseJson($("new-value").value);
     const params = new URLSearchParams();
     if ($("new-history").checked) params.set("history", "true");
     if ($("new-ttl").value) params.set("ttl_seconds", $("new-ttl").value);
-    // If-None-Match: * creates only: an existing item is a 412, not overwritten.
-    await api("PUT", "/v1/items/" + urlPath(path) + "?" + params, {
-      body: JSON.stringify(value),
-      headers: { "If-None-Match": "*" },
-    });
+    if (kind) {
+      // The server picks the id (docs/changes.md) and answers with the path it created.
+      params.set("id", kind);
+      const ns = $("new-ns").value.trim();
+      const target = state.path ? urlPath(state.path) + "/" + ns : ns;
+      const reply = await api("POST", "/v1/items/" + target + "?" + params, {
+        body: JSON.stringify(value),
+      });
+      path = reply.json.path;
+    } else {
+      // If-None-Match: * creates only: an existing item is a 412, not overwritten.
+      await api("PUT", "/v1/items/" + urlPath(path) + "?" + params, {
+        body: JSON.stringify(value),
+        headers: { "If-None-Match": "*" },
+      });
+    }
     // A fresh form for the next item (the id type stays: people create runs of one kind).
     for (const id of ["new-ns", "new-id", "new-ttl"]) $(id).value = "";
     $("new-value").value = "{}";
@@ -776,7 +796,9 @@ function init() {
   $("create-form").addEventListener("submit", createItem);
   for (const id of ["new-ns", "new-id"]) $(id).addEventListener("input", updatePreview);
   $("new-type").addEventListener("change", () => {
-    $("new-id").disabled = $("new-type").value === "none";
+    const noId = $("new-type").value === "none" || generatedKind() !== null;
+    $("new-id").disabled = noId;
+    $("new-generate").disabled = noId;
     updatePreview();
   });
   $("new-generate").addEventListener("click", generateId);
