@@ -422,9 +422,11 @@ impl DynamoBackend {
                     if let Some(index) = reasons.iter().position(|r| r.code() == Some("ConditionalCheckFailed")) {
                         return Err(WriteError::ConditionFailed { index });
                     }
-                    // Cancelled for another reason (a concurrent transaction on the same items).
-                    if reasons.iter().any(|r| r.code() == Some("TransactionConflict")) {
-                        return Err(WriteError::ConditionFailed { index: 0 });
+                    // Cancelled because a concurrent transaction held one of the items: name it, so
+                    // that a conflict over a change log entry is retried (transact_appending) and
+                    // one over an item names that item.
+                    if let Some(index) = reasons.iter().position(|r| r.code() == Some("TransactionConflict")) {
+                        return Err(WriteError::ConditionFailed { index });
                     }
                 }
                 Err(sdk_error("TransactWriteItems")(e).into())
