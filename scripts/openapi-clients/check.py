@@ -1,7 +1,7 @@
 """A small program against the client openapi-python-client generates from PathDB's OpenAPI
 document. scripts/openapi-clients.sh type-checks it with `mypy --strict`, then runs it against a
 live `pathdb serve`: put, get, a failed precondition, a listing and a transaction with tagged
-operations, through the generated types only.
+operations, a create with a generated id and the change feed, through the generated types only.
 
     python check.py BASE_URL TOKEN
 """
@@ -9,8 +9,18 @@ operations, through the generated types only.
 import sys
 
 from pathdb_client import AuthenticatedClient
-from pathdb_client.api.items import get_item, list_items, put_item, transact
+from pathdb_client.api.items import (
+    create_item,
+    get_changes,
+    get_item,
+    list_items,
+    put_item,
+    transact,
+)
 from pathdb_client.models import (
+    ChangeDelete,
+    ChangePut,
+    ChangesOut,
     ErrorBody,
     ItemOut,
     ListOut,
@@ -57,7 +67,26 @@ def main(base_url: str, token: str) -> None:
         assert isinstance(listing, ListOut), listing
         paths = [item.path for item in listing.items]
         assert paths == ["/user-7/post-2", "/user-7/post-10"], paths
-    print(f"generated Python client: put, get, 412, transact and list against {base_url}")
+
+        # Follow the listing: a generated id, then a delete, arrive as tagged changes.
+        since = listing.changes_token
+        assert isinstance(since, str), since
+        made = create_item.sync("user-7/post", client=client, body={"n": 1}, id="sequence")
+        assert isinstance(made, ItemOut), made
+        assert made.path == "/user-7/post-11", made.path
+        put_item.sync("user-7/post-2", client=client, body=3)
+        feed = get_changes.sync("user-7", client=client, since=since, limit=10)
+        assert isinstance(feed, ChangesOut), feed
+        kinds = [
+            (c.item.path if isinstance(c, ChangePut) else c.path, type(c).__name__)
+            for c in feed.changes
+        ]
+        assert kinds == [("/user-7/post-11", "ChangePut"), ("/user-7/post-2", "ChangePut")], kinds
+        assert not any(isinstance(c, ChangeDelete) for c in feed.changes)
+    print(
+        "generated Python client: put, get, 412, transact, list, create and changes against "
+        f"{base_url}"
+    )
 
 
 if __name__ == "__main__":

@@ -9,11 +9,14 @@ type TxResult = components["schemas"]["TxResultOut"];
 type Item = components["schemas"]["ItemOut"];
 type PutItemOk = operations["putItem"]["responses"][201]["content"]["application/json"];
 type ListItemsQuery = NonNullable<paths["/v1/list/{prefix}"]["get"]["parameters"]["query"]>;
+type ChangesOk = operations["getChanges"]["responses"][200]["content"]["application/json"];
+type Change = components["schemas"]["ChangeOut"];
 
 const ops: TxOp[] = [
     { op: "check", path: "/user-7/post-2", if_version: 1 },
     { op: "put", path: "/user-7/post-10", value: [1, 2], history: true },
     { op: "delete", path: "/user-7/post-3" },
+    { op: "create", path: "/user-7/post", id: "sequence", value: { title: "new" } },
 ];
 
 function describe(op: TxOp): string {
@@ -24,6 +27,8 @@ function describe(op: TxOp): string {
             return `delete ${op.path}${op.if_version === undefined ? "" : ` at ${op.if_version}`}`;
         case "check":
             return `check ${op.path} must_exist=${String(op.must_exist ?? false)}`;
+        case "create":
+            return `create ${op.path}-{${op.id}}`;
     }
 }
 
@@ -51,7 +56,22 @@ const etag: string | undefined = undefined as
     | operations["getItem"]["responses"][200]["headers"]["ETag"]
     | undefined;
 
+// The change feed's changes are a tagged union too.
+function changed(change: Change): string {
+    switch (change.op) {
+        case "put":
+            return `${change.item.path} v${change.item.version}`;
+        case "delete":
+            return `${change.path} deleted at v${change.version}`;
+    }
+}
+const page: ChangesOk = {
+    changes: [{ op: "put", item: created }, { op: "delete", path: "/user-7/post-2", version: 1 }],
+    next_token: "AQ",
+};
+
 export const summary: string[] = [
+    ...page.changes.map(changed),
     ...ops.map(describe),
     String(written({ op: "put", item: created })?.version),
     JSON.stringify(query),
