@@ -48,7 +48,8 @@ if [[ ! -x "$pathdb" ]]; then
 fi
 
 make_work_dir console
-trap 'bash scripts/dynamodb-local.sh stop moto >/dev/null 2>&1 || true; cleanup_work_dir' EXIT INT TERM
+# The script's status survives the moto stop: cleanup_work_dir exits with `$?`.
+trap 'status=$?; bash scripts/dynamodb-local.sh stop moto >/dev/null 2>&1 || true; (exit "$status"); cleanup_work_dir' EXIT INT TERM
 
 # run_suite NAME SHOTS N_CHILDREN [SERVE_ARG...]: one server with a read-write and a read-only
 # token, seeded with N_CHILDREN under /big-1, then every browser test; screenshots to SHOTS.
