@@ -121,6 +121,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok(store.transact(t)?.len())
     })?;
+    let since = store.changes_token(&group)?;
+    for p in tx.iter().skip(200).take(10) {
+        store.put(p, value.clone(), PutOptions::default())?;
+    }
+    measure("change feed: poll returning 10 changes", &mut || {
+        Ok(store.changes(&group, Some(&since), 100)?.changes.len())
+    })?;
+    let end = store.changes_token(&group)?;
+    measure("change feed: poll finding nothing", &mut || {
+        Ok(store.changes(&group, Some(&end), 100)?.changes.len())
+    })?;
 
     println!("| operation | items | DynamoDB requests |\n| --- | --- | --- |");
     for row in rows {
