@@ -1,4 +1,4 @@
-"""The README's quick start runs as written, against the test server."""
+"""The README's snippets run as written, against the test server."""
 
 from __future__ import annotations
 
@@ -6,21 +6,51 @@ import contextlib
 import io
 import re
 from pathlib import Path
+from typing import List
 
 from .conftest import TOKEN, Server
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+DEFAULT = 'Client("http://127.0.0.1:7070")'
+
+
+def snippets() -> List[str]:
+    """The README's Python snippets: the quick start, following changes, generated ids."""
+    found = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert len(found) == 3
+    for snippet in found:
+        assert DEFAULT in snippet
+    return found
+
+
+def run(server: Server, code: str) -> List[str]:
+    """Runs a snippet against the test server; what it printed."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = code.replace(DEFAULT, f'Client("{server.url}", token="{TOKEN}")')
+        exec(compile(code, str(README), "exec"), {})
+    return out.getvalue().splitlines()
 
 
 def test_readme_quick_start(server: Server) -> None:
-    [snippet] = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    snippet = snippets()[0]
     assert len(snippet.strip().splitlines()) <= 13
-    default = 'Client("http://127.0.0.1:7070")'
-    assert default in snippet
     # A fresh group: the snippet's /user-7 is the test server's own.
-    code = snippet.replace(default, f'Client("{server.url}", token="{TOKEN}")')
-    code = code.replace('"user", 7', '"user", 7000').replace("/user-7/", "/user-7000/")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, str(README), "exec"), {})
-    assert out.getvalue().splitlines() == ["condition_failed", "[1500, 20]"]
+    code = snippet.replace('"user", 7', '"user", 7000').replace("/user-7/", "/user-7000/")
+    assert run(server, code) == ["condition_failed", "[1500, 20]"]
+
+
+def test_readme_follow_changes(server: Server) -> None:
+    snippet = snippets()[1]
+    assert len(snippet.strip().splitlines()) <= 18
+    code = snippet.replace('"user", 8', '"user", 8000')
+    assert code != snippet
+    assert run(server, code) == ["{'title': 'from another writer'}"]
+
+
+def test_readme_generated_ids(server: Server) -> None:
+    snippet = snippets()[2]
+    assert len(snippet.strip().splitlines()) <= 10
+    code = snippet.replace('"/user-9"', '"/user-9000"')
+    assert code != snippet
+    assert run(server, code) == ["/user-9000/post-1", "/user-9000/order-1/line-1"]

@@ -16,10 +16,80 @@ export interface Item<T = unknown> {
   readonly expiresAtMicros: number | null;
 }
 
-/** One page of a listing; pass `nextPageToken` as `pageToken` to continue (null at the end). */
+/**
+ * One page of a listing; pass `nextPageToken` as `pageToken` to continue (null at the end). A
+ * first page (no `pageToken`) also has `changesToken`: the change feed's position at this
+ * listing, to follow the prefix from with `changes` or `watch` without a gap (null on later pages).
+ */
 export interface Page<T = unknown> {
   readonly items: Item<T>[];
   readonly nextPageToken: string | null;
+  readonly changesToken: string | null;
+}
+
+/** A change of the feed: the item was created or replaced; `item` is as that commit wrote it. */
+export interface PutChange<T = unknown> {
+  readonly op: "put";
+  readonly item: Item<T>;
+  /** The item's path. */
+  readonly path: KeyPath;
+  /** The version written. */
+  readonly version: number;
+}
+
+/** A change of the feed: the item at `path` was deleted or expired; `version` is the version removed. */
+export interface DeleteChange {
+  readonly op: "delete";
+  readonly path: KeyPath;
+  readonly version: number;
+}
+
+/**
+ * One change of the feed, told apart by `op`. Both kinds have `path` and `version`: apply a change
+ * only if its `version` is not older than the one you hold (docs/changes.md).
+ */
+export type Change<T = unknown> = PutChange<T> | DeleteChange;
+
+/** Changes after a token, in commit order; pass `nextToken` as `since` to continue. */
+export interface ChangePage<T = unknown> {
+  readonly changes: Change<T>[];
+  readonly nextToken: string;
+}
+
+export interface ChangesOptions {
+  /** A listing's `changesToken` or a page's `nextToken`; without it, no changes and the current position. */
+  since?: string | null;
+  /** At most this many changes, 1..=1000 (default 100); a page never ends inside a transaction. */
+  limit?: number;
+  /** With `since` and no change yet: wait up to this many seconds (0..=60) for one to commit. */
+  waitSeconds?: number;
+  /** Aborts the request (a long poll included); the call rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
+}
+
+export interface WatchOptions {
+  /** Where to start; without it, the position when iterating starts. */
+  since?: string | null;
+  /** How long each long poll waits for a change, 1..=60 seconds (default 30). */
+  waitSeconds?: number;
+  /** Changes per request, 1..=1000 (default 100). */
+  limit?: number;
+  /** Ends the watch, even during a long poll: the loop throws the signal's reason. */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * How a create generates its id: a random version 4 UUID (`uuid`), a random integer in [1, 2^53)
+ * (`rand53`), or the parent's next integer for that namespace, 1, 2, 3, ..., never issued twice,
+ * even after deletes (`sequence`).
+ */
+export type IdKind = "uuid" | "rand53" | "sequence";
+
+export interface CreateOptions {
+  /** How the id is generated (default `uuid`). */
+  id?: IdKind;
+  history?: boolean;
+  ttlSeconds?: number;
 }
 
 export interface ClientOptions {
@@ -127,8 +197,50 @@ export class Check {
   }
 }
 
+/** In a transaction, the path operation `index` (a `Create`) creates, as a later `Create`'s parent. */
+export class Created {
+  constructor(readonly index: number) {
+    if (!Number.isSafeInteger(index) || index < 0) throw new RangeError(`Created takes an operation's index, not ${index}`);
+  }
+}
+
+/**
+ * `{parent}/{namespace}`, checked (just `/{namespace}` without a parent): what a create completes
+ * with an id, as text and as it goes in a URL. (Not a `KeyPath`: a group without an id is none.)
+ */
+function createTarget(parent: PathLike | null, namespace: string): { text: string; url: string } {
+  if (parent === null || parent === "" || parent === "/" || (parent instanceof KeyPath && parent.elements.length === 0)) {
+    new KeyPath().add(namespace, 1); // throws InvalidKeyPath for an invalid namespace
+    return { text: `/${namespace}`, url: namespace }; // ASCII letters, digits and '_' only
+  }
+  const path = toPath(parent).add(namespace);
+  return { text: path.toString(), url: urlPath(path) };
+}
+
+/**
+ * A transaction operation: create an item at `{parent}/{namespace}-{id}` with a generated id (see
+ * `Client.create`). `parent` is a path, null for a new group, or `new Created(n)` for the item
+ * operation `n` creates. Its result is the item created.
+ */
+export class Create {
+  readonly parent: PathLike | Created | null;
+  readonly namespace: string;
+  readonly #wire: Wire;
+  constructor(parent: PathLike | Created | null, namespace: string, value: unknown, options: CreateOptions = {}) {
+    this.parent = parent;
+    this.namespace = namespace;
+    const path = parent instanceof Created ? `$${parent.index}${createTarget(null, namespace).text}` : createTarget(parent, namespace).text;
+    this.#wire = { op: "create", path, id: options.id ?? "uuid", value: value === undefined ? null : value };
+    if (options.history) this.#wire.history = true;
+    if (options.ttlSeconds !== undefined) this.#wire.ttl_seconds = options.ttlSeconds;
+  }
+  toWire(): Wire {
+    return { ...this.#wire };
+  }
+}
+
 /** A transaction operation. */
-export type Op = Put | Delete | Check;
+export type Op = Put | Delete | Check | Create;
 
 /**
  * The path as it goes in a URL: each element percent-encoded on its own, so `/` and `%` inside
@@ -165,6 +277,17 @@ function itemFromWire<T>(body: Wire): Item<T> {
   };
 }
 
+function changeFromWire<T>(body: Wire): Change<T> {
+  if (body.op === "put") {
+    const item = itemFromWire<T>(body.item as Wire);
+    return { op: "put", item, path: item.path, version: item.version };
+  }
+  if (body.op === "delete") {
+    return { op: "delete", path: KeyPath.parse(body.path as string), version: body.version as number };
+  }
+  throw new TypeError(`unknown change op ${JSON.stringify(body.op)}`);
+}
+
 interface Request {
   method: string;
   route: string;
@@ -172,6 +295,24 @@ interface Request {
   headers?: Record<string, string>;
   body?: string;
   retryConflict?: boolean;
+  /** Seconds the server may hold the answer back (a long poll), added to the timeout. */
+  waitSeconds?: number;
+  /** The caller's signal: aborting it rejects with its reason. */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * A signal that aborts when either does (`AbortSignal.any` is Node 20.3+), and `dispose`, which
+ * removes its listener from the caller's signal (a long watch must not pile them up).
+ */
+function eitherSignal(timeout: AbortSignal, caller: AbortSignal): { signal: AbortSignal; dispose: () => void } {
+  const controller = new AbortController();
+  const listeners = new AbortController();
+  for (const signal of [caller, timeout]) {
+    if (signal.aborted) controller.abort(signal.reason);
+    else signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true, signal: listeners.signal });
+  }
+  return { signal: controller.signal, dispose: () => listeners.abort() };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -212,14 +353,21 @@ export class Client {
     for (;;) {
       let response: Response;
       try {
+        const timeout = AbortSignal.timeout(this.#timeoutMs + (request.waitSeconds ?? 0) * 1000);
+        const signals = request.signal ? eitherSignal(timeout, request.signal) : { signal: timeout, dispose() {} };
         const init: RequestInit = {
           method: request.method,
           headers: { ...this.#headers, ...request.headers },
-          signal: AbortSignal.timeout(this.#timeoutMs),
+          signal: signals.signal,
         };
         if (request.body !== undefined) init.body = request.body;
-        response = await this.#fetch(url, init);
+        try {
+          response = await this.#fetch(url, init);
+        } finally {
+          signals.dispose();
+        }
       } catch (e) {
+        if (request.signal?.aborted) throw request.signal.reason;
         // A kept-alive connection the server closed (it does after refusing a request whose body
         // it did not read) fails the next request before any answer: send it once more.
         if (!reconnected && e instanceof TypeError) {
@@ -366,6 +514,7 @@ export class Client {
     return {
       items: (body.items as Wire[]).map((i) => itemFromWire<T>(i)),
       nextPageToken: (body.next_page_token as string | null | undefined) ?? null,
+      changesToken: (body.changes_token as string | null | undefined) ?? null,
     };
   }
 
@@ -387,6 +536,61 @@ export class Client {
     }
   }
 
+  /**
+   * Creates an item at `{parent}/{namespace}-{id}` with an id the server generates, at a path never
+   * used before, and returns it (its `path` holds the id). `parent` null makes a new group
+   * `/{namespace}-{id}`. `id`: `uuid` (default, random), `rand53` (a random integer in [1, 2^53))
+   * or `sequence` (1, 2, 3, ... per parent and namespace, never reused).
+   */
+  async create<T = unknown>(parent: PathLike | null, namespace: string, value: T, options: CreateOptions = {}): Promise<Item<T>> {
+    const target = createTarget(parent, namespace);
+    const params: Record<string, string> = { id: options.id ?? "uuid" };
+    if (options.history) params.history = "true";
+    if (options.ttlSeconds !== undefined) params.ttl_seconds = String(options.ttlSeconds);
+    const response = await this.#send({
+      method: "POST",
+      route: "/v1/items/" + target.url,
+      params,
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(value === undefined ? null : value),
+      retryConflict: true, // a create that met a concurrent write wrote nothing; again draws a new id
+    });
+    return itemFromWire<T>(await Client.#json(response));
+  }
+
+  /**
+   * The changes under `prefix` (at least a group) after the token `since` (a listing's
+   * `changesToken` or a page's `nextToken`), in commit order. With `waitSeconds` and no change yet,
+   * the server answers as soon as one commits, or with none after the wait. Without `since`: no
+   * changes, and the current position as `nextToken`. Throws `TokenExpired` for a token older than
+   * the server keeps changes, `InvalidRequest` (`invalid_change_token`) for one that is not a token
+   * of this prefix's group.
+   */
+  async changes<T = unknown>(prefix: PathLike, options: ChangesOptions = {}): Promise<ChangePage<T>> {
+    const params: Record<string, string> = {};
+    const request: Request = { method: "GET", route: "/v1/changes/" + urlPath(toPath(prefix)), params, signal: options.signal };
+    if (options.since != null) {
+      params.since = options.since;
+      if (options.waitSeconds !== undefined) {
+        params.wait = String(options.waitSeconds);
+        request.waitSeconds = options.waitSeconds;
+      }
+    }
+    if (options.limit !== undefined) params.limit = String(options.limit);
+    const body = await Client.#json(await this.#send(request));
+    return { changes: (body.changes as Wire[]).map((c) => changeFromWire<T>(c)), nextToken: body.next_token as string };
+  }
+
+  /**
+   * Every change under `prefix` after `since` (from where iterating starts without it), as it
+   * commits: an endless async iterator that long-polls `changes`. `for await (const change of
+   * db.watch(prefix, { since }))`; `break` (or the `signal`) stops it. Errors (`TokenExpired`,
+   * `Unavailable`, ...) end it; resume from its `token`.
+   */
+  watch<T = unknown>(prefix: PathLike, options: WatchOptions = {}): Watch<T> {
+    return new Watch<T>(this, toPath(prefix), options);
+  }
+
   /** The kept revisions of `path`, newest first (100 by default, at most 1000). */
   async history<T = unknown>(path: PathLike, options: { limit?: number } = {}): Promise<Item<T>[]> {
     const params: Record<string, string> = {};
@@ -396,8 +600,9 @@ export class Client {
   }
 
   /**
-   * Applies `Put`, `Delete` and `Check` operations all or nothing. One result per operation: the
-   * item written, the item deleted (or null), null for a check. Throws `ConditionFailed` or
+   * Applies `Put`, `Delete`, `Check` and `Create` operations all or nothing. One result per
+   * operation: the item written or created, the item deleted (or null), null for a check. Throws
+   * `ConditionFailed` or
    * `Conflict` (not retried: retry your unit of work).
    */
   async transact(ops: Iterable<Op>): Promise<(Item | null)[]> {
@@ -412,5 +617,47 @@ export class Client {
       if (r.op === "delete" && r.deleted != null) return itemFromWire(r.deleted as Wire);
       return null;
     });
+  }
+}
+
+/**
+ * The changes under a prefix, as they commit (see `Client.watch`): an async iterable that
+ * long-polls. `token` is where to resume after the changes handed out so far (it may repeat some
+ * of them when the loop stopped inside a page, never skip one).
+ */
+export class Watch<T = unknown> implements AsyncIterable<Change<T>> {
+  readonly #client: Client;
+  readonly #prefix: KeyPath;
+  readonly #options: WatchOptions;
+  #token: string | null;
+
+  constructor(client: Client, prefix: KeyPath, options: WatchOptions) {
+    if ((options.waitSeconds ?? 30) < 1) throw new RangeError("a watch's long polls wait 1 second or more (60 at most)");
+    this.#client = client;
+    this.#prefix = prefix;
+    this.#options = options;
+    this.#token = options.since ?? null;
+  }
+
+  /** Where to resume from (null before the first read when started without `since`). */
+  get token(): string | null {
+    return this.#token;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Change<T>, void, undefined> {
+    const { waitSeconds = 30, limit, signal } = this.#options;
+    for (;;) {
+      signal?.throwIfAborted();
+      const since = this.#token ?? (await this.#client.changes(this.#prefix, { signal })).nextToken;
+      this.#token = since;
+      const options: ChangesOptions = { since, waitSeconds, signal };
+      if (limit !== undefined) options.limit = limit;
+      const page = await this.#client.changes<T>(this.#prefix, options);
+      for (const [i, change] of page.changes.entries()) {
+        if (i === page.changes.length - 1) this.#token = page.nextToken;
+        yield change;
+      }
+      this.#token = page.nextToken;
+    }
   }
 }

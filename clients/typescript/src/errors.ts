@@ -42,9 +42,20 @@ export class Forbidden extends PathDBError {
   override name = "Forbidden";
 }
 
-/** The server refused the request as invalid: path, JSON, page token, size, option (HTTP 400, 413, 415). */
+/**
+ * The server refused the request as invalid: path, JSON, page or change token (`invalid_change_token`:
+ * not a token, or one of another group), size, option (HTTP 400, 413, 415).
+ */
 export class InvalidRequest extends PathDBError {
   override name = "InvalidRequest";
+}
+
+/**
+ * A change token is older than the server's retention window (default 7 days), so changes after it
+ * may be gone (HTTP 410 `token_expired`): list the prefix again and follow from its `changesToken`.
+ */
+export class TokenExpired extends PathDBError {
+  override name = "TokenExpired";
 }
 
 /** The server could not be reached or could not serve the request (HTTP 503 and other 5xx); 503 is retried first. */
@@ -56,6 +67,7 @@ export class Unavailable extends PathDBError {
 export function errorFor(status: number, code: string, message: string): PathDBError {
   if (code === "condition_failed" || status === 412) return new ConditionFailed(message, code, status);
   if (code === "conflict") return new Conflict(message, code, status);
+  if (code === "token_expired" || status === 410) return new TokenExpired(message, code, status);
   if (status === 401) return new Unauthorized(message, code, status);
   if (status === 403) return new Forbidden(message, code, status);
   if (status === 404) return new NotFound(message, code, status);

@@ -3,8 +3,25 @@
  * client for `pathdb serve` over the global `fetch`.
  */
 
-export { Check, Client, Delete, Put, urlPath } from "./client.js";
-export type { ClientOptions, Item, ListAllOptions, ListOptions, ListPageOptions, Op, Page, PutOptions } from "./client.js";
+export { Check, Client, Create, Created, Delete, Put, Watch, urlPath } from "./client.js";
+export type {
+  Change,
+  ChangePage,
+  ChangesOptions,
+  ClientOptions,
+  CreateOptions,
+  DeleteChange,
+  IdKind,
+  Item,
+  ListAllOptions,
+  ListOptions,
+  ListPageOptions,
+  Op,
+  Page,
+  PutChange,
+  PutOptions,
+  WatchOptions,
+} from "./client.js";
 export {
   ConditionFailed,
   Conflict,
@@ -12,6 +29,7 @@ export {
   InvalidRequest,
   NotFound,
   PathDBError,
+  TokenExpired,
   Unauthorized,
   Unavailable,
 } from "./errors.js";

@@ -1,4 +1,4 @@
-/** The README's quick start runs as written, against a test server. */
+/** The README's snippets run as written, against a test server. */
 
 import assert from "node:assert/strict";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -16,17 +16,22 @@ after(async () => {
   await server?.stop();
 });
 
-test("README quick start", async () => {
+/** The README's TypeScript snippets: the quick start, following changes, generated ids. */
+function snippets(): string[] {
   const readme = readFileSync(join(REPO, "clients/typescript/README.md"), "utf8");
-  const snippet = /```ts\n([\s\S]*?)```/.exec(readme)?.[1];
-  assert.ok(snippet);
-  assert.ok(snippet.trim().split("\n").length <= 13);
+  const found = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
+  assert.equal(found.length, 3);
+  return found;
+}
+
+/** Runs a snippet (as an ES module importing the built client) against the test server; what it logged. */
+async function run(snippet: string, name: string): Promise<unknown[][]> {
   const index = pathToFileURL(join(REPO, "clients/typescript/dist/src/index.js")).href;
   const code = snippet
     .replace('"@pathdb/client"', JSON.stringify(index))
     .replace('new Client("http://127.0.0.1:7070")', `new Client(${JSON.stringify(server.url)}, { token: "${TOKEN}" })`);
   assert.notEqual(code, snippet);
-  const file = join(REPO, "clients/typescript/dist/test", `readme-snippet-${process.pid}.mjs`);
+  const file = join(REPO, "clients/typescript/dist/test", `readme-${name}-${process.pid}.mjs`);
   writeFileSync(file, code);
   const printed: unknown[][] = [];
   const log = console.log;
@@ -37,5 +42,25 @@ test("README quick start", async () => {
     console.log = log;
     rmSync(file);
   }
-  assert.deepEqual(printed, [["/user-7/post-2"], ["/user-7/post-10"], [true], [[1500, 20]]]);
+  return printed;
+}
+
+test("README quick start", async () => {
+  const snippet = snippets()[0]!;
+  assert.ok(snippet.trim().split("\n").length <= 13);
+  assert.deepEqual(await run(snippet, "quick-start"), [["/user-7/post-2"], ["/user-7/post-10"], [true], [[1500, 20]]]);
+});
+
+test("README follow changes", async () => {
+  const snippet = snippets()[1]!;
+  assert.ok(snippet.trim().split("\n").length <= 17);
+  const code = snippet.replace('"user", 8', '"user", 8000').replaceAll("/user-8/", "/user-8000/");
+  assert.deepEqual(await run(code, "follow"), [[{ title: "from another writer" }]]);
+});
+
+test("README generated ids", async () => {
+  const snippet = snippets()[2]!;
+  assert.ok(snippet.trim().split("\n").length <= 11);
+  const code = snippet.replaceAll('"/user-9"', '"/user-9000"');
+  assert.deepEqual(await run(code, "ids"), [["/user-9000/post-1"], ["/user-9000/order-1/line-1"]]);
 });

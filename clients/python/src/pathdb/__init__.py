@@ -5,7 +5,7 @@
 '/season-2026/score-!1500'
 """
 
-from ._client import AsyncClient, Client
+from ._client import AsyncClient, AsyncWatch, Client, Watch
 from ._errors import (
     ConditionFailed,
     Conflict,
@@ -13,23 +13,45 @@ from ._errors import (
     InvalidRequest,
     NotFound,
     PathDBError,
+    TokenExpired,
     Unauthorized,
     Unavailable,
 )
 from ._keypath import Desc, Element, Id, InvalidKeyPath, KeyPath, PathLike, format_id
-from ._model import Check, Delete, Item, Op, Page, Put
+from ._model import (
+    Change,
+    ChangePage,
+    Check,
+    Create,
+    Created,
+    Delete,
+    DeleteChange,
+    IdKind,
+    Item,
+    Op,
+    Page,
+    Put,
+    PutChange,
+)
 
 __all__ = [
     "AsyncClient",
+    "AsyncWatch",
+    "Change",
+    "ChangePage",
     "Check",
     "Client",
     "ConditionFailed",
     "Conflict",
+    "Create",
+    "Created",
     "Delete",
+    "DeleteChange",
     "Desc",
     "Element",
     "Forbidden",
     "Id",
+    "IdKind",
     "InvalidKeyPath",
     "InvalidRequest",
     "Item",
@@ -40,8 +62,11 @@ __all__ = [
     "PathDBError",
     "PathLike",
     "Put",
+    "PutChange",
+    "TokenExpired",
     "Unauthorized",
     "Unavailable",
+    "Watch",
     "format_id",
 ]
 

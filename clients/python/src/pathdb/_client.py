@@ -9,16 +9,19 @@ import asyncio
 import json
 import random
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import (
     Any,
     AsyncIterator,
+    Deque,
     Dict,
     Iterable,
     Iterator,
     List,
     Optional,
     Sequence,
+    Union,
 )
 from urllib.parse import quote
 
@@ -26,10 +29,21 @@ import httpx
 
 from ._errors import Conflict, PathDBError, Unavailable, error_for
 from ._keypath import KeyPath, PathLike, format_id, to_path
-from ._model import Item, Op, Page
+from ._model import (
+    Change,
+    ChangePage,
+    IdKind,
+    Item,
+    Op,
+    Page,
+    change_from_wire,
+    create_target,
+)
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
+DEFAULT_WATCH_WAIT = 30
+"""Seconds a `watch` long poll waits for a change before asking again (the server allows 60)."""
 
 
 def url_path(path: KeyPath) -> str:
@@ -50,6 +64,8 @@ class _Request:
     headers: Dict[str, str] = field(default_factory=dict)
     body: Optional[bytes] = None
     retry_conflict: bool = False
+    # Seconds the server may hold the answer back (a long poll), added to the client's timeout.
+    wait: Optional[int] = None
 
 
 def _json_body(value: Any) -> bytes:
@@ -139,6 +155,52 @@ class _Api:
         return request
 
     @staticmethod
+    def create(
+        parent: Optional[PathLike],
+        namespace: str,
+        value: Any,
+        id: IdKind,
+        history: bool,
+        ttl_seconds: Optional[int],
+    ) -> _Request:
+        target = create_target(parent, namespace)
+        request = _Request(
+            "POST",
+            "/v1/items/" + url_path(target),
+            params={"id": str(id)},
+            headers={"Content-Type": "application/json"},
+            body=_json_body(value),
+            # A create that met a concurrent write wrote nothing; trying again draws a new id.
+            retry_conflict=True,
+        )
+        _flag(request.params, "history", history)
+        if ttl_seconds is not None:
+            request.params["ttl_seconds"] = str(int(ttl_seconds))
+        return request
+
+    @staticmethod
+    def changes(
+        prefix: PathLike, since: Optional[str], limit: Optional[int], wait: Optional[int]
+    ) -> _Request:
+        request = _Request("GET", "/v1/changes/" + url_path(to_path(prefix)))
+        if since is not None:
+            request.params["since"] = since
+        if limit is not None:
+            request.params["limit"] = str(int(limit))
+        if wait is not None and since is not None:
+            request.params["wait"] = str(int(wait))
+            request.wait = int(wait)
+        return request
+
+    @staticmethod
+    def change_page(response: httpx.Response) -> ChangePage:
+        body = _Api.checked(response).json()
+        return ChangePage(
+            changes=[change_from_wire(c) for c in body["changes"]],
+            next_token=str(body["next_token"]),
+        )
+
+    @staticmethod
     def history(path: PathLike, limit: Optional[int]) -> _Request:
         request = _Request("GET", "/v1/history/" + url_path(to_path(path)))
         if limit is not None:
@@ -199,6 +261,7 @@ class _Api:
         return Page(
             items=[Item.from_wire(i) for i in body["items"]],
             next_page_token=body.get("next_page_token"),
+            changes_token=body.get("changes_token"),
         )
 
     @staticmethod
@@ -214,15 +277,124 @@ class _Api:
         return out
 
 
+class _Position:
+    """A watch's place in the feed: the changes read but not yet handed out, and the token to
+    resume from, which only moves past a page once all of it was handed out."""
+
+    def __init__(self, since: Optional[str]) -> None:
+        self.token = since
+        self._pending: Deque[Change] = deque()
+        self._after: Optional[str] = None
+
+    def take(self) -> Optional[Change]:
+        if not self._pending:
+            return None
+        change = self._pending.popleft()
+        if not self._pending:
+            self.token = self._after
+        return change
+
+    def read(self, page: ChangePage) -> None:
+        self._pending.extend(page.changes)
+        self._after = page.next_token
+        if not self._pending:
+            self.token = page.next_token
+
+
+class Watch:
+    """The changes under a prefix, as they commit: an endless iterator that long-polls (see
+    `Client.watch`). `token` is where to resume after the changes handed out so far (it may
+    repeat some of them when the loop stopped inside a page, never skip one)."""
+
+    def __init__(
+        self,
+        client: Client,
+        prefix: PathLike,
+        since: Optional[str],
+        wait: int,
+        limit: Optional[int],
+    ) -> None:
+        if wait < 1:
+            raise ValueError("a watch's long polls wait 1 second or more (60 at most)")
+        self._client = client
+        self._prefix = to_path(prefix)
+        self._wait = wait
+        self._limit = limit
+        self._position = _Position(since)
+
+    @property
+    def token(self) -> Optional[str]:
+        """Where to resume from (None before the first read when started without `since`)."""
+        return self._position.token
+
+    def __iter__(self) -> Watch:
+        return self
+
+    def __next__(self) -> Change:
+        while True:
+            change = self._position.take()
+            if change is not None:
+                return change
+            since = self._position.token
+            if since is None:
+                since = self._client.changes(self._prefix).next_token
+            page = self._client.changes(self._prefix, since, limit=self._limit, wait=self._wait)
+            self._position.token = since
+            self._position.read(page)
+
+
+class AsyncWatch:
+    """The asyncio twin of `Watch`: `async for change in db.watch(prefix)`."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        prefix: PathLike,
+        since: Optional[str],
+        wait: int,
+        limit: Optional[int],
+    ) -> None:
+        if wait < 1:
+            raise ValueError("a watch's long polls wait 1 second or more (60 at most)")
+        self._client = client
+        self._prefix = to_path(prefix)
+        self._wait = wait
+        self._limit = limit
+        self._position = _Position(since)
+
+    @property
+    def token(self) -> Optional[str]:
+        """See `Watch.token`."""
+        return self._position.token
+
+    def __aiter__(self) -> AsyncWatch:
+        return self
+
+    async def __anext__(self) -> Change:
+        while True:
+            change = self._position.take()
+            if change is not None:
+                return change
+            since = self._position.token
+            if since is None:
+                since = (await self._client.changes(self._prefix)).next_token
+            page = await self._client.changes(
+                self._prefix, since, limit=self._limit, wait=self._wait
+            )
+            self._position.token = since
+            self._position.read(page)
+
+
 class _Base:
     def __init__(
-        self, url: str, token: Optional[str], retries: int, backoff: float
+        self, url: str, token: Optional[str], retries: int, backoff: float, timeout: float
     ) -> None:
         if retries < 0 or backoff < 0:
             raise ValueError("retries and backoff cannot be negative")
         self.url = url.rstrip("/")
         self.retries = retries
         self.backoff = backoff
+        self.timeout = timeout
         self._headers: Dict[str, str] = {"Accept": "application/json"}
         if token is not None:
             self._headers["Authorization"] = f"Bearer {token}"
@@ -230,6 +402,12 @@ class _Base:
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with full jitter."""
         return float(random.uniform(0, self.backoff * (2**attempt)))
+
+    def _timeout(self, request: _Request) -> Union[float, httpx._client.UseClientDefault]:
+        """A long poll's timeout: the client's, plus the time the server may wait."""
+        if request.wait is None:
+            return httpx.USE_CLIENT_DEFAULT
+        return self.timeout + request.wait
 
 
 class Client(_Base):
@@ -250,7 +428,7 @@ class Client(_Base):
         timeout: float = 30.0,
         transport: Optional[httpx.BaseTransport] = None,
     ) -> None:
-        super().__init__(url, token, retries, backoff)
+        super().__init__(url, token, retries, backoff, timeout)
         self._http = httpx.Client(
             base_url=self.url, headers=self._headers, timeout=timeout, transport=transport
         )
@@ -276,6 +454,7 @@ class Client(_Base):
                     params=request.params,
                     headers=request.headers,
                     content=request.body,
+                    timeout=self._timeout(request),
                 )
             except httpx.RemoteProtocolError as e:
                 # A kept-alive connection the server closed (it does after refusing a request
@@ -382,14 +561,63 @@ class Client(_Base):
             if token is None:
                 return
 
+    def create(
+        self,
+        parent: Optional[PathLike],
+        namespace: str,
+        value: Any,
+        *,
+        id: IdKind = "uuid",
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> Item:
+        """Creates an item at `{parent}/{namespace}-{id}` with an id the server generates, at a
+        path never used before, and returns it (its `path` holds the id). `parent` None makes
+        a new group `/{namespace}-{id}`. `id` is "uuid" (random), "rand53" (a random integer
+        in [1, 2^53)) or "sequence" (1, 2, 3, ... per parent and namespace, never reused)."""
+        request = _Api.create(parent, namespace, value, id, history, ttl_seconds)
+        return Item.from_wire(_Api.checked(self._send(request)).json())
+
+    def changes(
+        self,
+        prefix: PathLike,
+        since: Optional[str] = None,
+        *,
+        limit: Optional[int] = None,
+        wait: Optional[int] = None,
+    ) -> ChangePage:
+        """The changes under `prefix` (at least a group) after the token `since` (a listing's
+        `changes_token`, or a page's `next_token`), in commit order, at most `limit` (1..=1000,
+        default 100) but never ending inside a transaction. With `wait` (0..=60 seconds) and
+        no change yet, the server answers as soon as one commits, or with none after `wait`.
+        Without `since`: no changes, and the current position as `next_token`. Raises
+        `TokenExpired` for a token older than the server keeps changes, `InvalidRequest`
+        (`invalid_change_token`) for one that is not a token of this prefix's group."""
+        return _Api.change_page(self._send(_Api.changes(prefix, since, limit, wait)))
+
+    def watch(
+        self,
+        prefix: PathLike,
+        since: Optional[str] = None,
+        *,
+        wait: int = DEFAULT_WATCH_WAIT,
+        limit: Optional[int] = None,
+    ) -> Watch:
+        """Every change under `prefix` after `since` (from where iterating starts without it),
+        as it commits: an endless iterator, long-polling `changes` with `wait`; break out of
+        the loop to stop. Errors (`TokenExpired`, `Unavailable`, ...) end it; resume from its
+        `token`."""
+        return Watch(self, prefix, since, wait, limit)
+
     def history(self, path: PathLike, *, limit: Optional[int] = None) -> List[Item]:
         """The kept revisions of `path`, newest first (100 by default, at most 1000)."""
         response = _Api.checked(self._send(_Api.history(path, limit)))
         return [Item.from_wire(i) for i in response.json()["items"]]
 
     def transact(self, ops: Iterable[Op]) -> List[Optional[Item]]:
-        """Applies `Put`, `Delete` and `Check` operations all or nothing. One result per
-        operation: the item written, the item deleted (or None), None for a check. Raises
+        """Applies `Put`, `Delete`, `Check` and `Create` operations all or nothing. One result
+        per operation: the item written or created, the item deleted (or None), None for a
+        check. Raises
         `ConditionFailed` or `Conflict` (not retried: retry the whole unit of work)."""
         return _Api.results(self._send(_Api.transact(ops)))
 
@@ -407,7 +635,7 @@ class AsyncClient(_Base):
         timeout: float = 30.0,
         transport: Optional[httpx.AsyncBaseTransport] = None,
     ) -> None:
-        super().__init__(url, token, retries, backoff)
+        super().__init__(url, token, retries, backoff, timeout)
         self._http = httpx.AsyncClient(
             base_url=self.url, headers=self._headers, timeout=timeout, transport=transport
         )
@@ -433,6 +661,7 @@ class AsyncClient(_Base):
                     params=request.params,
                     headers=request.headers,
                     content=request.body,
+                    timeout=self._timeout(request),
                 )
             except httpx.RemoteProtocolError as e:
                 # A kept-alive connection the server closed (it does after refusing a request
@@ -535,6 +764,42 @@ class AsyncClient(_Base):
             token = page.next_page_token
             if token is None:
                 return
+
+    async def create(
+        self,
+        parent: Optional[PathLike],
+        namespace: str,
+        value: Any,
+        *,
+        id: IdKind = "uuid",
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> Item:
+        """See `Client.create`."""
+        request = _Api.create(parent, namespace, value, id, history, ttl_seconds)
+        return Item.from_wire(_Api.checked(await self._send(request)).json())
+
+    async def changes(
+        self,
+        prefix: PathLike,
+        since: Optional[str] = None,
+        *,
+        limit: Optional[int] = None,
+        wait: Optional[int] = None,
+    ) -> ChangePage:
+        """See `Client.changes`."""
+        return _Api.change_page(await self._send(_Api.changes(prefix, since, limit, wait)))
+
+    def watch(
+        self,
+        prefix: PathLike,
+        since: Optional[str] = None,
+        *,
+        wait: int = DEFAULT_WATCH_WAIT,
+        limit: Optional[int] = None,
+    ) -> AsyncWatch:
+        """See `Client.watch`: `async for change in db.watch(prefix, since)`."""
+        return AsyncWatch(self, prefix, since, wait, limit)
 
     async def history(self, path: PathLike, *, limit: Optional[int] = None) -> List[Item]:
         """See `Client.history`."""

@@ -43,8 +43,15 @@ class Forbidden(PathDBError):
 
 
 class InvalidRequest(PathDBError):
-    """The server refused the request as invalid: a bad path, JSON, page token, size, or
-    option (HTTP 400, 413, 415)."""
+    """The server refused the request as invalid: a bad path, JSON, page or change token
+    (`invalid_change_token`: not a token, or one of another group), size, or option (HTTP 400,
+    413, 415)."""
+
+
+class TokenExpired(PathDBError):
+    """A change token is older than the server's retention window (default 7 days), so changes
+    after it may be gone (HTTP 410 `token_expired`): list the prefix again and follow from the
+    new listing's `changes_token`."""
 
 
 class Unavailable(PathDBError):
@@ -59,6 +66,8 @@ def error_for(status: int, code: str, message: str) -> PathDBError:
         kind = ConditionFailed
     elif code == "conflict":
         kind = Conflict
+    elif code == "token_expired" or status == 410:
+        kind = TokenExpired
     elif status == 401:
         kind = Unauthorized
     elif status == 403:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Literal, Optional, Union
 
-from ._keypath import KeyPath, PathLike, to_path
+from ._keypath import Element, InvalidKeyPath, KeyPath, PathLike, _check_namespace, to_path
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -47,10 +47,69 @@ class Item:
 @dataclass(frozen=True)
 class Page:
     """One page of a listing; pass `next_page_token` to `list_page` to continue (None at the
-    end)."""
+    end). A first page (no `page_token`) also has `changes_token`: the change feed's position at
+    this listing, to follow the prefix from with `changes` or `watch` without a gap (None on
+    later pages)."""
 
     items: List[Item]
     next_page_token: Optional[str]
+    changes_token: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class PutChange:
+    """A change of the feed: the item was created or replaced; `item` is as that commit wrote
+    it."""
+
+    item: Item
+
+    @property
+    def path(self) -> KeyPath:
+        """The item's path."""
+        return self.item.path
+
+    @property
+    def version(self) -> int:
+        """The version written."""
+        return self.item.version
+
+
+@dataclass(frozen=True)
+class DeleteChange:
+    """A change of the feed: the item at `path` was deleted or expired; `version` is the version
+    that was removed."""
+
+    path: KeyPath
+    version: int
+
+
+Change = Union[PutChange, DeleteChange]
+"""One change of the feed. Both kinds have `path` and `version`: apply a change only if its
+`version` is not older than the one you hold (docs/changes.md)."""
+
+
+def change_from_wire(body: Dict[str, Any]) -> Change:
+    """A change from its JSON shape (`ChangeOut` in /openapi.json)."""
+    op = body.get("op")
+    if op == "put":
+        return PutChange(Item.from_wire(body["item"]))
+    if op == "delete":
+        return DeleteChange(KeyPath.parse(body["path"]), int(body["version"]))
+    raise ValueError(f"unknown change op {op!r}")
+
+
+@dataclass(frozen=True)
+class ChangePage:
+    """Changes after a token, in commit order; pass `next_token` as `since` to continue."""
+
+    changes: List[Change]
+    next_token: str
+
+
+IdKind = Literal["uuid", "rand53", "sequence"]
+"""How a create generates its id: a random version 4 UUID (`uuid`), a random integer in
+[1, 2^53) (`rand53`), or the parent's next integer for that namespace, 1, 2, 3, ..., never
+issued twice even after deletes (`sequence`)."""
 
 
 def _conditions(
@@ -132,5 +191,70 @@ class Check:
         return dict(self._wire)
 
 
-Op = Union[Put, Delete, Check]
+@dataclass(frozen=True)
+class Created:
+    """In a transaction, the path that operation `index` (a `Create`) creates, as the parent of
+    a later `Create`: `Create(Created(0), "comment", ...)`."""
+
+    index: int
+
+
+class Create:
+    """A transaction operation: create an item at `{parent}/{namespace}-{id}` with a generated
+    id (see `Client.create`). `parent` is a path, None for a new group, or `Created(n)` for the
+    item operation `n` creates. Its result is the item created."""
+
+    def __init__(
+        self,
+        parent: Union[PathLike, Created, None],
+        namespace: str,
+        value: Any,
+        *,
+        id: IdKind = "uuid",
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> None:
+        self.parent = parent
+        self.namespace = namespace
+        self.value = value
+        if isinstance(parent, Created):
+            index = parent.index
+            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                raise ValueError(f"Created takes an operation's index, not {parent.index!r}")
+            check_namespace(namespace)
+            path = f"${parent.index}/{namespace}"
+        else:
+            path = str(create_target(parent, namespace))
+        self._wire: Dict[str, Any] = {"op": "create", "path": path, "id": id, "value": value}
+        if history:
+            self._wire["history"] = True
+        if ttl_seconds is not None:
+            self._wire["ttl_seconds"] = ttl_seconds
+
+    def to_wire(self) -> Dict[str, Any]:
+        """The operation's JSON shape."""
+        return dict(self._wire)
+
+
+def check_namespace(namespace: str) -> None:
+    """Raises `InvalidKeyPath` unless `namespace` is a valid namespace."""
+    if not isinstance(namespace, str):
+        raise TypeError(f"a namespace is a str, not {type(namespace).__name__}")
+    problem = _check_namespace(namespace)
+    if problem is not None:
+        raise InvalidKeyPath(*problem[1], element=0)
+
+
+def create_target(parent: Optional[PathLike], namespace: str) -> KeyPath:
+    """`{parent}/{namespace}` (just `/{namespace}` without a parent), checked: the path whose
+    last element a create completes with an id."""
+    if isinstance(parent, KeyPath) and not parent.elements:
+        parent = None
+    if parent is None or parent in ("", "/"):
+        check_namespace(namespace)
+        return KeyPath._unchecked((Element(namespace, None),))
+    return to_path(parent).add(namespace)
+
+
+Op = Union[Put, Delete, Check, Create]
 """A transaction operation."""
