@@ -212,63 +212,96 @@ pub fn change_feed_completeness<H: Harness>(harness: &H) {
     }
 }
 
-/// Concurrent writers (puts, deletes, transactions) in one group while a follower waits for
-/// changes: the follower ends equal to the final listing.
+/// Concurrent writers (puts, puts with a TTL, deletes, transactions) in one group while the clock
+/// moves and a sweeper replaces expired items; a follower lists the group in small pages while
+/// the writers run, then waits for changes: for every seed it ends equal to the final listing.
 pub fn change_feed_with_concurrent_writers<H: Harness>(harness: &H) {
-    let (_clock, options) = manual_options();
-    let store = harness.open(options);
-    let store: &Store<H::Backend> = &store;
-    let group = path("/live-1");
-    let (mut replica, token) = listing(store, &group);
-    let mut token = token.expect("a changes token");
     const WRITERS: u64 = 4;
     const WRITES: u64 = 12;
-    let barrier = Barrier::new(WRITERS as usize);
-    std::thread::scope(|s| {
-        for w in 0..WRITERS {
-            let barrier = &barrier;
-            s.spawn(move || {
-                barrier.wait();
-                let mut rng = Rng(w + 1);
-                for i in 0..WRITES {
-                    let p = path(&format!("/live-1/k-{}", rng.below(5)));
-                    let q = path(&format!("/live-1/k-{}/x-{w}", rng.below(5)));
-                    let result = match rng.below(3) {
-                        0 => store
-                            .put(&p, value(i as i64), PutOptions::default())
-                            .map(drop),
-                        1 => store.delete(&p, None).map(drop),
-                        _ => store
-                            .transact(
-                                Transaction::new()
-                                    .put(p, value(i as i64), PutOptions::default())
-                                    .put(q, value(i as i64), PutOptions::default()),
-                            )
-                            .map(drop),
-                    };
-                    match result {
-                        Ok(()) | Err(Error::Conflict { .. }) => {}
-                        Err(e) => panic!("writer {w}: {e}"),
+    for seed in 1..=3u64 {
+        let (clock, options) = manual_options();
+        let store = harness.open(options);
+        let store: &Store<H::Backend> = &store;
+        let group = path("/live-1");
+        let written = std::sync::atomic::AtomicU64::new(0);
+        let barrier = Barrier::new(WRITERS as usize + 1);
+        let (mut replica, token) = std::thread::scope(|s| {
+            for w in 0..WRITERS {
+                let (barrier, written, clock) = (&barrier, &written, &clock);
+                s.spawn(move || {
+                    barrier.wait();
+                    let mut rng = Rng(seed * 100 + w + 1);
+                    for i in 0..WRITES {
+                        let p = path(&format!("/live-1/k-{}", rng.below(5)));
+                        let q = path(&format!("/live-1/k-{}/x-{w}", rng.below(5)));
+                        let result = match rng.below(5) {
+                            0 => store
+                                .put(&p, value(i as i64), PutOptions::default())
+                                .map(drop),
+                            1 => store
+                                .put(&p, value(i as i64), ttl(1 + rng.below(3)))
+                                .map(drop),
+                            2 => store.delete(&p, None).map(drop),
+                            3 => {
+                                clock.advance(Duration::from_secs(1));
+                                store.sweep_expired().map(drop)
+                            }
+                            _ => store
+                                .transact(
+                                    Transaction::new()
+                                        .put(p, value(i as i64), PutOptions::default())
+                                        .put(q, value(i as i64), PutOptions::default()),
+                                )
+                                .map(drop),
+                        };
+                        match result {
+                            Ok(()) | Err(Error::Conflict { .. }) => {}
+                            Err(e) => panic!("writer {w}: {e}"),
+                        }
+                        written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
-                }
-            });
-        }
-        // The follower, meanwhile.
-        for _ in 0..WRITERS * WRITES {
-            let page = store
-                .wait_changes(&group, &token, 5, Duration::from_millis(20))
-                .expect("wait for changes");
-            for entry in &page.changes {
-                apply(&mut replica, &entry.change);
+                });
             }
-            token = page.next_token;
+            // The follower lists while the writers run, in pages of 3, then follows.
+            barrier.wait();
+            while written.load(std::sync::atomic::Ordering::Relaxed) < WRITERS * WRITES / 3 {
+                std::thread::yield_now();
+            }
+            let mut request = ListRequest::new(group.clone());
+            request.limit = 3;
+            let mut replica = Replica::new();
+            let mut token = None;
+            loop {
+                let page = store.list(&request).expect("list");
+                token = token.or(page.changes_token);
+                for item in page.items {
+                    replica.insert(item.path.clone(), (item.version, item.value.to_string()));
+                }
+                match page.next_page_token {
+                    Some(t) => request.page_token = Some(t),
+                    None => break,
+                }
+            }
+            let mut token = token.expect("a changes token");
+            while written.load(std::sync::atomic::Ordering::Relaxed) < WRITERS * WRITES {
+                let page = store
+                    .wait_changes(&group, &token, 5, Duration::from_millis(20))
+                    .expect("wait for changes");
+                for entry in &page.changes {
+                    apply(&mut replica, &entry.change);
+                }
+                token = page.next_token;
+            }
+            (replica, token)
+        });
+        // Whatever is due is swept (and so logged) before the final comparison.
+        store.sweep_expired().expect("sweep");
+        let (rest, _) = drain(store, &group, token, 7);
+        for (c, _) in &rest {
+            apply(&mut replica, c);
         }
-    });
-    let (rest, _) = drain(store, &group, token, 7);
-    for (c, _) in &rest {
-        apply(&mut replica, c);
+        assert_eq!(replica, listing(store, &group).0, "seed {seed}");
     }
-    assert_eq!(replica, listing(store, &group).0);
 }
 
 /// Changes come in commit order with every change's token resuming right after it; a
