@@ -259,6 +259,7 @@ impl DynamoBackend {
     /// retry. The log's end is read after every entry before it committed, so entries become
     /// visible in number order, as [`WriteOp::Append`] promises.
     async fn transact_appending(&self, batch: &WriteBatch) -> Result<(), WriteError> {
+        let mut attempt = 0u32;
         loop {
             let mut next: HashMap<&Key, u64> = HashMap::new();
             let mut ops = Vec::with_capacity(batch.ops.len());
@@ -284,7 +285,15 @@ impl DynamoBackend {
                 });
             }
             match self.transact(WriteBatch { ops }).await {
-                Err(WriteError::ConditionFailed { index }) if numbered.contains(&index) => {}
+                Err(WriteError::ConditionFailed { index }) if numbered.contains(&index) => {
+                    // Writers racing for one log: a short random pause spreads them out.
+                    attempt += 1;
+                    let jitter = std::hash::BuildHasher::hash_one(
+                        &std::collections::hash_map::RandomState::new(),
+                        attempt,
+                    ) % (1000 << attempt.min(6));
+                    tokio::time::sleep(std::time::Duration::from_micros(jitter)).await;
+                }
                 other => return other,
             }
         }

@@ -21,6 +21,12 @@ use std::convert::Infallible;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// Bumped by [`crate::close_change_streams`] at shutdown: event streams end and long polls answer
+/// at once, so a graceful shutdown does not wait for them. A counter, not a flag, so that a
+/// server started later in the same process is not affected.
+pub(crate) static SHUTDOWN: std::sync::LazyLock<tokio::sync::watch::Sender<u64>> =
+    std::sync::LazyLock::new(|| tokio::sync::watch::Sender::new(0));
+
 /// How long an idle event stream waits before reading again when nothing wakes it (a backend
 /// other processes write is read every `changes_poll_interval` instead).
 const STREAM_IDLE: Duration = Duration::from_secs(15);
@@ -78,6 +84,7 @@ pub async fn changes<B: Backend>(
         return Ok(axum::Json(ChangesOut::from(page)).into_response());
     };
     let deadline = Instant::now() + wait;
+    let mut shutdown = SHUTDOWN.subscribe();
     loop {
         // Listen before reading: a commit between the read and the wait still wakes it.
         let listener = state.store.commit_listener();
@@ -86,12 +93,25 @@ pub async fn changes<B: Backend>(
         if !page.changes.is_empty() || now >= deadline {
             return Ok(axum::Json(ChangesOut::from(page)).into_response());
         }
-        since = page.next_token;
+        if page.next_token != since {
+            // Read past entries outside the prefix: more may be there already.
+            since = page.next_token;
+            continue;
+        }
         let wake = state
             .store
             .changes_poll_interval()
             .map_or(deadline, |p| deadline.min(now + p));
-        let _ = tokio::time::timeout_at(wake, listener).await;
+        tokio::select! {
+            _ = tokio::time::timeout_at(wake, listener) => {}
+            _ = shutdown.changed() => {
+                return Ok(axum::Json(ChangesOut::from(ChangePage {
+                    changes: Vec::new(),
+                    next_token: since,
+                }))
+                .into_response());
+            }
+        }
     }
 }
 
@@ -136,6 +156,10 @@ async fn event_stream<B: Backend>(
     let mut listener = store.commit_listener();
     let mut page = read(&store, &prefix, token, limit).await?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
+    let mut shutdown = SHUTDOWN.subscribe();
+    // The id the client holds: where a reconnect with Last-Event-ID resumes. Without `since`
+    // the client has none yet.
+    let mut told = since;
     tokio::spawn(async move {
         loop {
             for entry in page.changes {
@@ -146,6 +170,19 @@ async fn event_stream<B: Backend>(
                 if tx.send(Ok(event)).await.is_err() {
                     return; // The client went away.
                 }
+                told = Some(entry.token);
+            }
+            if told != Some(page.next_token) {
+                // The position moved without a change to send (a new stream, or changes outside
+                // the prefix): an id without data is not dispatched as an event, but it sets
+                // the client's Last-Event-ID, so a reconnect resumes here.
+                let event = Event::default()
+                    .id(page.next_token.to_string())
+                    .comment("position");
+                if tx.send(Ok(event)).await.is_err() {
+                    return;
+                }
+                told = Some(page.next_token);
             }
             let caught_up = page.next_token == token;
             token = page.next_token;
@@ -155,6 +192,7 @@ async fn event_stream<B: Backend>(
                     _ = listener => {}
                     () = tokio::time::sleep(idle) => {}
                     () = tx.closed() => return,
+                    _ = shutdown.changed() => return,
                 }
             }
             listener = store.commit_listener();

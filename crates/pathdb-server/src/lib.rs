@@ -287,6 +287,13 @@ pub async fn serve(
         .await
 }
 
+/// Ends the change feed's event streams and answers its long polls now, in every app of this
+/// process: they never end by themselves, so a graceful shutdown (see [`serve`]) would wait for
+/// them. Call it when the shutdown signal arrives. Streams opened afterwards are not affected.
+pub fn close_change_streams() {
+    changes::SHUTDOWN.send_modify(|generation| *generation += 1);
+}
+
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
 pub async fn shutdown_signal() {
     let ctrl_c = async {

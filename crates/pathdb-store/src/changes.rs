@@ -41,13 +41,16 @@ const ENTRY_BUDGET: usize = 200_000;
 /// One commit in this many also removes expired log entries (reading the log's oldest entries
 /// costs a query on DynamoDB; every commit paying it would be waste).
 const TRIM_EVERY: u64 = 8;
+/// The keyed hash that spreads trimming over commits and groups.
+static TRIM_HASHER: std::sync::LazyLock<std::collections::hash_map::RandomState> =
+    std::sync::LazyLock::new(std::collections::hash_map::RandomState::new);
 /// Expired entries removed per trim, at most.
 const TRIM_BATCH: usize = 16;
 /// How often a waiting feed reads again on a backend other processes write too.
 const SHARED_POLL: Duration = Duration::from_millis(200);
 const TOKEN_VERSION: u8 = 1;
-/// Version, group hash, entry, offset.
-const TOKEN_BYTES: usize = 1 + 8 + 8 + 4;
+/// Version, group hash, entry, offset, the previous entry's time.
+const TOKEN_BYTES: usize = 1 + 8 + 8 + 4 + 8;
 
 /// A position in one group's change feed. Opaque outside the store: pass back what
 /// [`Store::changes`], [`Store::changes_token`] or a listing returned, as its string form.
@@ -59,6 +62,11 @@ pub struct ChangeToken {
     entry: u64,
     /// Changes of that entry already delivered.
     offset: u32,
+    /// When the entry before `entry` was written (0: unknown, or there is none): a reader
+    /// checks it, so that a token from another history of the group (a database restored from
+    /// an older backup, or imported afresh, whose entries are numbered anew) is refused rather
+    /// than read at a position that means something else there.
+    previous: i64,
 }
 
 impl std::fmt::Display for ChangeToken {
@@ -68,6 +76,7 @@ impl std::fmt::Display for ChangeToken {
         raw.extend_from_slice(&self.group.to_be_bytes());
         raw.extend_from_slice(&self.entry.to_be_bytes());
         raw.extend_from_slice(&self.offset.to_be_bytes());
+        raw.extend_from_slice(&self.previous.to_be_bytes());
         f.write_str(&URL_SAFE_NO_PAD.encode(raw))
     }
 }
@@ -84,6 +93,7 @@ impl std::str::FromStr for ChangeToken {
         let group = u64::from_be_bytes(raw[1..9].try_into().map_err(|_| invalid())?);
         let entry = u64::from_be_bytes(raw[9..17].try_into().map_err(|_| invalid())?);
         let offset = u32::from_be_bytes(raw[17..21].try_into().map_err(|_| invalid())?);
+        let previous = i64::from_be_bytes(raw[21..29].try_into().map_err(|_| invalid())?);
         if entry == 0 {
             return Err(invalid());
         }
@@ -91,6 +101,7 @@ impl std::str::FromStr for ChangeToken {
             group,
             entry,
             offset,
+            previous,
         })
     }
 }
@@ -258,12 +269,13 @@ pub(crate) fn log_changes<B: Backend, R: Reader>(
             None => groups.push((partition, vec![change])),
         }
     }
-    let trim = !groups.is_empty()
-        && inner
-            .commits_logged
-            .fetch_add(1, Ordering::Relaxed)
-            .is_multiple_of(TRIM_EVERY);
+    let commit = inner.commits_logged.fetch_add(1, Ordering::Relaxed);
     for (partition, list) in groups {
+        // One commit in TRIM_EVERY per group, chosen by a hash with a per-process random key
+        // rather than by the commit counter alone: a counter shared by the groups would trim a
+        // group whose writes always land on the same residue never.
+        let trim = std::hash::BuildHasher::hash_one(&*TRIM_HASHER, (commit, &partition))
+            .is_multiple_of(TRIM_EVERY);
         let owner = list[0].path().clone();
         let mut parts: Vec<Vec<Logged<'_>>> = vec![Vec::new()];
         let mut size = 0;
@@ -398,6 +410,8 @@ impl<B: Backend> Store<B> {
         let mut entries_read = 0;
         let mut found_any = false;
         let mut checked_age = false;
+        // When the entry before the one being read was written, for the tokens minted here.
+        let mut previous = 0;
         'read: loop {
             let want = (limit + 2).min(MAX_ENTRIES_PER_POLL.saturating_sub(entries_read).max(2));
             let batch = reader.scan(
@@ -410,16 +424,27 @@ impl<B: Backend> Store<B> {
             for (sort, record) in batch {
                 let n = layout::change_number(&sort)
                     .ok_or_else(|| crate::StorageError::msg("corrupt change log key"))?;
-                cursor = n + 1;
                 if !found_any {
                     found_any = true;
                     if n + 1 == since.entry {
+                        if since.previous != 0 && record.created_at != since.previous {
+                            return Err(expired(
+                                "the token is from another history of this group (a database restored or imported anew)",
+                            ));
+                        }
+                        cursor = n + 1;
+                        previous = record.created_at;
                         continue;
                     }
                     if n > since.entry {
                         return Err(expired("changes after the token were removed"));
                     }
+                } else if n != cursor {
+                    // Entries are numbered without gaps; a missing one was removed between two
+                    // reads of this poll (a reader that is not a snapshot).
+                    return Err(expired("changes after the token were removed"));
                 }
+                cursor = n + 1;
                 if !checked_age {
                     checked_age = true;
                     if record.created_at < horizon {
@@ -446,12 +471,14 @@ impl<B: Backend> Store<B> {
                             group,
                             entry: n,
                             offset: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                            previous,
                         }
                     } else {
                         ChangeToken {
                             group,
                             entry: n + 1,
                             offset: 0,
+                            previous: record.created_at,
                         }
                     };
                     changes.push(ChangeEntry { change, token });
@@ -460,7 +487,9 @@ impl<B: Backend> Store<B> {
                     group,
                     entry: n + 1,
                     offset: 0,
+                    previous: record.created_at,
                 };
+                previous = record.created_at;
                 if entry.end && (changes.len() >= limit || entries_read >= MAX_ENTRIES_PER_POLL) {
                     break 'read;
                 }
@@ -504,7 +533,11 @@ impl<B: Backend> Store<B> {
             if !page.changes.is_empty() || now >= deadline {
                 return Ok(page);
             }
-            since = page.next_token;
+            if page.next_token != since {
+                // Read past entries outside the prefix: more may be there already.
+                since = page.next_token;
+                continue;
+            }
             let wake = if self.backend().shared() {
                 deadline.min(now + SHARED_POLL)
             } else {
@@ -528,16 +561,67 @@ impl<B: Backend> Store<B> {
     }
 }
 
+/// How far back a listing's token starts on a backend whose reads are not snapshots.
+const LISTING_MARGIN: Duration = Duration::from_secs(10);
+/// Entries looked at for that margin, at most.
+const LISTING_MARGIN_ENTRIES: usize = 64;
+
+/// The token a first listing page returns. On a snapshot reader, the position after the newest
+/// entry. On a backend whose reads are not snapshots (DynamoDB's Query is read-committed per
+/// item: it may see a transaction's log entry before the same transaction's item), the position
+/// before the entries of the last [`LISTING_MARGIN`] (at most 64 of them): a follower then
+/// repeats a few changes the listing may already show, which the version rule makes harmless,
+/// instead of skipping one the listing did not show yet.
+pub(crate) fn listing_token<B: Backend, R: Reader>(
+    backend: &B,
+    reader: &R,
+    partition: &[u8],
+    now: i64,
+) -> Result<ChangeToken, Error> {
+    if !backend.shared() {
+        return current_token(reader, partition);
+    }
+    let recent = reader.scan(
+        partition,
+        &layout::change_range(1),
+        Direction::Reverse,
+        LISTING_MARGIN_ENTRIES + 1,
+    )?;
+    let margin = i64::try_from(LISTING_MARGIN.as_micros()).unwrap_or(i64::MAX);
+    let mut start = None;
+    for (i, (sort, record)) in recent.iter().enumerate() {
+        let Some(n) = layout::change_number(sort) else {
+            continue;
+        };
+        if record.created_at < now.saturating_sub(margin) || i == LISTING_MARGIN_ENTRIES {
+            break;
+        }
+        // The entry before this one, if read, is the token's check.
+        let previous = recent.get(i + 1).map_or(0, |(_, r)| r.created_at);
+        start = Some((n, previous));
+    }
+    Ok(match start {
+        Some((entry, previous)) => ChangeToken {
+            group: group_hash(partition),
+            entry,
+            offset: 0,
+            previous,
+        },
+        None => current_token(reader, partition)?,
+    })
+}
+
 /// The position after the newest entry of `partition`'s log, as `reader` sees it.
 pub(crate) fn current_token<R: Reader>(reader: &R, partition: &[u8]) -> Result<ChangeToken, Error> {
     let newest = reader.scan(partition, &layout::change_range(1), Direction::Reverse, 1)?;
-    let last = newest
+    let (last, previous) = newest
         .first()
-        .and_then(|(sort, _)| layout::change_number(sort))
-        .unwrap_or(0);
+        .and_then(|(sort, record)| Some((layout::change_number(sort)?, record.created_at)))
+        .unwrap_or((0, 0));
     Ok(ChangeToken {
         group: group_hash(partition),
         entry: last + 1,
         offset: 0,
+        previous,
     })
 }

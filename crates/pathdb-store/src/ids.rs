@@ -142,7 +142,7 @@ impl Generator {
         let last = match (stored, parent) {
             (Some(last), _) => last,
             (None, Some(parent)) => largest_int_child(reader, parent, namespace)?,
-            (None, None) => 0,
+            (None, None) => first_unused_group(reader, namespace)? - 1,
         };
         self.sequences.insert(key, (stored, last));
         last.checked_add(1).ok_or_else(exhausted)
@@ -243,6 +243,36 @@ fn used<R: Reader>(reader: &R, path: &KeyPath) -> Result<bool, Error> {
     Ok(!reader
         .scan(&partition, &range, Direction::Forward, 1)?
         .is_empty())
+}
+
+/// A group id of `namespace` with nothing stored at it, found in O(log n) probes (1, 2, 4, ...
+/// until one is unused, then a binary search below it), for a group sequence without its
+/// record: the groups of a namespace cannot be read in order without a full scan. Ids are
+/// assumed to be used from 1 up; a gap below the largest may be found, which is still an unused
+/// id, and the creates after it skip what is taken.
+fn first_unused_group<R: Reader>(reader: &R, namespace: &str) -> Result<u64, Error> {
+    let group_used = |n: u64| -> Result<bool, Error> {
+        let path = KeyPath::builder()
+            .push(namespace, n)
+            .build()
+            .map_err(|e| Error::InvalidRequest(e.to_string()))?;
+        used(reader, &path)
+    };
+    let mut high = 1u64;
+    while group_used(high)? {
+        high = high.checked_mul(2).ok_or_else(exhausted)?;
+    }
+    // `high` is unused; everything probed below it was used.
+    let mut low = high / 2; // used, or 0
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if group_used(mid)? {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    Ok(high)
 }
 
 /// The largest positive integer id of `namespace` among `parent`'s children (0 when none is

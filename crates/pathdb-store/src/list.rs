@@ -223,13 +223,19 @@ impl<B: Backend> Store<B> {
         }
 
         let reader = self.inner.backend.reader()?;
-        // Read first: where a reader is not a snapshot (DynamoDB), following from this token
-        // may repeat a change the listing already shows, never miss one.
+        // Read first, and on a backend without snapshots from a margin back (changes.rs):
+        // following from this token may repeat a change the listing already shows, never miss
+        // one.
+        let now = self.now();
         let changes_token = match request.page_token {
-            None => Some(crate::changes::current_token(&reader, &partition)?),
+            None => Some(crate::changes::listing_token(
+                &self.inner.backend,
+                &reader,
+                &partition,
+                now,
+            )?),
             Some(_) => None,
         };
-        let now = self.now();
         // One more than asked, to know whether a next page exists.
         let want = request.limit + 1;
         let mut found: Vec<(Vec<u8>, Item)> = Vec::with_capacity(want.min(1024));

@@ -268,6 +268,19 @@ pub(crate) struct Inner<B> {
     pub(crate) commits_logged: std::sync::atomic::AtomicU64,
 }
 
+/// Sleeps a random time below `2^attempt` ms (at most 64 ms), from the second attempt on.
+pub(crate) fn backoff(attempt: u32) {
+    if attempt < 2 {
+        return;
+    }
+    let ceiling_us = 1000u64 << attempt.min(6);
+    let random = std::hash::BuildHasher::hash_one(
+        &std::collections::hash_map::RandomState::new(),
+        (attempt, std::time::Instant::now()),
+    );
+    std::thread::sleep(Duration::from_micros(random % ceiling_us));
+}
+
 /// A planned write: see [`Store::plan`].
 struct Plan {
     batch: WriteBatch,
@@ -565,8 +578,17 @@ impl<B: Backend> Store<B> {
                     check_expiry(path, options.expires, now)?;
                 }
                 TxOp::Create {
-                    parent, options, ..
+                    parent,
+                    namespace,
+                    options,
+                    ..
                 } => {
+                    // The path is not known yet; the expiry rules do not depend on it.
+                    let probe = KeyPath::builder()
+                        .push(namespace, 1u64)
+                        .build()
+                        .map_err(|e| Error::InvalidRequest(e.to_string()))?;
+                    check_expiry(&probe, options.expires, now)?;
                     if options.condition.is_some() {
                         return Err(Error::InvalidRequest(
                             "a create takes no condition: its path is new by construction".into(),
@@ -583,6 +605,7 @@ impl<B: Backend> Store<B> {
                 TxOp::Delete { .. } | TxOp::Check { .. } => {}
             }
         }
+        let mut attempt = 0u32;
         loop {
             let plan = self.plan(ops)?;
             let max = self.inner.backend.max_batch_ops();
@@ -601,7 +624,13 @@ impl<B: Backend> Store<B> {
                 // A generated id or a sequence someone else took meanwhile: not the caller's
                 // conflict, and the next plan generates another.
                 Err(WriteError::ConditionFailed { index })
-                    if plan.generated.get(index).copied().unwrap_or(false) => {}
+                    if plan.generated.get(index).copied().unwrap_or(false) =>
+                {
+                    // Creators racing for one sequence all read the same next id; a short
+                    // random pause spreads them out instead of replanning in lockstep.
+                    attempt += 1;
+                    backoff(attempt);
+                }
                 Err(WriteError::ConditionFailed { index }) => {
                     let path = plan
                         .owners
@@ -769,7 +798,9 @@ impl<B: Backend> Store<B> {
         }
         let mark = batch.ops.len();
         crate::changes::log_changes(&self.inner, &reader, &mut batch, &mut owners, &changes, now)?;
-        generated.resize(mark.max(batch.ops.len()), false);
+        // The change log's own operations are never the caller's conflict: an append is numbered
+        // at commit, and two commits removing the same expired entries just plan again.
+        generated.resize(mark.max(batch.ops.len()), true);
         Ok(Plan {
             batch,
             results,

@@ -148,7 +148,12 @@ fn serve<B: pathdb_store::backend::Backend>(
         // Printed for scripts that bind port 0.
         println!("listening on http://{local}");
         let app = app(AppState { store }, auth, origins, console);
-        pathdb_server::serve(listener, app, pathdb_server::shutdown_signal()).await?;
+        let shutdown = async {
+            pathdb_server::shutdown_signal().await;
+            // Open event streams and long polls would hold the graceful shutdown up.
+            pathdb_server::close_change_streams();
+        };
+        pathdb_server::serve(listener, app, shutdown).await?;
         tracing::info!("shut down: in-flight requests finished");
         anyhow::Ok(())
     })

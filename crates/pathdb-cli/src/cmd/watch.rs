@@ -17,7 +17,8 @@ pub struct WatchArgs {
     /// it, start now.
     #[arg(long)]
     since: Option<String>,
-    /// Stop after printing this many changes (default: run until interrupted).
+    /// Stop once this many changes were printed, at the end of the page that reached it
+    /// (default: run until interrupted).
     #[arg(long)]
     count: Option<u64>,
 }
@@ -34,10 +35,9 @@ pub fn watch(db: &dyn Db, args: WatchArgs, out: Output) -> Result<()> {
     loop {
         let page = db.changes(&args.prefix, Some(&token), WAIT)?;
         let mut stdout = std::io::stdout().lock();
+        // A whole page, even past --count: each line's token is the page's end, so stopping
+        // inside a page would make a resume skip its rest.
         for change in &page.changes {
-            if args.count.is_some_and(|n| printed >= n) {
-                return Ok(());
-            }
             print_change(&mut stdout, change, &page.next_token, out.json)?;
             printed += 1;
         }
