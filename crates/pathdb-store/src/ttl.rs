@@ -76,10 +76,24 @@ fn sweep<B: Backend>(inner: &Inner<B>, limit: usize) -> Result<usize, Error> {
             }],
         };
         if let Some((expires_at, item_key)) = layout::parse_expiry_key(&index_key.sort) {
+            let stored = reader.get(&item_key)?;
             // Only if the item still carries this expiry: a later write may have changed it.
-            if let Some(record) = reader
-                .get(&item_key)?
-                .filter(|r| r.expires_at == Some(expires_at))
+            let Some(record) = stored.as_ref().filter(|r| r.expires_at == Some(expires_at)) else {
+                // The entry is stale for the item as read, so it goes, but only if the item is
+                // still as read: a put that committed since may have set this same expiry again
+                // (same time, same key) and rewritten this very entry, which it then needs.
+                batch.ops.push(WriteOp::Check {
+                    key: item_key,
+                    expect: stored
+                        .as_ref()
+                        .map_or(Expect::Absent, |r| Expect::Version(r.version)),
+                });
+                match inner.backend.write(batch) {
+                    Ok(()) | Err(WriteError::ConditionFailed { .. }) => {}
+                    Err(WriteError::Storage(e)) => return Err(e.into()),
+                }
+                continue;
+            };
             {
                 let path = pathdb_keys::KeyPath::from_partition_and_sort(
                     &item_key.partition,
@@ -88,7 +102,7 @@ fn sweep<B: Backend>(inner: &Inner<B>, limit: usize) -> Result<usize, Error> {
                 .map_err(|e| crate::StorageError::new("corrupt expiry index entry", e))?;
                 // A tombstone, not nothing: the path's next version continues from this one.
                 batch.ops.push(WriteOp::Put {
-                    record: tombstone(&record, record.version, expires_at),
+                    record: tombstone(record, record.version, expires_at),
                     key: item_key,
                     expect: Some(Expect::Version(record.version)),
                 });

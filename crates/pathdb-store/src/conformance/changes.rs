@@ -224,8 +224,9 @@ pub fn change_feed_with_concurrent_writers<H: Harness>(harness: &H) {
         let store: &Store<H::Backend> = &store;
         let group = path("/live-1");
         let written = std::sync::atomic::AtomicU64::new(0);
+        let origin = store.changes_token(&group).expect("token");
         let barrier = Barrier::new(WRITERS as usize + 1);
-        let (mut replica, token) = std::thread::scope(|s| {
+        let (mut replica, token, token_text) = std::thread::scope(|s| {
             for w in 0..WRITERS {
                 let (barrier, written, clock) = (&barrier, &written, &clock);
                 s.spawn(move || {
@@ -283,6 +284,7 @@ pub fn change_feed_with_concurrent_writers<H: Harness>(harness: &H) {
                 }
             }
             let mut token = token.expect("a changes token");
+            let token_text = format!("{token:?}");
             while written.load(std::sync::atomic::Ordering::Relaxed) < WRITERS * WRITES {
                 let page = store
                     .wait_changes(&group, &token, 5, Duration::from_millis(20))
@@ -292,7 +294,7 @@ pub fn change_feed_with_concurrent_writers<H: Harness>(harness: &H) {
                 }
                 token = page.next_token;
             }
-            (replica, token)
+            (replica, token, token_text)
         });
         // Whatever is due is swept (and so logged) before the final comparison.
         store.sweep_expired().expect("sweep");
@@ -300,7 +302,40 @@ pub fn change_feed_with_concurrent_writers<H: Harness>(harness: &H) {
         for (c, _) in &rest {
             apply(&mut replica, c);
         }
-        assert_eq!(replica, listing(store, &group).0, "seed {seed}");
+        let final_listing = listing(store, &group).0;
+        if replica != final_listing {
+            let (history, _) = drain(store, &group, origin, 1000);
+            for (path, held) in &replica {
+                if final_listing.get(path) != Some(held) {
+                    eprintln!(
+                        "DIFF {path}: follower {held:?}, listing {:?}",
+                        final_listing.get(path)
+                    );
+                    for (c, t) in &history {
+                        if c.path() == path {
+                            eprintln!(
+                                "  {} {:?}",
+                                t,
+                                match c {
+                                    Change::Put(i) => (i.version, i.expires_at),
+                                    Change::Delete { version, .. } => (*version, None),
+                                }
+                            );
+                        }
+                    }
+                    eprintln!(
+                        "  raw: {:?}",
+                        crate::backend::Reader::get(
+                            &store.backend().reader().unwrap(),
+                            &crate::layout::item_key(path)
+                        )
+                    );
+                    eprintln!("  now: {:?}", store.now());
+                    eprintln!("  token was {token_text}");
+                }
+            }
+        }
+        assert_eq!(replica, final_listing, "seed {seed}");
     }
 }
 
