@@ -56,6 +56,20 @@ pub(crate) fn validate(name: &str) -> Result<(), (usize, Rule)> {
     Ok(())
 }
 
+/// [`validate`] as a yes or no, on bytes: the decoder's fast path, which asks [`validate`] for
+/// the error only when this says no.
+#[inline]
+pub(crate) fn is_valid(bytes: &[u8]) -> bool {
+    let Some(&first) = bytes.first() else {
+        return false;
+    };
+    bytes.len() <= MAX_NAMESPACE_LEN
+        && (first.is_ascii_alphabetic() || first == b'_')
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
 fn first_char(s: &str, at: usize) -> char {
     s.get(at..)
         .and_then(|t| t.chars().next())
