@@ -498,12 +498,17 @@ pub(crate) fn decode_with(
 /// element vectors first. Input the one-pass decoder does not accept goes to [`decode_with`], so
 /// errors (offset and rule) are exactly the zero-copy decoder's, and so is what is accepted (a
 /// property test and the fuzz target check both).
+///
+/// Where `like` (the elements of a path decoded before, say the previous entry of a scan) has a
+/// namespace with the same bytes at the same position in the result, the decoded element shares
+/// it instead of allocating another.
 pub(crate) fn decode_owned(
     bytes: &[u8],
     require_group_id: bool,
     group: Option<&Element>,
+    like: &[Element],
 ) -> Result<Vec<Element>, DecodeError> {
-    if let Some(elements) = decode_one_pass(bytes, require_group_id, group) {
+    if let Some(elements) = decode_one_pass(bytes, require_group_id, group, like) {
         return Ok(elements);
     }
     let decoded = decode_with(bytes, require_group_id)?;
@@ -521,6 +526,7 @@ fn decode_one_pass(
     bytes: &[u8],
     require_group_id: bool,
     group: Option<&Element>,
+    like: &[Element],
 ) -> Option<Vec<Element>> {
     if bytes.is_empty() || u32::try_from(bytes.len()).is_err() {
         return None;
@@ -574,11 +580,18 @@ fn decode_one_pass(
         }
         let ns_bytes = bytes.get(at..at.checked_add(usize::try_from(value >> 3).ok()?)?)?;
         at += ns_bytes.len();
-        if !namespace::is_valid(ns_bytes) {
-            return None;
-        }
-        // ASCII, so this cannot fail; the check is what makes it a `&str` without `unsafe`.
-        let ns = std::str::from_utf8(ns_bytes).ok()?;
+        // The same bytes as a valid namespace of `like` at this position: valid, and shared.
+        let namespace = match like.get(elements.len()) {
+            Some(e) if e.namespace().as_str().as_bytes() == ns_bytes => e.namespace().clone(),
+            _ => {
+                if !namespace::is_valid(ns_bytes) {
+                    return None;
+                }
+                // ASCII, so this cannot fail; the check is what makes it a `&str` without
+                // `unsafe`.
+                Namespace::new_unchecked(std::str::from_utf8(ns_bytes).ok()?)
+            }
+        };
         i += 1;
         let id = if i < n_segments {
             let (value, next) = read_varint_forward(bytes, meta_at)?;
@@ -605,7 +618,7 @@ fn decode_one_pass(
         } else {
             None
         };
-        elements.push(Element::new_unchecked(Namespace::new_unchecked(ns), id));
+        elements.push(Element::new_unchecked(namespace, id));
     }
     if require_group_id && elements[0].id().is_none() {
         return None;

@@ -3,6 +3,7 @@
 use crate::Rule;
 use std::borrow::Borrow;
 use std::fmt;
+use std::sync::Arc;
 
 /// The longest namespace, in bytes.
 pub const MAX_NAMESPACE_LEN: usize = 64;
@@ -10,8 +11,12 @@ pub const MAX_NAMESPACE_LEN: usize = 64;
 /// A validated namespace: an ASCII letter or `_`, then letters, digits and `_`; 1..=64 bytes.
 ///
 /// It has no `-`, so the first `-` of an element always ends the namespace.
+///
+/// Cloning is cheap (a shared, reference-counted string): every path of a listed page repeats
+/// its group's namespace and mostly the same few others, and decoders share them (see
+/// [`crate::KeyPath::with_sort_key_like`]) instead of allocating each again.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Namespace(Box<str>);
+pub struct Namespace(Arc<str>);
 
 impl Namespace {
     /// Validates `name` as a namespace.

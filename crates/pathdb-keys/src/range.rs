@@ -43,7 +43,10 @@ impl KeyPath {
     /// Any byte string the encoder would not produce, with the offset and the rule broken.
     pub fn decode(bytes: &[u8]) -> Result<KeyPath, DecodeError> {
         Ok(KeyPath::from_checked(binary::decode_owned(
-            bytes, true, None,
+            bytes,
+            true,
+            None,
+            &[],
         )?))
     }
 
@@ -105,10 +108,21 @@ impl KeyPath {
     /// # Errors
     /// `sort` is not a canonical sort key.
     pub fn with_sort_key(&self, sort: &[u8]) -> Result<KeyPath, DecodeError> {
+        self.with_sort_key_like(sort, self)
+    }
+
+    /// [`KeyPath::with_sort_key`], sharing namespaces with `like` where they are the same at the
+    /// same position: for a scan that decodes many neighbouring keys (pass the previous entry's
+    /// path), so that their repeated namespaces are not allocated again. The result does not
+    /// depend on `like`.
+    ///
+    /// # Errors
+    /// `sort` is not a canonical sort key.
+    pub fn with_sort_key_like(&self, sort: &[u8], like: &KeyPath) -> Result<KeyPath, DecodeError> {
         let elements = if sort == GROUP_SORT_KEY {
             vec![self.group().clone()]
         } else {
-            binary::decode_owned(sort, false, Some(self.group()))?
+            binary::decode_owned(sort, false, Some(self.group()), like.elements())?
         };
         check_elements(&elements, true).map_err(|e| DecodeError {
             offset: 0,

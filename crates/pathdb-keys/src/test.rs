@@ -410,7 +410,7 @@ fn new_decode(
     bytes: &[u8],
     require_group_id: bool,
 ) -> Result<Vec<crate::Element>, crate::DecodeError> {
-    crate::binary::decode_owned(bytes, require_group_id, None)
+    crate::binary::decode_owned(bytes, require_group_id, None, &[])
 }
 
 proptest::proptest! {

@@ -143,6 +143,9 @@ proptest! {
     fn with_sort_key_is_from_partition_and_sort((a, b) in related_pair()) {
         prop_assume!(a.group() == b.group());
         prop_assert_eq!(a.with_sort_key(&b.sort_key()).expect("own sort key"), b.clone());
+        // Sharing namespaces with another path changes nothing but where they are stored.
+        prop_assert_eq!(a.with_sort_key_like(&b.sort_key(), &a).expect("own sort key"), b.clone());
+        prop_assert_eq!(b.with_sort_key_like(&b.sort_key(), &b).expect("own sort key"), b.clone());
         prop_assert_eq!(KeyPath::from_partition_and_sort(&a.partition_key(), &b.sort_key()).expect("own keys"), b);
     }
 }
