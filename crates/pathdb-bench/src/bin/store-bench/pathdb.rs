@@ -23,6 +23,21 @@ impl PathDb {
     /// # Errors
     /// Storage failures.
     pub fn preload(path: &Path, data: &Dataset, batch: usize) -> anyhow::Result<PathDb> {
+        PathDb::load(path, data, 0..data.n_users(), batch, None)
+    }
+
+    /// Opens (or creates) the file, adds the items of `users` the same way, then opens it as a
+    /// default `Store` with redb's page cache at `cache_size` bytes (`None`: redb's default).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn load(
+        path: &Path,
+        data: &Dataset,
+        users: std::ops::Range<u64>,
+        batch: usize,
+        cache_size: Option<usize>,
+    ) -> anyhow::Result<PathDb> {
         {
             let backend = FileBackend::open(
                 path,
@@ -32,7 +47,7 @@ impl PathDb {
                 },
             )?;
             let now = now_micros();
-            data.for_each_batch(batch, |items| {
+            data.for_each_batch_of(users, batch, |items| {
                 let ops = items
                     .iter()
                     .map(|(path, value)| WriteOp::Put {
@@ -55,7 +70,11 @@ impl PathDb {
                     .context("pathdb preload batch")
             })?;
         }
-        let store = Store::open(path, FileOptions::default(), StoreOptions::default())?;
+        let options = FileOptions {
+            cache_size,
+            ..FileOptions::default()
+        };
+        let store = Store::open(path, options, StoreOptions::default())?;
         Ok(PathDb { store })
     }
 }

@@ -42,9 +42,29 @@ impl RawRedb {
         batch: usize,
         quick_repair: bool,
     ) -> anyhow::Result<RawRedb> {
-        let db = Database::create(path)?;
+        RawRedb::load(path, data, 0..data.n_users(), batch, quick_repair, None)
+    }
+
+    /// Opens (or creates) the file with redb's page cache at `cache_size` bytes (`None`: redb's
+    /// default) and adds the items of `users` the same way.
+    ///
+    /// # Errors
+    /// redb failures.
+    pub fn load(
+        path: &Path,
+        data: &Dataset,
+        users: std::ops::Range<u64>,
+        batch: usize,
+        quick_repair: bool,
+        cache_size: Option<usize>,
+    ) -> anyhow::Result<RawRedb> {
+        let mut builder = Database::builder();
+        if let Some(bytes) = cache_size {
+            builder.set_cache_size(bytes);
+        }
+        let db = builder.create(path)?;
         let now = now_micros();
-        data.for_each_batch(batch, |items| {
+        data.for_each_batch_of(users, batch, |items| {
             let mut txn = db.begin_write()?;
             txn.set_durability(redb::Durability::None)?;
             {
