@@ -583,14 +583,20 @@ fn decode_one_pass(
         // The same bytes as a valid namespace of `like` at this position: valid, and shared.
         let namespace = match like.get(elements.len()) {
             Some(e) if e.namespace().as_str().as_bytes() == ns_bytes => e.namespace().clone(),
-            _ => {
-                if !namespace::is_valid(ns_bytes) {
-                    return None;
+            // Or one this thread decoded lately (valid too).
+            _ => match Namespace::recent(ns_bytes) {
+                Some(ns) => ns,
+                None => {
+                    if !namespace::is_valid(ns_bytes) {
+                        return None;
+                    }
+                    // ASCII, so this cannot fail; the check is what makes it a `&str` without
+                    // `unsafe`.
+                    let ns = Namespace::new_unchecked(std::str::from_utf8(ns_bytes).ok()?);
+                    ns.remember();
+                    ns
                 }
-                // ASCII, so this cannot fail; the check is what makes it a `&str` without
-                // `unsafe`.
-                Namespace::new_unchecked(std::str::from_utf8(ns_bytes).ok()?)
-            }
+            },
         };
         i += 1;
         let id = if i < n_segments {

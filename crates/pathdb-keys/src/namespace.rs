@@ -61,6 +61,38 @@ pub(crate) fn validate(name: &str) -> Result<(), (usize, Rule)> {
     Ok(())
 }
 
+/// How many recently decoded namespaces each thread keeps for [`Namespace::recent`].
+const RECENT: usize = 8;
+
+thread_local! {
+    /// Namespaces this thread decoded lately, most recent at `next - 1` (round robin).
+    static RECENT_NAMESPACES: std::cell::RefCell<([Option<Namespace>; RECENT], usize)> =
+        const { std::cell::RefCell::new(([const { None }; RECENT], 0)) };
+}
+
+impl Namespace {
+    /// A namespace with these bytes that this thread decoded lately, shared: applications use a
+    /// handful of namespaces, so decoding keys mostly finds them here instead of validating and
+    /// allocating each again. At most [`RECENT`] namespaces (64 bytes each at most) are kept.
+    pub(crate) fn recent(bytes: &[u8]) -> Option<Namespace> {
+        RECENT_NAMESPACES.with_borrow(|(recent, _)| {
+            recent
+                .iter()
+                .flatten()
+                .find(|ns| ns.0.as_bytes() == bytes)
+                .cloned()
+        })
+    }
+
+    /// Keeps `ns` for [`Namespace::recent`], replacing the oldest.
+    pub(crate) fn remember(&self) {
+        RECENT_NAMESPACES.with_borrow_mut(|(recent, next)| {
+            recent[*next] = Some(self.clone());
+            *next = (*next + 1) % RECENT;
+        });
+    }
+}
+
 /// [`validate`] as a yes or no, on bytes: the decoder's fast path, which asks [`validate`] for
 /// the error only when this says no.
 #[inline]
