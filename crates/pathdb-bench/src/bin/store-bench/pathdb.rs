@@ -6,7 +6,7 @@ use crate::engine::{Engine, PAGE, Session, now_micros};
 use anyhow::Context as _;
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::{
-    Backend, Durability, FileBackend, FileOptions, Key, Record, WriteBatch, WriteOp,
+    Backend, Durability, FileBackend, FileOptions, Key, Reader as _, Record, WriteBatch, WriteOp,
 };
 use pathdb_store::{Json, ListRequest, PutOptions, Store, StoreOptions, Transaction};
 use std::path::Path;
@@ -86,6 +86,20 @@ impl Engine for PathDb {
 
     fn session(&self) -> anyhow::Result<Box<dyn Session + '_>> {
         Ok(Box::new(PathDbSession { store: &self.store }))
+    }
+
+    fn warm(&self) -> anyhow::Result<u64> {
+        let reader = self.store.backend().reader()?;
+        let mut after: Option<Key> = None;
+        let mut n = 0;
+        loop {
+            let batch = reader.scan_all(after.as_ref(), 10_000)?;
+            let Some((last, _)) = batch.last() else {
+                return Ok(n);
+            };
+            n += batch.len() as u64;
+            after = Some(last.clone());
+        }
     }
 }
 

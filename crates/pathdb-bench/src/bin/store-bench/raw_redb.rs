@@ -16,7 +16,7 @@
 use crate::dataset::Dataset;
 use crate::engine::{Engine, PAGE, Role, Session, now_micros, record_bytes};
 use pathdb_keys::{KeyPath, KeyPathRef};
-use redb::{Database, ReadableDatabase, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::Bound;
 use std::path::Path;
 
@@ -118,6 +118,18 @@ impl Engine for RawRedb {
 
     fn session(&self) -> anyhow::Result<Box<dyn Session + '_>> {
         Ok(Box::new(RawSession { engine: self }))
+    }
+
+    fn warm(&self) -> anyhow::Result<u64> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(DATA)?;
+        let mut n = 0;
+        for entry in table.iter()? {
+            let (k, v) = entry?;
+            std::hint::black_box((k.value(), v.value()));
+            n += 1;
+        }
+        Ok(n)
     }
 
     fn role(&self) -> Role {
