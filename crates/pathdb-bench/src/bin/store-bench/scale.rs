@@ -301,6 +301,8 @@ fn plot(points: &[Point], path: &Path, font: &Path) -> anyhow::Result<()> {
             .x_desc("items")
             .y_desc("latency (µs)")
             .x_label_formatter(&|x| format_items(*x))
+            .y_labels(6)
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()?;
         for (engine, color) in engines.iter().zip(colors.iter().cycle()) {
             let series: Vec<&&Point> = of_row
