@@ -88,14 +88,122 @@ fn meta(len: usize, ty: SegmentType) -> u64 {
     ((len as u64) << 3) | ty as u64
 }
 
+/// Keys up to this many bytes (body, terminator and metadata) are assembled on the stack and
+/// handed to the sink in one `put_slice`; longer ones, and paths with bytes or descending string
+/// or bytes ids, take the general path. Both write the same bytes (a property test checks it
+/// against a model of the spec).
+const STACK_KEY: usize = 256;
+/// Metadata bytes the stack path holds: 2-byte varints (segments under 2 KiB) for 32 segments.
+const STACK_META: usize = 64;
+
 /// Writes the full encoding of `elements` (segments, `00`, metadata) after `out`'s contents.
 pub(crate) fn encode_elements_into<S: Sink>(elements: &[Element], out: &mut S) {
+    // 8 bytes of slack past STACK_KEY: integers are stored as one 8-byte word.
+    let mut buf = [0u8; STACK_KEY + 8];
+    match encode_on_stack(elements, &mut buf) {
+        Some(len) => out.put_slice(&buf[..len]),
+        None => encode_general(elements, out),
+    }
+}
+
+/// The general encoder: any length, any id type.
+fn encode_general<S: Sink>(elements: &[Element], out: &mut S) {
     let mut metas = SmallVec::<[u64; 16]>::new();
     encode_body(elements, out, &mut metas);
     out.put(TERMINATOR);
     for m in metas {
         put_varint(m, out);
     }
+}
+
+/// Assembles the whole key in `buf`, or returns `None` (having written nothing anywhere else)
+/// when it might not fit or holds an id type this path does not handle.
+#[inline]
+fn encode_on_stack(elements: &[Element], buf: &mut [u8; STACK_KEY + 8]) -> Option<usize> {
+    let mut metas = [0u8; STACK_META];
+    let mut n_meta = 0;
+    let mut pos = 0;
+    for (i, element) in elements.iter().enumerate() {
+        let ns = element.namespace().as_str().as_bytes();
+        // Room for a separator, the namespace, a separator and a 9-byte integer word.
+        if pos + ns.len() + 11 > STACK_KEY || n_meta + 4 > STACK_META {
+            return None;
+        }
+        if i > 0 {
+            buf[pos] = SEPARATOR;
+            pos += 1;
+        }
+        buf[pos..pos + ns.len()].copy_from_slice(ns);
+        pos += ns.len();
+        push_meta(&mut metas, &mut n_meta, meta(ns.len(), SegmentType::String))?;
+        let Some(id) = element.id() else { continue };
+        buf[pos] = SEPARATOR;
+        pos += 1;
+        let start = pos;
+        match id {
+            Id::Int(v) | Id::DescInt(v) => {
+                let (sort, word, len) = int_word(*v, matches!(id, Id::DescInt(_)));
+                buf[pos] = sort;
+                buf[pos + 1..pos + 9].copy_from_slice(&word.to_be_bytes());
+                pos += 1 + len;
+            }
+            Id::String(s) => {
+                let s = s.as_bytes();
+                if pos + s.len() + 1 > STACK_KEY {
+                    return None;
+                }
+                buf[pos..pos + s.len()].copy_from_slice(s);
+                pos += s.len();
+            }
+            Id::Uuid(u) => {
+                if pos + 32 > STACK_KEY {
+                    return None;
+                }
+                let raw = u.as_bytes();
+                if raw.iter().all(|&b| b > ESCAPE) {
+                    buf[pos..pos + 16].copy_from_slice(raw);
+                    pos += 16;
+                } else {
+                    for &b in raw {
+                        if b <= ESCAPE {
+                            buf[pos] = ESCAPE;
+                            pos += 1;
+                        }
+                        buf[pos] = b;
+                        pos += 1;
+                    }
+                }
+            }
+            Id::Bytes(_) | Id::DescString(_) | Id::DescBytes(_) => return None,
+        }
+        push_meta(
+            &mut metas,
+            &mut n_meta,
+            meta(pos - start, id.segment_type()),
+        )?;
+    }
+    if pos + 1 + n_meta > STACK_KEY {
+        return None;
+    }
+    buf[pos] = TERMINATOR;
+    buf[pos + 1..pos + 1 + n_meta].copy_from_slice(&metas[..n_meta]);
+    Some(pos + 1 + n_meta)
+}
+
+/// Appends a metadata varint of at most 2 bytes (a segment under 2 KiB); `None` for a longer one.
+#[inline]
+fn push_meta(metas: &mut [u8; STACK_META], n_meta: &mut usize, m: u64) -> Option<()> {
+    if m < 0x80 {
+        metas[*n_meta] = m as u8;
+        *n_meta += 1;
+    } else if m < 0x4000 {
+        metas[*n_meta] = (m as u8) | 0x80;
+        metas[*n_meta + 1] = (m >> 7) as u8;
+        *n_meta += 2;
+    } else {
+        return None;
+    }
+    Some(())
 }
 
 /// Writes the body only: the `B` of the scan ranges.
@@ -144,18 +252,22 @@ pub(crate) fn encode_id<S: Sink>(id: &Id, out: &mut S) {
 }
 
 /// Bytes needed for a magnitude, at least 1.
+#[inline]
 fn magnitude_len(m: u64) -> usize {
     (8 - (m.leading_zeros() as usize) / 8).max(1)
 }
 
+/// An integer segment as a sort byte, its payload as one word, and the payload's length.
+///
 /// Ascending: positive n -> `7 + len`, bytes of n; zero and negative -> `8 - len`, inverted
 /// bytes of |n|. Descending: the same bytes with the sort byte's low nibble and the payload
-/// inverted, so sort bytes are `0x10..=0x1f` and the order is reversed.
-fn encode_int<S: Sink>(v: Int, descending: bool, out: &mut S) {
+/// inverted, so sort bytes are `0x10..=0x1f` and the order is reversed. The payload is the
+/// word's first `len` big-endian bytes: the (possibly inverted) magnitude shifted to the top, so
+/// the encoder stores it with one 8-byte write instead of a loop over bytes.
+#[inline]
+fn int_word(v: Int, descending: bool) -> (u8, u64, usize) {
     let magnitude = v.magnitude();
     let len = magnitude_len(magnitude);
-    let be = magnitude.to_be_bytes();
-    let payload = &be[8 - len..];
     let positive = v.get() > 0;
     let sort = if positive {
         7 + len as u8
@@ -163,10 +275,19 @@ fn encode_int<S: Sink>(v: Int, descending: bool, out: &mut S) {
         8 - len as u8
     };
     let invert = positive == descending;
-    out.put(if descending { 0x1f - sort } else { sort });
-    for &b in payload {
-        out.put(if invert { !b } else { b });
-    }
+    let bits = if invert { !magnitude } else { magnitude };
+    // len is 1..=8, so the shift is 0..=56.
+    let word = bits << (8 * (8 - len));
+    let sort = if descending { 0x1f - sort } else { sort };
+    (sort, word, len)
+}
+
+fn encode_int<S: Sink>(v: Int, descending: bool, out: &mut S) {
+    let (sort, word, len) = int_word(v, descending);
+    let mut segment = [0u8; 9];
+    segment[0] = sort;
+    segment[1..].copy_from_slice(&word.to_be_bytes());
+    out.put_slice(&segment[..1 + len]);
 }
 
 fn escape_into<S: Sink>(bytes: &[u8], out: &mut S) {
@@ -201,6 +322,19 @@ pub enum IdRef<'a> {
 }
 
 impl IdRef<'_> {
+    /// An owned [`Id`], moving what is already owned (descending strings and bytes).
+    pub fn into_id(self) -> Id {
+        match self {
+            IdRef::Int(v) => Id::Int(v),
+            IdRef::Uuid(u) => Id::Uuid(u),
+            IdRef::Bytes(b) => Id::Bytes(b.into_owned()),
+            IdRef::String(s) => Id::String(s.to_owned()),
+            IdRef::DescInt(v) => Id::DescInt(v),
+            IdRef::DescString(s) => Id::DescString(s),
+            IdRef::DescBytes(b) => Id::DescBytes(b),
+        }
+    }
+
     /// An owned [`Id`].
     pub fn to_id(&self) -> Id {
         match self {
@@ -357,6 +491,166 @@ pub(crate) fn decode_with(
         spans,
         elements,
     })
+}
+
+/// Decodes an element list straight into owned elements, after `group` if given: what
+/// [`decode_with`] and then [`KeyPathRef::to_elements`] return, without building the span and
+/// element vectors first. Input the one-pass decoder does not accept goes to [`decode_with`], so
+/// errors (offset and rule) are exactly the zero-copy decoder's, and so is what is accepted (a
+/// property test and the fuzz target check both).
+///
+/// Where `like` (the elements of a path decoded before, say the previous entry of a scan) has a
+/// namespace with the same bytes at the same position in the result, the decoded element shares
+/// it instead of allocating another.
+pub(crate) fn decode_owned(
+    bytes: &[u8],
+    require_group_id: bool,
+    group: Option<&Element>,
+    like: &[Element],
+) -> Result<Vec<Element>, DecodeError> {
+    if let Some(elements) = decode_one_pass(bytes, require_group_id, group, like) {
+        return Ok(elements);
+    }
+    let decoded = decode_with(bytes, require_group_id)?;
+    let mut elements = Vec::with_capacity(decoded.elements.len() + 1);
+    elements.extend(group.cloned());
+    elements.extend(decoded.to_elements());
+    Ok(elements)
+}
+
+/// The owned decoder's fast path: `None` for anything it does not accept (the caller then asks
+/// [`decode_with`] for the error). Two passes: backwards over the metadata for the body's length
+/// and the segment count, then forwards over body and metadata together (segment i's metadata
+/// is the i-th varint after the terminator), checking each segment as [`decode_with`] does.
+fn decode_one_pass(
+    bytes: &[u8],
+    require_group_id: bool,
+    group: Option<&Element>,
+    like: &[Element],
+) -> Option<Vec<Element>> {
+    if bytes.is_empty() || u32::try_from(bytes.len()).is_err() {
+        return None;
+    }
+    let mut pos = bytes.len();
+    let mut body_len: usize = 0;
+    let mut n_segments: usize = 0;
+    loop {
+        // pos >= 1 here: it starts at the length and the loop goes on only while
+        // body_len + 1 < pos.
+        let last = bytes[pos - 1];
+        let (value, start) = if last < 0x80 && (pos == 1 || bytes[pos - 2] < 0x80) {
+            (u64::from(last), pos - 1)
+        } else {
+            read_varint_backwards(bytes, pos).ok()?
+        };
+        if value & 7 == 7 {
+            return None;
+        }
+        let len = usize::try_from(value >> 3).ok()?;
+        body_len = body_len
+            .checked_add(len)?
+            .checked_add(usize::from(n_segments > 0))?;
+        n_segments += 1;
+        pos = start;
+        match (body_len + 1).cmp(&pos) {
+            std::cmp::Ordering::Equal => break,
+            std::cmp::Ordering::Greater => return None,
+            std::cmp::Ordering::Less => {}
+        }
+    }
+    if bytes[body_len] != TERMINATOR {
+        return None;
+    }
+    let mut elements = Vec::with_capacity(n_segments.div_ceil(2) + usize::from(group.is_some()));
+    elements.extend(group.cloned());
+    let mut meta_at = body_len + 1;
+    let mut at = 0;
+    let mut i = 0;
+    while i < n_segments {
+        let (value, next) = read_varint_forward(bytes, meta_at)?;
+        meta_at = next;
+        if i > 0 {
+            if bytes.get(at) != Some(&SEPARATOR) {
+                return None;
+            }
+            at += 1;
+        }
+        if value & 7 != SegmentType::String as u64 {
+            return None;
+        }
+        let ns_bytes = bytes.get(at..at.checked_add(usize::try_from(value >> 3).ok()?)?)?;
+        at += ns_bytes.len();
+        // The same bytes as a valid namespace of `like` at this position: valid, and shared.
+        let namespace = match like.get(elements.len()) {
+            Some(e) if e.namespace().as_str().as_bytes() == ns_bytes => e.namespace().clone(),
+            // Or one this thread decoded lately (valid too).
+            _ => match Namespace::recent(ns_bytes) {
+                Some(ns) => ns,
+                None => {
+                    if !namespace::is_valid(ns_bytes) {
+                        return None;
+                    }
+                    // ASCII, so this cannot fail; the check is what makes it a `&str` without
+                    // `unsafe`.
+                    let ns = Namespace::new_unchecked(std::str::from_utf8(ns_bytes).ok()?);
+                    ns.remember();
+                    ns
+                }
+            },
+        };
+        i += 1;
+        let id = if i < n_segments {
+            let (value, next) = read_varint_forward(bytes, meta_at)?;
+            meta_at = next;
+            if bytes.get(at) != Some(&SEPARATOR) {
+                return None;
+            }
+            at += 1;
+            let ty = SegmentType::from_code((value & 7) as u8)?;
+            let seg = bytes.get(at..at.checked_add(usize::try_from(value >> 3).ok()?)?)?;
+            let id = match ty {
+                SegmentType::Int => Id::Int(decode_int(seg, false, at).ok()?),
+                SegmentType::DescInt => Id::DescInt(decode_int(seg, true, at).ok()?),
+                SegmentType::String => {
+                    let s = std::str::from_utf8(seg).ok()?;
+                    crate::id::validate_string(s).ok()?;
+                    Id::String(s.to_owned())
+                }
+                _ => decode_id(seg, ty, at).ok()?.into_id(),
+            };
+            at += seg.len();
+            i += 1;
+            Some(id)
+        } else {
+            None
+        };
+        elements.push(Element::new_unchecked(namespace, id));
+    }
+    if require_group_id && elements[0].id().is_none() {
+        return None;
+    }
+    Some(elements)
+}
+
+/// Reads a varint forwards from `at`; returns its value and the offset after it. Only for
+/// varints [`read_varint_backwards`] has already checked.
+#[inline]
+fn read_varint_forward(bytes: &[u8], mut at: usize) -> Option<(u64, usize)> {
+    let first = *bytes.get(at)?;
+    if first < 0x80 {
+        return Some((u64::from(first), at + 1));
+    }
+    let mut value: u64 = 0;
+    let mut shift = 0u32;
+    loop {
+        let b = *bytes.get(at)?;
+        at += 1;
+        value |= u64::from(b & 0x7f).checked_shl(shift)?;
+        if b < 0x80 {
+            return Some((value, at));
+        }
+        shift += 7;
+    }
 }
 
 /// Reads the metadata backwards and checks the layout; returns the segment spans and body length.

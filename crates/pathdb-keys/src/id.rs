@@ -120,11 +120,38 @@ pub(crate) fn validate_string(s: &str) -> Result<(), (usize, Rule)> {
         return Err((0, Rule::EmptyId));
     }
     // The forbidden characters are all ASCII, so a byte scan finds them (UTF-8 continuation
-    // and lead bytes are >= 0x80 and never match).
-    match s.bytes().position(|b| b < 0x20 || b == 0x7f) {
+    // and lead bytes are >= 0x80 and never match). Most strings have none: test 8 bytes at a
+    // time first, and look for the offset only when there is one.
+    if !has_control_byte(s.as_bytes()) {
+        return Ok(());
+    }
+    match s.bytes().position(is_control_byte) {
         Some(i) => Err((i, Rule::ControlCharacter(char::from(s.as_bytes()[i])))),
         None => Ok(()),
     }
+}
+
+fn is_control_byte(b: u8) -> bool {
+    b < 0x20 || b == 0x7f
+}
+
+/// Whether any byte is `< 0x20` or `0x7f`, 8 bytes at a time: a byte below 0x20 makes
+/// `(w - 0x20 per byte) & !w` set that byte's high bit (exact for a threshold up to 0x80), and a
+/// `0x7f` is a zero byte of `w ^ 0x7f..`, found the same way. Borrows between bytes can set
+/// high bits above the first hit, never without one, so the test is exact.
+pub(crate) fn has_control_byte(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut hits = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let del = w ^ (ONES * 0x7f);
+        hits |= (w.wrapping_sub(ONES * 0x20) & !w & HIGH) | (del.wrapping_sub(ONES) & !del & HIGH);
+    }
+    hits != 0 || chunks.remainder().iter().any(|&b| is_control_byte(b))
 }
 
 /// The spec forbids U+0000..U+001F and U+007F. Not `char::is_control`: that also covers C1

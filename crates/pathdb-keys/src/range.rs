@@ -42,7 +42,12 @@ impl KeyPath {
     /// # Errors
     /// Any byte string the encoder would not produce, with the offset and the rule broken.
     pub fn decode(bytes: &[u8]) -> Result<KeyPath, DecodeError> {
-        Ok(binary::KeyPathRef::decode(bytes)?.to_key_path())
+        Ok(KeyPath::from_checked(binary::decode_owned(
+            bytes,
+            true,
+            None,
+            &[],
+        )?))
     }
 
     /// The body `B`: segments and separators, without `00` and metadata.
@@ -103,11 +108,22 @@ impl KeyPath {
     /// # Errors
     /// `sort` is not a canonical sort key.
     pub fn with_sort_key(&self, sort: &[u8]) -> Result<KeyPath, DecodeError> {
-        let mut elements = Vec::with_capacity(4);
-        elements.push(self.group().clone());
-        if sort != GROUP_SORT_KEY {
-            elements.extend(binary::decode_with(sort, false)?.to_elements());
-        }
+        self.with_sort_key_like(sort, self)
+    }
+
+    /// [`KeyPath::with_sort_key`], sharing namespaces with `like` where they are the same at the
+    /// same position: for a scan that decodes many neighbouring keys (pass the previous entry's
+    /// path), so that their repeated namespaces are not allocated again. The result does not
+    /// depend on `like`.
+    ///
+    /// # Errors
+    /// `sort` is not a canonical sort key.
+    pub fn with_sort_key_like(&self, sort: &[u8], like: &KeyPath) -> Result<KeyPath, DecodeError> {
+        let elements = if sort == GROUP_SORT_KEY {
+            vec![self.group().clone()]
+        } else {
+            binary::decode_owned(sort, false, Some(self.group()), like.elements())?
+        };
         check_elements(&elements, true).map_err(|e| DecodeError {
             offset: 0,
             rule: e.rule,

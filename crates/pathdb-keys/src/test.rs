@@ -398,3 +398,65 @@ fn decoder_rejects_non_canonical_input() {
     // Overlong varint: 0x88 0x00 is a padded 0x08.
     assert_eq!(decode_err("6901082a00880012"), Rule::BadVarint);
 }
+
+fn old_decode(
+    bytes: &[u8],
+    require_group_id: bool,
+) -> Result<Vec<crate::Element>, crate::DecodeError> {
+    crate::binary::decode_with(bytes, require_group_id).map(|r| r.to_elements())
+}
+
+fn new_decode(
+    bytes: &[u8],
+    require_group_id: bool,
+) -> Result<Vec<crate::Element>, crate::DecodeError> {
+    crate::binary::decode_owned(bytes, require_group_id, None, &[])
+}
+
+proptest::proptest! {
+    /// The one-pass owned decoder against the zero-copy one it replaces for owned paths, with
+    /// and without the group id rule (sort keys): same elements, same errors.
+    #[test]
+    fn owned_decoder_agrees_with_decode_with(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        which in 0..5usize,
+        at in proptest::prelude::any::<proptest::sample::Index>(),
+        op in 0..4u8,
+    ) {
+        let base = [
+            "/user-4c9d36e5-6b19-4e6a-828c-226ed667458a/post-1234/comment-1678901234/react-42",
+            "/a-1/settings",
+            "/x-!a/y-!5/z-~AAEC/w",
+            "/s-héllo/n-0/m--300",
+            "/t-abcdefghijklmnopqrstuvwxyz0123456789/u-18446744073709551615",
+        ][which];
+        let mut key = path(base).encode();
+        let i = at.index(key.len());
+        let byte = bytes.first().copied().unwrap_or(0);
+        match op {
+            0 => key[i] = byte,
+            1 => { key.remove(i); }
+            2 => key.insert(i, byte),
+            _ => key = bytes.clone(),
+        }
+        for require_group_id in [true, false] {
+            proptest::prop_assert_eq!(new_decode(&key, require_group_id), old_decode(&key, require_group_id));
+            proptest::prop_assert_eq!(new_decode(&bytes, require_group_id), old_decode(&bytes, require_group_id));
+        }
+        // The sort key of a one-element path's child, without group id.
+        let sort = path(base).sort_key();
+        proptest::prop_assert_eq!(new_decode(&sort, false), old_decode(&sort, false));
+    }
+
+    /// The word-at-a-time control character test is the byte scan.
+    #[test]
+    fn control_byte_test_is_the_byte_scan(bytes in proptest::collection::vec(
+        proptest::prop_oneof![proptest::prelude::any::<u8>(), proptest::sample::select(vec![0u8, 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xff])],
+        0..40,
+    )) {
+        proptest::prop_assert_eq!(
+            crate::id::has_control_byte(&bytes),
+            bytes.iter().any(|&b| b < 0x20 || b == 0x7f)
+        );
+    }
+}

@@ -1,5 +1,7 @@
 //! An independent model of PathDB's typed order (docs/key-format.md "Order"), written from the
-//! typed values without the encoder, to check that encoded byte order implements it.
+//! typed values without the encoder, to check that encoded byte order implements it; and a
+//! byte-at-a-time encoder written from the spec (keypath-format.md §2), to check the library's
+//! encoder against.
 
 use pathdb_keys::{Id, KeyPath};
 use std::cmp::Ordering;
@@ -76,4 +78,99 @@ pub fn cmp_paths(a: &KeyPath, b: &KeyPath) -> Option<Ordering> {
 /// they differ, both have ids that [`cmp_id`] makes no claim about.
 pub fn comparable(p: &KeyPath, q: &KeyPath) -> bool {
     cmp_paths(p, q).is_some()
+}
+
+/// The binary form of `p`, byte by byte from keypath-format.md §2 and docs/key-format.md
+/// (descending ids): segments joined by `01`, `00`, then one LEB128 `(len << 3) | type` per
+/// segment.
+pub fn encode(p: &KeyPath) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut metas = Vec::new();
+    for e in p.elements() {
+        let ns = e.namespace().as_str().as_bytes();
+        segment(&mut body, &mut metas, ns.to_vec(), 0);
+        if let Some(id) = e.id() {
+            let (bytes, ty) = encode_id(id);
+            segment(&mut body, &mut metas, bytes, ty);
+        }
+    }
+    body.push(0x00);
+    for m in metas {
+        let mut v: u64 = m;
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                body.push(byte);
+                break;
+            }
+            body.push(byte | 0x80);
+        }
+    }
+    body
+}
+
+fn segment(body: &mut Vec<u8>, metas: &mut Vec<u64>, bytes: Vec<u8>, ty: u64) {
+    if !metas.is_empty() {
+        body.push(0x01);
+    }
+    metas.push(((bytes.len() as u64) << 3) | ty);
+    body.extend(bytes);
+}
+
+fn encode_id(id: &Id) -> (Vec<u8>, u64) {
+    let escape = |raw: &[u8]| -> Vec<u8> {
+        raw.iter()
+            .flat_map(|&b| if b <= 2 { vec![0x02, b] } else { vec![b] })
+            .collect()
+    };
+    match id {
+        Id::String(s) => (s.as_bytes().to_vec(), 0),
+        Id::Bytes(b) => (escape(b), 1),
+        Id::Int(v) => (int(v.get(), false), 2),
+        Id::Uuid(u) => (escape(u.as_bytes()), 3),
+        Id::DescInt(v) => (int(v.get(), true), 4),
+        Id::DescString(s) => {
+            let mut out = vec![0xfe];
+            out.extend(s.as_bytes().iter().map(|b| !b));
+            out.push(0xff);
+            (out, 5)
+        }
+        Id::DescBytes(b) => {
+            let mut out = vec![0xff];
+            for &byte in b {
+                if byte == 0 {
+                    out.extend([0xff, 0x00]);
+                } else {
+                    out.push(!byte);
+                }
+            }
+            out.extend([0xff, 0xfe]);
+            (out, 6)
+        }
+    }
+}
+
+/// Positive n: `7 + nbytes(n)`, bytes of n; zero and negative: `8 - nbytes(|n|)`, inverted
+/// bytes of |n|. Descending: the sort byte is `0x1f - sort` and every payload byte inverted.
+fn int(v: i128, descending: bool) -> Vec<u8> {
+    let magnitude = v.unsigned_abs();
+    let mut payload: Vec<u8> = magnitude
+        .to_be_bytes()
+        .into_iter()
+        .skip_while(|&b| b == 0)
+        .collect();
+    if payload.is_empty() {
+        payload.push(0);
+    }
+    let n = payload.len() as u8;
+    let (sort, invert) = if v > 0 { (7 + n, false) } else { (8 - n, true) };
+    let (sort, invert) = if descending {
+        (0x1f - sort, !invert)
+    } else {
+        (sort, invert)
+    };
+    let mut out = vec![sort];
+    out.extend(payload.into_iter().map(|b| if invert { !b } else { b }));
+    out
 }

@@ -4,9 +4,12 @@
 //! 3. `memcmp(encode(a), encode(b))` is the typed order (the model) and `Ord`;
 //! 4. a path's subtree range holds exactly the paths it covers, its descendants range the same
 //!    without itself, in full keys and in sort keys;
-//! 5. the decoder never panics, and accepts only canonical encodings.
+//! 5. the decoder never panics, and accepts only canonical encodings;
+//! 6. the encoder writes what a byte-at-a-time encoder written from the spec writes, and the
+//!    owned decoder (one pass, `KeyPath::decode`) accepts and rejects exactly what the zero-copy
+//!    decoder does, with the same error and the same path.
 
-use crate::model::{cmp_paths, comparable};
+use crate::model::{self, cmp_paths, comparable};
 use crate::strategy::{path, related_pair};
 use pathdb_keys::{KeyPath, KeyPathRef};
 use proptest::prelude::*;
@@ -104,6 +107,29 @@ proptest! {
     }
 
     #[test]
+    fn encoder_writes_what_the_spec_says(p in path()) {
+        prop_assert_eq!(p.encode(), model::encode(&p), "{}", p);
+    }
+
+    #[test]
+    fn owned_decoder_agrees_with_zero_copy_decoder_on_any_bytes(bytes in prop::collection::vec(any::<u8>(), 0..80)) {
+        prop_assert_eq!(KeyPath::decode(&bytes), KeyPathRef::decode(&bytes).map(|r| r.to_key_path()));
+    }
+
+    #[test]
+    fn owned_decoder_agrees_with_zero_copy_decoder_near_valid_keys(p in path(), at in any::<prop::sample::Index>(), byte in any::<u8>(), op in 0..4u8) {
+        let mut bytes = p.encode();
+        let i = at.index(bytes.len());
+        match op {
+            0 => bytes[i] = byte,
+            1 => { bytes.remove(i); }
+            2 => bytes.insert(i, byte),
+            _ => {}
+        }
+        prop_assert_eq!(KeyPath::decode(&bytes), KeyPathRef::decode(&bytes).map(|r| r.to_key_path()));
+    }
+
+    #[test]
     fn parser_never_panics_and_errors_point_inside(s in "\\PC{0,40}|[/a-z0-9%~!_-]{0,24}") {
         match s.parse::<KeyPath>() {
             Ok(p) => prop_assert_eq!(p.to_string().parse::<KeyPath>().expect("canonical"), p),
@@ -117,6 +143,9 @@ proptest! {
     fn with_sort_key_is_from_partition_and_sort((a, b) in related_pair()) {
         prop_assume!(a.group() == b.group());
         prop_assert_eq!(a.with_sort_key(&b.sort_key()).expect("own sort key"), b.clone());
+        // Sharing namespaces with another path changes nothing but where they are stored.
+        prop_assert_eq!(a.with_sort_key_like(&b.sort_key(), &a).expect("own sort key"), b.clone());
+        prop_assert_eq!(b.with_sort_key_like(&b.sort_key(), &b).expect("own sort key"), b.clone());
         prop_assert_eq!(KeyPath::from_partition_and_sort(&a.partition_key(), &b.sort_key()).expect("own keys"), b);
     }
 }

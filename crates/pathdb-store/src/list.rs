@@ -300,7 +300,8 @@ impl<B: Backend> Store<B> {
                 if !range.contains(&sort) {
                     continue;
                 }
-                let Some(path) = path_in_group(prefix, &sort) else {
+                let like = found.last().map_or(prefix, |(_, item)| &item.path);
+                let Some(path) = path_in_group(prefix, &sort, like) else {
                     step_past(&mut range, sort, direction);
                     continue;
                 };
@@ -337,7 +338,7 @@ impl<B: Backend> Store<B> {
                             if found.len() >= want {
                                 break;
                             }
-                            let Some(path) = path_in_group(prefix, &sort) else {
+                            let Some(path) = path_in_group(prefix, &sort, prefix) else {
                                 continue;
                             };
                             if prefix.covers(&path) && path.len() == depth && live(&record) {
@@ -375,7 +376,8 @@ fn collect_subtree<R: Reader>(
             if !is_live(&record, now) {
                 continue;
             }
-            let Some(path) = path_in_group(prefix, &sort) else {
+            let like = found.last().map_or(prefix, |(_, item)| &item.path);
+            let Some(path) = path_in_group(prefix, &sort, like) else {
                 continue;
             };
             // Exact results even where bytes ids alias other types (docs/key-format.md).
@@ -391,8 +393,11 @@ fn collect_subtree<R: Reader>(
 /// The path stored under `sort` in `prefix`'s partition (the group is not decoded again), or
 /// `None`, with a warning, for a key that is not a key path: a row another tool wrote into a
 /// DynamoDB table must not fail every listing of its group.
-fn path_in_group(prefix: &KeyPath, sort: &[u8]) -> Option<KeyPath> {
-    match prefix.with_sort_key(sort) {
+///
+/// `like` is a path decoded just before (the previous entry, or the prefix): the new path shares
+/// its namespaces where they are the same, instead of allocating them again for every entry.
+fn path_in_group(prefix: &KeyPath, sort: &[u8], like: &KeyPath) -> Option<KeyPath> {
+    match prefix.with_sort_key_like(sort, like) {
         Ok(path) => Some(path),
         Err(e) => {
             tracing::warn!(prefix = %prefix, sort = %hex::encode(sort), error = %e,

@@ -91,6 +91,20 @@ impl Dataset {
         Dataset { users, slots }
     }
 
+    /// The first `n_users` users of this dataset: the dataset `Dataset::new` makes for that
+    /// many users with the same seed (users are drawn in order), so a dataset can grow.
+    pub fn prefix(&self, n_users: u64) -> Dataset {
+        Dataset {
+            users: self.users[..(n_users as usize).min(self.users.len())].to_vec(),
+            slots: self.slots.clone(),
+        }
+    }
+
+    /// Users needed for at least `items` items.
+    pub fn users_for(&self, items: u64) -> u64 {
+        items.div_ceil(self.items_per_user()).max(1)
+    }
+
     /// Number of users.
     pub fn n_users(&self) -> u64 {
         self.users.len() as u64
@@ -181,9 +195,23 @@ impl Dataset {
     pub fn for_each_batch(
         &self,
         batch_size: usize,
+        load: impl FnMut(&[(KeyPath, String)]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.for_each_batch_of(0..self.n_users(), batch_size, load)
+    }
+
+    /// The same for the users in `users` only (users sorted by UUID): what a dataset grown from
+    /// `users.start` users to `users.end` adds.
+    ///
+    /// # Errors
+    /// Whatever `load` returns.
+    pub fn for_each_batch_of(
+        &self,
+        users: std::ops::Range<u64>,
+        batch_size: usize,
         mut load: impl FnMut(&[(KeyPath, String)]) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        let mut order: Vec<u64> = (0..self.n_users()).collect();
+        let mut order: Vec<u64> = users.collect();
         order.sort_by_key(|&u| self.users[u as usize]);
         let mut batch = Vec::with_capacity(batch_size);
         for user in order {

@@ -20,6 +20,15 @@ pub trait Engine: Sync {
     fn role(&self) -> Role {
         Role::All
     }
+
+    /// Reads every entry once, so the engine's page cache holds what fits of the data (as after
+    /// a while of serving); returns the entries read. The scale run calls it before measuring.
+    ///
+    /// # Errors
+    /// Engine failures.
+    fn warm(&self) -> anyhow::Result<u64> {
+        Ok(0)
+    }
 }
 
 /// Which rows an engine takes part in: variants of another engine only run where they differ.

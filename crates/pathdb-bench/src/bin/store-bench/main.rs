@@ -17,6 +17,9 @@
 //! ```text
 //! cargo run --release -p pathdb-bench --bin store-bench -- --items 1000000
 //! cargo run --release -p pathdb-bench --bin store-bench -- --large      # 10M items
+//! # Latency against item count (PNG), growing one dataset through the sizes:
+//! cargo run --release -p pathdb-bench --bin store-bench -- --large \
+//!     --scale 100000,1000000,10000000 --plot docs/store-scale.png
 //! ```
 //!
 //! See `docs/benchmarks.md` ("Store") for results and `--help` for the op counts.
@@ -25,6 +28,7 @@ mod dataset;
 mod engine;
 mod pathdb;
 mod raw_redb;
+mod scale;
 mod sqlite;
 mod stats;
 
@@ -105,6 +109,24 @@ struct Args {
     /// Seed of the dataset and of the random choices.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Instead of the table: grow one dataset through these item counts (comma-separated; over
+    /// 1M needs --large), measuring get, list and durable put on pathdb and redb at each, then
+    /// at the largest with a --small-cache-mb page cache; writes the plot to --plot.
+    #[arg(long, value_delimiter = ',')]
+    scale: Option<Vec<u64>>,
+    /// redb page cache (MiB) for the scale run's last measurement, smaller than the data; 0
+    /// skips it.
+    #[arg(long, default_value_t = 64)]
+    small_cache_mb: u64,
+    /// Where the scale run writes its PNG.
+    #[arg(long, default_value = "store-scale.png")]
+    plot: PathBuf,
+    /// A TrueType font for the plot's text.
+    #[arg(
+        long,
+        default_value = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+    )]
+    plot_font: PathBuf,
 }
 
 /// The operation of a row, on one engine session.
@@ -183,6 +205,14 @@ fn main() -> anyhow::Result<()> {
     } else {
         dir.path().to_owned()
     };
+
+    if let Some(sizes) = &args.scale {
+        let result = scale::run(&args, sizes, &dir_path);
+        if !args.keep {
+            std::fs::remove_dir_all(&dir_path).ok();
+        }
+        return result;
+    }
 
     let data = Dataset::new(items, args.seed);
     println!(

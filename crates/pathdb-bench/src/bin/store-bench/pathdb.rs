@@ -6,7 +6,7 @@ use crate::engine::{Engine, PAGE, Session, now_micros};
 use anyhow::Context as _;
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::{
-    Backend, Durability, FileBackend, FileOptions, Key, Record, WriteBatch, WriteOp,
+    Backend, Durability, FileBackend, FileOptions, Key, Reader as _, Record, WriteBatch, WriteOp,
 };
 use pathdb_store::{Json, ListRequest, PutOptions, Store, StoreOptions, Transaction};
 use std::path::Path;
@@ -23,6 +23,21 @@ impl PathDb {
     /// # Errors
     /// Storage failures.
     pub fn preload(path: &Path, data: &Dataset, batch: usize) -> anyhow::Result<PathDb> {
+        PathDb::load(path, data, 0..data.n_users(), batch, None)
+    }
+
+    /// Opens (or creates) the file, adds the items of `users` the same way, then opens it as a
+    /// default `Store` with redb's page cache at `cache_size` bytes (`None`: redb's default).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn load(
+        path: &Path,
+        data: &Dataset,
+        users: std::ops::Range<u64>,
+        batch: usize,
+        cache_size: Option<usize>,
+    ) -> anyhow::Result<PathDb> {
         {
             let backend = FileBackend::open(
                 path,
@@ -32,7 +47,7 @@ impl PathDb {
                 },
             )?;
             let now = now_micros();
-            data.for_each_batch(batch, |items| {
+            data.for_each_batch_of(users, batch, |items| {
                 let ops = items
                     .iter()
                     .map(|(path, value)| WriteOp::Put {
@@ -55,7 +70,11 @@ impl PathDb {
                     .context("pathdb preload batch")
             })?;
         }
-        let store = Store::open(path, FileOptions::default(), StoreOptions::default())?;
+        let options = FileOptions {
+            cache_size,
+            ..FileOptions::default()
+        };
+        let store = Store::open(path, options, StoreOptions::default())?;
         Ok(PathDb { store })
     }
 }
@@ -67,6 +86,20 @@ impl Engine for PathDb {
 
     fn session(&self) -> anyhow::Result<Box<dyn Session + '_>> {
         Ok(Box::new(PathDbSession { store: &self.store }))
+    }
+
+    fn warm(&self) -> anyhow::Result<u64> {
+        let reader = self.store.backend().reader()?;
+        let mut after: Option<Key> = None;
+        let mut n = 0;
+        loop {
+            let batch = reader.scan_all(after.as_ref(), 10_000)?;
+            let Some((last, _)) = batch.last() else {
+                return Ok(n);
+            };
+            n += batch.len() as u64;
+            after = Some(last.clone());
+        }
     }
 }
 

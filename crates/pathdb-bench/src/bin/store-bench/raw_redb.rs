@@ -16,7 +16,7 @@
 use crate::dataset::Dataset;
 use crate::engine::{Engine, PAGE, Role, Session, now_micros, record_bytes};
 use pathdb_keys::{KeyPath, KeyPathRef};
-use redb::{Database, ReadableDatabase, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::Bound;
 use std::path::Path;
 
@@ -42,9 +42,29 @@ impl RawRedb {
         batch: usize,
         quick_repair: bool,
     ) -> anyhow::Result<RawRedb> {
-        let db = Database::create(path)?;
+        RawRedb::load(path, data, 0..data.n_users(), batch, quick_repair, None)
+    }
+
+    /// Opens (or creates) the file with redb's page cache at `cache_size` bytes (`None`: redb's
+    /// default) and adds the items of `users` the same way.
+    ///
+    /// # Errors
+    /// redb failures.
+    pub fn load(
+        path: &Path,
+        data: &Dataset,
+        users: std::ops::Range<u64>,
+        batch: usize,
+        quick_repair: bool,
+        cache_size: Option<usize>,
+    ) -> anyhow::Result<RawRedb> {
+        let mut builder = Database::builder();
+        if let Some(bytes) = cache_size {
+            builder.set_cache_size(bytes);
+        }
+        let db = builder.create(path)?;
         let now = now_micros();
-        data.for_each_batch(batch, |items| {
+        data.for_each_batch_of(users, batch, |items| {
             let mut txn = db.begin_write()?;
             txn.set_durability(redb::Durability::None)?;
             {
@@ -98,6 +118,18 @@ impl Engine for RawRedb {
 
     fn session(&self) -> anyhow::Result<Box<dyn Session + '_>> {
         Ok(Box::new(RawSession { engine: self }))
+    }
+
+    fn warm(&self) -> anyhow::Result<u64> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(DATA)?;
+        let mut n = 0;
+        for entry in table.iter()? {
+            let (k, v) = entry?;
+            std::hint::black_box((k.value(), v.value()));
+            n += 1;
+        }
+        Ok(n)
     }
 
     fn role(&self) -> Role {
