@@ -128,15 +128,15 @@ pub async fn put_item<B: Backend>(
     };
     let (item, created) = store_call("put", move || {
         let condition = precondition.resolve(|| current_version(&state.store, &path))?;
-        put_or_create(
-            &state.store,
-            &path,
-            value,
-            PutOptions {
-                condition,
-                ..options
-            },
-        )
+        let options = PutOptions {
+            condition,
+            ..options
+        };
+        // One read and one commit whether the item exists or not.
+        state
+            .store
+            .put_created(&path, value, options)
+            .map_err(http_condition)
     })
     .await?;
     let status = if created {
@@ -163,41 +163,6 @@ fn http_condition(e: pathdb_store::Error) -> ApiError {
             precondition::precondition_failed(e.to_string())
         }
         other => other.into(),
-    }
-}
-
-/// Puts, and tells whether the item was created. The version does not say: a re-created item
-/// continues its history's numbering, and an expired one its version. Without a condition the
-/// put first tries to create; if the item exists it replaces it (an item deleted between the two
-/// is then reported as replaced, which a concurrent delete makes indistinguishable anyway).
-fn put_or_create<B: Backend>(
-    store: &pathdb_store::Store<B>,
-    path: &KeyPath,
-    value: JsonText,
-    options: PutOptions,
-) -> Result<(pathdb_store::Item, bool), ApiError> {
-    match options.condition {
-        Some(Condition::MustNotExist) => Ok((
-            store.put(path, value, options).map_err(http_condition)?,
-            true,
-        )),
-        Some(_) => Ok((
-            store.put(path, value, options).map_err(http_condition)?,
-            false,
-        )),
-        None => {
-            let create = PutOptions {
-                condition: Some(Condition::MustNotExist),
-                ..options.clone()
-            };
-            match store.put(path, value.clone(), create) {
-                Ok(item) => Ok((item, true)),
-                Err(pathdb_store::Error::ConditionFailed { .. }) => {
-                    Ok((store.put(path, value, options)?, false))
-                }
-                Err(e) => Err(e.into()),
-            }
-        }
     }
 }
 

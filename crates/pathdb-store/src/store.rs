@@ -384,13 +384,29 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// [`Error::ConditionFailed`], size limits, storage failures.
     pub fn put(&self, path: &KeyPath, value: Json, options: PutOptions) -> Result<Item, Error> {
+        self.put_created(path, value, options).map(|(item, _)| item)
+    }
+
+    /// [`Store::put`], also telling whether it created the item (`true`: no live item was at
+    /// `path` in the state the put applied to) or replaced one, from the same read and commit.
+    /// The version cannot tell: a re-created item continues its history's numbering.
+    ///
+    /// # Errors
+    /// As [`Store::put`].
+    pub fn put_created(
+        &self,
+        path: &KeyPath,
+        value: Json,
+        options: PutOptions,
+    ) -> Result<(Item, bool), Error> {
         let op = TxOp::Put {
             path: path.clone(),
             value,
             options,
         };
-        match self.execute(&[op], true)?.pop() {
-            Some(TxResult::Put(item)) => Ok(item),
+        let (mut results, mut found) = self.execute(&[op], true)?;
+        match (results.pop(), found.pop()) {
+            (Some(TxResult::Put(item)), Some(found)) => Ok((item, !found)),
             _ => Err(StorageError::msg("put returned no item").into()),
         }
     }
@@ -408,7 +424,7 @@ impl<B: Backend> Store<B> {
             path: path.clone(),
             condition,
         };
-        match self.execute(&[op], true)?.pop() {
+        match self.execute(&[op], true)?.0.pop() {
             Some(TxResult::Deleted(item)) => Ok(item),
             _ => Err(StorageError::msg("delete returned no result").into()),
         }
@@ -438,7 +454,7 @@ impl<B: Backend> Store<B> {
                 "{dup} appears twice in one transaction"
             )));
         }
-        self.execute(&tx.ops, false)
+        self.execute(&tx.ops, false).map(|(results, _)| results)
     }
 
     /// Reads, checks and commits `ops`; with `retry`, re-runs after a concurrent change until
@@ -450,7 +466,9 @@ impl<B: Backend> Store<B> {
     /// [`Error::Conflict`] from a put or delete that has no condition, which callers neither
     /// expect nor can act on: with eight writers on one item and group commit (all but one
     /// batch of a group lose), 16 attempts ran out within a dozen puts each.
-    fn execute(&self, ops: &[TxOp], retry: bool) -> Result<Vec<TxResult>, Error> {
+    ///
+    /// Also returns, per operation, whether the committed plan found a live item at its path.
+    fn execute(&self, ops: &[TxOp], retry: bool) -> Result<(Vec<TxResult>, Vec<bool>), Error> {
         let now = self.now();
         for op in ops {
             check_key(op.path())?;
@@ -465,9 +483,14 @@ impl<B: Backend> Store<B> {
             }
         }
         loop {
-            let (batch, results, owners) = self.plan(ops)?;
+            let Plan {
+                batch,
+                results,
+                owners,
+                found,
+            } = self.plan(ops)?;
             match self.inner.backend.write(batch) {
-                Ok(()) => return Ok(results),
+                Ok(()) => return Ok((results, found)),
                 Err(WriteError::ConditionFailed { .. }) if retry => {}
                 Err(WriteError::ConditionFailed { index }) => {
                     let path = owners
@@ -481,19 +504,20 @@ impl<B: Backend> Store<B> {
         }
     }
 
-    /// Builds the batch for `ops` from one snapshot: the batch, the results it will have, and
-    /// for each batch operation the path it belongs to (to name a conflict).
-    fn plan(&self, ops: &[TxOp]) -> Result<(WriteBatch, Vec<TxResult>, Vec<KeyPath>), Error> {
+    /// Builds the batch for `ops` from one snapshot.
+    fn plan(&self, ops: &[TxOp]) -> Result<Plan, Error> {
         let reader = self.inner.backend.reader()?;
         let now = self.now();
         let mut batch = WriteBatch::default();
         let mut owners = Vec::new();
         let mut results = Vec::with_capacity(ops.len());
+        let mut found = Vec::with_capacity(ops.len());
         for op in ops {
             let path = op.path();
             let key = layout::item_key(path);
             let stored = reader.get(&key)?;
             let current = visible(stored.clone(), now);
+            found.push(current.is_some());
             let condition = match op {
                 TxOp::Put { options, .. } => options.condition,
                 TxOp::Delete { condition, .. } => *condition,
@@ -579,7 +603,12 @@ impl<B: Backend> Store<B> {
             }
             owners.push(path.clone());
         }
-        Ok((batch, results, owners))
+        Ok(Plan {
+            batch,
+            results,
+            owners,
+            found,
+        })
     }
 
     /// Revisions to keep for a put of `path`, or `None` when it keeps none.
@@ -682,6 +711,17 @@ impl<B: Backend> Store<B> {
             _ => Ok(None),
         }
     }
+}
+
+/// What [`Store::plan`] builds from one snapshot.
+struct Plan {
+    batch: WriteBatch,
+    /// The results the operations will have once the batch commits.
+    results: Vec<TxResult>,
+    /// For each batch operation, the path it belongs to (to name a conflict).
+    owners: Vec<KeyPath>,
+    /// For each operation, whether a live item was at its path.
+    found: Vec<bool>,
 }
 
 fn check_condition(
