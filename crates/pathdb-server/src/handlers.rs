@@ -1,4 +1,5 @@
-//! The `/v1` handlers. Store calls block (redb), so each runs on tokio's blocking pool.
+//! The `/v1` handlers. Store calls block (redb), so each runs on tokio's blocking pool, except
+//! point reads on a backend whose point reads never block ([`point_read`]).
 
 use crate::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -12,21 +13,25 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     Condition, DEFAULT_LIST_LIMIT, Expiry, Json as JsonText, ListRequest, MAX_LIST_LIMIT,
-    PutOptions, Transaction, TxOp,
+    PutOptions, Store, Transaction, TxOp,
 };
 use std::time::Duration;
+
+fn task_failed() -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "request task failed",
+    )
+}
 
 /// Runs a store call on the blocking pool.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.map_err(|_| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "request task failed",
-        )
-    })?
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|_| task_failed())?
 }
 
 /// Runs one store operation on the blocking pool, counted and timed as `op` in `/metrics`.
@@ -39,6 +44,30 @@ pub(crate) async fn store_call<T: Send + 'static>(
     telemetry::store_operation(op, started, result.is_ok());
     result
 }
+
+/// Runs a store read of a few keys, counted and timed as `op` in `/metrics`: right here on the
+/// async worker when the backend says its point reads never block (a redb lookup takes a few
+/// microseconds, far less than handing it to the blocking pool and waking this task again), on
+/// the blocking pool otherwise (DynamoDB blocks on its own runtime).
+/// Scans and writes always go to the pool ([`store_call`]).
+pub(crate) async fn point_read<B: Backend, T: Send + 'static>(
+    state: AppState<B>,
+    op: &'static str,
+    f: impl FnOnce(&Store<B>) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    if !state.store.backend().fast_point_reads() {
+        return store_call(op, move || f(&state.store)).await;
+    }
+    let started = std::time::Instant::now();
+    // A panic answers 500, as it does from the blocking pool, rather than dropping the connection.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&state.store)))
+        .unwrap_or_else(|_| Err(task_failed()));
+    telemetry::store_operation(op, started, result.is_ok());
+    result
+}
+
+/// Most paths of a `/v1/get` served as a [`point_read`].
+const POINT_READ_MAX_PATHS: usize = 8;
 
 fn parse_path(text: &str) -> Result<KeyPath, ApiError> {
     Ok(text.parse::<KeyPath>()?)
@@ -75,16 +104,18 @@ pub async fn get_item<B: Backend>(
     if q.version == Some(0) {
         return Err(ApiError::bad_request("versions start at 1"));
     }
-    let missing = match q.version {
-        Some(v) => format!("{path} has no version {v}"),
-        None => format!("{path} not found"),
-    };
-    let item = store_call("get", move || match q.version {
-        Some(v) => Ok(state.store.get_version(&path, v)?),
-        None => Ok(state.store.get(&path)?),
+    let version = q.version;
+    let (item, path) = point_read(state, "get", move |store| match version {
+        Some(v) => Ok((store.get_version(&path, v)?, path)),
+        None => Ok((store.get(&path)?, path)),
     })
-    .await?
-    .ok_or_else(|| ApiError::not_found(missing))?;
+    .await?;
+    let item = item.ok_or_else(|| {
+        ApiError::not_found(match version {
+            Some(v) => format!("{path} has no version {v}"),
+            None => format!("{path} not found"),
+        })
+    })?;
     if precondition::not_modified(&headers, item.version)? {
         // 304 carries the validator and no body (RFC 9110 section 15.4.5).
         let etag = HeaderValue::from_str(&precondition::etag(item.version))
@@ -215,7 +246,12 @@ pub async fn get_many<B: Backend>(
         .iter()
         .map(|p| parse_path(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let items = store_call("get_many", move || Ok(state.store.get_many(&paths)?)).await?;
+    // A few keys are a read like a get; up to MAX_GET_MANY take long enough for the pool.
+    let items = if paths.len() <= POINT_READ_MAX_PATHS {
+        point_read(state, "get_many", move |store| Ok(store.get_many(&paths)?)).await?
+    } else {
+        store_call("get_many", move || Ok(state.store.get_many(&paths)?)).await?
+    };
     Ok(axum::Json(ItemsOut {
         items: items.into_iter().map(Into::into).collect(),
     }))

@@ -209,6 +209,16 @@ pub trait Backend: Send + Sync + 'static {
         usize::MAX
     }
 
+    /// Whether a [`Reader::get`] (and opening the reader for it) finishes in microseconds
+    /// without waiting on a network, a lock held across I/O or a runtime of its own: an
+    /// in-process B-tree over cached pages. A server may then run point reads on its async
+    /// workers instead of handing each to a blocking thread pool, a hand-off that costs more
+    /// than the read. The default, `false`, is right for a backend that blocks on a remote
+    /// service (DynamoDB), whose reads must stay off async workers.
+    fn fast_point_reads(&self) -> bool {
+        false
+    }
+
     /// Whether the backend can serve requests now, for a readiness probe. The default opens a
     /// read view; a remote backend also checks that its storage is reachable and usable.
     ///
