@@ -67,18 +67,32 @@ fn install() -> Option<PrometheusHandle> {
 /// Route layer: counts requests by method, route template and status, and times them.
 pub async fn track_requests(request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
+    let method = static_label(request.method().as_str(), METHODS);
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
+    let status = static_label(response.status().as_str(), STATUSES);
     metrics::counter!("pathdb_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
         .increment(1);
     metrics::histogram!("pathdb_http_request_duration_seconds", "method" => method, "route" => route)
         .record(started.elapsed());
     response
+}
+
+/// Methods and statuses the API answers: labels from these need no allocation per request.
+const METHODS: &[&str] = &["GET", "PUT", "POST", "DELETE", "HEAD", "OPTIONS", "PATCH"];
+const STATUSES: &[&str] = &[
+    "200", "201", "304", "400", "401", "403", "404", "405", "408", "409", "412", "413", "415",
+    "431", "500", "503",
+];
+
+fn static_label(text: &str, known: &'static [&'static str]) -> metrics::SharedString {
+    match known.iter().find(|k| **k == text) {
+        Some(k) => metrics::SharedString::const_str(k),
+        None => metrics::SharedString::from(text.to_owned()),
+    }
 }
 
 /// Records one store operation: its outcome and latency.
