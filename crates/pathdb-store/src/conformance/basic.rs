@@ -111,7 +111,11 @@ pub fn put_get_delete<H: Harness>(harness: &H) {
 
     // put_created tells a create from a replace, also where the version cannot (a re-create).
     let p9 = path("/u-1/p-9");
-    let put_created = |v| store.put_created(&p9, value(v), PutOptions::default()).unwrap();
+    let put_created = |v| {
+        store
+            .put_created(&p9, value(v), PutOptions::default())
+            .unwrap()
+    };
     let (item, created) = put_created(1);
     assert_eq!((item.version, created), (1, true));
     let (item, created) = put_created(2);
