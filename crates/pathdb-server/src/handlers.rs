@@ -1,5 +1,6 @@
 //! The `/v1` handlers. Store calls block (redb), so each runs on tokio's blocking pool, except
-//! point reads on a backend whose point reads never block ([`point_read`]).
+//! point reads and single puts on a backend that reads without blocking and queues its writes
+//! ([`point_read`], `put_item`).
 
 use crate::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -157,19 +158,40 @@ pub async fn put_item<B: Backend>(
         history: q.history.unwrap_or(false),
         expires: q.ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
     };
-    let (item, created) = store_call("put", move || {
-        let condition = precondition.resolve(|| current_version(&state.store, &path))?;
-        let options = PutOptions {
-            condition,
-            ..options
-        };
-        // One read and one commit whether the item exists or not.
-        state
-            .store
-            .put_created(&path, value, options)
-            .map_err(http_condition)
-    })
-    .await?;
+    let backend = state.store.backend();
+    let (item, created) = if backend.fast_point_reads() && backend.queues_writes() {
+        // Planned here and the commit awaited: no blocking-pool thread waits for the flush.
+        let started = std::time::Instant::now();
+        let result = async {
+            let condition = precondition.resolve(|| current_version(&state.store, &path))?;
+            let options = PutOptions {
+                condition,
+                ..options
+            };
+            state
+                .store
+                .put_created_queued(&path, value, options)
+                .await
+                .map_err(http_condition)
+        }
+        .await;
+        telemetry::store_operation("put", started, result.is_ok());
+        result?
+    } else {
+        store_call("put", move || {
+            let condition = precondition.resolve(|| current_version(&state.store, &path))?;
+            let options = PutOptions {
+                condition,
+                ..options
+            };
+            // One read and one commit whether the item exists or not.
+            state
+                .store
+                .put_created(&path, value, options)
+                .map_err(http_condition)
+        })
+        .await?
+    };
     let status = if created {
         StatusCode::CREATED
     } else {

@@ -404,10 +404,47 @@ impl<B: Backend> Store<B> {
             value,
             options,
         };
-        let (mut results, mut found) = self.execute(&[op], true)?;
-        match (results.pop(), found.pop()) {
-            (Some(TxResult::Put(item)), Some(found)) => Ok((item, !found)),
-            _ => Err(StorageError::msg("put returned no item").into()),
+        let (results, found) = self.execute(&[op], true)?;
+        put_outcome(results, found)
+    }
+
+    /// [`Store::put_created`] for a caller on an async runtime, when the backend reads without
+    /// blocking ([`Backend::fast_point_reads`]) and queues writes ([`Backend::queues_writes`]):
+    /// it plans on the calling thread and awaits the commit instead of blocking a thread until
+    /// the commit is durable. On another backend it blocks like `put_created`: call it from an
+    /// async task only when both hold.
+    ///
+    /// # Errors
+    /// As [`Store::put`].
+    pub async fn put_created_queued(
+        &self,
+        path: &KeyPath,
+        value: Json,
+        options: PutOptions,
+    ) -> Result<(Item, bool), Error> {
+        let ops = [TxOp::Put {
+            path: path.clone(),
+            value,
+            options,
+        }];
+        self.check_ops(&ops)?;
+        // The same loop as `execute` with retry: only the wait for the commit differs.
+        loop {
+            let Plan {
+                batch,
+                results,
+                found,
+                ..
+            } = self.plan(&ops)?;
+            let written = match self.inner.backend.write_queued(batch) {
+                Ok(pending) => pending.await,
+                Err(batch) => self.inner.backend.write(batch),
+            };
+            match written {
+                Ok(()) => return put_outcome(results, found),
+                Err(WriteError::ConditionFailed { .. }) => {}
+                Err(WriteError::Storage(e)) => return Err(e.into()),
+            }
         }
     }
 
@@ -469,19 +506,7 @@ impl<B: Backend> Store<B> {
     ///
     /// Also returns, per operation, whether the committed plan found a live item at its path.
     fn execute(&self, ops: &[TxOp], retry: bool) -> Result<(Vec<TxResult>, Vec<bool>), Error> {
-        let now = self.now();
-        for op in ops {
-            check_key(op.path())?;
-            if let TxOp::Put {
-                path,
-                value,
-                options,
-            } = op
-            {
-                check_item_size(path, value)?;
-                check_expiry(path, options.expires, now)?;
-            }
-        }
+        self.check_ops(ops)?;
         loop {
             let Plan {
                 batch,
@@ -502,6 +527,24 @@ impl<B: Backend> Store<B> {
                 Err(WriteError::Storage(e)) => return Err(e.into()),
             }
         }
+    }
+
+    /// The limits every write checks before reading anything.
+    fn check_ops(&self, ops: &[TxOp]) -> Result<(), Error> {
+        let now = self.now();
+        for op in ops {
+            check_key(op.path())?;
+            if let TxOp::Put {
+                path,
+                value,
+                options,
+            } = op
+            {
+                check_item_size(path, value)?;
+                check_expiry(path, options.expires, now)?;
+            }
+        }
+        Ok(())
     }
 
     /// Builds the batch for `ops` from one snapshot.
@@ -710,6 +753,14 @@ impl<B: Backend> Store<B> {
             Some(r) if r.version == version => to_item(path.clone(), r).map(Some),
             _ => Ok(None),
         }
+    }
+}
+
+/// A single put's item, and whether it created the item (no live item was found).
+fn put_outcome(mut results: Vec<TxResult>, mut found: Vec<bool>) -> Result<(Item, bool), Error> {
+    match (results.pop(), found.pop()) {
+        (Some(TxResult::Put(item)), Some(found)) => Ok((item, !found)),
+        _ => Err(StorageError::msg("put returned no item").into()),
     }
 }
 

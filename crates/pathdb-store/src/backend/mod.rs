@@ -10,9 +10,11 @@
 
 mod file;
 mod memory;
+mod pending;
 
 pub use file::{Durability, FileBackend, FileOptions};
 pub use memory::InMemoryBackend;
+pub use pending::{PendingWrite, WriteCompleter};
 
 use crate::StorageError;
 use std::ops::Bound;
@@ -202,6 +204,24 @@ pub trait Backend: Send + Sync + 'static {
     /// # Errors
     /// [`WriteError::ConditionFailed`] names the first failed condition; nothing was written.
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError>;
+
+    /// Whether [`Backend::write_queued`] queues batches without blocking, so an async caller
+    /// can await a write instead of blocking a thread on it. The default, `false`, goes with the
+    /// default `write_queued`.
+    fn queues_writes(&self) -> bool {
+        false
+    }
+
+    /// Queues a batch for [`Backend::write`] and returns at once with its result to come; the
+    /// batch is applied whether or not the [`PendingWrite`] is awaited. A backend that cannot
+    /// queue without blocking hands the batch back (the default); [`Backend::queues_writes`]
+    /// says which.
+    ///
+    /// # Errors
+    /// The batch, handed back when the backend does not queue writes.
+    fn write_queued(&self, batch: WriteBatch) -> Result<PendingWrite, WriteBatch> {
+        Err(batch)
+    }
 
     /// The most operations one [`Backend::write`] takes (DynamoDB's TransactWriteItems: 100).
     /// Bulk writers (import) size their batches by it.
