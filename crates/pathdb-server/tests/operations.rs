@@ -182,3 +182,37 @@ fn a_blocking_backend_is_never_called_on_an_async_worker() {
     drop(server);
     drop(store);
 }
+
+/// Every answer carries an `x-request-id`: the client's own if it sent one, otherwise a new
+/// random version-4 UUID.
+#[tokio::test]
+async fn answers_carry_a_request_id() {
+    let server = TestServer::new();
+    let id = |reply: &crate::Reply| {
+        reply.headers["x-request-id"]
+            .to_str()
+            .expect("text")
+            .to_owned()
+    };
+    let (first, second) = (server.get("/healthz").await, server.get("/healthz").await);
+    let (first, second) = (id(&first), id(&second));
+    assert_ne!(first, second);
+    for text in [&first, &second] {
+        let uuid = uuid::Uuid::parse_str(text).expect("a UUID");
+        assert_eq!(uuid.get_version_num(), 4, "{text}");
+        assert_eq!(
+            text,
+            &uuid.hyphenated().to_string(),
+            "lower-case, hyphenated"
+        );
+    }
+    let own = server
+        .call(
+            Method::GET,
+            "/healthz",
+            &[("x-request-id", "client-7")],
+            Body::empty(),
+        )
+        .await;
+    assert_eq!(id(&own), "client-7");
+}
