@@ -123,25 +123,6 @@ fn a_file_export_is_one_snapshot() {
     assert_eq!(versions, [(false, 2), (true, 2), (true, 1)]);
 }
 
-/// Polls a future to completion on this thread (the store crate has no async runtime).
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: std::sync::Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
-    let mut context = std::task::Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut context) {
-            return out;
-        }
-        std::thread::park();
-    }
-}
-
 /// `put_created_queued` on the file backend: the committer resolves the awaited write, with
 /// the same outcome as `put_created` (created, replaced, a failed condition, retries of
 /// concurrent writers on one item), and a read-only file refuses it.
@@ -159,7 +140,7 @@ fn queued_puts_on_the_file_backend() {
     assert!(store.backend().queues_writes() && store.backend().fast_point_reads());
     let path = "/q-1/item-1".parse().unwrap();
     let put = |v: &str, options| {
-        block_on(store.put_created_queued(&path, Json::parse(v).unwrap(), options))
+        crate::block_on(store.put_created_queued(&path, Json::parse(v).unwrap(), options))
     };
     let (item, created) = put("1", PutOptions::default()).unwrap();
     assert_eq!((item.version, created), (1, true));
@@ -186,7 +167,7 @@ fn queued_puts_on_the_file_backend() {
     assert_eq!(store.get(&path).unwrap().unwrap().version, 82);
     drop(store);
     let read_only = Store::open_read_only(&db, FileOptions::default(), options).unwrap();
-    let refused = block_on(read_only.put_created_queued(
+    let refused = crate::block_on(read_only.put_created_queued(
         &path,
         Json::parse("5").unwrap(),
         PutOptions::default(),
