@@ -49,8 +49,8 @@ pub(crate) async fn store_call<T: Send + 'static>(
 /// Runs a store read of a few keys, counted and timed as `op` in `/metrics`: right here on the
 /// async worker when the backend says its point reads never block (a redb lookup takes a few
 /// microseconds, far less than handing it to the blocking pool and waking this task again), on
-/// the blocking pool otherwise (DynamoDB blocks on its own runtime).
-/// Scans and writes always go to the pool ([`store_call`]).
+/// the blocking pool otherwise (DynamoDB blocks on its own runtime). Scans go to the pool
+/// ([`store_call`]), and so does every write but a single put on such a backend (`put_item`).
 pub(crate) async fn point_read<B: Backend, T: Send + 'static>(
     state: AppState<B>,
     op: &'static str,
