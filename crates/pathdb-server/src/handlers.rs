@@ -1,4 +1,6 @@
-//! The `/v1` handlers. Store calls block (redb), so each runs on tokio's blocking pool.
+//! The `/v1` handlers. Store calls block (redb), so each runs on tokio's blocking pool, except
+//! point reads and single puts on a backend that reads without blocking and queues its writes
+//! ([`point_read`], `put_item`).
 
 use crate::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -12,21 +14,25 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     Condition, DEFAULT_LIST_LIMIT, Expiry, Json as JsonText, ListRequest, MAX_LIST_LIMIT,
-    PutOptions, Transaction, TxOp,
+    PutOptions, Store, Transaction, TxOp,
 };
 use std::time::Duration;
+
+fn task_failed() -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "request task failed",
+    )
+}
 
 /// Runs a store call on the blocking pool.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.map_err(|_| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "request task failed",
-        )
-    })?
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|_| task_failed())?
 }
 
 /// Runs one store operation on the blocking pool, counted and timed as `op` in `/metrics`.
@@ -39,6 +45,30 @@ pub(crate) async fn store_call<T: Send + 'static>(
     telemetry::store_operation(op, started, result.is_ok());
     result
 }
+
+/// Runs a store read of a few keys, counted and timed as `op` in `/metrics`: right here on the
+/// async worker when the backend says its point reads never block (a redb lookup takes a few
+/// microseconds, far less than handing it to the blocking pool and waking this task again), on
+/// the blocking pool otherwise (DynamoDB blocks on its own runtime). Scans go to the pool
+/// ([`store_call`]), and so does every write but a single put on such a backend (`put_item`).
+pub(crate) async fn point_read<B: Backend, T: Send + 'static>(
+    state: AppState<B>,
+    op: &'static str,
+    f: impl FnOnce(&Store<B>) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    if !state.store.backend().fast_point_reads() {
+        return store_call(op, move || f(&state.store)).await;
+    }
+    let started = std::time::Instant::now();
+    // A panic answers 500, as it does from the blocking pool, rather than dropping the connection.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&state.store)))
+        .unwrap_or_else(|_| Err(task_failed()));
+    telemetry::store_operation(op, started, result.is_ok());
+    result
+}
+
+/// Most paths of a `/v1/get` served as a [`point_read`].
+const POINT_READ_MAX_PATHS: usize = 8;
 
 fn parse_path(text: &str) -> Result<KeyPath, ApiError> {
     Ok(text.parse::<KeyPath>()?)
@@ -75,16 +105,18 @@ pub async fn get_item<B: Backend>(
     if q.version == Some(0) {
         return Err(ApiError::bad_request("versions start at 1"));
     }
-    let missing = match q.version {
-        Some(v) => format!("{path} has no version {v}"),
-        None => format!("{path} not found"),
-    };
-    let item = store_call("get", move || match q.version {
-        Some(v) => Ok(state.store.get_version(&path, v)?),
-        None => Ok(state.store.get(&path)?),
+    let version = q.version;
+    let (item, path) = point_read(state, "get", move |store| match version {
+        Some(v) => Ok((store.get_version(&path, v)?, path)),
+        None => Ok((store.get(&path)?, path)),
     })
-    .await?
-    .ok_or_else(|| ApiError::not_found(missing))?;
+    .await?;
+    let item = item.ok_or_else(|| {
+        ApiError::not_found(match version {
+            Some(v) => format!("{path} has no version {v}"),
+            None => format!("{path} not found"),
+        })
+    })?;
     if precondition::not_modified(&headers, item.version)? {
         // 304 carries the validator and no body (RFC 9110 section 15.4.5).
         let etag = HeaderValue::from_str(&precondition::etag(item.version))
@@ -126,19 +158,40 @@ pub async fn put_item<B: Backend>(
         history: q.history.unwrap_or(false),
         expires: q.ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
     };
-    let (item, created) = store_call("put", move || {
-        let condition = precondition.resolve(|| current_version(&state.store, &path))?;
-        put_or_create(
-            &state.store,
-            &path,
-            value,
-            PutOptions {
+    let backend = state.store.backend();
+    let (item, created) = if backend.fast_point_reads() && backend.queues_writes() {
+        // Planned here and the commit awaited: no blocking-pool thread waits for the flush.
+        let started = std::time::Instant::now();
+        let result = async {
+            let condition = precondition.resolve(|| current_version(&state.store, &path))?;
+            let options = PutOptions {
                 condition,
                 ..options
-            },
-        )
-    })
-    .await?;
+            };
+            state
+                .store
+                .put_created_queued(&path, value, options)
+                .await
+                .map_err(http_condition)
+        }
+        .await;
+        telemetry::store_operation("put", started, result.is_ok());
+        result?
+    } else {
+        store_call("put", move || {
+            let condition = precondition.resolve(|| current_version(&state.store, &path))?;
+            let options = PutOptions {
+                condition,
+                ..options
+            };
+            // One read and one commit whether the item exists or not.
+            state
+                .store
+                .put_created(&path, value, options)
+                .map_err(http_condition)
+        })
+        .await?
+    };
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -163,41 +216,6 @@ fn http_condition(e: pathdb_store::Error) -> ApiError {
             precondition::precondition_failed(e.to_string())
         }
         other => other.into(),
-    }
-}
-
-/// Puts, and tells whether the item was created. The version does not say: a re-created item
-/// continues its history's numbering, and an expired one its version. Without a condition the
-/// put first tries to create; if the item exists it replaces it (an item deleted between the two
-/// is then reported as replaced, which a concurrent delete makes indistinguishable anyway).
-fn put_or_create<B: Backend>(
-    store: &pathdb_store::Store<B>,
-    path: &KeyPath,
-    value: JsonText,
-    options: PutOptions,
-) -> Result<(pathdb_store::Item, bool), ApiError> {
-    match options.condition {
-        Some(Condition::MustNotExist) => Ok((
-            store.put(path, value, options).map_err(http_condition)?,
-            true,
-        )),
-        Some(_) => Ok((
-            store.put(path, value, options).map_err(http_condition)?,
-            false,
-        )),
-        None => {
-            let create = PutOptions {
-                condition: Some(Condition::MustNotExist),
-                ..options.clone()
-            };
-            match store.put(path, value.clone(), create) {
-                Ok(item) => Ok((item, true)),
-                Err(pathdb_store::Error::ConditionFailed { .. }) => {
-                    Ok((store.put(path, value, options)?, false))
-                }
-                Err(e) => Err(e.into()),
-            }
-        }
     }
 }
 
@@ -250,7 +268,12 @@ pub async fn get_many<B: Backend>(
         .iter()
         .map(|p| parse_path(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let items = store_call("get_many", move || Ok(state.store.get_many(&paths)?)).await?;
+    // A few keys are a read like a get; up to MAX_GET_MANY take long enough for the pool.
+    let items = if paths.len() <= POINT_READ_MAX_PATHS {
+        point_read(state, "get_many", move |store| Ok(store.get_many(&paths)?)).await?
+    } else {
+        store_call("get_many", move || Ok(state.store.get_many(&paths)?)).await?
+    };
     Ok(axum::Json(ItemsOut {
         items: items.into_iter().map(Into::into).collect(),
     }))

@@ -38,7 +38,7 @@ use pathdb_store::Store;
 use pathdb_store::backend::Backend;
 use std::future::Future;
 use std::time::Duration;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
@@ -269,7 +269,7 @@ pub fn app<B: Backend>(
             let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
             tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
         }))
-        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .layer(SetRequestIdLayer::new(request_id, telemetry::RandomRequestId))
 }
 
 /// Serves until `shutdown` completes, then stops accepting, finishes in-flight requests and

@@ -6,11 +6,16 @@
 //! template (`/v1/items/{*path}`), never the raw path, so their number stays bounded.
 
 use axum::extract::{MatchedPath, Request};
+use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
+use metrics::{Counter, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+use tower_http::request_id::{MakeRequestId, RequestId};
 
 /// Latency buckets in seconds: 100 µs to 10 s.
 const SECONDS: &[f64] = &[
@@ -67,25 +72,118 @@ fn install() -> Option<PrometheusHandle> {
 /// Route layer: counts requests by method, route template and status, and times them.
 pub async fn track_requests(request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = request.method().clone();
+    let route = request.extensions().get::<MatchedPath>().cloned();
     let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
-    metrics::counter!("pathdb_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
-        .increment(1);
-    metrics::histogram!("pathdb_http_request_duration_seconds", "method" => method, "route" => route)
-        .record(started.elapsed());
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    record_request(
+        method.as_str(),
+        route,
+        response.status().as_str(),
+        started.elapsed(),
+    );
     response
+}
+
+/// Methods and statuses the API answers: their labels are static, and their handles cached.
+const METHODS: &[&str] = &["GET", "PUT", "POST", "DELETE", "HEAD", "OPTIONS", "PATCH"];
+const STATUSES: &[&str] = &[
+    "200", "201", "304", "400", "401", "403", "404", "405", "408", "409", "412", "413", "415",
+    "431", "500", "503",
+];
+
+fn known(text: &str, labels: &'static [&'static str]) -> Option<&'static str> {
+    labels.iter().copied().find(|l| *l == text)
+}
+
+/// A metric's handle by its labels, per thread: `metrics::counter!` with labels builds the key
+/// (allocating) and looks it up in the recorder's registry under a lock on every request; a
+/// handle is a shared atomic. Routes are templates, so the maps stay small.
+type Handles<K> = HashMap<K, (Counter, Histogram)>;
+type RequestHandles = HashMap<String, Handles<(&'static str, &'static str)>>;
+
+thread_local! {
+    static REQUEST_HANDLES: RefCell<RequestHandles> = RefCell::new(HashMap::new());
+    static STORE_HANDLES: RefCell<Handles<(&'static str, bool)>> = RefCell::new(HashMap::new());
+}
+
+fn record_request(method: &str, route: &str, status: &str, took: Duration) {
+    let (Some(method), Some(status)) = (known(method, METHODS), known(status, STATUSES)) else {
+        // Rare (an unusual method or status): not worth a cached handle.
+        let (method, status) = (method.to_owned(), status.to_owned());
+        metrics::counter!("pathdb_http_requests_total", "method" => method.clone(), "route" => route.to_owned(), "status" => status)
+            .increment(1);
+        metrics::histogram!("pathdb_http_request_duration_seconds", "method" => method, "route" => route.to_owned())
+            .record(took);
+        return;
+    };
+    REQUEST_HANDLES.with_borrow_mut(|handles| {
+        if !handles.contains_key(route) {
+            handles.insert(route.to_owned(), HashMap::new());
+        }
+        let Some(by_route) = handles.get_mut(route) else {
+            return;
+        };
+        let (counter, histogram) = by_route.entry((method, status)).or_insert_with(|| {
+            (
+                metrics::counter!("pathdb_http_requests_total", "method" => method, "route" => route.to_owned(), "status" => status),
+                metrics::histogram!("pathdb_http_request_duration_seconds", "method" => method, "route" => route.to_owned()),
+            )
+        });
+        counter.increment(1);
+        histogram.record(took);
+    });
+}
+
+/// `x-request-id` values: random version-4 UUIDs from a per-thread generator seeded once from
+/// the operating system, instead of a `getrandom` system call per request ([`MakeRequestUuid`]
+/// of tower-http). Request ids need to be unique, not unguessable.
+///
+/// [`MakeRequestUuid`]: tower_http::request_id::MakeRequestUuid
+#[derive(Clone, Copy, Default, Debug)]
+pub struct RandomRequestId;
+
+thread_local! {
+    static ID_STATE: Cell<u64> = Cell::new({
+        let (a, b) = uuid::Uuid::new_v4().as_u64_pair();
+        a ^ b
+    });
+}
+
+/// SplitMix64.
+fn next_u64() -> u64 {
+    ID_STATE.with(|state| {
+        let mut z = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+        state.set(z);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    })
+}
+
+impl MakeRequestId for RandomRequestId {
+    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
+        let bytes = (u128::from(next_u64()) << 64 | u128::from(next_u64())).to_le_bytes();
+        let id = uuid::Builder::from_random_bytes(bytes).into_uuid();
+        let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+        HeaderValue::from_str(id.hyphenated().encode_lower(&mut text))
+            .ok()
+            .map(RequestId::new)
+    }
 }
 
 /// Records one store operation: its outcome and latency.
 pub fn store_operation(op: &'static str, started: Instant, ok: bool) {
-    let outcome = if ok { "ok" } else { "error" };
-    metrics::counter!("pathdb_store_operations_total", "op" => op, "outcome" => outcome)
-        .increment(1);
-    metrics::histogram!("pathdb_store_operation_duration_seconds", "op" => op)
-        .record(started.elapsed());
+    let took = started.elapsed();
+    STORE_HANDLES.with_borrow_mut(|handles| {
+        let (counter, histogram) = handles.entry((op, ok)).or_insert_with(|| {
+            let outcome = if ok { "ok" } else { "error" };
+            (
+                metrics::counter!("pathdb_store_operations_total", "op" => op, "outcome" => outcome),
+                metrics::histogram!("pathdb_store_operation_duration_seconds", "op" => op),
+            )
+        });
+        counter.increment(1);
+        histogram.record(took);
+    });
 }

@@ -107,3 +107,112 @@ async fn metrics_need_a_token_when_tokens_are_configured() {
     open.use_token("wrong");
     open.get("/readyz").await.expect(200);
 }
+
+/// A backend that blocks on a runtime of its own for every read and write, as the DynamoDB
+/// backend does: called on an async worker, it panics ("Cannot start a runtime from within a
+/// runtime").
+struct BlocksOnItsRuntime {
+    data: InMemoryBackend,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Backend for BlocksOnItsRuntime {
+    type Reader<'a> = <InMemoryBackend as Backend>::Reader<'a>;
+
+    fn reader(&self) -> Result<Self::Reader<'_>, StorageError> {
+        self.runtime.block_on(async { self.data.reader() })
+    }
+    fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
+        self.runtime.block_on(async { self.data.write(batch) })
+    }
+}
+
+/// Point reads run on the async worker only for backends whose reads never block; every other
+/// backend's calls, reads included, go to the blocking pool.
+#[test]
+fn a_blocking_backend_is_never_called_on_an_async_worker() {
+    let backend = BlocksOnItsRuntime {
+        data: InMemoryBackend::new(),
+        runtime: tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime"),
+    };
+    let options = StoreOptions {
+        sweep_interval: None,
+        ..StoreOptions::default()
+    };
+    let store = Store::new(backend, options).expect("store");
+    let server = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    server.block_on(async {
+        let app = router(
+            AppState {
+                store: store.clone(),
+            },
+            Auth::default(),
+        );
+        let send = |method: Method, uri: &str, body: &str| {
+            let request = Request::builder()
+                .method(method)
+                .uri(uri)
+                .header("content-type", "application/json")
+                .body(Body::from(body.to_owned()))
+                .expect("request");
+            app.clone().oneshot(request)
+        };
+        let status = |r: axum::response::Response| r.status().as_u16();
+        let put = send(Method::PUT, "/v1/items/t-1", "1").await.expect("ok");
+        assert_eq!(status(put), 201);
+        let put = send(Method::PUT, "/v1/items/t-1", "2").await.expect("ok");
+        assert_eq!(status(put), 200);
+        for (method, uri, body) in [
+            (Method::GET, "/v1/items/t-1", ""),
+            (Method::GET, "/v1/items/t-1?version=2", ""),
+            (Method::POST, "/v1/get", r#"{"paths": ["/t-1", "/t-2"]}"#),
+            (Method::GET, "/v1/list/t-1", ""),
+            (Method::DELETE, "/v1/items/t-1", ""),
+        ] {
+            let reply = send(method.clone(), uri, body).await.expect("ok");
+            assert_eq!(status(reply), 200, "{method} {uri}");
+        }
+    });
+    // Dropped outside the server's runtime, which a runtime cannot be dropped inside.
+    drop(server);
+    drop(store);
+}
+
+/// Every answer carries an `x-request-id`: the client's own if it sent one, otherwise a new
+/// random version-4 UUID.
+#[tokio::test]
+async fn answers_carry_a_request_id() {
+    let server = TestServer::new();
+    let id = |reply: &crate::Reply| {
+        reply.headers["x-request-id"]
+            .to_str()
+            .expect("text")
+            .to_owned()
+    };
+    let (first, second) = (server.get("/healthz").await, server.get("/healthz").await);
+    let (first, second) = (id(&first), id(&second));
+    assert_ne!(first, second);
+    for text in [&first, &second] {
+        let uuid = uuid::Uuid::parse_str(text).expect("a UUID");
+        assert_eq!(uuid.get_version_num(), 4, "{text}");
+        assert_eq!(
+            text,
+            &uuid.hyphenated().to_string(),
+            "lower-case, hyphenated"
+        );
+    }
+    let own = server
+        .call(
+            Method::GET,
+            "/healthz",
+            &[("x-request-id", "client-7")],
+            Body::empty(),
+        )
+        .await;
+    assert_eq!(id(&own), "client-7");
+}

@@ -281,16 +281,6 @@ pub(crate) fn backoff(attempt: u32) {
     std::thread::sleep(Duration::from_micros(random % ceiling_us));
 }
 
-/// A planned write: see [`Store::plan`].
-struct Plan {
-    batch: WriteBatch,
-    results: Vec<TxResult>,
-    /// The path each batch operation belongs to.
-    owners: Vec<KeyPath>,
-    /// Whether each batch operation writes a generated id or a sequence.
-    generated: Vec<bool>,
-}
-
 /// PathDB's data API over a backend. Cheap to clone; clones share the backend.
 pub struct Store<B: Backend> {
     pub(crate) inner: Arc<Inner<B>>,
@@ -465,14 +455,71 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// [`Error::ConditionFailed`], size limits, storage failures.
     pub fn put(&self, path: &KeyPath, value: Json, options: PutOptions) -> Result<Item, Error> {
+        self.put_created(path, value, options).map(|(item, _)| item)
+    }
+
+    /// [`Store::put`], also telling whether it created the item (`true`: no live item was at
+    /// `path` in the state the put applied to) or replaced one, from the same read and commit.
+    /// The version cannot tell: a re-created item continues its history's numbering.
+    ///
+    /// # Errors
+    /// As [`Store::put`].
+    pub fn put_created(
+        &self,
+        path: &KeyPath,
+        value: Json,
+        options: PutOptions,
+    ) -> Result<(Item, bool), Error> {
         let op = TxOp::Put {
             path: path.clone(),
             value,
             options,
         };
-        match self.execute(&[op], true)?.pop() {
-            Some(TxResult::Put(item)) => Ok(item),
-            _ => Err(StorageError::msg("put returned no item").into()),
+        let (results, found) = self.execute(&[op], true)?;
+        put_outcome(results, found)
+    }
+
+    /// [`Store::put_created`] for a caller on an async runtime, when the backend reads without
+    /// blocking ([`Backend::fast_point_reads`]) and queues writes ([`Backend::queues_writes`]):
+    /// it plans on the calling thread and awaits the commit instead of blocking a thread until
+    /// the commit is durable. On another backend it blocks like `put_created`: call it from an
+    /// async task only when both hold.
+    ///
+    /// # Errors
+    /// As [`Store::put`].
+    pub async fn put_created_queued(
+        &self,
+        path: &KeyPath,
+        value: Json,
+        options: PutOptions,
+    ) -> Result<(Item, bool), Error> {
+        let ops = [TxOp::Put {
+            path: path.clone(),
+            value,
+            options,
+        }];
+        self.check_ops(&ops)?;
+        // The same loop as `execute` with retry: only the wait for the commit differs.
+        loop {
+            let Plan {
+                batch,
+                results,
+                found,
+                ..
+            } = self.plan(&ops)?;
+            let written = match self.inner.backend.write_queued(batch) {
+                Ok(pending) => pending.await,
+                Err(batch) => self.inner.backend.write(batch),
+            };
+            match written {
+                Ok(()) => {
+                    // Change feeds waiting for a commit (as `execute` does).
+                    self.inner.commits.notify(usize::MAX);
+                    return put_outcome(results, found);
+                }
+                Err(WriteError::ConditionFailed { .. }) => {}
+                Err(WriteError::Storage(e)) => return Err(e.into()),
+            }
         }
     }
 
@@ -496,7 +543,7 @@ impl<B: Backend> Store<B> {
             value,
             options,
         };
-        match self.execute(&[op], true)?.pop() {
+        match self.execute(&[op], true)?.0.pop() {
             Some(TxResult::Put(item)) => Ok(item),
             _ => Err(StorageError::msg("create returned no item").into()),
         }
@@ -515,7 +562,7 @@ impl<B: Backend> Store<B> {
             path: path.clone(),
             condition,
         };
-        match self.execute(&[op], true)?.pop() {
+        match self.execute(&[op], true)?.0.pop() {
             Some(TxResult::Deleted(item)) => Ok(item),
             _ => Err(StorageError::msg("delete returned no result").into()),
         }
@@ -550,7 +597,7 @@ impl<B: Backend> Store<B> {
                 "{dup} appears twice in one transaction"
             )));
         }
-        self.execute(&tx.ops, false)
+        self.execute(&tx.ops, false).map(|(results, _)| results)
     }
 
     /// Reads, checks and commits `ops`; with `retry`, re-runs after a concurrent change until
@@ -562,7 +609,46 @@ impl<B: Backend> Store<B> {
     /// [`Error::Conflict`] from a put or delete that has no condition, which callers neither
     /// expect nor can act on: with eight writers on one item and group commit (all but one
     /// batch of a group lose), 16 attempts ran out within a dozen puts each.
-    fn execute(&self, ops: &[TxOp], retry: bool) -> Result<Vec<TxResult>, Error> {
+    ///
+    /// Also returns, per operation, whether the committed plan found a live item at its path.
+    fn execute(&self, ops: &[TxOp], retry: bool) -> Result<(Vec<TxResult>, Vec<bool>), Error> {
+        self.check_ops(ops)?;
+        let mut attempt = 0u32;
+        loop {
+            let plan = self.plan(ops)?;
+            self.check_batch_size(&plan)?;
+            match self.inner.backend.write(plan.batch) {
+                Ok(()) => {
+                    self.inner.commits.notify(usize::MAX);
+                    return Ok((plan.results, plan.found));
+                }
+                Err(WriteError::ConditionFailed { .. }) if retry => {}
+                // A generated id or a sequence someone else took meanwhile: not the caller's
+                // conflict, and the next plan generates another.
+                Err(WriteError::ConditionFailed { index })
+                    if plan.generated.get(index).copied().unwrap_or(false) =>
+                {
+                    // Creators racing for one sequence all read the same next id; a short
+                    // random pause spreads them out instead of replanning in lockstep.
+                    attempt += 1;
+                    backoff(attempt);
+                }
+                Err(WriteError::ConditionFailed { index }) => {
+                    let path = plan
+                        .owners
+                        .get(index)
+                        .cloned()
+                        .or_else(|| ops.iter().find_map(TxOp::path).cloned())
+                        .ok_or_else(|| StorageError::msg("a failed batch names no path"))?;
+                    return Err(Error::Conflict { path });
+                }
+                Err(WriteError::Storage(e)) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// The limits every write checks before reading anything.
+    fn check_ops(&self, ops: &[TxOp]) -> Result<(), Error> {
         let now = self.now();
         for (index, op) in ops.iter().enumerate() {
             if let Some(path) = op.path() {
@@ -605,44 +691,19 @@ impl<B: Backend> Store<B> {
                 TxOp::Delete { .. } | TxOp::Check { .. } => {}
             }
         }
-        let mut attempt = 0u32;
-        loop {
-            let plan = self.plan(ops)?;
-            let max = self.inner.backend.max_batch_ops();
-            if plan.batch.ops.len() > max {
-                return Err(Error::InvalidRequest(format!(
-                    "this transaction needs {} storage operations (with history, expiry and the change log), more than the backend's {max}: split it",
-                    plan.batch.ops.len()
-                )));
-            }
-            match self.inner.backend.write(plan.batch) {
-                Ok(()) => {
-                    self.inner.commits.notify(usize::MAX);
-                    return Ok(plan.results);
-                }
-                Err(WriteError::ConditionFailed { .. }) if retry => {}
-                // A generated id or a sequence someone else took meanwhile: not the caller's
-                // conflict, and the next plan generates another.
-                Err(WriteError::ConditionFailed { index })
-                    if plan.generated.get(index).copied().unwrap_or(false) =>
-                {
-                    // Creators racing for one sequence all read the same next id; a short
-                    // random pause spreads them out instead of replanning in lockstep.
-                    attempt += 1;
-                    backoff(attempt);
-                }
-                Err(WriteError::ConditionFailed { index }) => {
-                    let path = plan
-                        .owners
-                        .get(index)
-                        .cloned()
-                        .or_else(|| ops.iter().find_map(TxOp::path).cloned())
-                        .ok_or_else(|| StorageError::msg("a failed batch names no path"))?;
-                    return Err(Error::Conflict { path });
-                }
-                Err(WriteError::Storage(e)) => return Err(e.into()),
-            }
+        Ok(())
+    }
+
+    /// A planned batch the backend cannot take in one atomic write is the caller's to split.
+    fn check_batch_size(&self, plan: &Plan) -> Result<(), Error> {
+        let max = self.inner.backend.max_batch_ops();
+        if plan.batch.ops.len() > max {
+            return Err(Error::InvalidRequest(format!(
+                "this transaction needs {} storage operations (with history, expiry and the change log), more than the backend's {max}: split it",
+                plan.batch.ops.len()
+            )));
         }
+        Ok(())
     }
 
     /// Builds the batch for `ops` from one snapshot: the batch, the results it will have, and
@@ -655,6 +716,7 @@ impl<B: Backend> Store<B> {
         let mut owners = Vec::new();
         let mut generated = Vec::new();
         let mut results = Vec::with_capacity(ops.len());
+        let mut found = Vec::with_capacity(ops.len());
         let mut changes = Vec::new();
         let mut ids = crate::ids::Generator::new(ops.iter().filter_map(TxOp::path));
         let mut created: Vec<Option<KeyPath>> = vec![None; ops.len()];
@@ -689,6 +751,7 @@ impl<B: Backend> Store<B> {
             let key = layout::item_key(path);
             let stored = reader.get(&key)?;
             let current = visible(stored.clone(), now);
+            found.push(current.is_some());
             let condition = match op {
                 TxOp::Put { options, .. } => options.condition,
                 TxOp::Delete { condition, .. } => *condition,
@@ -806,6 +869,7 @@ impl<B: Backend> Store<B> {
             results,
             owners,
             generated,
+            found,
         })
     }
 
@@ -909,6 +973,28 @@ impl<B: Backend> Store<B> {
             _ => Ok(None),
         }
     }
+}
+
+/// A single put's item, and whether it created the item (no live item was found).
+fn put_outcome(mut results: Vec<TxResult>, mut found: Vec<bool>) -> Result<(Item, bool), Error> {
+    match (results.pop(), found.pop()) {
+        (Some(TxResult::Put(item)), Some(found)) => Ok((item, !found)),
+        _ => Err(StorageError::msg("put returned no item").into()),
+    }
+}
+
+/// What [`Store::plan`] builds from one snapshot.
+struct Plan {
+    batch: WriteBatch,
+    /// The results the operations will have once the batch commits.
+    results: Vec<TxResult>,
+    /// For each batch operation, the path it belongs to (to name a conflict).
+    owners: Vec<KeyPath>,
+    /// For each batch operation, whether it writes a generated id, a sequence or the change
+    /// log: a failed condition there is not the caller's conflict (plan again).
+    generated: Vec<bool>,
+    /// For each operation, whether a live item was at its path.
+    found: Vec<bool>,
 }
 
 fn check_condition(

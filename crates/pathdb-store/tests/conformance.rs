@@ -122,3 +122,55 @@ fn a_file_export_is_one_snapshot() {
         .collect();
     assert_eq!(versions, [(false, 2), (true, 2), (true, 1)]);
 }
+
+/// `put_created_queued` on the file backend: the committer resolves the awaited write, with
+/// the same outcome as `put_created` (created, replaced, a failed condition, retries of
+/// concurrent writers on one item), and a read-only file refuses it.
+#[test]
+fn queued_puts_on_the_file_backend() {
+    use pathdb_store::backend::{Backend, FileOptions};
+    use pathdb_store::{Condition, Error, Json, PutOptions, Store, StoreOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("queued.pathdb");
+    let options = StoreOptions {
+        sweep_interval: None,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&db, FileOptions::default(), options.clone()).unwrap();
+    assert!(store.backend().queues_writes() && store.backend().fast_point_reads());
+    let path = "/q-1/item-1".parse().unwrap();
+    let put = |v: &str, options| {
+        crate::block_on(store.put_created_queued(&path, Json::parse(v).unwrap(), options))
+    };
+    let (item, created) = put("1", PutOptions::default()).unwrap();
+    assert_eq!((item.version, created), (1, true));
+    let (item, created) = put("2", PutOptions::default()).unwrap();
+    assert_eq!((item.version, created), (2, false));
+    let must_not_exist = PutOptions {
+        condition: Some(Condition::MustNotExist),
+        ..PutOptions::default()
+    };
+    assert!(matches!(
+        put("3", must_not_exist),
+        Err(Error::ConditionFailed { .. })
+    ));
+    // Eight writers on one item: each lost race retries until its put commits.
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                for _ in 0..10 {
+                    put("4", PutOptions::default()).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(store.get(&path).unwrap().unwrap().version, 82);
+    drop(store);
+    let read_only = Store::open_read_only(&db, FileOptions::default(), options).unwrap();
+    let refused = crate::block_on(read_only.put_created_queued(
+        &path,
+        Json::parse("5").unwrap(),
+        PutOptions::default(),
+    ));
+    assert!(matches!(refused, Err(Error::ReadOnly)), "{refused:?}");
+}

@@ -54,8 +54,9 @@ fn options() -> StoreOptions {
 }
 
 /// The child: does nothing unless [`CHILD_ENV`] is set. Each writer thread alternates a single
-/// put (even sequence numbers) and a two-item transaction (odd ones) and prints `P writer seq
-/// version` or `T writer seq` (after [`ACK`]) once the store acknowledged it.
+/// put (even sequence numbers; writer 1 awaits `put_created_queued`) and a two-item transaction
+/// (odd ones) and prints `P writer seq version` or `T writer seq` (after [`ACK`]) once the store
+/// acknowledged it.
 #[test]
 fn child_writer() {
     let Some(db) = std::env::var_os(CHILD_ENV) else {
@@ -75,9 +76,16 @@ fn child_writer() {
                     }
                     let line = if seq.is_multiple_of(2) {
                         let key = single(writer, (seq / 2) % KEYS);
-                        let item = store
-                            .put(&key, value(seq), PutOptions::default())
-                            .expect("child: put");
+                        // Writer 1 takes the server's path for a PUT: the commit awaited, not
+                        // blocked on.
+                        let item = if writer == 1 {
+                            let put =
+                                store.put_created_queued(&key, value(seq), PutOptions::default());
+                            crate::block_on(put).map(|(item, _)| item)
+                        } else {
+                            store.put(&key, value(seq), PutOptions::default())
+                        }
+                        .expect("child: put");
                         format!("{ACK}P {writer} {seq} {}", item.version)
                     } else {
                         let create = PutOptions {

@@ -18,7 +18,10 @@
 //! read-only file or mount. Several read-only handles may share a file; none may share it with
 //! a writer.
 
-use super::{Backend, Direction, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp};
+use super::{
+    Backend, Direction, Key, PendingWrite, Reader, Record, SortRange, WriteBatch, WriteCompleter,
+    WriteError, WriteOp,
+};
 use crate::{StorageError, StorageErrorKind};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::Bound;
@@ -56,7 +59,14 @@ pub struct FileOptions {
 
 struct Job {
     batch: WriteBatch,
-    reply: mpsc::SyncSender<Result<(), WriteError>>,
+    reply: Reply,
+}
+
+/// Where a batch's result goes: a thread blocked in [`Backend::write`], or an async caller of
+/// [`Backend::write_queued`].
+enum Reply {
+    Blocking(mpsc::SyncSender<Result<(), WriteError>>),
+    Queued(WriteCompleter),
 }
 
 /// A database in one redb file.
@@ -252,8 +262,13 @@ fn committer_loop(db: &redb::Database, jobs: &mpsc::Receiver<Job>, durability: D
         metrics::histogram!("pathdb_commit_seconds").record(started.elapsed());
         metrics::histogram!("pathdb_commit_batches").record(group.len() as f64);
         for (job, result) in group.into_iter().zip(results) {
-            // A writer that gave up waiting is not an error here.
-            let _ = job.reply.send(result);
+            match job.reply {
+                // A writer that gave up waiting is not an error here.
+                Reply::Blocking(reply) => {
+                    let _ = reply.send(result);
+                }
+                Reply::Queued(completer) => completer.complete(result),
+            }
         }
     }
 }
@@ -377,16 +392,47 @@ impl Backend for FileBackend {
         Ok(FileReader { table })
     }
 
+    /// A redb read transaction and one B-tree lookup: microseconds, lock-free against the
+    /// committer (MVCC); a page not in redb's cache is one read from the OS page cache or disk.
+    fn fast_point_reads(&self) -> bool {
+        true
+    }
+
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
         if batch.ops.is_empty() {
             return Ok(());
         }
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.enqueue(batch, Reply::Blocking(reply))?;
+        answer
+            .recv()
+            .map_err(|_| StorageError::msg("commit thread stopped"))?
+    }
+
+    /// Sending to the committer's queue never blocks (it is unbounded).
+    fn queues_writes(&self) -> bool {
+        true
+    }
+
+    fn write_queued(&self, batch: WriteBatch) -> Result<PendingWrite, WriteBatch> {
+        if batch.ops.is_empty() {
+            return Ok(PendingWrite::ready(Ok(())));
+        }
+        let (pending, completer) = PendingWrite::new();
+        Ok(match self.enqueue(batch, Reply::Queued(completer)) {
+            Ok(()) => pending,
+            Err(e) => PendingWrite::ready(Err(e.into())),
+        })
+    }
+}
+
+impl FileBackend {
+    /// Hands a non-empty batch to the committer thread.
+    fn enqueue(&self, batch: WriteBatch, reply: Reply) -> Result<(), StorageError> {
         if self.is_read_only() {
             return Err(StorageError::msg("the database is open read-only")
-                .with_kind(StorageErrorKind::ReadOnly)
-                .into());
+                .with_kind(StorageErrorKind::ReadOnly));
         }
-        let (reply, answer) = mpsc::sync_channel(1);
         let sent = self
             .queue
             .lock()
@@ -394,12 +440,11 @@ impl Backend for FileBackend {
             .as_ref()
             .map(|q| q.send(Job { batch, reply }).is_ok())
             .unwrap_or(false);
-        if !sent {
-            return Err(StorageError::msg("database is closed").into());
+        if sent {
+            Ok(())
+        } else {
+            Err(StorageError::msg("database is closed"))
         }
-        answer
-            .recv()
-            .map_err(|_| StorageError::msg("commit thread stopped"))?
     }
 }
 

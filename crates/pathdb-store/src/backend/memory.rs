@@ -40,6 +40,9 @@ impl Backend for InMemoryBackend {
         })
     }
 
+    // `fast_point_reads` stays false: a reader waits for the lock while a write copies the
+    // whole map (copy on write), which takes as long as the map is large.
+
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
         let mut guard = self
             .map

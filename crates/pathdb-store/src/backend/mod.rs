@@ -10,9 +10,11 @@
 
 mod file;
 mod memory;
+mod pending;
 
 pub use file::{Durability, FileBackend, FileOptions};
 pub use memory::InMemoryBackend;
+pub use pending::{PendingWrite, WriteCompleter};
 
 use crate::StorageError;
 use std::ops::Bound;
@@ -243,10 +245,38 @@ pub trait Backend: Send + Sync + 'static {
     /// [`WriteError::ConditionFailed`] names the first failed condition; nothing was written.
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError>;
 
+    /// Whether [`Backend::write_queued`] queues batches without blocking, so an async caller
+    /// can await a write instead of blocking a thread on it. The default, `false`, goes with the
+    /// default `write_queued`.
+    fn queues_writes(&self) -> bool {
+        false
+    }
+
+    /// Queues a batch for [`Backend::write`] and returns at once with its result to come; the
+    /// batch is applied whether or not the [`PendingWrite`] is awaited. A backend that cannot
+    /// queue without blocking hands the batch back (the default); [`Backend::queues_writes`]
+    /// says which.
+    ///
+    /// # Errors
+    /// The batch, handed back when the backend does not queue writes.
+    fn write_queued(&self, batch: WriteBatch) -> Result<PendingWrite, WriteBatch> {
+        Err(batch)
+    }
+
     /// The most operations one [`Backend::write`] takes (DynamoDB's TransactWriteItems: 100).
     /// Bulk writers (import) size their batches by it.
     fn max_batch_ops(&self) -> usize {
         usize::MAX
+    }
+
+    /// Whether a [`Reader::get`] (and opening the reader for it) finishes in microseconds
+    /// without waiting on a network, a lock held across I/O or a runtime of its own: an
+    /// in-process B-tree over cached pages. A server may then run point reads on its async
+    /// workers instead of handing each to a blocking thread pool, a hand-off that costs more
+    /// than the read. The default, `false`, is right for a backend that blocks on a remote
+    /// service (DynamoDB), whose reads must stay off async workers.
+    fn fast_point_reads(&self) -> bool {
+        false
     }
 
     /// Whether the backend can serve requests now, for a readiness probe. The default opens a

@@ -109,6 +109,21 @@ pub fn put_get_delete<H: Harness>(harness: &H) {
     );
     assert_eq!(again.created_at, T0.plus(Duration::from_secs(2)));
 
+    // put_created tells a create from a replace, also where the version cannot (a re-create).
+    let p9 = path("/u-1/p-9");
+    let put_created = |v| {
+        store
+            .put_created(&p9, value(v), PutOptions::default())
+            .unwrap()
+    };
+    let (item, created) = put_created(1);
+    assert_eq!((item.version, created), (1, true));
+    let (item, created) = put_created(2);
+    assert_eq!((item.version, created), (2, false));
+    store.delete(&p9, None).unwrap();
+    let (item, created) = put_created(3);
+    assert_eq!((item.version, created), (4, true), "a re-created item");
+
     let clone = (*store).clone();
     put(&clone, "/u-1/p-2", 4);
     assert_eq!(
