@@ -135,7 +135,8 @@ fn ready_means_the_table_is_reachable_and_active() {
 
 /// What the change feed costs in DynamoDB requests (docs/changes.md's cost table): a write is one
 /// `TransactWriteItems` (the item and its change log entry) plus the reads that plan it and one
-/// `Query` for the log's last number; a poll is one `Query`.
+/// `Query` for the log's last number (and, about one commit in eight, one for trimming); a poll
+/// is one `Query`.
 #[test]
 fn requests_per_write_and_per_poll() {
     let Some((endpoint, _)) = endpoint() else {
@@ -169,20 +170,26 @@ fn requests_per_write_and_per_poll() {
     };
     let token = store.changes_token(&group).expect("token");
     assert_eq!(step("changes token"), (0, 1, 0, 0));
-    // The first commit of this store also looks for expired log entries (1 commit in 8 does).
+    // About one commit in eight per group also queries the log's oldest entries (trimming),
+    // chosen by a keyed hash: it may add one Query to any write.
+    let write = |diff: (u64, u64, u64, u64), base_queries: u64| {
+        assert_eq!((diff.0, diff.2, diff.3), (1, 0, 1), "{diff:?}");
+        assert!(
+            diff.1 == base_queries || diff.1 == base_queries + 1,
+            "{diff:?}"
+        );
+    };
     store
         .put(&item, value(), pathdb_store::PutOptions::default())
         .expect("put");
-    assert_eq!(
-        step("first put of a new item (with the 1-in-8 trim)"),
-        (1, 3, 0, 1)
-    );
+    // The item's record, its latest revision (a new item), the log's last number.
+    write(step("first put of a new item"), 2);
     store
         .put(&item, value(), pathdb_store::PutOptions::default())
         .expect("put");
-    assert_eq!(step("put replacing an item"), (1, 1, 0, 1));
+    write(step("put replacing an item"), 1);
     store.delete(&item, None).expect("delete");
-    assert_eq!(step("delete"), (1, 1, 0, 1));
+    write(step("delete"), 1);
     let page = store.changes(&group, Some(&token), 100).expect("poll");
     assert_eq!(page.changes.len(), 3);
     assert_eq!(step("poll returning 3 changes"), (0, 1, 0, 0));
