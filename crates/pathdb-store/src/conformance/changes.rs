@@ -33,9 +33,15 @@ impl Rng {
 /// What a follower holds: path → (version, value text).
 type Replica = BTreeMap<KeyPath, (u64, String)>;
 
-fn listing<B: Backend>(store: &Store<B>, prefix: &KeyPath) -> (Replica, Option<ChangeToken>) {
+/// Lists the subtree of `prefix` in pages of `page`; returns the items and the first page's
+/// changes token.
+fn listing_in_pages<B: Backend>(
+    store: &Store<B>,
+    prefix: &KeyPath,
+    page: usize,
+) -> (Replica, Option<ChangeToken>) {
     let mut request = ListRequest::new(prefix.clone());
-    request.limit = 1000;
+    request.limit = page;
     let mut replica = Replica::new();
     let mut token = None;
     loop {
@@ -49,6 +55,10 @@ fn listing<B: Backend>(store: &Store<B>, prefix: &KeyPath) -> (Replica, Option<C
             None => return (replica, token),
         }
     }
+}
+
+fn listing<B: Backend>(store: &Store<B>, prefix: &KeyPath) -> (Replica, Option<ChangeToken>) {
+    listing_in_pages(store, prefix, 1000)
 }
 
 /// Applies a change the way docs/changes.md tells clients to: only if it is not older than what
@@ -268,21 +278,7 @@ pub fn change_feed_with_concurrent_writers<H: Harness>(harness: &H) {
             while written.load(std::sync::atomic::Ordering::Relaxed) < WRITERS * WRITES / 3 {
                 std::thread::yield_now();
             }
-            let mut request = ListRequest::new(group.clone());
-            request.limit = 3;
-            let mut replica = Replica::new();
-            let mut token = None;
-            loop {
-                let page = store.list(&request).expect("list");
-                token = token.or(page.changes_token);
-                for item in page.items {
-                    replica.insert(item.path.clone(), (item.version, item.value.to_string()));
-                }
-                match page.next_page_token {
-                    Some(t) => request.page_token = Some(t),
-                    None => break,
-                }
-            }
+            let (mut replica, token) = listing_in_pages(store, &group, 3);
             let mut token = token.expect("a changes token");
             let token_text = format!("{token:?}");
             while written.load(std::sync::atomic::Ordering::Relaxed) < WRITERS * WRITES {
