@@ -20,7 +20,8 @@
 //! - [`put_get_delete`], [`conditions`], [`bad_input`] (`basic`);
 //! - [`prefix_is_segment_bounded`], [`typed_order`], [`aliased_ids`],
 //!   [`children_only_deep_subtrees`], [`bounds_in_both_directions`], [`page_tokens_stitch`],
-//!   [`page_tokens_with_writes_between_pages`], [`page_token_errors`] (`listing`);
+//!   [`page_tokens_with_writes_between_pages`], [`page_token_errors`],
+//!   [`dead_entries_between_pages`] (`listing`);
 //! - [`groups_in_key_order`] (`groups`);
 //! - [`racing_must_not_exist`], [`racing_if_version_counter`], [`racing_unconditional_puts`],
 //!   [`racing_transfers`], [`racing_deletes_and_updates`] (`concurrency`);
@@ -63,9 +64,9 @@ pub use lifecycle::{
     versions_never_reused,
 };
 pub use listing::{
-    aliased_ids, bounds_in_both_directions, children_only_deep_subtrees, page_token_errors,
-    page_tokens_stitch, page_tokens_with_writes_between_pages, prefix_is_segment_bounded,
-    typed_order,
+    aliased_ids, bounds_in_both_directions, children_only_deep_subtrees,
+    dead_entries_between_pages, page_token_errors, page_tokens_stitch,
+    page_tokens_with_writes_between_pages, prefix_is_segment_bounded, typed_order,
 };
 
 /// Expands to one `#[test]` per conformance workload, each running it against the [`Harness`]
@@ -87,6 +88,7 @@ macro_rules! conformance_tests {
             page_tokens_stitch,
             page_tokens_with_writes_between_pages,
             page_token_errors,
+            dead_entries_between_pages,
             groups_in_key_order,
             racing_must_not_exist,
             racing_if_version_counter,

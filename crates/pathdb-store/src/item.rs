@@ -72,6 +72,13 @@ impl Json {
             .map_err(|e| Error::Storage(crate::StorageError::new("stored value is not UTF-8", e)))
     }
 
+    /// [`Json::from_stored`] from borrowed bytes: one allocation, of the exact size.
+    pub(crate) fn from_stored_slice(bytes: &[u8]) -> Result<Json, Error> {
+        std::str::from_utf8(bytes)
+            .map(|s| Json(Box::from(s)))
+            .map_err(|e| Error::Storage(crate::StorageError::new("stored value is not UTF-8", e)))
+    }
+
     /// The JSON text.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -3,12 +3,12 @@
 //! returned, bound to the listing it came from, so a listing resumes in either direction.
 
 use crate::backend::{Backend, Direction, Reader, SortRange};
-use crate::store::{check_key, is_live, to_item};
+use crate::store::{check_key, is_live, is_live_view, item_from_view, to_item};
 use crate::{ChangeToken, Error, Item, Store, layout};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pathdb_keys::KeyPath;
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 
 /// Items per page when the request does not say.
 pub const DEFAULT_LIST_LIMIT: usize = 100;
@@ -238,7 +238,7 @@ impl<B: Backend> Store<B> {
         };
         // One more than asked, to know whether a next page exists.
         let want = request.limit + 1;
-        let mut found: Vec<(Vec<u8>, Item)> = Vec::with_capacity(want.min(1024));
+        let mut found: Vec<Item> = Vec::with_capacity(want.min(1024));
         if request.children_only {
             self.collect_children(
                 &reader, prefix, &partition, range, direction, now, want, &mut found,
@@ -250,14 +250,16 @@ impl<B: Backend> Store<B> {
         }
         let next_page_token = if found.len() > request.limit {
             found.truncate(request.limit);
+            // Stored keys are canonical (decoding checks it), so the path encodes back to the
+            // sort key it was read from.
             found
                 .last()
-                .map(|(sort, _)| encode_token(fingerprint, sort))
+                .map(|item| encode_token(fingerprint, &item.path.sort_key()))
         } else {
             None
         };
         Ok(ListPage {
-            items: found.into_iter().map(|(_, item)| item).collect(),
+            items: found,
             next_page_token,
             changes_token,
         })
@@ -282,7 +284,7 @@ impl<B: Backend> Store<B> {
         direction: Direction,
         now: i64,
         want: usize,
-        found: &mut Vec<(Vec<u8>, Item)>,
+        found: &mut Vec<Item>,
     ) -> Result<(), Error> {
         // A bare last element (`/u-1/post`) lists its namespace's ids: children sit at its depth.
         let depth = prefix.len() + usize::from(prefix.last().id().is_some());
@@ -300,7 +302,7 @@ impl<B: Backend> Store<B> {
                 if !range.contains(&sort) {
                     continue;
                 }
-                let like = found.last().map_or(prefix, |(_, item)| &item.path);
+                let like = found.last().map_or(prefix, |item| &item.path);
                 let Some(path) = path_in_group(prefix, &sort, like) else {
                     step_past(&mut range, sort, direction);
                     continue;
@@ -312,7 +314,7 @@ impl<B: Backend> Store<B> {
                 if path.len() == depth {
                     // A child's own item.
                     if live(&record) {
-                        found.push((sort.clone(), to_item(path, record)?));
+                        found.push(to_item(path, record)?);
                     }
                     step_past(&mut range, sort, direction);
                     continue;
@@ -342,7 +344,7 @@ impl<B: Backend> Store<B> {
                                 continue;
                             };
                             if prefix.covers(&path) && path.len() == depth && live(&record) {
-                                found.push((sort, to_item(path, record)?));
+                                found.push(to_item(path, record)?);
                             }
                         }
                         range.end = Bound::Excluded(own_start);
@@ -354,6 +356,8 @@ impl<B: Backend> Store<B> {
     }
 }
 
+/// The live items of `prefix`'s subtree in `range`, read with the backend's borrowing scan:
+/// each entry is copied once, into the item it becomes (a page is dominated by per-entry work).
 #[allow(clippy::too_many_arguments)]
 fn collect_subtree<R: Reader>(
     reader: &R,
@@ -363,29 +367,50 @@ fn collect_subtree<R: Reader>(
     direction: Direction,
     now: i64,
     want: usize,
-    found: &mut Vec<(Vec<u8>, Item)>,
+    found: &mut Vec<Item>,
 ) -> Result<(), Error> {
     while found.len() < want {
-        let batch = reader.scan(partition, &range, direction, (want - found.len()).min(256))?;
-        let Some((last, _)) = batch.last() else { break };
-        let last = last.clone();
-        for (sort, record) in batch {
-            if found.len() >= want {
-                break;
+        let mut last: Option<Vec<u8>> = None;
+        let mut failed: Option<Error> = None;
+        let batch = (want - found.len()).min(256);
+        let mut seen = 0;
+        reader.scan_each(partition, &range, direction, batch, &mut |sort, record| {
+            seen += 1;
+            if seen == batch {
+                // Only the batch's last key is needed, to continue after it.
+                last = Some(sort.to_vec());
             }
-            if !is_live(&record, now) {
-                continue;
+            if !is_live_view(record, now) {
+                return ControlFlow::Continue(());
             }
-            let like = found.last().map_or(prefix, |(_, item)| &item.path);
-            let Some(path) = path_in_group(prefix, &sort, like) else {
-                continue;
+            let like = found.last().map_or(prefix, |item| &item.path);
+            let Some(path) = path_in_group(prefix, sort, like) else {
+                return ControlFlow::Continue(());
             };
             // Exact results even where bytes ids alias other types (docs/key-format.md).
             if prefix.covers(&path) {
-                found.push((sort, to_item(path, record)?));
+                match item_from_view(path, record) {
+                    Ok(item) => found.push(item),
+                    Err(e) => {
+                        failed = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                }
             }
+            if found.len() >= want {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
         }
-        step_past(&mut range, last, direction);
+        // Fewer entries than asked for: the range is exhausted (or the page is full).
+        match last {
+            Some(last) if found.len() < want => step_past(&mut range, last, direction),
+            _ => break,
+        }
     }
     Ok(())
 }

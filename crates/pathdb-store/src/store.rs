@@ -3,8 +3,8 @@
 //! the versions read, so a concurrent change makes the batch fail instead of being overwritten.
 
 use crate::backend::{
-    Backend, Direction, Expect, FileBackend, FileOptions, Key, Reader, Record, WriteBatch,
-    WriteError, WriteOp,
+    Backend, Direction, Expect, FileBackend, FileOptions, Key, Reader, Record, RecordView,
+    WriteBatch, WriteError, WriteOp,
 };
 use crate::changes::Change;
 use crate::ids::IdKind;
@@ -335,6 +335,11 @@ pub(crate) fn now_of<B>(inner: &Inner<B>) -> i64 {
 /// Whether an item key's record is an item a read should see: not a tombstone (layout.rs), not
 /// expired.
 pub(crate) fn is_live(record: &Record, now: i64) -> bool {
+    is_live_view(record.as_view(), now)
+}
+
+/// [`is_live`] for a borrowed record.
+pub(crate) fn is_live_view(record: RecordView<'_>, now: i64) -> bool {
     !record.value.is_empty() && record.expires_at.is_none_or(|t| t > now)
 }
 
@@ -357,6 +362,18 @@ pub(crate) fn tombstone(record: &Record, version: u64, at: i64) -> Record {
         expires_at: None,
         value: Vec::new(),
     }
+}
+
+/// [`to_item`] for a borrowed record: the value is copied once, into the item.
+pub(crate) fn item_from_view(path: KeyPath, record: RecordView<'_>) -> Result<Item, Error> {
+    Ok(Item {
+        path,
+        version: record.version,
+        created_at: Timestamp(record.created_at),
+        modified_at: Timestamp(record.modified_at),
+        expires_at: record.expires_at.map(Timestamp),
+        value: Json::from_stored_slice(record.value)?,
+    })
 }
 
 pub(crate) fn to_item(path: KeyPath, record: Record) -> Result<Item, Error> {

@@ -19,12 +19,12 @@
 //! a writer.
 
 use super::{
-    Backend, Direction, Key, PendingWrite, Reader, Record, SortRange, WriteBatch, WriteCompleter,
-    WriteError, WriteOp,
+    Backend, Direction, Key, PendingWrite, Reader, Record, RecordView, SortRange, WriteBatch,
+    WriteCompleter, WriteError, WriteOp,
 };
 use crate::{StorageError, StorageErrorKind};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -448,6 +448,11 @@ impl FileBackend {
     }
 }
 
+/// A key of the table, borrowed from redb.
+type KeyGuard<'a> = redb::AccessGuard<'a, (&'static [u8], &'static [u8])>;
+/// A value of the table, borrowed from redb.
+type ValueGuard<'a> = redb::AccessGuard<'a, &'static [u8]>;
+
 /// A snapshot of a [`FileBackend`]: a redb read transaction.
 pub struct FileReader {
     table: redb::ReadOnlyTable<(&'static [u8], &'static [u8]), &'static [u8]>,
@@ -469,8 +474,24 @@ impl Reader for FileReader {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Record)>, StorageError> {
+        let mut out = Vec::with_capacity(limit.min(1024));
+        self.scan_each(partition, range, direction, limit, &mut |sort, record| {
+            out.push((sort.to_vec(), record.to_record()));
+            ControlFlow::Continue(())
+        })?;
+        Ok(out)
+    }
+
+    fn scan_each(
+        &self,
+        partition: &[u8],
+        range: &SortRange,
+        direction: Direction,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], RecordView<'_>) -> ControlFlow<()>,
+    ) -> Result<(), StorageError> {
         if limit == 0 || range.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         // The partition's keys lie in [(p, []), (p ++ 00, [])): p ++ 00 is the next partition key.
         let next_partition: Vec<u8> = [partition, &[0]].concat();
@@ -488,16 +509,29 @@ impl Reader for FileReader {
             .table
             .range::<(&[u8], &[u8])>((start, end))
             .map_err(|e| storage("scan")(e.into()))?;
-        let mut out = Vec::with_capacity(limit.min(1024));
-        let entries: Box<dyn Iterator<Item = _>> = match direction {
-            Direction::Forward => Box::new(iter),
-            Direction::Reverse => Box::new(iter.rev()),
-        };
-        for entry in entries.take(limit) {
+        let mut each = |entry: Result<(KeyGuard<'_>, ValueGuard<'_>), redb::StorageError>| {
             let (k, v) = entry.map_err(|e| storage("scan")(e.into()))?;
-            out.push((k.value().1.to_vec(), decode_record(v.value())?));
+            let record = view_record(v.value())?;
+            Ok::<_, StorageError>(visit(k.value().1, record))
+        };
+        // Two loops rather than a boxed iterator: each direction's `next` inlines.
+        match direction {
+            Direction::Forward => {
+                for entry in iter.take(limit) {
+                    if each(entry)?.is_break() {
+                        break;
+                    }
+                }
+            }
+            Direction::Reverse => {
+                for entry in iter.rev().take(limit) {
+                    if each(entry)?.is_break() {
+                        break;
+                    }
+                }
+            }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn scan_all(
@@ -579,8 +613,12 @@ fn decode_version(bytes: &[u8]) -> Result<u64, StorageError> {
 }
 
 fn decode_record(bytes: &[u8]) -> Result<Record, StorageError> {
+    view_record(bytes).map(|r| r.to_record())
+}
+
+fn view_record(bytes: &[u8]) -> Result<RecordView<'_>, StorageError> {
     let version = decode_version(bytes)?;
-    Ok(Record {
+    Ok(RecordView {
         version,
         created_at: i64::from_le_bytes(field(bytes, 8)),
         modified_at: i64::from_le_bytes(field(bytes, 16)),
@@ -589,6 +627,6 @@ fn decode_record(bytes: &[u8]) -> Result<Record, StorageError> {
             1 => Some(i64::from_le_bytes(field(bytes, 25))),
             _ => return Err(StorageError::msg("corrupt record: bad expiry flag")),
         },
-        value: bytes[HEADER..].to_vec(),
+        value: &bytes[HEADER..],
     })
 }

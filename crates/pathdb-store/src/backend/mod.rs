@@ -17,7 +17,7 @@ pub use memory::InMemoryBackend;
 pub use pending::{PendingWrite, WriteCompleter};
 
 use crate::StorageError;
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 
 /// A stored key: the encoded group and the encoded rest of the path (or a system key).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -43,6 +43,49 @@ pub struct Record {
     pub expires_at: Option<i64>,
     /// Opaque to the backend (the store keeps JSON text here).
     pub value: Vec<u8>,
+}
+
+impl Record {
+    /// The record, borrowed.
+    pub fn as_view(&self) -> RecordView<'_> {
+        RecordView {
+            version: self.version,
+            created_at: self.created_at,
+            modified_at: self.modified_at,
+            expires_at: self.expires_at,
+            value: &self.value,
+        }
+    }
+}
+
+/// A [`Record`] whose value is borrowed from the backend for the length of a
+/// [`Reader::scan_each`] visit, so that a caller that keeps only some entries, or only some of
+/// each, copies no more than that.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct RecordView<'a> {
+    /// See [`Record::version`].
+    pub version: u64,
+    /// See [`Record::created_at`].
+    pub created_at: i64,
+    /// See [`Record::modified_at`].
+    pub modified_at: i64,
+    /// See [`Record::expires_at`].
+    pub expires_at: Option<i64>,
+    /// See [`Record::value`].
+    pub value: &'a [u8],
+}
+
+impl RecordView<'_> {
+    /// An owned copy.
+    pub fn to_record(&self) -> Record {
+        Record {
+            version: self.version,
+            created_at: self.created_at,
+            modified_at: self.modified_at,
+            expires_at: self.expires_at,
+            value: self.value.to_vec(),
+        }
+    }
 }
 
 /// A condition on a key's stored record, checked atomically with the batch.
@@ -325,6 +368,32 @@ pub trait Reader {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Record)>, StorageError>;
+
+    /// [`Reader::scan`] without the copies: lends each entry's sort key and record to `visit`,
+    /// in order, until `limit` entries were visited or `visit` answers `Break`. Listing keeps
+    /// every entry it reads but builds its own owned item from it, so copying the entry out
+    /// first (as `scan` must) is pure overhead there.
+    ///
+    /// The default visits what [`Reader::scan`] returns; a backend that can lend its own
+    /// buffers (redb's pages) overrides it, and then `scan` is best written with it.
+    ///
+    /// # Errors
+    /// The backend failed.
+    fn scan_each(
+        &self,
+        partition: &[u8],
+        range: &SortRange,
+        direction: Direction,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], RecordView<'_>) -> ControlFlow<()>,
+    ) -> Result<(), StorageError> {
+        for (sort, record) in self.scan(partition, range, direction, limit)? {
+            if visit(&sort, record.as_view()).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
 
     /// Up to `limit` entries of the whole store after `after` (exclusive), in (partition, sort)
     /// order: the resumable full scan behind export.

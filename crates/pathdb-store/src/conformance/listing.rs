@@ -626,6 +626,22 @@ pub fn page_tokens_with_writes_between_pages<H: Harness>(harness: &H) {
     }
 }
 
+/// Deleted items leave tombstones that a listing reads and drops: a run of them longer than
+/// one backend read (the store reads up to 256 entries at a time) is stepped over, in both
+/// directions and at any page size, including a page that ends just before the run.
+pub fn dead_entries_between_pages<H: Harness>(harness: &H) {
+    let (_clock, store) = open_manual(harness);
+    let dead: Vec<KeyPath> = (2..302).map(|i| path(&format!("/t-1/a-{i}"))).collect();
+    let live = paths_of(&["/t-1/a-0", "/t-1/a-1", "/t-1/a-302", "/t-1/a-303/b-1"]);
+    put_all(&store, &live);
+    put_all(&store, &dead);
+    for p in &dead {
+        store.delete(p, None).unwrap();
+    }
+    check_listing(&store, &live, &request("/t-1", false, false, 1));
+    check_listing(&store, &live, &request("/t-1", true, false, 1));
+}
+
 /// Malformed tokens and tokens of another listing (prefix, group, children flag, bounds) are
 /// [`Error::InvalidPageToken`]; a token survives a change of limit or direction; limits outside
 /// 1..=[`MAX_LIST_LIMIT`] and bounds in another group are [`Error::InvalidRequest`]; a
