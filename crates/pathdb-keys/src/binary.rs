@@ -88,26 +88,35 @@ fn meta(len: usize, ty: SegmentType) -> u64 {
     ((len as u64) << 3) | ty as u64
 }
 
-/// Keys up to this many bytes (body, terminator and metadata) are assembled on the stack and
-/// handed to the sink in one `put_slice`; longer ones, and paths with bytes or descending string
-/// or bytes ids, take the general path. Both write the same bytes (a property test checks it
-/// against a model of the spec).
-const STACK_KEY: usize = 256;
-/// Metadata bytes the stack path holds: 2-byte varints (segments under 2 KiB) for 32 segments.
-const STACK_META: usize = 64;
+/// Keys whose body and terminator fit in this many bytes are assembled on the stack and handed to the sink
+/// in one `put_slice`: first in a buffer of [`SMALL_KEY`] bytes, which the compiler zeroes with
+/// a few inline stores, then, if the key turns out longer, in one of [`LARGE_KEY`] bytes.
+/// Longer keys, and paths with bytes or descending string or bytes ids, take the general path.
+/// All write the same bytes (property tests check the stack path against the general one and
+/// the encoder against a model of the spec).
+pub(crate) const SMALL_KEY: usize = 128;
+/// Paths of more elements than this go straight to the [`LARGE_KEY`] buffer.
+const SMALL_ELEMENTS: usize = 4;
+/// See [`SMALL_KEY`]; also bounds every segment under 2 KiB, so its metadata is 1 or 2 bytes.
+pub(crate) const LARGE_KEY: usize = 256;
+/// Metadata bytes the stack path holds (2-byte varints for 16 segments, 1-byte for 32), and the
+/// slack past a stack key's limit: the metadata array is copied after the terminator whole (a
+/// fixed-size, inline copy instead of a `memcpy` call), and only the key is handed out.
+pub(crate) const STACK_META: usize = 32;
 
 /// Writes the full encoding of `elements` (segments, `00`, metadata) after `out`'s contents.
 pub(crate) fn encode_elements_into<S: Sink>(elements: &[Element], out: &mut S) {
-    // 8 bytes of slack past STACK_KEY: integers are stored as one 8-byte word.
-    let mut buf = [0u8; STACK_KEY + 8];
-    match encode_on_stack(elements, &mut buf) {
-        Some(len) => out.put_slice(&buf[..len]),
-        None => encode_general(elements, out),
+    // Paths of more elements would mostly not fit the small buffer: skip the attempt.
+    let done = (elements.len() <= SMALL_ELEMENTS
+        && encode_on_stack::<S, { SMALL_KEY + STACK_META }>(elements, out))
+        || encode_on_stack::<S, { LARGE_KEY + STACK_META }>(elements, out);
+    if !done {
+        encode_general(elements, out);
     }
 }
 
 /// The general encoder: any length, any id type.
-fn encode_general<S: Sink>(elements: &[Element], out: &mut S) {
+pub(crate) fn encode_general<S: Sink>(elements: &[Element], out: &mut S) {
     let mut metas = SmallVec::<[u64; 16]>::new();
     encode_body(elements, out, &mut metas);
     out.put(TERMINATOR);
@@ -116,94 +125,146 @@ fn encode_general<S: Sink>(elements: &[Element], out: &mut S) {
     }
 }
 
-/// Assembles the whole key in `buf`, or returns `None` (having written nothing anywhere else)
-/// when it might not fit or holds an id type this path does not handle.
+/// Assembles the whole key in a stack buffer of `N` bytes (the key in its first
+/// `N - STACK_META`) and hands it to `out`; returns false, having written nothing to `out`, when
+/// it might not fit or holds an id type this path does not handle.
+///
+/// Each segment is followed by a separator, and the last one is then overwritten by the
+/// terminator, so the loop has no first-element test.
 #[inline]
-fn encode_on_stack(elements: &[Element], buf: &mut [u8; STACK_KEY + 8]) -> Option<usize> {
+pub(crate) fn encode_on_stack<S: Sink, const N: usize>(elements: &[Element], out: &mut S) -> bool {
+    let limit = N - STACK_META;
+    let mut buf = [0u8; N];
     let mut metas = [0u8; STACK_META];
     let mut n_meta = 0;
     let mut pos = 0;
-    for (i, element) in elements.iter().enumerate() {
+    for element in elements {
         let ns = element.namespace().as_str().as_bytes();
-        // Room for a separator, the namespace, a separator and a 9-byte integer word.
-        if pos + ns.len() + 11 > STACK_KEY || n_meta + 4 > STACK_META {
-            return None;
+        // Room for the namespace, a separator, a sort byte, an integer's 8-byte word and a
+        // separator; and for two 2-byte metadata varints.
+        if pos + ns.len() + 11 > limit || n_meta + 4 > STACK_META {
+            return false;
         }
-        if i > 0 {
-            buf[pos] = SEPARATOR;
-            pos += 1;
-        }
-        buf[pos..pos + ns.len()].copy_from_slice(ns);
+        copy_short(&mut buf[pos..pos + ns.len()], ns);
         pos += ns.len();
-        push_meta(&mut metas, &mut n_meta, meta(ns.len(), SegmentType::String))?;
-        let Some(id) = element.id() else { continue };
         buf[pos] = SEPARATOR;
         pos += 1;
+        n_meta = push_meta(&mut metas, n_meta, ns.len(), SegmentType::String);
+        let Some(id) = element.id() else { continue };
         let start = pos;
-        match id {
-            Id::Int(v) | Id::DescInt(v) => {
-                let (sort, word, len) = int_word(*v, matches!(id, Id::DescInt(_)));
-                buf[pos] = sort;
-                buf[pos + 1..pos + 9].copy_from_slice(&word.to_be_bytes());
-                pos += 1 + len;
-            }
-            Id::String(s) => {
-                let s = s.as_bytes();
-                if pos + s.len() + 1 > STACK_KEY {
-                    return None;
+        // Integers first and apart: most ids are integers, and a test for one variant is
+        // cheaper than the jump table a `match` over all of them compiles to.
+        let ty = if let Id::Int(v) = id {
+            pos = put_int(&mut buf, pos, *v, false);
+            SegmentType::Int
+        } else {
+            match id {
+                Id::Int(_) => unreachable!("handled above"),
+                Id::DescInt(v) => {
+                    pos = put_int(&mut buf, pos, *v, true);
+                    SegmentType::DescInt
                 }
-                buf[pos..pos + s.len()].copy_from_slice(s);
-                pos += s.len();
-            }
-            Id::Uuid(u) => {
-                if pos + 32 > STACK_KEY {
-                    return None;
-                }
-                let raw = u.as_bytes();
-                if raw.iter().all(|&b| b > ESCAPE) {
-                    buf[pos..pos + 16].copy_from_slice(raw);
-                    pos += 16;
-                } else {
-                    for &b in raw {
-                        if b <= ESCAPE {
-                            buf[pos] = ESCAPE;
-                            pos += 1;
-                        }
-                        buf[pos] = b;
-                        pos += 1;
+                Id::String(s) => {
+                    let s = s.as_bytes();
+                    if pos + s.len() + 1 > limit {
+                        return false;
                     }
+                    copy_short(&mut buf[pos..pos + s.len()], s);
+                    pos += s.len();
+                    SegmentType::String
                 }
+                Id::Uuid(u) => {
+                    if pos + 33 > limit {
+                        return false;
+                    }
+                    pos = put_uuid(&mut buf, pos, u.as_bytes());
+                    SegmentType::Uuid
+                }
+                Id::Bytes(_) | Id::DescString(_) | Id::DescBytes(_) => return false,
             }
-            Id::Bytes(_) | Id::DescString(_) | Id::DescBytes(_) => return None,
-        }
-        push_meta(
-            &mut metas,
-            &mut n_meta,
-            meta(pos - start, id.segment_type()),
-        )?;
+        };
+        n_meta = push_meta(&mut metas, n_meta, pos - start, ty);
+        buf[pos] = SEPARATOR;
+        pos += 1;
     }
-    if pos + 1 + n_meta > STACK_KEY {
-        return None;
+    if pos == 0 {
+        // No elements: the general path writes what it writes for that.
+        return false;
     }
-    buf[pos] = TERMINATOR;
-    buf[pos + 1..pos + 1 + n_meta].copy_from_slice(&metas[..n_meta]);
-    Some(pos + 1 + n_meta)
+    // The separator after the last segment is the terminator; the metadata follows it.
+    buf[pos - 1] = TERMINATOR;
+    buf[pos..pos + STACK_META].copy_from_slice(&metas);
+    out.put_slice(&buf[..pos + n_meta]);
+    true
 }
 
-/// Appends a metadata varint of at most 2 bytes (a segment under 2 KiB); `None` for a longer one.
+/// Writes an integer segment at `pos`: its sort byte, then its payload as one 8-byte store (the
+/// bytes past the payload are overwritten later or not handed out). Returns the offset after it.
 #[inline]
-fn push_meta(metas: &mut [u8; STACK_META], n_meta: &mut usize, m: u64) -> Option<()> {
-    if m < 0x80 {
-        metas[*n_meta] = m as u8;
-        *n_meta += 1;
-    } else if m < 0x4000 {
-        metas[*n_meta] = (m as u8) | 0x80;
-        metas[*n_meta + 1] = (m >> 7) as u8;
-        *n_meta += 2;
-    } else {
-        return None;
+fn put_int<const N: usize>(buf: &mut [u8; N], pos: usize, v: Int, descending: bool) -> usize {
+    let (sort, word, len) = int_word(v, descending);
+    buf[pos] = sort;
+    buf[pos + 1..pos + 9].copy_from_slice(&word.to_be_bytes());
+    pos + 1 + len
+}
+
+/// Writes a UUID segment at `pos`, escaping low bytes; returns the offset after it.
+#[inline]
+fn put_uuid<const N: usize>(buf: &mut [u8; N], mut pos: usize, raw: &[u8; 16]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte below 3 sets its high bit in `(w - 0x03 per byte) & !w` (exact for a threshold up
+    // to 0x80, see `id::has_control_byte`): most UUIDs have none and are copied whole.
+    let word = u128::from_le_bytes(*raw);
+    let low = |w: u64| w.wrapping_sub(ONES * 3) & !w & HIGH;
+    if low(word as u64) | low((word >> 64) as u64) == 0 {
+        buf[pos..pos + 16].copy_from_slice(raw);
+        return pos + 16;
     }
-    Some(())
+    for &b in raw {
+        if b <= ESCAPE {
+            buf[pos] = ESCAPE;
+            pos += 1;
+        }
+        buf[pos] = b;
+        pos += 1;
+    }
+    pos
+}
+
+/// Appends the metadata varint of a segment of `len` bytes (under 2 KiB, so at most 2 bytes);
+/// returns the new count.
+#[inline]
+fn push_meta(metas: &mut [u8; STACK_META], n_meta: usize, len: usize, ty: SegmentType) -> usize {
+    debug_assert!(len < 2048);
+    let m = meta(len, ty);
+    if m < 0x80 {
+        metas[n_meta] = m as u8;
+        n_meta + 1
+    } else {
+        metas[n_meta] = (m as u8) | 0x80;
+        metas[n_meta + 1] = (m >> 7) as u8;
+        n_meta + 2
+    }
+}
+
+/// `dst.copy_from_slice(src)` for the short slices of namespaces and string ids: 2 to 16 bytes
+/// as two overlapping fixed-size copies (inline moves) instead of a `memcpy` call.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if (4..8).contains(&n) {
+        dst[..4].copy_from_slice(&src[..4]);
+        dst[n - 4..].copy_from_slice(&src[n - 4..]);
+    } else if (8..=16).contains(&n) {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..].copy_from_slice(&src[n - 8..]);
+    } else if (2..4).contains(&n) {
+        dst[..2].copy_from_slice(&src[..2]);
+        dst[n - 2..].copy_from_slice(&src[n - 2..]);
+    } else {
+        dst.copy_from_slice(src);
+    }
 }
 
 /// Writes the body only: the `B` of the scan ranges.
@@ -251,12 +312,6 @@ pub(crate) fn encode_id<S: Sink>(id: &Id, out: &mut S) {
     }
 }
 
-/// Bytes needed for a magnitude, at least 1.
-#[inline]
-fn magnitude_len(m: u64) -> usize {
-    (8 - (m.leading_zeros() as usize) / 8).max(1)
-}
-
 /// An integer segment as a sort byte, its payload as one word, and the payload's length.
 ///
 /// Ascending: positive n -> `7 + len`, bytes of n; zero and negative -> `8 - len`, inverted
@@ -267,19 +322,18 @@ fn magnitude_len(m: u64) -> usize {
 #[inline]
 fn int_word(v: Int, descending: bool) -> (u8, u64, usize) {
     let magnitude = v.magnitude();
-    let len = magnitude_len(magnitude);
+    // The payload's length minus one, 0..=7: the index of the highest set bit over 8 (`| 1`:
+    // zero takes one byte, like 1..=255).
+    let d = (63 - (magnitude | 1).leading_zeros()) / 8;
     let positive = v.get() > 0;
-    let sort = if positive {
-        7 + len as u8
-    } else {
-        8 - len as u8
-    };
+    // With d = len - 1 <= 7: 7 + len = 8 + d = 8 ^ d, and 8 - len = 7 - d = 7 ^ d; descending,
+    // 0x1f - sort = 0x1f ^ sort (sort <= 0x0f).
+    let sort = ((7 + u8::from(positive)) ^ d as u8) ^ if descending { 0x1f } else { 0 };
     let invert = positive == descending;
     let bits = if invert { !magnitude } else { magnitude };
-    // len is 1..=8, so the shift is 0..=56.
-    let word = bits << (8 * (8 - len));
-    let sort = if descending { 0x1f - sort } else { sort };
-    (sort, word, len)
+    // d is 0..=7, so the shift is 0..=56.
+    let word = bits << (8 * (7 - d));
+    (sort, word, d as usize + 1)
 }
 
 fn encode_int<S: Sink>(v: Int, descending: bool, out: &mut S) {

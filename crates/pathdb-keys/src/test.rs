@@ -460,3 +460,88 @@ proptest::proptest! {
         );
     }
 }
+
+/// An element for the encoder tests: every id type, namespaces up to 64 bytes, integers over
+/// the whole range, strings up to 300 characters, UUIDs with and without bytes to escape.
+fn any_element() -> impl proptest::strategy::Strategy<Value = crate::Element> {
+    use proptest::prelude::*;
+    let ns = prop_oneof![
+        3 => proptest::sample::select(vec!["a", "user", "post", "comment", "react", "x_1"]).prop_map(str::to_owned),
+        1 => "[A-Za-z_][A-Za-z0-9_]{0,20}",
+        1 => Just("n".repeat(64)),
+    ];
+    let int = prop_oneof![
+        any::<i64>().prop_map(i128::from),
+        Int::MIN.get()..=Int::MAX.get(),
+        proptest::sample::select(vec![
+            Int::MIN.get(),
+            -256,
+            -255,
+            -1,
+            0,
+            1,
+            255,
+            256,
+            Int::MAX.get()
+        ]),
+    ]
+    .prop_map(|v| Int::new(v).expect("in range"));
+    let string = prop_oneof![3 => "[a-z0-9 é😀/-]{1,20}", 1 => "\\PC{1,300}"];
+    let bytes = proptest::collection::vec(any::<u8>(), 1..12);
+    let uuid = prop_oneof![
+        any::<[u8; 16]>(),
+        proptest::array::uniform16(proptest::sample::select(vec![0u8, 1, 2, 3, 0x41])),
+    ]
+    .prop_map(crate::Uuid::from_bytes);
+    let id = prop_oneof![
+        4 => int.clone().prop_map(Id::Int),
+        1 => int.prop_map(Id::DescInt),
+        3 => string.clone().prop_map(Id::String),
+        1 => string.prop_map(Id::DescString),
+        2 => uuid.prop_map(Id::Uuid),
+        1 => bytes.clone().prop_map(Id::Bytes),
+        1 => bytes.prop_map(Id::DescBytes),
+    ];
+    (ns, id).prop_map(|(ns, id)| {
+        crate::Element::new(crate::Namespace::new(&ns).expect("valid"), Some(id)).expect("valid")
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 2048, ..Default::default() })]
+
+    /// The stack encoder, with either buffer, writes exactly what the general encoder writes
+    /// (after what the sink already holds), or nothing when it declines the path; and the
+    /// encoder as called writes the general encoder's bytes into both kinds of sink.
+    #[test]
+    fn stack_encoder_agrees_with_general_encoder(
+        mut elements in proptest::collection::vec(any_element(), 1..10),
+        bare_last in proptest::prelude::any::<bool>(),
+    ) {
+        use crate::binary::{LARGE_KEY, SMALL_KEY, STACK_META, encode_elements_into, encode_general, encode_on_stack};
+        if bare_last {
+            let ns = elements[0].namespace().clone();
+            elements.push(crate::Element::new(ns, None).expect("valid"));
+        }
+        let mut general = vec![0xaa];
+        encode_general(&elements, &mut general);
+        let mut small = vec![0xaa];
+        if encode_on_stack::<_, { SMALL_KEY + STACK_META }>(&elements, &mut small) {
+            proptest::prop_assert_eq!(&small, &general);
+        } else {
+            proptest::prop_assert_eq!(&small, &[0xaa]);
+        }
+        let mut large = vec![0xaa];
+        if encode_on_stack::<_, { LARGE_KEY + STACK_META }>(&elements, &mut large) {
+            proptest::prop_assert_eq!(&large, &general);
+        } else {
+            proptest::prop_assert_eq!(&large, &[0xaa]);
+        }
+        let mut vec_sink = vec![0xaa];
+        encode_elements_into(&elements, &mut vec_sink);
+        proptest::prop_assert_eq!(&vec_sink, &general);
+        let mut small_vec_sink = smallvec::SmallVec::<[u8; 128]>::from_slice(&[0xaa]);
+        encode_elements_into(&elements, &mut small_vec_sink);
+        proptest::prop_assert_eq!(&small_vec_sink[..], &general[..]);
+    }
+}
