@@ -688,7 +688,7 @@ fn decode_one_pass(
 
 /// Reads a varint forwards from `at`; returns its value and the offset after it. Only for
 /// varints [`read_varint_backwards`] has already checked.
-#[inline]
+#[inline(always)]
 fn read_varint_forward(bytes: &[u8], mut at: usize) -> Option<(u64, usize)> {
     let first = *bytes.get(at)?;
     if first < 0x80 {
@@ -854,6 +854,7 @@ fn decode_id(seg: &[u8], ty: SegmentType, at: usize) -> Result<IdRef<'_>, Decode
     })
 }
 
+#[inline]
 fn decode_int(seg: &[u8], descending: bool, at: usize) -> Result<Int, DecodeError> {
     let Some((&first, payload)) = seg.split_first() else {
         return Err(err(at, Rule::NonCanonical("an integer needs a sort byte")));
@@ -888,10 +889,13 @@ fn decode_int(seg: &[u8], descending: bool, at: usize) -> Result<Int, DecodeErro
         ));
     }
     let invert = positive == descending;
-    let mut magnitude: u64 = 0;
-    for &b in payload {
-        magnitude = (magnitude << 8) | u64::from(if invert { !b } else { b });
-    }
+    // len is 1..=8: the payload's low `len` bytes, inverted where the sort byte says.
+    let raw = be_uint(payload);
+    let magnitude = if invert {
+        !raw & (u64::MAX >> (64 - 8 * len))
+    } else {
+        raw
+    };
     // Minimal: the leading magnitude byte is non-zero, except for the one-byte zero (`07 ff`).
     let leading = if invert { !payload[0] } else { payload[0] };
     if leading == 0 && (positive || len > 1) {
@@ -901,6 +905,27 @@ fn decode_int(seg: &[u8], descending: bool, at: usize) -> Result<Int, DecodeErro
         ));
     }
     Ok(Int::from_sign_magnitude(!positive, magnitude))
+}
+
+/// The big-endian value of 1 to 8 bytes (0 for none): two overlapping fixed-size loads, whose
+/// shared bytes are equal, so OR-ing the shifted halves gives the value without a byte loop.
+#[inline]
+fn be_uint(p: &[u8]) -> u64 {
+    let n = p.len();
+    if (4..=8).contains(&n) {
+        let hi = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
+        let lo = u32::from_be_bytes([p[n - 4], p[n - 3], p[n - 2], p[n - 1]]);
+        (u64::from(hi) << (8 * (n - 4))) | u64::from(lo)
+    } else if (2..4).contains(&n) {
+        let hi = u16::from_be_bytes([p[0], p[1]]);
+        let lo = u16::from_be_bytes([p[n - 2], p[n - 1]]);
+        (u64::from(hi) << (8 * (n - 2))) | u64::from(lo)
+    } else if let [b] = p {
+        u64::from(*b)
+    } else {
+        // None, or more than 8: not called for those.
+        p.iter().fold(0, |v, &b| (v << 8) | u64::from(b))
+    }
 }
 
 fn unescape(seg: &[u8], at: usize) -> Result<Cow<'_, [u8]>, DecodeError> {
