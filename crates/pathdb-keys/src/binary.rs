@@ -615,6 +615,31 @@ fn decode_one_pass(
     if bytes[body_len] != TERMINATOR {
         return None;
     }
+    // One access to the thread's recent namespaces for the whole key, not one per namespace.
+    Namespace::with_recent(|recent| {
+        decode_forward(
+            bytes,
+            body_len,
+            n_segments,
+            require_group_id,
+            group,
+            like,
+            recent,
+        )
+    })
+}
+
+/// [`decode_one_pass`]'s second pass, over body and metadata together, sharing namespaces from
+/// `like` or `recent`.
+fn decode_forward(
+    bytes: &[u8],
+    body_len: usize,
+    n_segments: usize,
+    require_group_id: bool,
+    group: Option<&Element>,
+    like: &[Element],
+    recent: &mut namespace::Recent,
+) -> Option<Vec<Element>> {
     let mut elements = Vec::with_capacity(n_segments.div_ceil(2) + usize::from(group.is_some()));
     elements.extend(group.cloned());
     let mut meta_at = body_len + 1;
@@ -638,7 +663,7 @@ fn decode_one_pass(
         let namespace = match like.get(elements.len()) {
             Some(e) if e.namespace().as_str().as_bytes() == ns_bytes => e.namespace().clone(),
             // Or one this thread decoded lately (valid too).
-            _ => match Namespace::recent(ns_bytes) {
+            _ => match recent.find(ns_bytes) {
                 Some(ns) => ns,
                 None => {
                     if !namespace::is_valid(ns_bytes) {
@@ -647,7 +672,7 @@ fn decode_one_pass(
                     // ASCII, so this cannot fail; the check is what makes it a `&str` without
                     // `unsafe`.
                     let ns = Namespace::new_unchecked(std::str::from_utf8(ns_bytes).ok()?);
-                    ns.remember();
+                    recent.remember(&ns);
                     ns
                 }
             },
@@ -910,21 +935,18 @@ fn decode_int(seg: &[u8], descending: bool, at: usize) -> Result<Int, DecodeErro
 /// The big-endian value of 1 to 8 bytes (0 for none): two overlapping fixed-size loads, whose
 /// shared bytes are equal, so OR-ing the shifted halves gives the value without a byte loop.
 #[inline]
-fn be_uint(p: &[u8]) -> u64 {
+pub(crate) fn be_uint(p: &[u8]) -> u64 {
     let n = p.len();
-    if (4..=8).contains(&n) {
-        let hi = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
-        let lo = u32::from_be_bytes([p[n - 4], p[n - 3], p[n - 2], p[n - 1]]);
-        (u64::from(hi) << (8 * (n - 4))) | u64::from(lo)
-    } else if (2..4).contains(&n) {
-        let hi = u16::from_be_bytes([p[0], p[1]]);
-        let lo = u16::from_be_bytes([p[n - 2], p[n - 1]]);
-        (u64::from(hi) << (8 * (n - 2))) | u64::from(lo)
-    } else if let [b] = p {
-        u64::from(*b)
+    if n > 8 {
+        // Not called for those.
+        return p.iter().fold(0, |v, &b| (v << 8) | u64::from(b));
+    }
+    if let (Some(hi), Some(lo)) = (p.first_chunk::<4>(), p.last_chunk::<4>()) {
+        (u64::from(u32::from_be_bytes(*hi)) << (8 * (n - 4))) | u64::from(u32::from_be_bytes(*lo))
+    } else if let (Some(hi), Some(lo)) = (p.first_chunk::<2>(), p.last_chunk::<2>()) {
+        (u64::from(u16::from_be_bytes(*hi)) << (8 * (n - 2))) | u64::from(u16::from_be_bytes(*lo))
     } else {
-        // None, or more than 8: not called for those.
-        p.iter().fold(0, |v, &b| (v << 8) | u64::from(b))
+        p.first().map_or(0, |&b| u64::from(b))
     }
 }
 

@@ -64,32 +64,106 @@ pub(crate) fn validate(name: &str) -> Result<(), (usize, Rule)> {
 /// How many recently decoded namespaces each thread keeps for [`Namespace::recent`].
 const RECENT: usize = 8;
 
+/// Namespaces this thread decoded lately, with a key of each for comparing without `memcmp`.
+pub(crate) struct Recent {
+    /// `keys[i]` is [`NsKey::of`] `names[i]`'s bytes; an empty slot's key has length 0.
+    keys: [NsKey; RECENT],
+    names: [Option<Namespace>; RECENT],
+    /// The slot to fill next (round robin).
+    next: usize,
+}
+
+/// A namespace's length and two words of its bytes (the first and the last 8, overlapping for
+/// shorter ones): equal keys mean equal bytes for namespaces up to 16 bytes, and two integer
+/// compares replace a `memcmp` call. Longer namespaces are compared in full when keys match.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct NsKey {
+    len: usize,
+    first: u64,
+    last: u64,
+}
+
+impl NsKey {
+    const EMPTY: NsKey = NsKey {
+        len: 0,
+        first: 0,
+        last: 0,
+    };
+
+    /// The key of `b`: for n >= 2 bytes, fixed-size loads of the first and last
+    /// `min(n, 8)`-ish bytes that between them cover every byte up to 16.
+    #[inline]
+    fn of(b: &[u8]) -> NsKey {
+        let (first, last) = if let (Some(f), Some(l)) = (b.first_chunk::<8>(), b.last_chunk::<8>())
+        {
+            (u64::from_le_bytes(*f), u64::from_le_bytes(*l))
+        } else if let (Some(f), Some(l)) = (b.first_chunk::<4>(), b.last_chunk::<4>()) {
+            (
+                u64::from(u32::from_le_bytes(*f)),
+                u64::from(u32::from_le_bytes(*l)),
+            )
+        } else if let (Some(f), Some(l)) = (b.first_chunk::<2>(), b.last_chunk::<2>()) {
+            (
+                u64::from(u16::from_le_bytes(*f)),
+                u64::from(u16::from_le_bytes(*l)),
+            )
+        } else {
+            (b.first().map_or(0, |&x| u64::from(x)), 0)
+        };
+        NsKey {
+            len: b.len(),
+            first,
+            last,
+        }
+    }
+}
+
 thread_local! {
-    /// Namespaces this thread decoded lately, most recent at `next - 1` (round robin).
-    static RECENT_NAMESPACES: std::cell::RefCell<([Option<Namespace>; RECENT], usize)> =
-        const { std::cell::RefCell::new(([const { None }; RECENT], 0)) };
+    static RECENT_NAMESPACES: std::cell::RefCell<Recent> = const {
+        std::cell::RefCell::new(Recent {
+            keys: [NsKey::EMPTY; RECENT],
+            names: [const { None }; RECENT],
+            next: 0,
+        })
+    };
 }
 
 impl Namespace {
-    /// A namespace with these bytes that this thread decoded lately, shared: applications use a
-    /// handful of namespaces, so decoding keys mostly finds them here instead of validating and
+    /// Runs `f` with the namespaces this thread decoded lately: applications use a handful of
+    /// namespaces, so decoding keys mostly finds them there instead of validating and
     /// allocating each again. At most [`RECENT`] namespaces (64 bytes each at most) are kept.
-    pub(crate) fn recent(bytes: &[u8]) -> Option<Namespace> {
-        RECENT_NAMESPACES.with_borrow(|(recent, _)| {
-            recent
-                .iter()
-                .flatten()
-                .find(|ns| ns.0.as_bytes() == bytes)
-                .cloned()
-        })
+    /// `f` must not call this again (the set is borrowed mutably).
+    pub(crate) fn with_recent<R>(f: impl FnOnce(&mut Recent) -> R) -> R {
+        RECENT_NAMESPACES.with_borrow_mut(f)
+    }
+}
+
+impl Recent {
+    /// A namespace with these bytes, shared.
+    #[inline]
+    pub(crate) fn find(&self, bytes: &[u8]) -> Option<Namespace> {
+        let key = NsKey::of(bytes);
+        let i = self.keys.iter().position(|k| *k == key)?;
+        // Up to 16 bytes the key is the bytes; beyond, compare them all.
+        if let Some(ns) = &self.names[i]
+            && (bytes.len() <= 16 || ns.0.as_bytes() == bytes)
+        {
+            return Some(ns.clone());
+        }
+        // A longer namespace with the same key: another slot may hold these bytes.
+        self.names
+            .iter()
+            .flatten()
+            .find(|ns| ns.0.as_bytes() == bytes)
+            .cloned()
     }
 
-    /// Keeps `ns` for [`Namespace::recent`], replacing the oldest.
-    pub(crate) fn remember(&self) {
-        RECENT_NAMESPACES.with_borrow_mut(|(recent, next)| {
-            recent[*next] = Some(self.clone());
-            *next = (*next + 1) % RECENT;
-        });
+    /// Keeps `ns` for [`Recent::find`], replacing the oldest.
+    pub(crate) fn remember(&mut self, ns: &Namespace) {
+        let next = self.next;
+        self.keys[next] = NsKey::of(ns.0.as_bytes());
+        self.names[next] = Some(ns.clone());
+        self.next = (next + 1) % RECENT;
     }
 }
 

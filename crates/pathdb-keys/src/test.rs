@@ -545,3 +545,63 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&small_vec_sink[..], &general[..]);
     }
 }
+
+/// Namespaces that often share their length and their first and last 8 bytes: short ones over
+/// a small alphabet, and 16 to 20 bytes made of one of two 8-byte starts, a middle of up to 4
+/// bytes and one of two 8-byte ends.
+fn similar_names() -> proptest::strategy::BoxedStrategy<String> {
+    use proptest::prelude::*;
+    let start = proptest::sample::select(vec!["aaaaaaaa", "aaaaaaab"]);
+    let end = proptest::sample::select(vec!["bbbbbbbb", "abbbbbbb"]);
+    prop_oneof![
+        "[ab_]{1,9}",
+        (start, "[ab]{0,4}", end).prop_map(|(s, m, e)| format!("{s}{m}{e}")),
+    ]
+    .boxed()
+}
+
+proptest::proptest! {
+    /// The recent-namespace set compares keys (length, first and last 8 bytes) instead of the
+    /// bytes: it finds only namespaces with exactly the asked bytes (a small alphabet makes
+    /// namespaces that share their ends, and lengths over 16 take the full comparison), and it
+    /// finds each of the last 8 remembered. Probes include bytes that are not namespaces.
+    #[test]
+    fn recent_namespaces_find_exactly_the_asked_bytes(
+        names in proptest::collection::vec(similar_names(), 1..12),
+        probes in proptest::collection::vec(proptest::prop_oneof![similar_names(), proptest::strategy::Strategy::boxed("[ab_1-]{0,20}")], 0..20),
+    ) {
+        let names: Vec<crate::Namespace> =
+            names.iter().map(|n| crate::Namespace::new(n).expect("valid")).collect();
+        let (found, kept) = crate::Namespace::with_recent(|recent| {
+            for ns in &names {
+                recent.remember(ns);
+            }
+            let found: Vec<(String, Option<String>)> = probes
+                .iter()
+                .map(String::as_str)
+                .chain(names.iter().map(crate::Namespace::as_str))
+                .map(|p| (p.to_owned(), recent.find(p.as_bytes()).map(|ns| ns.as_str().to_owned())))
+                .collect();
+            let kept: Vec<bool> = names[names.len().saturating_sub(8)..]
+                .iter()
+                .map(|ns| recent.find(ns.as_str().as_bytes()).is_some())
+                .collect();
+            (found, kept)
+        });
+        for (probe, hit) in found {
+            if let Some(hit) = hit {
+                proptest::prop_assert_eq!(hit, probe);
+            }
+        }
+        proptest::prop_assert!(kept.iter().all(|&k| k));
+    }
+
+    /// The integer payload reader is the byte-at-a-time big-endian value.
+    #[test]
+    fn be_uint_is_the_byte_loop(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..=8)) {
+        proptest::prop_assert_eq!(
+            crate::binary::be_uint(&bytes),
+            bytes.iter().fold(0u64, |v, &b| (v << 8) | u64::from(b))
+        );
+    }
+}
