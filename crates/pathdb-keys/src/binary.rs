@@ -88,12 +88,12 @@ fn meta(len: usize, ty: SegmentType) -> u64 {
     ((len as u64) << 3) | ty as u64
 }
 
-/// Keys whose body and terminator fit in this many bytes are assembled on the stack and handed to the sink
-/// in one `put_slice`: first in a buffer of [`SMALL_KEY`] bytes, which the compiler zeroes with
-/// a few inline stores, then, if the key turns out longer, in one of [`LARGE_KEY`] bytes.
-/// Longer keys, and paths with bytes or descending string or bytes ids, take the general path.
-/// All write the same bytes (property tests check the stack path against the general one and
-/// the encoder against a model of the spec).
+/// Keys are assembled on the stack and handed to the sink in one `put_slice`: first in a buffer
+/// whose body and terminator fit in [`SMALL_KEY`] bytes, which the compiler zeroes with a few
+/// inline stores, then, if the key turns out longer, in one of [`LARGE_KEY`] bytes. Longer keys,
+/// and paths with bytes or descending string or bytes ids, take the general path. All write the
+/// same bytes (property tests check the stack path against the general one and the encoder
+/// against a model of the spec).
 pub(crate) const SMALL_KEY: usize = 128;
 /// Paths of more elements than this go straight to the [`LARGE_KEY`] buffer.
 const SMALL_ELEMENTS: usize = 4;
