@@ -2,9 +2,7 @@
 //! local-only mode: no authentication, and it refuses to bind anything but loopback.
 
 use crate::error::ApiError;
-use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -102,7 +100,7 @@ fn unauthorized(message: &str) -> Response {
     response
 }
 
-/// What [`require_token`] let through, in the request's extensions for handlers that show it.
+/// What [`check`] let through, in the request's extensions for handlers that show it.
 #[derive(Clone, Copy, Debug)]
 pub struct Granted {
     /// Whether the server has tokens at all (without, everyone may read and write).
@@ -111,18 +109,18 @@ pub struct Granted {
     pub scope: Scope,
 }
 
-/// Middleware: checks the bearer token and its scope.
-pub async fn require_token(
-    State(auth): State<Auth>,
-    mut request: Request,
-    next: Next,
-) -> Result<Response, Response> {
+/// Checks the bearer token and its scope: what the request may do, or its refusal (401 without
+/// a known token, 403 for a write with a read-only one). Without tokens everyone may read and
+/// write. (Run on the API's routes, before their handlers: see `gate`.)
+///
+/// # Errors
+/// The refusal, as the answer to send.
+pub fn check<B>(auth: &Auth, request: &axum::http::Request<B>) -> Result<Granted, Response> {
     if !auth.enabled() {
-        request.extensions_mut().insert(Granted {
+        return Ok(Granted {
             auth_required: false,
             scope: Scope::ReadWrite,
         });
-        return Ok(next.run(request).await);
     }
     // The scheme is case-insensitive (RFC 9110 section 11.1).
     let presented = request
@@ -146,11 +144,10 @@ pub async fn require_token(
         )
         .into_response());
     }
-    request.extensions_mut().insert(Granted {
+    Ok(Granted {
         auth_required: true,
         scope,
-    });
-    Ok(next.run(request).await)
+    })
 }
 
 #[cfg(test)]

@@ -13,10 +13,7 @@
 
 use crate::config::ConfigError;
 use crate::error::ApiError;
-use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -115,8 +112,8 @@ fn is_loopback_host(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// What [`check_origin`] needs: the allowed origins, and whether the server runs without
-/// tokens (then the `Host` must be a loopback name).
+/// What [`refusal`] needs: the allowed origins, and whether the server runs without tokens
+/// (then the `Host` must be a loopback name).
 #[derive(Clone, Debug)]
 pub struct OriginPolicy {
     /// Origins allowed besides the server's own.
@@ -125,40 +122,35 @@ pub struct OriginPolicy {
     pub local_only: bool,
 }
 
-/// Middleware: 403 `origin_not_allowed` for a request from a page the server does not allow,
+/// The answer to a request from a page the server does not allow: 403 `origin_not_allowed`;
 /// and, in local-only mode, 403 `host_not_allowed` for a `Host` that is not a loopback name.
-pub async fn check_origin(
-    State(policy): State<OriginPolicy>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+/// `host` is the request's `Host` (or its URI's authority), `origin` its `Origin` header.
+/// `None`: the request may go on. (Checked on every request, before any route: see `gate`.)
+pub fn refusal(
+    policy: &OriginPolicy,
+    host: Option<&str>,
+    origin: Option<&HeaderValue>,
+) -> Option<ApiError> {
     if policy.local_only
         && let Some(host) = host
         && !is_loopback_host(host)
     {
-        return ApiError::new(
+        return Some(ApiError::new(
             StatusCode::FORBIDDEN,
             "host_not_allowed",
             "without access tokens the server answers only to a loopback Host (localhost, 127.0.0.1, [::1])",
-        )
-        .into_response();
+        ));
     }
-    if let Some(origin) = request.headers().get(header::ORIGIN)
+    if let Some(origin) = origin
         && !policy.origins.allows(origin, host)
     {
-        return ApiError::new(
+        return Some(ApiError::new(
             StatusCode::FORBIDDEN,
             "origin_not_allowed",
             "requests from this web origin are not allowed (see pathdb serve --cors-origin)",
-        )
-        .into_response();
+        ));
     }
-    next.run(request).await
+    None
 }
 
 #[cfg(test)]

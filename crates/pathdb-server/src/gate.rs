@@ -1,0 +1,335 @@
+//! The checks every request passes, as tower layers with concrete futures.
+//!
+//! They were `axum::middleware::from_fn` functions. Each of those boxes its future and clones
+//! and boxes the service it wraps on every request, and each layer added with `Router::layer`
+//! wraps every route separately, boxing once more: on a get, the layers cost more server CPU
+//! than the handler and the store together (docs/benchmarks.md, "HTTP server", issue 12). Here a
+//! [`Check`] looks at the request before the service it wraps and at the response after it, in
+//! a future that is part of the wrapping one, and allocates nothing of its own; and the layers
+//! that wrap every request wrap the router once, not each route (see `crate::app`).
+
+use crate::auth::{self, Auth};
+use crate::error::ApiError;
+use crate::media;
+use crate::origin::{self, OriginPolicy};
+use crate::{MAX_HEADER_BYTES, telemetry};
+use axum::extract::{MatchedPath, Request};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pin_project_lite::pin_project;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Instant;
+use tower::{Layer, Service};
+
+/// One check around a service.
+pub(crate) trait Check: Clone + Send + Sync + 'static {
+    /// What [`Check::after`] needs to know about the request.
+    type Memo: Send + 'static;
+    /// Looks at the request before the wrapped service sees it. A response in the second place
+    /// refuses the request: the wrapped service is not called, and that response (after
+    /// [`Check::after`]) is the answer.
+    fn before(&self, request: &mut Request) -> (Self::Memo, Option<Response>);
+    /// Looks at the answer, the wrapped service's or the refusal, before it goes out.
+    fn after(memo: Self::Memo, response: &mut Response);
+}
+
+/// Wraps services in [`Checked`] with the check `C`.
+#[derive(Clone)]
+pub(crate) struct CheckLayer<C>(pub(crate) C);
+
+impl<S, C: Clone> Layer<S> for CheckLayer<C> {
+    type Service = Checked<S, C>;
+    fn layer(&self, inner: S) -> Checked<S, C> {
+        Checked {
+            inner,
+            check: self.0.clone(),
+        }
+    }
+}
+
+/// A service behind a [`Check`].
+#[derive(Clone)]
+pub(crate) struct Checked<S, C> {
+    inner: S,
+    check: C,
+}
+
+impl<S, C> Service<Request> for Checked<S, C>
+where
+    S: Service<Request, Response = Response>,
+    C: Check,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = CheckedFuture<S::Future, C::Memo>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let (memo, refusal) = self.check.before(&mut request);
+        let state = match refusal {
+            None => State::Inner {
+                future: self.inner.call(request),
+            },
+            Some(response) => State::Refused {
+                response: Some(response),
+            },
+        };
+        CheckedFuture {
+            state,
+            memo: Some(memo),
+            after: C::after,
+        }
+    }
+}
+
+pin_project! {
+    /// The future of a [`Checked`] service.
+    pub(crate) struct CheckedFuture<F, M> {
+        #[pin]
+        state: State<F>,
+        memo: Option<M>,
+        after: fn(M, &mut Response),
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Inner { #[pin] future: F },
+        Refused { response: Option<Response> },
+    }
+}
+
+impl<F, E, M> Future for CheckedFuture<F, M>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut response = match this.state.project() {
+            StateProj::Inner { future } => ready!(future.poll(cx))?,
+            StateProj::Refused { response } => response
+                .take()
+                .expect("a CheckedFuture is not polled after it completed"),
+        };
+        if let Some(memo) = this.memo.take() {
+            (this.after)(memo, &mut response);
+        }
+        Poll::Ready(Ok(response))
+    }
+}
+
+/// The checks on every request, before any route, in one pass over its headers: the size of
+/// the headers (431), the `Host` and `Origin` (403, see [`origin`]), and `Connection: close` on
+/// a refusal that leaves a request body unread.
+#[derive(Clone)]
+pub(crate) struct Edge {
+    pub(crate) policy: OriginPolicy,
+}
+
+impl Check for Edge {
+    /// Whether the request has a body.
+    type Memo = bool;
+
+    fn before(&self, request: &mut Request) -> (bool, Option<Response>) {
+        let mut size = 0;
+        let (mut host, mut origin, mut content_length) = (None, None, None);
+        let mut chunked = false;
+        // `HeaderMap::iter` yields each name's values together, the first one first: the first
+        // seen is what `HeaderMap::get` answers.
+        for (name, value) in request.headers() {
+            size += name.as_str().len() + value.len() + 4;
+            if name == header::HOST {
+                host = host.or(Some(value));
+            } else if name == header::ORIGIN {
+                origin = origin.or(Some(value));
+            } else if name == header::CONTENT_LENGTH {
+                content_length = content_length.or(Some(value));
+            } else if name == header::TRANSFER_ENCODING {
+                chunked = true;
+            }
+        }
+        let has_body = chunked
+            || content_length
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|n| n != "0");
+        // Headers together larger than MAX_HEADER_BYTES: 431, before anything looks at them.
+        if size > MAX_HEADER_BYTES {
+            let refusal = ApiError::new(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "too_large",
+                format!("headers exceed {MAX_HEADER_BYTES} bytes"),
+            );
+            return (has_body, Some(refusal.into_response()));
+        }
+        let host = host
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| request.uri().authority().map(|a| a.as_str()));
+        let refusal = origin::refusal(&self.policy, host, origin);
+        (has_body, refusal.map(IntoResponse::into_response))
+    }
+
+    /// A request refused before its body was read (401, 403, 408, 413, 415, 431) leaves that
+    /// body on the connection, so hyper closes it after the answer: the answer says so
+    /// (`Connection: close`), or a client would send its next request on a connection that is
+    /// already gone. (The statuses of the checks inside this one count too: auth, the media
+    /// type, the body limit and the timeout.)
+    fn after(has_body: bool, response: &mut Response) {
+        if has_body
+            && matches!(
+                response.status().as_u16(),
+                401 | 403 | 408 | 413 | 415 | 431
+            )
+        {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+    }
+}
+
+/// Bearer tokens and their scopes on the API's routes (see [`auth`]).
+#[derive(Clone)]
+pub(crate) struct RequireToken(pub(crate) Auth);
+
+impl Check for RequireToken {
+    type Memo = ();
+
+    fn before(&self, request: &mut Request) -> ((), Option<Response>) {
+        match auth::check(&self.0, request) {
+            Ok(granted) => {
+                request.extensions_mut().insert(granted);
+                ((), None)
+            }
+            Err(refusal) => ((), Some(refusal)),
+        }
+    }
+
+    fn after((): (), _: &mut Response) {}
+}
+
+/// A request body only under its media type (see [`media`]): a route layer, so it runs before
+/// the handler reads the body.
+#[derive(Clone, Copy)]
+pub(crate) struct RequireMedia(pub(crate) &'static [&'static str]);
+
+impl Check for RequireMedia {
+    type Memo = ();
+
+    fn before(&self, request: &mut Request) -> ((), Option<Response>) {
+        if media::declared_as(request, self.0) {
+            ((), None)
+        } else {
+            ((), Some(media::unsupported(self.0)))
+        }
+    }
+
+    fn after((): (), _: &mut Response) {}
+}
+
+/// Route layer: counts requests by method, route template and status, and times them (see
+/// [`telemetry`]).
+#[derive(Clone, Copy)]
+pub(crate) struct TrackRequests;
+
+impl Check for TrackRequests {
+    type Memo = (Instant, Method, Option<MatchedPath>);
+
+    fn before(&self, request: &mut Request) -> (Self::Memo, Option<Response>) {
+        let route = request.extensions().get::<MatchedPath>().cloned();
+        ((Instant::now(), request.method().clone(), route), None)
+    }
+
+    fn after((started, method, route): Self::Memo, response: &mut Response) {
+        let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+        telemetry::record_request(
+            method.as_str(),
+            route,
+            response.status().as_str(),
+            started.elapsed(),
+        );
+    }
+}
+
+/// The `x-request-id` header.
+pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Request ids, outside the access log's span (which shows them): a request without an
+/// `x-request-id` gets a new one ([`telemetry::new_request_id`]), and the answer carries the
+/// request's unless it has its own. (It was tower-http's `SetRequestIdLayer` and
+/// `PropagateRequestIdLayer`; their `RequestId` extensions are left out: nothing reads them.)
+#[derive(Clone, Copy)]
+pub(crate) struct RequestIdLayer;
+
+impl<S> Layer<S> for RequestIdLayer {
+    type Service = RequestIds<S>;
+    fn layer(&self, inner: S) -> RequestIds<S> {
+        RequestIds { inner }
+    }
+}
+
+/// See [`RequestIdLayer`].
+#[derive(Clone)]
+pub(crate) struct RequestIds<S> {
+    inner: S,
+}
+
+impl<S, B, ResB> Service<axum::http::Request<B>> for RequestIds<S>
+where
+    S: Service<axum::http::Request<B>, Response = axum::http::Response<ResB>>,
+{
+    type Response = axum::http::Response<ResB>;
+    type Error = S::Error;
+    type Future = RequestIdFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: axum::http::Request<B>) -> Self::Future {
+        let id = match request.headers().get(&REQUEST_ID) {
+            Some(id) => Some(id.clone()),
+            None => telemetry::new_request_id().inspect(|id| {
+                request.headers_mut().insert(REQUEST_ID, id.clone());
+            }),
+        };
+        RequestIdFuture {
+            inner: self.inner.call(request),
+            id,
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`RequestIds`].
+    pub(crate) struct RequestIdFuture<F> {
+        #[pin]
+        inner: F,
+        id: Option<HeaderValue>,
+    }
+}
+
+impl<F, ResB, E> Future for RequestIdFuture<F>
+where
+    F: Future<Output = Result<axum::http::Response<ResB>, E>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut response = ready!(this.inner.poll(cx))?;
+        if !response.headers().contains_key(&REQUEST_ID)
+            && let Some(id) = this.id.take()
+        {
+            response.headers_mut().insert(REQUEST_ID, id);
+        }
+        Poll::Ready(Ok(response))
+    }
+}
