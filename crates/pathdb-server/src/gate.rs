@@ -19,9 +19,11 @@ use axum::response::{IntoResponse, Response};
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
-use tower::{Layer, Service};
+use tower::util::Oneshot;
+use tower::{Layer, Service, ServiceExt};
 
 /// One check around a service.
 pub(crate) trait Check: Clone + Send + Sync + 'static {
@@ -333,3 +335,100 @@ where
         Poll::Ready(Ok(response))
     }
 }
+
+/// CORS: tower-http's `Cors` for the requests it has work for, and its two fixed headers, added
+/// here, for the rest.
+///
+/// tower-http's `Cors` builds a header map and formats its `Vary` value for every request, and
+/// its configuration (with vectors) is cloned with the service stack, which hyper and the router
+/// clone per request. A request with no `Origin` that is not an `OPTIONS` preflight (every API
+/// client but a browser) gets only [`origin::NO_ORIGIN_VARY`] and [`origin::NO_ORIGIN_EXPOSE`]
+/// from it; a test checks that against tower-http's answer. Everything else goes through
+/// tower-http, which is kept behind an `Arc` and cloned only then.
+#[derive(Clone)]
+pub(crate) struct CorsLayer(pub(crate) tower_http::cors::CorsLayer);
+
+impl<S: Clone> Layer<S> for CorsLayer {
+    type Service = Cors<S>;
+    fn layer(&self, inner: S) -> Cors<S> {
+        Cors {
+            cors: Arc::new(self.0.layer(inner.clone())),
+            inner,
+        }
+    }
+}
+
+/// See [`CorsLayer`].
+#[derive(Clone)]
+pub(crate) struct Cors<S> {
+    cors: Arc<tower_http::cors::Cors<S>>,
+    inner: S,
+}
+
+impl<S> Service<Request> for Cors<S>
+where
+    S: Service<Request, Response = Response> + Clone,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = CorsFuture<S::Future, Oneshot<tower_http::cors::Cors<S>, Request>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        if request.method() == Method::OPTIONS || request.headers().contains_key(header::ORIGIN) {
+            // A clone of its own, made ready before the call (`oneshot`); the readiness of
+            // `inner`, unused, reserves nothing (the router is always ready).
+            CorsFuture::Cors {
+                future: tower_http::cors::Cors::clone(&self.cors).oneshot(request),
+            }
+        } else {
+            CorsFuture::Plain {
+                future: self.inner.call(request),
+            }
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`Cors`].
+    #[project = CorsProj]
+    pub(crate) enum CorsFuture<F, C> {
+        Plain { #[pin] future: F },
+        Cors { #[pin] future: C },
+    }
+}
+
+impl<F, C, E> Future for CorsFuture<F, C>
+where
+    F: Future<Output = Result<Response, E>>,
+    C: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            CorsProj::Cors { future } => future.poll(cx),
+            CorsProj::Plain { future } => {
+                let mut response = ready!(future.poll(cx))?;
+                // As tower-http adds them: `Vary` after any the response has, the other
+                // replacing any the response has.
+                let headers = response.headers_mut();
+                headers.append(
+                    header::VARY,
+                    HeaderValue::from_static(origin::NO_ORIGIN_VARY),
+                );
+                headers.insert(
+                    header::ACCESS_CONTROL_EXPOSE_HEADERS,
+                    HeaderValue::from_static(origin::NO_ORIGIN_EXPOSE),
+                );
+                Poll::Ready(Ok(response))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod test;

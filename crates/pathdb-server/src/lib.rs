@@ -234,7 +234,7 @@ pub fn app<B: Backend>(
             tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
         }))
         .layer(CheckLayer(Edge { policy }))
-        .layer(origins.cors_layer())
+        .layer(gate::CorsLayer(origins.cors_layer()))
         .service(routes);
     Router::new().fallback_service(edge)
 }
