@@ -177,11 +177,15 @@ pub fn app<B: Backend>(
         .route("/v1/groups", get(browse::groups::<B>))
         .route("/v1/keys/{*path}", get(browse::explain_key))
         .route("/v1/session", get(browse::session))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            REQUEST_TIMEOUT,
-        ));
+        // One layer for both: each `Router::layer` wraps (and boxes, per request) every route.
+        .layer(
+            ServiceBuilder::new()
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::REQUEST_TIMEOUT,
+                    REQUEST_TIMEOUT,
+                ))
+                .layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
+        );
     // No timeout on the whole import: it allows REQUEST_TIMEOUT between chunks of its body, and
     // then takes as long as its batches take (its limit is MAX_IMPORT_BYTES, checked as it
     // reads). The media type is checked around the import handler, not in it: see `media`.
