@@ -6,7 +6,7 @@
 //! than the handler and the store together (docs/benchmarks.md, "HTTP server", issue 12). Here a
 //! [`Check`] looks at the request before the service it wraps and at the response after it, in
 //! a future that is part of the wrapping one, and allocates nothing of its own; and the layers
-//! that wrap every request wrap the router once, not each route (see `crate::app`).
+//! are composed into as few `Router::layer`s as their routes allow (see `crate::app`).
 
 use crate::auth::{self, Auth};
 use crate::error::ApiError;

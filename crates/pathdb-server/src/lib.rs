@@ -229,8 +229,8 @@ pub fn app<B: Backend>(
         .method_not_allowed_fallback(method_not_allowed);
     // What every request passes, outermost first: a request id (before the span that logs it),
     // the access log's span, the header-size, Host and Origin checks and `Connection: close`
-    // after a refusal (`gate::Edge`), then CORS. They wrap the router as one service:
-    // `Router::layer` would wrap each route on its own, boxing once per layer per request.
+    // after a refusal (`gate::Edge`), then CORS. One `Router::layer` for all of them: each
+    // wraps every route (and the fallbacks) on its own, boxing once per layer per request.
     let edge = ServiceBuilder::new()
         .layer(RequestIdLayer)
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
@@ -238,9 +238,8 @@ pub fn app<B: Backend>(
             tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
         }))
         .layer(CheckLayer(Edge { policy }))
-        .layer(gate::CorsLayer(origins.cors_layer()))
-        .service(routes);
-    Router::new().fallback_service(edge)
+        .layer(gate::CorsLayer(origins.cors_layer()));
+    routes.layer(edge)
 }
 
 /// Serves until `shutdown` completes, then stops accepting, finishes in-flight requests and
