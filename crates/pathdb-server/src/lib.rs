@@ -157,6 +157,16 @@ pub fn app<B: Backend>(
         origins: origins.clone(),
         local_only: !auth.enabled(),
     };
+    // Each route's checks are one route layer: every `Router::layer` or `route_layer` wraps
+    // each route on its own, and per request the router clones a route's layers (one box each,
+    // nested) and boxes each one's future. Outermost first: request metrics, then on the API
+    // the bearer token. (Route layers leave the fallbacks alone: 404 and 405 are neither
+    // counted nor behind auth, as when auth was a `Router::layer`, since the 405 fallback set
+    // below replaces the default ones the layer wrapped.)
+    let counted = || CheckLayer(TrackRequests);
+    let guarded = ServiceBuilder::new()
+        .layer(counted())
+        .layer(CheckLayer(RequireToken(auth)));
     let json = || CheckLayer(RequireMedia(media::JSON));
     let items = Router::new()
         .route(
@@ -177,9 +187,9 @@ pub fn app<B: Backend>(
         .route("/v1/groups", get(browse::groups::<B>))
         .route("/v1/keys/{*path}", get(browse::explain_key))
         .route("/v1/session", get(browse::session))
-        // One layer for both: each `Router::layer` wraps (and boxes, per request) every route.
-        .layer(
-            ServiceBuilder::new()
+        .route_layer(
+            guarded
+                .clone()
                 .layer(TimeoutLayer::with_status_code(
                     StatusCode::REQUEST_TIMEOUT,
                     REQUEST_TIMEOUT,
@@ -189,18 +199,21 @@ pub fn app<B: Backend>(
     // No timeout on the whole import: it allows REQUEST_TIMEOUT between chunks of its body, and
     // then takes as long as its batches take (its limit is MAX_IMPORT_BYTES, checked as it
     // reads). The media type is checked around the import handler, not in it: see `media`.
-    let import = Router::new().route(
-        "/v1/import",
-        post(handlers::import::<B>).route_layer(CheckLayer(RequireMedia(media::JSON_LINES))),
-    );
+    let import = Router::new()
+        .route(
+            "/v1/import",
+            post(handlers::import::<B>).route_layer(CheckLayer(RequireMedia(media::JSON_LINES))),
+        )
+        .route_layer(guarded.clone());
     // Long polls (up to 60 s) and event streams outlive the request timeout.
-    let feed = Router::new().route("/v1/changes/{*prefix}", get(changes::changes::<B>));
+    let feed = Router::new()
+        .route("/v1/changes/{*prefix}", get(changes::changes::<B>))
+        .route_layer(guarded.clone());
     let api = items
         .merge(import)
         .merge(feed)
-        .route("/metrics", get(handlers::metrics))
-        .with_state(state.clone())
-        .layer(CheckLayer(RequireToken(auth)));
+        .route("/metrics", get(handlers::metrics).route_layer(guarded))
+        .with_state(state.clone());
     let probes = Router::new()
         .route("/readyz", get(handlers::readyz::<B>))
         .with_state(state);
@@ -223,8 +236,8 @@ pub fn app<B: Backend>(
         )
         .route("/healthz", get(handlers::healthz))
         .merge(probes)
+        .route_layer(counted())
         .merge(api)
-        .route_layer(CheckLayer(TrackRequests))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed);
     // What every request passes, outermost first: a request id (before the span that logs it),
