@@ -260,6 +260,89 @@ impl Check for TrackRequests {
     }
 }
 
+/// The request timeout: 408 with an empty body when the wrapped service has not answered
+/// within the limit of the call, as tower-http's `TimeoutLayer::with_status_code` answers. Its
+/// timer is armed only if the service has not answered at the first poll: a get on the file
+/// backend answers there, and arming a timer (tower-http arms it before the first poll) takes
+/// the runtime's timer wheel lock and often wakes the thread that drives it. The deadline is
+/// the same, counted from the call. (At the deadline itself an answer that is ready wins over
+/// the 408; tower-http, polling its timer first, answers 408.)
+#[derive(Clone, Copy)]
+pub(crate) struct TimeoutLayer(pub(crate) std::time::Duration);
+
+impl<S> Layer<S> for TimeoutLayer {
+    type Service = Timeout<S>;
+    fn layer(&self, inner: S) -> Timeout<S> {
+        Timeout {
+            inner,
+            limit: self.0,
+        }
+    }
+}
+
+/// See [`TimeoutLayer`].
+#[derive(Clone)]
+pub(crate) struct Timeout<S> {
+    inner: S,
+    limit: std::time::Duration,
+}
+
+impl<S> Service<Request> for Timeout<S>
+where
+    S: Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = TimeoutFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        TimeoutFuture {
+            inner: self.inner.call(request),
+            deadline: tokio::time::Instant::now() + self.limit,
+            timer: None,
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`Timeout`].
+    pub(crate) struct TimeoutFuture<F> {
+        #[pin]
+        inner: F,
+        deadline: tokio::time::Instant,
+        #[pin]
+        timer: Option<tokio::time::Sleep>,
+    }
+}
+
+impl<F, E> Future for TimeoutFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        if let Poll::Ready(answer) = this.inner.poll(cx) {
+            return Poll::Ready(answer);
+        }
+        if this.timer.is_none() {
+            this.timer
+                .set(Some(tokio::time::sleep_until(*this.deadline)));
+        }
+        if let Some(timer) = this.timer.as_pin_mut() {
+            ready!(timer.poll(cx));
+        }
+        let mut response = Response::new(axum::body::Body::empty());
+        *response.status_mut() = StatusCode::REQUEST_TIMEOUT;
+        Poll::Ready(Ok(response))
+    }
+}
+
 /// The `x-request-id` header.
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 

@@ -39,7 +39,6 @@ use pathdb_store::backend::Backend;
 use std::future::Future;
 use std::time::Duration;
 use tower::ServiceBuilder;
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use wire::TaggedUnions;
@@ -190,10 +189,7 @@ pub fn app<B: Backend>(
         .route_layer(
             guarded
                 .clone()
-                .layer(TimeoutLayer::with_status_code(
-                    StatusCode::REQUEST_TIMEOUT,
-                    REQUEST_TIMEOUT,
-                ))
+                .layer(gate::TimeoutLayer(REQUEST_TIMEOUT))
                 .layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
         );
     // No timeout on the whole import: it allows REQUEST_TIMEOUT between chunks of its body, and

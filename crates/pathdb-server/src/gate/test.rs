@@ -63,3 +63,49 @@ async fn cors_answers_as_tower_http_does() {
         }
     }
 }
+
+/// A service that answers after `after`, or never.
+fn slow(
+    after: Option<std::time::Duration>,
+) -> impl Service<Request, Response = Response, Error = Infallible, Future: Send> + Clone + Send {
+    tower::service_fn(move |_: Request| async move {
+        match after {
+            Some(after) => tokio::time::sleep(after).await,
+            None => std::future::pending::<()>().await,
+        }
+        Ok::<_, Infallible>(Response::new(Body::from("done")))
+    })
+}
+
+/// `gate::Timeout` answers as tower-http's `TimeoutLayer::with_status_code(408)` does: the
+/// service's answer in time, an empty 408 after the limit.
+#[tokio::test]
+async fn timeout_answers_as_tower_http_does() {
+    use http_body_util::BodyExt;
+    let limit = std::time::Duration::from_millis(50);
+    for after in [
+        Some(std::time::Duration::ZERO),
+        Some(limit / 5),
+        None,
+        Some(limit * 20),
+    ] {
+        let request = || Request::new(Body::empty());
+        let theirs =
+            tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, limit);
+        let theirs = theirs.layer(slow(after)).oneshot(request()).await.unwrap();
+        let started = std::time::Instant::now();
+        let ours = TimeoutLayer(limit)
+            .layer(slow(after))
+            .oneshot(request())
+            .await
+            .unwrap();
+        let took = started.elapsed();
+        assert_eq!(head(&ours), head(&theirs), "{after:?}");
+        let ours = ours.into_body().collect().await.unwrap().to_bytes();
+        let theirs = theirs.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(ours, theirs, "{after:?}");
+        if after.is_none_or(|after| after > limit) {
+            assert!(took >= limit && took < limit * 10, "{after:?}: {took:?}");
+        }
+    }
+}
