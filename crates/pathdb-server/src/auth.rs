@@ -109,13 +109,38 @@ pub struct Granted {
     pub scope: Scope,
 }
 
-/// Checks the bearer token and its scope: what the request may do, or its refusal (401 without
-/// a known token, 403 for a write with a read-only one). Without tokens everyone may read and
-/// write. (Run on the API's routes, before their handlers: see `gate`.)
+/// Why [`check`] refused a request.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Refusal {
+    /// No bearer token: 401.
+    MissingToken,
+    /// A bearer token that is not configured: 401.
+    UnknownToken,
+    /// A write with a read-only token: 403.
+    ReadOnly,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::MissingToken => unauthorized("missing bearer token"),
+            Refusal::UnknownToken => unauthorized("unknown token"),
+            Refusal::ReadOnly => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "this token may only read",
+            )
+            .into_response(),
+        }
+    }
+}
+
+/// Checks the bearer token and its scope: what the request may do, or why not. Without tokens
+/// everyone may read and write. (Run on the API's routes, before their handlers: see `gate`.)
 ///
 /// # Errors
-/// The refusal, as the answer to send.
-pub fn check<B>(auth: &Auth, request: &axum::http::Request<B>) -> Result<Granted, Response> {
+/// The refusal; its response is the answer to send.
+pub fn check<B>(auth: &Auth, request: &axum::http::Request<B>) -> Result<Granted, Refusal> {
     if !auth.enabled() {
         return Ok(Granted {
             auth_required: false,
@@ -131,18 +156,13 @@ pub fn check<B>(auth: &Auth, request: &axum::http::Request<B>) -> Result<Granted
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim());
     let Some(token) = presented else {
-        return Err(unauthorized("missing bearer token"));
+        return Err(Refusal::MissingToken);
     };
     let Some(scope) = auth.scope_of(token) else {
-        return Err(unauthorized("unknown token"));
+        return Err(Refusal::UnknownToken);
     };
     if scope == Scope::Read && is_write(request.method(), request.uri().path()) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "this token may only read",
-        )
-        .into_response());
+        return Err(Refusal::ReadOnly);
     }
     Ok(Granted {
         auth_required: true,

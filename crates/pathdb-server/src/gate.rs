@@ -210,7 +210,7 @@ impl Check for RequireToken {
                 request.extensions_mut().insert(granted);
                 ((), None)
             }
-            Err(refusal) => ((), Some(refusal)),
+            Err(refusal) => ((), Some(refusal.into_response())),
         }
     }
 
