@@ -2,9 +2,7 @@
 //! local-only mode: no authentication, and it refuses to bind anything but loopback.
 
 use crate::error::ApiError;
-use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -102,7 +100,7 @@ fn unauthorized(message: &str) -> Response {
     response
 }
 
-/// What [`require_token`] let through, in the request's extensions for handlers that show it.
+/// What [`check`] let through, in the request's extensions for handlers that show it.
 #[derive(Clone, Copy, Debug)]
 pub struct Granted {
     /// Whether the server has tokens at all (without, everyone may read and write).
@@ -111,18 +109,43 @@ pub struct Granted {
     pub scope: Scope,
 }
 
-/// Middleware: checks the bearer token and its scope.
-pub async fn require_token(
-    State(auth): State<Auth>,
-    mut request: Request,
-    next: Next,
-) -> Result<Response, Response> {
+/// Why [`check`] refused a request.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Refusal {
+    /// No bearer token: 401.
+    MissingToken,
+    /// A bearer token that is not configured: 401.
+    UnknownToken,
+    /// A write with a read-only token: 403.
+    ReadOnly,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::MissingToken => unauthorized("missing bearer token"),
+            Refusal::UnknownToken => unauthorized("unknown token"),
+            Refusal::ReadOnly => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "this token may only read",
+            )
+            .into_response(),
+        }
+    }
+}
+
+/// Checks the bearer token and its scope: what the request may do, or why not. Without tokens
+/// everyone may read and write. (Run on the API's routes, before their handlers: see `gate`.)
+///
+/// # Errors
+/// The refusal; its response is the answer to send.
+pub fn check<B>(auth: &Auth, request: &axum::http::Request<B>) -> Result<Granted, Refusal> {
     if !auth.enabled() {
-        request.extensions_mut().insert(Granted {
+        return Ok(Granted {
             auth_required: false,
             scope: Scope::ReadWrite,
         });
-        return Ok(next.run(request).await);
     }
     // The scheme is case-insensitive (RFC 9110 section 11.1).
     let presented = request
@@ -133,24 +156,18 @@ pub async fn require_token(
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim());
     let Some(token) = presented else {
-        return Err(unauthorized("missing bearer token"));
+        return Err(Refusal::MissingToken);
     };
     let Some(scope) = auth.scope_of(token) else {
-        return Err(unauthorized("unknown token"));
+        return Err(Refusal::UnknownToken);
     };
     if scope == Scope::Read && is_write(request.method(), request.uri().path()) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "this token may only read",
-        )
-        .into_response());
+        return Err(Refusal::ReadOnly);
     }
-    request.extensions_mut().insert(Granted {
+    Ok(Granted {
         auth_required: true,
         scope,
-    });
-    Ok(next.run(request).await)
+    })
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 use crate::error::ApiError;
 use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
 use pathdb_keys::KeyPath;
 use serde::de::DeserializeOwned;
 
@@ -24,6 +24,28 @@ impl<S: Send + Sync> FromRequestParts<S> for UrlPath {
         let text = format!("/{}", rest.trim_start_matches('/'));
         // Offsets in errors count from the path's leading '/'.
         Ok(UrlPath(text.parse()?))
+    }
+}
+
+/// The request's `If-Match` and `If-None-Match` lines: all the item handlers read of its
+/// headers. (axum's `HeaderMap` extractor copies every header, on every get.)
+pub struct Preconditions(pub HeaderMap);
+
+impl<S: Send + Sync> FromRequestParts<S> for Preconditions {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        _: &S,
+    ) -> Result<Self, std::convert::Infallible> {
+        // Empty (and unallocated) for a request without preconditions.
+        let mut headers = HeaderMap::new();
+        for name in [header::IF_MATCH, header::IF_NONE_MATCH] {
+            for value in parts.headers.get_all(&name) {
+                headers.append(name.clone(), value.clone());
+            }
+        }
+        Ok(Preconditions(headers))
     }
 }
 

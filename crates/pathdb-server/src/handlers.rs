@@ -4,11 +4,11 @@
 
 use crate::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Body, Json, Query, UrlPath};
+use crate::extract::{Body, Json, Preconditions, Query, UrlPath};
 use crate::precondition::{self, WritePrecondition};
 use crate::telemetry;
 use crate::wire::*;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
@@ -100,7 +100,7 @@ pub async fn get_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
     UrlPath(path): UrlPath,
     Query(q): Query<GetQuery>,
-    headers: HeaderMap,
+    Preconditions(headers): Preconditions,
 ) -> Result<Response, ApiError> {
     if q.version == Some(0) {
         return Err(ApiError::bad_request("versions start at 1"));
@@ -146,7 +146,7 @@ pub async fn put_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
     UrlPath(path): UrlPath,
     Query(q): Query<PutQuery>,
-    headers: HeaderMap,
+    Preconditions(headers): Preconditions,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let precondition = precondition::write_precondition(&headers)?;
@@ -234,7 +234,7 @@ fn http_condition(e: pathdb_store::Error) -> ApiError {
 pub async fn delete_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
     UrlPath(path): UrlPath,
-    headers: HeaderMap,
+    Preconditions(headers): Preconditions,
 ) -> Result<Response, ApiError> {
     let precondition = precondition::write_precondition(&headers)?;
     if precondition == WritePrecondition::Store(Condition::MustNotExist) {

@@ -14,6 +14,7 @@ mod changes;
 pub mod config;
 mod error;
 mod extract;
+mod gate;
 mod handlers;
 mod media;
 pub mod origin;
@@ -30,16 +31,14 @@ pub use origin::AllowedOrigins;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::handler::Handler;
-use axum::http::{HeaderName, StatusCode, header};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use axum::routing::{get, post};
+use gate::{CheckLayer, Edge, RequestIdLayer, RequireMedia, RequireToken, TrackRequests};
 use pathdb_store::Store;
 use pathdb_store::backend::Backend;
 use std::future::Future;
 use std::time::Duration;
-use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::timeout::TimeoutLayer;
+use tower::ServiceBuilder;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use wire::TaggedUnions;
@@ -105,50 +104,6 @@ pub fn openapi_json() -> String {
         .unwrap_or_else(|_| "{}".to_owned())
 }
 
-/// A request refused before its body was read (401, 403, 408, 413, 415, 431) leaves that body
-/// on the connection, so hyper closes it after the answer: the answer says so
-/// (`Connection: close`), or a client would send its next request on a connection that is
-/// already gone.
-async fn close_after_refusal(request: Request, next: Next) -> Response {
-    let has_body = request.headers().contains_key(header::TRANSFER_ENCODING)
-        || request
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|n| n != "0");
-    let mut response = next.run(request).await;
-    if has_body
-        && matches!(
-            response.status().as_u16(),
-            401 | 403 | 408 | 413 | 415 | 431
-        )
-    {
-        response.headers_mut().insert(
-            header::CONNECTION,
-            axum::http::HeaderValue::from_static("close"),
-        );
-    }
-    response
-}
-
-/// Requests whose headers together exceed [`MAX_HEADER_BYTES`] get 431.
-async fn limit_headers(request: Request, next: Next) -> Response {
-    let size: usize = request
-        .headers()
-        .iter()
-        .map(|(k, v)| k.as_str().len() + v.len() + 4)
-        .sum();
-    if size > MAX_HEADER_BYTES {
-        return ApiError::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "too_large",
-            format!("headers exceed {MAX_HEADER_BYTES} bytes"),
-        )
-        .into_response();
-    }
-    next.run(request).await
-}
-
 /// Unknown routes answer in the API's error shape.
 async fn not_found() -> ApiError {
     ApiError::not_found("no such endpoint")
@@ -201,7 +156,17 @@ pub fn app<B: Backend>(
         origins: origins.clone(),
         local_only: !auth.enabled(),
     };
-    let json = || middleware::from_fn(media::require_json);
+    // Each route's checks are one route layer: every `Router::layer` or `route_layer` wraps
+    // each route on its own, and per request the router clones a route's layers (one box each,
+    // nested) and boxes each one's future. Outermost first: request metrics, then on the API
+    // the bearer token. (Route layers leave the fallbacks alone: 404 and 405 are neither
+    // counted nor behind auth, as when auth was a `Router::layer`, since the 405 fallback set
+    // below replaces the default ones the layer wrapped.)
+    let counted = || CheckLayer(TrackRequests);
+    let guarded = ServiceBuilder::new()
+        .layer(counted())
+        .layer(CheckLayer(RequireToken(auth)));
+    let json = || CheckLayer(RequireMedia(media::JSON));
     let items = Router::new()
         .route(
             "/v1/items/{*path}",
@@ -221,55 +186,69 @@ pub fn app<B: Backend>(
         .route("/v1/groups", get(browse::groups::<B>))
         .route("/v1/keys/{*path}", get(browse::explain_key))
         .route("/v1/session", get(browse::session))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            REQUEST_TIMEOUT,
-        ));
+        .route_layer(
+            guarded
+                .clone()
+                .layer(gate::TimeoutLayer(REQUEST_TIMEOUT))
+                .layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
+        );
     // No timeout on the whole import: it allows REQUEST_TIMEOUT between chunks of its body, and
     // then takes as long as its batches take (its limit is MAX_IMPORT_BYTES, checked as it
     // reads). The media type is checked around the import handler, not in it: see `media`.
-    let import = Router::new().route(
-        "/v1/import",
-        post(handlers::import::<B>).route_layer(middleware::from_fn(media::require_json_lines)),
-    );
+    let import = Router::new()
+        .route(
+            "/v1/import",
+            post(handlers::import::<B>).route_layer(CheckLayer(RequireMedia(media::JSON_LINES))),
+        )
+        .route_layer(guarded.clone());
     // Long polls (up to 60 s) and event streams outlive the request timeout.
-    let feed = Router::new().route("/v1/changes/{*prefix}", get(changes::changes::<B>));
+    let feed = Router::new()
+        .route("/v1/changes/{*prefix}", get(changes::changes::<B>))
+        .route_layer(guarded.clone());
     let api = items
         .merge(import)
         .merge(feed)
-        .route("/metrics", get(handlers::metrics))
-        .with_state(state.clone())
-        .layer(middleware::from_fn_with_state(auth, auth::require_token));
+        .route("/metrics", get(handlers::metrics).route_layer(guarded))
+        .with_state(state.clone());
     let probes = Router::new()
         .route("/readyz", get(handlers::readyz::<B>))
         .with_state(state);
     // Installed before the first request, so every request and commit is counted.
     let _ = telemetry::prometheus();
-    let request_id = HeaderName::from_static("x-request-id");
     let console = match console {
         Console::Served => ui::router(),
         Console::Off => Router::new(),
     };
-    Router::new()
+    let routes = Router::new()
         .merge(console)
-        .route("/openapi.json", get(|| async { ([(axum::http::header::CONTENT_TYPE, "application/json")], openapi_json()) }))
+        .route(
+            "/openapi.json",
+            get(|| async {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    openapi_json(),
+                )
+            }),
+        )
         .route("/healthz", get(handlers::healthz))
         .merge(probes)
+        .route_layer(counted())
         .merge(api)
-        .route_layer(middleware::from_fn(telemetry::track_requests))
         .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(origins.cors_layer())
-        .layer(middleware::from_fn_with_state(policy, origin::check_origin))
-        .layer(middleware::from_fn(limit_headers))
-        .layer(middleware::from_fn(close_after_refusal))
-        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .method_not_allowed_fallback(method_not_allowed);
+    // What every request passes, outermost first: a request id (before the span that logs it),
+    // the access log's span, the header-size, Host and Origin checks and `Connection: close`
+    // after a refusal (`gate::Edge`), then CORS. One `Router::layer` for all of them: each
+    // wraps every route (and the fallbacks) on its own, boxing once per layer per request.
+    let edge = ServiceBuilder::new()
+        .layer(RequestIdLayer)
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
-            let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+            let id = request.headers().get(&gate::REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
             tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
         }))
-        .layer(SetRequestIdLayer::new(request_id, telemetry::RandomRequestId))
+        .layer(CheckLayer(Edge { policy }))
+        .layer(gate::CorsLayer(origins.cors_layer()));
+    routes.layer(edge)
 }
 
 /// Serves until `shutdown` completes, then stops accepting, finishes in-flight requests and

@@ -4,12 +4,12 @@
 //! bodies cross-origin without a CORS preflight, so a server that reads any body as JSON can be
 //! written to by any web page its user visits. Requiring `application/json` (or JSON lines for
 //! an import) forces a preflight, which the origin check refuses for foreign pages. The check is
-//! a route layer, so it runs before the handler reads the body: a refused request writes nothing.
+//! a route layer (`gate::RequireMedia`), so it runs before the handler reads the body: a
+//! refused request writes nothing.
 
 use crate::error::ApiError;
 use axum::extract::Request;
 use axum::http::{StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// The media type of `PUT /v1/items/*`, `POST /v1/get` and `POST /v1/transact` bodies.
@@ -19,7 +19,7 @@ pub const JSON_LINES: &[&str] = &["application/x-ndjson", "application/jsonl"];
 
 /// Whether the request's `Content-Type` is one of `accepted` (parameters such as `charset`
 /// are allowed).
-fn declared_as(request: &Request, accepted: &[&str]) -> bool {
+pub(crate) fn declared_as(request: &Request, accepted: &[&str]) -> bool {
     request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -32,7 +32,8 @@ fn declared_as(request: &Request, accepted: &[&str]) -> bool {
         })
 }
 
-fn unsupported(accepted: &[&str]) -> Response {
+/// 415, naming the media types `accepted`.
+pub(crate) fn unsupported(accepted: &[&str]) -> Response {
     ApiError::new(
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
         "unsupported_media_type",
@@ -42,23 +43,4 @@ fn unsupported(accepted: &[&str]) -> Response {
         ),
     )
     .into_response()
-}
-
-/// Route layer: the body must be `application/json`, else 415.
-pub async fn require_json(request: Request, next: Next) -> Response {
-    if declared_as(&request, JSON) {
-        next.run(request).await
-    } else {
-        unsupported(JSON)
-    }
-}
-
-/// Route layer: the body must be JSON lines (`application/x-ndjson` or `application/jsonl`),
-/// else 415.
-pub async fn require_json_lines(request: Request, next: Next) -> Response {
-    if declared_as(&request, JSON_LINES) {
-        next.run(request).await
-    } else {
-        unsupported(JSON_LINES)
-    }
 }

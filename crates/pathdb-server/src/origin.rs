@@ -13,10 +13,7 @@
 
 use crate::config::ConfigError;
 use crate::error::ApiError;
-use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -57,7 +54,8 @@ impl AllowedOrigins {
     }
 
     /// The CORS layer for the configured origins: preflights, and the response headers that let
-    /// their pages read answers.
+    /// their pages read answers. (A request with no `Origin` that is not a preflight gets only
+    /// [`NO_ORIGIN_VARY`] and [`NO_ORIGIN_EXPOSE`] from it.)
     pub fn cors_layer(&self) -> CorsLayer {
         CorsLayer::new()
             .allow_origin(AllowOrigin::list(self.origins.iter().cloned()))
@@ -77,6 +75,16 @@ impl AllowedOrigins {
             .max_age(Duration::from_secs(600))
     }
 }
+
+/// The `Vary` value [`AllowedOrigins::cors_layer`] appends to the answer to a request with no
+/// `Origin` that is not an `OPTIONS` preflight (tower-http's default: the request headers a
+/// preflight looks at). `gate::Cors` adds it without tower-http's per-request work; a test
+/// checks that both answer the same.
+pub const NO_ORIGIN_VARY: &str =
+    "origin, access-control-request-method, access-control-request-headers";
+/// The `Access-Control-Expose-Headers` value [`AllowedOrigins::cors_layer`] sets on the answer to
+/// a request with no `Origin` that is not an `OPTIONS` preflight; see [`NO_ORIGIN_VARY`].
+pub const NO_ORIGIN_EXPOSE: &str = "etag,www-authenticate,x-request-id";
 
 fn parse_origin(text: &str) -> Result<HeaderValue, ConfigError> {
     let invalid = || ConfigError::InvalidOrigin(text.to_owned());
@@ -115,8 +123,8 @@ fn is_loopback_host(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// What [`check_origin`] needs: the allowed origins, and whether the server runs without
-/// tokens (then the `Host` must be a loopback name).
+/// What [`refusal`] needs: the allowed origins, and whether the server runs without tokens
+/// (then the `Host` must be a loopback name).
 #[derive(Clone, Debug)]
 pub struct OriginPolicy {
     /// Origins allowed besides the server's own.
@@ -125,40 +133,35 @@ pub struct OriginPolicy {
     pub local_only: bool,
 }
 
-/// Middleware: 403 `origin_not_allowed` for a request from a page the server does not allow,
+/// The answer to a request from a page the server does not allow: 403 `origin_not_allowed`;
 /// and, in local-only mode, 403 `host_not_allowed` for a `Host` that is not a loopback name.
-pub async fn check_origin(
-    State(policy): State<OriginPolicy>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+/// `host` is the request's `Host` (or its URI's authority), `origin` its `Origin` header.
+/// `None`: the request may go on. (Checked on every request, before any route: see `gate`.)
+pub fn refusal(
+    policy: &OriginPolicy,
+    host: Option<&str>,
+    origin: Option<&HeaderValue>,
+) -> Option<ApiError> {
     if policy.local_only
         && let Some(host) = host
         && !is_loopback_host(host)
     {
-        return ApiError::new(
+        return Some(ApiError::new(
             StatusCode::FORBIDDEN,
             "host_not_allowed",
             "without access tokens the server answers only to a loopback Host (localhost, 127.0.0.1, [::1])",
-        )
-        .into_response();
+        ));
     }
-    if let Some(origin) = request.headers().get(header::ORIGIN)
+    if let Some(origin) = origin
         && !policy.origins.allows(origin, host)
     {
-        return ApiError::new(
+        return Some(ApiError::new(
             StatusCode::FORBIDDEN,
             "origin_not_allowed",
             "requests from this web origin are not allowed (see pathdb serve --cors-origin)",
-        )
-        .into_response();
+        ));
     }
-    next.run(request).await
+    None
 }
 
 #[cfg(test)]

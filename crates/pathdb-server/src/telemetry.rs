@@ -5,17 +5,13 @@
 //! once per process and renders it. Request metrics are labelled with the matched route
 //! template (`/v1/items/{*path}`), never the raw path, so their number stays bounded.
 
-use axum::extract::{MatchedPath, Request};
 use axum::http::HeaderValue;
-use axum::middleware::Next;
-use axum::response::Response;
 use metrics::{Counter, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use tower_http::request_id::{MakeRequestId, RequestId};
 
 /// Latency buckets in seconds: 100 µs to 10 s.
 const SECONDS: &[f64] = &[
@@ -69,22 +65,6 @@ fn install() -> Option<PrometheusHandle> {
     Some(handle)
 }
 
-/// Route layer: counts requests by method, route template and status, and times them.
-pub async fn track_requests(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().clone();
-    let route = request.extensions().get::<MatchedPath>().cloned();
-    let response = next.run(request).await;
-    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    record_request(
-        method.as_str(),
-        route,
-        response.status().as_str(),
-        started.elapsed(),
-    );
-    response
-}
-
 /// Methods and statuses the API answers: their labels are static, and their handles cached.
 const METHODS: &[&str] = &["GET", "PUT", "POST", "DELETE", "HEAD", "OPTIONS", "PATCH"];
 const STATUSES: &[&str] = &[
@@ -107,7 +87,9 @@ thread_local! {
     static STORE_HANDLES: RefCell<Handles<(&'static str, bool)>> = RefCell::new(HashMap::new());
 }
 
-fn record_request(method: &str, route: &str, status: &str, took: Duration) {
+/// Counts one request by method, route template and status, and records its latency (the
+/// route layer `gate::TrackRequests`).
+pub(crate) fn record_request(method: &str, route: &str, status: &str, took: Duration) {
     let (Some(method), Some(status)) = (known(method, METHODS), known(status, STATUSES)) else {
         // Rare (an unusual method or status): not worth a cached handle.
         let (method, status) = (method.to_owned(), status.to_owned());
@@ -135,14 +117,6 @@ fn record_request(method: &str, route: &str, status: &str, took: Duration) {
     });
 }
 
-/// `x-request-id` values: random version-4 UUIDs from a per-thread generator seeded once from
-/// the operating system, instead of a `getrandom` system call per request ([`MakeRequestUuid`]
-/// of tower-http). Request ids need to be unique, not unguessable.
-///
-/// [`MakeRequestUuid`]: tower_http::request_id::MakeRequestUuid
-#[derive(Clone, Copy, Default, Debug)]
-pub struct RandomRequestId;
-
 thread_local! {
     static ID_STATE: Cell<u64> = Cell::new({
         let (a, b) = uuid::Uuid::new_v4().as_u64_pair();
@@ -161,15 +135,14 @@ fn next_u64() -> u64 {
     })
 }
 
-impl MakeRequestId for RandomRequestId {
-    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
-        let bytes = (u128::from(next_u64()) << 64 | u128::from(next_u64())).to_le_bytes();
-        let id = uuid::Builder::from_random_bytes(bytes).into_uuid();
-        let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
-        HeaderValue::from_str(id.hyphenated().encode_lower(&mut text))
-            .ok()
-            .map(RequestId::new)
-    }
+/// A new `x-request-id` value: a random version-4 UUID from a per-thread generator seeded once
+/// from the operating system, instead of a `getrandom` system call per request (as tower-http's
+/// `MakeRequestUuid` makes them). Request ids need to be unique, not unguessable.
+pub(crate) fn new_request_id() -> Option<HeaderValue> {
+    let bytes = (u128::from(next_u64()) << 64 | u128::from(next_u64())).to_le_bytes();
+    let id = uuid::Builder::from_random_bytes(bytes).into_uuid();
+    let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+    HeaderValue::from_str(id.hyphenated().encode_lower(&mut text)).ok()
 }
 
 /// Records one store operation: its outcome and latency.

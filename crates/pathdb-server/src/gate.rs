@@ -1,0 +1,517 @@
+//! The checks every request passes, as tower layers with concrete futures.
+//!
+//! They were `axum::middleware::from_fn` functions. Each of those boxes its future and clones
+//! and boxes the service it wraps on every request, and each layer added with `Router::layer`
+//! wraps every route separately, boxing once more: on a get, the layers cost more server CPU
+//! than the handler and the store together (docs/benchmarks.md, "HTTP server", issue 12). Here a
+//! [`Check`] looks at the request before the service it wraps and at the response after it, in
+//! a future that is part of the wrapping one, and allocates nothing of its own; and the layers
+//! are composed into as few `Router::layer`s as their routes allow (see `crate::app`).
+
+use crate::auth::{self, Auth};
+use crate::error::ApiError;
+use crate::media;
+use crate::origin::{self, OriginPolicy};
+use crate::{MAX_HEADER_BYTES, telemetry};
+use axum::extract::{MatchedPath, Request};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pin_project_lite::pin_project;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Instant;
+use tower::util::Oneshot;
+use tower::{Layer, Service, ServiceExt};
+
+/// One check around a service.
+pub(crate) trait Check: Clone + Send + Sync + 'static {
+    /// What [`Check::after`] needs to know about the request.
+    type Memo: Send + 'static;
+    /// Looks at the request before the wrapped service sees it. A response in the second place
+    /// refuses the request: the wrapped service is not called, and that response (after
+    /// [`Check::after`]) is the answer.
+    fn before(&self, request: &mut Request) -> (Self::Memo, Option<Response>);
+    /// Looks at the answer, the wrapped service's or the refusal, before it goes out.
+    fn after(memo: Self::Memo, response: &mut Response);
+}
+
+/// Wraps services in [`Checked`] with the check `C`.
+#[derive(Clone)]
+pub(crate) struct CheckLayer<C>(pub(crate) C);
+
+impl<S, C: Clone> Layer<S> for CheckLayer<C> {
+    type Service = Checked<S, C>;
+    fn layer(&self, inner: S) -> Checked<S, C> {
+        Checked {
+            inner,
+            check: self.0.clone(),
+        }
+    }
+}
+
+/// A service behind a [`Check`].
+#[derive(Clone)]
+pub(crate) struct Checked<S, C> {
+    inner: S,
+    check: C,
+}
+
+impl<S, C> Service<Request> for Checked<S, C>
+where
+    S: Service<Request, Response = Response>,
+    C: Check,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = CheckedFuture<S::Future, C::Memo>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let (memo, refusal) = self.check.before(&mut request);
+        let state = match refusal {
+            None => State::Inner {
+                future: self.inner.call(request),
+            },
+            Some(response) => State::Refused {
+                response: Some(response),
+            },
+        };
+        CheckedFuture {
+            state,
+            memo: Some(memo),
+            after: C::after,
+        }
+    }
+}
+
+pin_project! {
+    /// The future of a [`Checked`] service.
+    pub(crate) struct CheckedFuture<F, M> {
+        #[pin]
+        state: State<F>,
+        memo: Option<M>,
+        after: fn(M, &mut Response),
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Inner { #[pin] future: F },
+        Refused { response: Option<Response> },
+    }
+}
+
+impl<F, E, M> Future for CheckedFuture<F, M>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut response = match this.state.project() {
+            StateProj::Inner { future } => ready!(future.poll(cx))?,
+            StateProj::Refused { response } => response
+                .take()
+                .expect("a CheckedFuture is not polled after it completed"),
+        };
+        if let Some(memo) = this.memo.take() {
+            (this.after)(memo, &mut response);
+        }
+        Poll::Ready(Ok(response))
+    }
+}
+
+/// The checks on every request, before any route, in one pass over its headers: the size of
+/// the headers (431), the `Host` and `Origin` (403, see [`origin`]), and `Connection: close` on
+/// a refusal that leaves a request body unread.
+#[derive(Clone)]
+pub(crate) struct Edge {
+    pub(crate) policy: OriginPolicy,
+}
+
+impl Check for Edge {
+    /// Whether the request has a body.
+    type Memo = bool;
+
+    fn before(&self, request: &mut Request) -> (bool, Option<Response>) {
+        let mut size = 0;
+        let (mut host, mut origin, mut content_length) = (None, None, None);
+        let mut chunked = false;
+        // `HeaderMap::iter` yields each name's values together, the first one first: the first
+        // seen is what `HeaderMap::get` answers.
+        for (name, value) in request.headers() {
+            size += name.as_str().len() + value.len() + 4;
+            if name == header::HOST {
+                host = host.or(Some(value));
+            } else if name == header::ORIGIN {
+                origin = origin.or(Some(value));
+            } else if name == header::CONTENT_LENGTH {
+                content_length = content_length.or(Some(value));
+            } else if name == header::TRANSFER_ENCODING {
+                chunked = true;
+            }
+        }
+        let has_body = chunked
+            || content_length
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|n| n != "0");
+        // Headers together larger than MAX_HEADER_BYTES: 431, before anything looks at them.
+        if size > MAX_HEADER_BYTES {
+            let refusal = ApiError::new(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "too_large",
+                format!("headers exceed {MAX_HEADER_BYTES} bytes"),
+            );
+            return (has_body, Some(refusal.into_response()));
+        }
+        let host = host
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| request.uri().authority().map(|a| a.as_str()));
+        let refusal = origin::refusal(&self.policy, host, origin);
+        (has_body, refusal.map(IntoResponse::into_response))
+    }
+
+    /// A request refused before its body was read (401, 403, 408, 413, 415, 431) leaves that
+    /// body on the connection, so hyper closes it after the answer: the answer says so
+    /// (`Connection: close`), or a client would send its next request on a connection that is
+    /// already gone. (The statuses of the checks inside this one count too: auth, the media
+    /// type, the body limit and the timeout.)
+    fn after(has_body: bool, response: &mut Response) {
+        if has_body
+            && matches!(
+                response.status().as_u16(),
+                401 | 403 | 408 | 413 | 415 | 431
+            )
+        {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+    }
+}
+
+/// Bearer tokens and their scopes on the API's routes (see [`auth`]).
+#[derive(Clone)]
+pub(crate) struct RequireToken(pub(crate) Auth);
+
+impl Check for RequireToken {
+    type Memo = ();
+
+    fn before(&self, request: &mut Request) -> ((), Option<Response>) {
+        match auth::check(&self.0, request) {
+            Ok(granted) => {
+                request.extensions_mut().insert(granted);
+                ((), None)
+            }
+            Err(refusal) => ((), Some(refusal.into_response())),
+        }
+    }
+
+    fn after((): (), _: &mut Response) {}
+}
+
+/// A request body only under its media type (see [`media`]): a route layer, so it runs before
+/// the handler reads the body.
+#[derive(Clone, Copy)]
+pub(crate) struct RequireMedia(pub(crate) &'static [&'static str]);
+
+impl Check for RequireMedia {
+    type Memo = ();
+
+    fn before(&self, request: &mut Request) -> ((), Option<Response>) {
+        if media::declared_as(request, self.0) {
+            ((), None)
+        } else {
+            ((), Some(media::unsupported(self.0)))
+        }
+    }
+
+    fn after((): (), _: &mut Response) {}
+}
+
+/// Route layer: counts requests by method, route template and status, and times them (see
+/// [`telemetry`]).
+#[derive(Clone, Copy)]
+pub(crate) struct TrackRequests;
+
+impl Check for TrackRequests {
+    type Memo = (Instant, Method, Option<MatchedPath>);
+
+    fn before(&self, request: &mut Request) -> (Self::Memo, Option<Response>) {
+        let route = request.extensions().get::<MatchedPath>().cloned();
+        ((Instant::now(), request.method().clone(), route), None)
+    }
+
+    fn after((started, method, route): Self::Memo, response: &mut Response) {
+        let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+        telemetry::record_request(
+            method.as_str(),
+            route,
+            response.status().as_str(),
+            started.elapsed(),
+        );
+    }
+}
+
+/// The request timeout: 408 with an empty body when the wrapped service has not answered
+/// within the limit of the call, as tower-http's `TimeoutLayer::with_status_code` answers. Its
+/// timer is armed only if the service has not answered at the first poll: a get on the file
+/// backend answers there, and arming a timer (tower-http arms it before the first poll) takes
+/// the runtime's timer wheel lock and often wakes the thread that drives it. The deadline is
+/// the same, counted from the call. (At the deadline itself an answer that is ready wins over
+/// the 408; tower-http, polling its timer first, answers 408.)
+#[derive(Clone, Copy)]
+pub(crate) struct TimeoutLayer(pub(crate) std::time::Duration);
+
+impl<S> Layer<S> for TimeoutLayer {
+    type Service = Timeout<S>;
+    fn layer(&self, inner: S) -> Timeout<S> {
+        Timeout {
+            inner,
+            limit: self.0,
+        }
+    }
+}
+
+/// See [`TimeoutLayer`].
+#[derive(Clone)]
+pub(crate) struct Timeout<S> {
+    inner: S,
+    limit: std::time::Duration,
+}
+
+impl<S> Service<Request> for Timeout<S>
+where
+    S: Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = TimeoutFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        TimeoutFuture {
+            inner: self.inner.call(request),
+            deadline: tokio::time::Instant::now() + self.limit,
+            timer: None,
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`Timeout`].
+    pub(crate) struct TimeoutFuture<F> {
+        #[pin]
+        inner: F,
+        deadline: tokio::time::Instant,
+        #[pin]
+        timer: Option<tokio::time::Sleep>,
+    }
+}
+
+impl<F, E> Future for TimeoutFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        if let Poll::Ready(answer) = this.inner.poll(cx) {
+            return Poll::Ready(answer);
+        }
+        if this.timer.is_none() {
+            this.timer
+                .set(Some(tokio::time::sleep_until(*this.deadline)));
+        }
+        if let Some(timer) = this.timer.as_pin_mut() {
+            ready!(timer.poll(cx));
+        }
+        let mut response = Response::new(axum::body::Body::empty());
+        *response.status_mut() = StatusCode::REQUEST_TIMEOUT;
+        Poll::Ready(Ok(response))
+    }
+}
+
+/// The `x-request-id` header.
+pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Request ids, outside the access log's span (which shows them): a request without an
+/// `x-request-id` gets a new one ([`telemetry::new_request_id`]), and the answer carries the
+/// request's unless it has its own. (It was tower-http's `SetRequestIdLayer` and
+/// `PropagateRequestIdLayer`; their `RequestId` extensions are left out: nothing reads them.)
+#[derive(Clone, Copy)]
+pub(crate) struct RequestIdLayer;
+
+impl<S> Layer<S> for RequestIdLayer {
+    type Service = RequestIds<S>;
+    fn layer(&self, inner: S) -> RequestIds<S> {
+        RequestIds { inner }
+    }
+}
+
+/// See [`RequestIdLayer`].
+#[derive(Clone)]
+pub(crate) struct RequestIds<S> {
+    inner: S,
+}
+
+impl<S, B, ResB> Service<axum::http::Request<B>> for RequestIds<S>
+where
+    S: Service<axum::http::Request<B>, Response = axum::http::Response<ResB>>,
+{
+    type Response = axum::http::Response<ResB>;
+    type Error = S::Error;
+    type Future = RequestIdFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: axum::http::Request<B>) -> Self::Future {
+        let id = match request.headers().get(&REQUEST_ID) {
+            Some(id) => Some(id.clone()),
+            None => telemetry::new_request_id().inspect(|id| {
+                request.headers_mut().insert(REQUEST_ID, id.clone());
+            }),
+        };
+        RequestIdFuture {
+            inner: self.inner.call(request),
+            id,
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`RequestIds`].
+    pub(crate) struct RequestIdFuture<F> {
+        #[pin]
+        inner: F,
+        id: Option<HeaderValue>,
+    }
+}
+
+impl<F, ResB, E> Future for RequestIdFuture<F>
+where
+    F: Future<Output = Result<axum::http::Response<ResB>, E>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut response = ready!(this.inner.poll(cx))?;
+        if !response.headers().contains_key(&REQUEST_ID)
+            && let Some(id) = this.id.take()
+        {
+            response.headers_mut().insert(REQUEST_ID, id);
+        }
+        Poll::Ready(Ok(response))
+    }
+}
+
+/// CORS: tower-http's `Cors` for the requests it has work for, and its two fixed headers, added
+/// here, for the rest.
+///
+/// tower-http's `Cors` builds a header map and formats its `Vary` value for every request, and
+/// its configuration (with vectors) is cloned with the service stack, which hyper and the router
+/// clone per request. A request with no `Origin` that is not an `OPTIONS` preflight (every API
+/// client but a browser) gets only [`origin::NO_ORIGIN_VARY`] and [`origin::NO_ORIGIN_EXPOSE`]
+/// from it; a test checks that against tower-http's answer. Everything else goes through
+/// tower-http, which is kept behind an `Arc` and cloned only then.
+#[derive(Clone)]
+pub(crate) struct CorsLayer(pub(crate) tower_http::cors::CorsLayer);
+
+impl<S: Clone> Layer<S> for CorsLayer {
+    type Service = Cors<S>;
+    fn layer(&self, inner: S) -> Cors<S> {
+        Cors {
+            cors: Arc::new(self.0.layer(inner.clone())),
+            inner,
+        }
+    }
+}
+
+/// See [`CorsLayer`].
+#[derive(Clone)]
+pub(crate) struct Cors<S> {
+    cors: Arc<tower_http::cors::Cors<S>>,
+    inner: S,
+}
+
+impl<S> Service<Request> for Cors<S>
+where
+    S: Service<Request, Response = Response> + Clone,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = CorsFuture<S::Future, Oneshot<tower_http::cors::Cors<S>, Request>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        if request.method() == Method::OPTIONS || request.headers().contains_key(header::ORIGIN) {
+            // A clone of its own, made ready before the call (`oneshot`); the readiness of
+            // `inner`, unused, reserves nothing (the router is always ready).
+            CorsFuture::Cors {
+                future: tower_http::cors::Cors::clone(&self.cors).oneshot(request),
+            }
+        } else {
+            CorsFuture::Plain {
+                future: self.inner.call(request),
+            }
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`Cors`].
+    #[project = CorsProj]
+    pub(crate) enum CorsFuture<F, C> {
+        Plain { #[pin] future: F },
+        Cors { #[pin] future: C },
+    }
+}
+
+impl<F, C, E> Future for CorsFuture<F, C>
+where
+    F: Future<Output = Result<Response, E>>,
+    C: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            CorsProj::Cors { future } => future.poll(cx),
+            CorsProj::Plain { future } => {
+                let mut response = ready!(future.poll(cx))?;
+                // As tower-http adds them: `Vary` after any the response has, the other
+                // replacing any the response has.
+                let headers = response.headers_mut();
+                headers.append(
+                    header::VARY,
+                    HeaderValue::from_static(origin::NO_ORIGIN_VARY),
+                );
+                headers.insert(
+                    header::ACCESS_CONTROL_EXPOSE_HEADERS,
+                    HeaderValue::from_static(origin::NO_ORIGIN_EXPOSE),
+                );
+                Poll::Ready(Ok(response))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod test;
