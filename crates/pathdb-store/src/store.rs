@@ -366,25 +366,29 @@ pub(crate) fn tombstone(record: &Record, version: u64, at: i64) -> Record {
 
 /// [`to_item`] for a borrowed record: the value is copied once, into the item.
 pub(crate) fn item_from_view(path: KeyPath, record: RecordView<'_>) -> Result<Item, Error> {
-    Ok(Item {
+    Ok(item_with(
         path,
-        version: record.version,
-        created_at: Timestamp(record.created_at),
-        modified_at: Timestamp(record.modified_at),
-        expires_at: record.expires_at.map(Timestamp),
-        value: Json::from_stored_slice(record.value)?,
-    })
+        record,
+        Json::from_stored_slice(record.value)?,
+    ))
 }
 
-pub(crate) fn to_item(path: KeyPath, record: Record) -> Result<Item, Error> {
-    Ok(Item {
+pub(crate) fn to_item(path: KeyPath, mut record: Record) -> Result<Item, Error> {
+    // The value moves into the item; only the metadata is read through the view.
+    let value = Json::from_stored(std::mem::take(&mut record.value))?;
+    Ok(item_with(path, record.as_view(), value))
+}
+
+/// An item from a record's metadata and its already converted value.
+fn item_with(path: KeyPath, record: RecordView<'_>, value: Json) -> Item {
+    Item {
         path,
         version: record.version,
         created_at: Timestamp(record.created_at),
         modified_at: Timestamp(record.modified_at),
         expires_at: record.expires_at.map(Timestamp),
-        value: Json::from_stored(record.value)?,
-    })
+        value,
+    }
 }
 
 impl<B: Backend> Store<B> {
