@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Runs PathDB's whole test suite: every crate's unit, integration and bench/example targets, the
-# doctests, a stable build of the fuzz targets, and the web console's browser tests. Works from
-# any directory; needs only a Rust toolchain, crates.io, (for the fuzz targets, which build
-# libFuzzer) a C++ compiler, and (for the browser tests) Debian's chromium, which it installs
-# when run as root.
+# Runs PathDB's whole test suite: every crate's unit, integration and bench/example targets (the
+# DynamoDB backend's on moto), the doctests, a stable build of the fuzz targets, Schemathesis
+# against /openapi.json, the clients generated from that document, the Python and TypeScript
+# clients' suites, and the web console's browser tests. Works from any directory; needs a Rust
+# toolchain and crates.io, python3 and PyPI, node/npm and the npm registry, a C++ compiler (for
+# the fuzz targets, which build libFuzzer), and Debian's chromium (installed when run as root).
+# Outside CI a missing tool skips its part, saying so; with CI=true it fails.
 #
 #   bash scripts/test.sh
+#
+# Every part after the cargo tests reuses their build (target/debug/pathdb).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -16,7 +20,8 @@ step() {
 
 # The DynamoDB backend's tests run against local DynamoDB-compatible servers that
 # scripts/dynamodb-local.sh installs (moto from PyPI, dynalite from npm) and starts on free
-# loopback ports. Without python3 or node they are skipped, except in CI.
+# loopback ports. Without python3 or node they are skipped, except in CI, and so are the suites
+# that need them (Schemathesis, the clients).
 dynamo_available=true
 for tool in python3 node npm; do
     if ! command -v "$tool" >/dev/null 2>&1; then
@@ -67,13 +72,28 @@ if [[ -f fuzz/Cargo.toml ]]; then
     fi
 fi
 
-# The web console in headless Chromium (installs chromium with apt-get as root; skips, saying so,
-# outside CI without it). .ci/run sets PATHDB_TEST_CONSOLE=0 and runs it as a step of its own.
-if [[ "${PATHDB_TEST_CONSOLE:-1}" != 0 ]]; then
-    # console.sh starts its own moto (one pid file per kind): stop ours so none is left behind.
-    stop_servers
-    step "bash scripts/console.sh (browser tests of the web console)"
-    bash scripts/console.sh
+# The HTTP API as outsiders see it: Schemathesis (PyPI) fuzzes a running `pathdb serve` against
+# its own /openapi.json (no 5xx, no status or response the document does not describe); clients
+# generated from that document (openapi-python-client, openapi-typescript) type-check a small
+# program each, and the Python one runs against a live server.
+# The Python and TypeScript clients follow: type checks, then their tests against `pathdb serve`.
+# All three need python3, node and npm (checked above: CI fails without them).
+if $dynamo_available; then
+    step "bash scripts/schemathesis.sh"
+    bash scripts/schemathesis.sh
+    step "bash scripts/openapi-clients.sh"
+    bash scripts/openapi-clients.sh
+    step "bash scripts/clients.sh"
+    bash scripts/clients.sh
+else
+    step "SKIPPED Schemathesis, the generated clients and the clients' suites: python3, node or npm missing"
 fi
+
+# The web console in headless Chromium (installs chromium with apt-get as root; skips, saying so,
+# outside CI without it), on the embedded and the DynamoDB (moto) backend.
+# console.sh starts its own moto (one pid file per kind): stop ours so none is left behind.
+stop_servers
+step "bash scripts/console.sh (browser tests of the web console)"
+bash scripts/console.sh
 
 step "scripts/test.sh: all passed"
