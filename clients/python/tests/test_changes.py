@@ -386,3 +386,30 @@ def test_watch_resumes_from_its_token() -> None:
         assert watch.token == "t3"
     assert [r.url.params["since"] for r in calls] == ["t1", "t2", "t2"]
     assert calls[0].url.params["wait"] == "3" and calls[0].url.params["limit"] == "10"
+
+
+EMPTYISH: List[Any] = [None, [], {}, "", 0, False, {"a": None}]
+
+
+def test_null_and_empty_values_reach_every_reader(client: Client, group: KeyPath) -> None:
+    """`null` and the other values that look like "nothing" are values: through put, get,
+    history, a transaction, a create and the change feed (issue 18: a null put used to stop its
+    group's feed)."""
+    start = client.changes(group).next_token
+    written: List[Any] = []
+    for i, value in enumerate(EMPTYISH):
+        path = group.add("a", i)
+        item = client.put(path, value, history=True)
+        assert item.value == value and type(item.value) is type(value)
+        got = client.get(path)
+        assert got is not None and got.value == value and type(got.value) is type(value)
+        assert client.history(path)[0].value == value
+        results = client.transact([Put(group.add("t", i), value)])
+        assert results[0] is not None and results[0].value == value
+        created = client.create(group, "c", value, id="sequence")
+        assert created.value == value
+        written += [value, value, value]
+    page = client.changes(group, start, limit=1000)
+    values = [c.item.value for c in page.changes if isinstance(c, PutChange)]
+    assert values == written
+    assert [type(v) for v in values] == [type(v) for v in written]

@@ -199,6 +199,31 @@ describe("change feed", () => {
   });
 });
 
+describe("values that look like nothing", () => {
+  // Issue 18: a null put used to stop its group's feed for good.
+  test("null, [], {}, \"\", 0 and false reach every reader", async () => {
+    const g = group();
+    const start = (await db.changes(g)).nextToken;
+    const emptyish: unknown[] = [null, [], {}, "", 0, false, { a: null }];
+    const written: unknown[] = [];
+    for (const [i, value] of emptyish.entries()) {
+      const path = g.add("a", i);
+      assert.deepEqual((await db.put(path, value, { history: true })).value, value);
+      assert.deepEqual((await db.get(path))?.value, value);
+      assert.deepEqual((await db.history(path))[0]?.value, value);
+      const [result] = await db.transact([new Put(g.add("t", i), value)]);
+      assert.deepEqual(result?.value, value);
+      assert.deepEqual((await db.create(g, "c", value, { id: "sequence" })).value, value);
+      written.push(value, value, value);
+    }
+    const page = await db.changes(g, { since: start, limit: 1000 });
+    assert.deepEqual(
+      page.changes.map((c) => (c.op === "put" ? c.item.value : "deleted")),
+      written,
+    );
+  });
+});
+
 describe("generated ids", () => {
   test("sequences count up and are never reused", async () => {
     const parent = group().add("x", 1);

@@ -366,9 +366,16 @@ fn normalize(output: &str) -> String {
                 if o.get("expires_at").is_some_and(Value::is_i64) {
                     o.insert("expires_at".to_owned(), json!(1));
                 }
+                // Tokens are sealed with each database's own key.
+                if o.get("next_page_token").is_some_and(Value::is_string) {
+                    o.insert("next_page_token".to_owned(), json!("<token>"));
+                }
                 Value::Object(o).to_string()
             }
-            _ => mask_times(line),
+            _ => match line.strip_prefix("next page: --page-token ") {
+                Some(_) => "next page: --page-token <token>".to_owned(),
+                None => mask_times(line),
+            },
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -488,25 +495,25 @@ fn item_commands_print_the_same_through_server() {
             "/file-a%/b\n/s-1\n/u-1\n/u-10\n/user-café\n"
         );
     }
-    // A page token from the server continues the listing like a local one; in both modes it
-    // is the one line on stderr.
+    // A page token continues the listing, through the server as locally; in both modes it is
+    // the one line on stderr. Each database seals its own tokens, so each mode uses its own.
+    let second_page = |args: &[&str]| {
+        let page = pathdb(&[args, &["--json", "ls", "/u-1", "--limit", "2"]].concat());
+        let stderr = String::from_utf8(page.stderr).expect("utf-8");
+        let last: Value = serde_json::from_str(stderr.trim()).expect("one JSON line on stderr");
+        let token = last["next_page_token"].as_str().expect("token line");
+        let rest = ["--json", "ls", "/u-1", "--limit", "2", "--page-token", token];
+        normalize(&ok(&[args, &rest].concat()))
+    };
+    assert_eq!(second_page(&remote_args[..]), second_page(&local_args[..]));
+    // A token of one database is refused by the other.
     let page = pathdb(&[&remote_args[..], &["--json", "ls", "/u-1", "--limit", "2"]].concat());
     let stderr = String::from_utf8(page.stderr).expect("utf-8");
     let last: Value = serde_json::from_str(stderr.trim()).expect("one JSON line on stderr");
-    let token = last["next_page_token"].as_str().expect("token line");
-    let rest = [
-        "--json",
-        "ls",
-        "/u-1",
-        "--limit",
-        "2",
-        "--page-token",
-        token,
-    ];
-    assert_eq!(
-        normalize(&ok(&[&remote_args[..], &rest].concat())),
-        normalize(&ok(&[&local_args[..], &rest].concat()))
-    );
+    let foreign = last["next_page_token"].as_str().expect("token line");
+    let refused = pathdb(&[&local_args[..], &["ls", "/u-1", "--page-token", foreign]].concat());
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("invalid page token"));
 
     // Failures fail the same way: the same exit status, nothing on stdout, the same cause on
     // stderr.

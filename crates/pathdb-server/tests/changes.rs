@@ -288,3 +288,72 @@ async fn posting_to_a_namespace_creates_an_item_with_a_generated_id() {
         .await
         .expect_error(400, "invalid_request");
 }
+
+/// Issue 18's sequence: a `null` put used to make every feed read of its group answer 503 for
+/// good. Every way of writing `null` (PUT, POST create, transaction, import) reaches the JSON
+/// follower, a narrower prefix and an SSE stream, and the feed keeps working after it.
+#[tokio::test]
+async fn a_null_value_reaches_every_follower_of_its_group() {
+    let server = TestServer::new();
+    let token = position(&server, "/n-1").await;
+    let reply = server.put("/v1/items/n-1/a-1", "null").await;
+    reply.expect(201);
+    let page = server
+        .get(&format!("/v1/changes/n-1?since={token}"))
+        .await
+        .expect(200);
+    let item = &page["changes"][0]["item"];
+    assert_eq!(item["path"], "/n-1/a-1");
+    assert!(item.get("value").is_some_and(Value::is_null), "{page}");
+    server
+        .get(&format!("/v1/changes/n-1/a-2?since={token}"))
+        .await
+        .expect(200);
+    // The other ways to write null.
+    server
+        .call(Method::POST, "/v1/items/n-1/c?id=sequence", &[], "null")
+        .await
+        .expect(201);
+    server
+        .post(
+            "/v1/transact",
+            &json!({"ops": [{"op": "put", "path": "/n-1/t-1", "value": null}]}),
+        )
+        .await
+        .expect(200);
+    server
+        .call(
+            Method::POST,
+            "/v1/import",
+            &[("content-type", "application/x-ndjson")],
+            "{\"path\":\"/n-1/i-1\",\"value\":null}\n",
+        )
+        .await
+        .expect(200);
+    server.put_item("/n-1/a-2", "[]").await;
+    let all = server
+        .get(&format!("/v1/changes/n-1?since={token}"))
+        .await
+        .expect(200);
+    let changes = all["changes"].as_array().unwrap();
+    let paths: Vec<&str> = changes
+        .iter()
+        .map(|c| c["item"]["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["/n-1/a-1", "/n-1/c-1", "/n-1/t-1", "/n-1/i-1", "/n-1/a-2"]
+    );
+    for change in &changes[..4] {
+        assert!(change["item"]["value"].is_null(), "{change}");
+    }
+    assert_eq!(changes[4]["item"]["value"], json!([]));
+    // An SSE follower receives the null put, and the live changes after it.
+    let mut body = stream(&server, &format!("/v1/changes/n-1?since={token}"), None).await;
+    let streamed = events(&mut body, 5).await;
+    assert!(streamed[0].1["item"]["value"].is_null());
+    server.put_item("/n-1/a-3", "null").await;
+    let live = events(&mut body, 1).await;
+    assert_eq!(live[0].1["item"]["path"], "/n-1/a-3");
+    assert!(live[0].1["item"]["value"].is_null());
+}

@@ -15,6 +15,7 @@ mod listing;
 mod openapi;
 mod operations;
 mod secrets;
+mod tokens;
 mod transactions;
 
 use axum::Router;

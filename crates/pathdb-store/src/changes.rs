@@ -15,6 +15,7 @@
 
 use crate::backend::{Backend, Direction, Key, Reader, Record, WriteBatch, WriteOp};
 use crate::store::{Inner, to_item};
+use crate::token::{Kind, TAG_BYTES, TokenKey};
 use crate::{Error, Item, Store, layout};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -48,16 +49,20 @@ static TRIM_HASHER: std::sync::LazyLock<std::collections::hash_map::RandomState>
 const TRIM_BATCH: usize = 16;
 /// How often a waiting feed reads again on a backend other processes write too.
 const SHARED_POLL: Duration = Duration::from_millis(200);
-const TOKEN_VERSION: u8 = 1;
-/// Version, group hash, entry, offset, the previous entry's time.
-const TOKEN_BYTES: usize = 1 + 8 + 8 + 4 + 8;
+/// Bytes of a token: the kind byte, the payload and the tag.
+const TOKEN_BYTES: usize = 1 + PAYLOAD_BYTES + TAG_BYTES;
+/// Entry, offset, the previous entry's time.
+const PAYLOAD_BYTES: usize = 8 + 4 + 8;
+/// The first change token format (unsealed: version 1, group hash, entry, offset, previous).
+const LEGACY_TOKEN: (u8, usize) = (1, 29);
 
 /// A position in one group's change feed. Opaque outside the store: pass back what
 /// [`Store::changes`], [`Store::changes_token`] or a listing returned, as its string form.
+///
+/// Tokens are sealed for their group with the database's key (token.rs): parsing checks only
+/// the shape, and [`Store::changes`] refuses a token it did not issue for that group.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ChangeToken {
-    /// A hash of the group, to refuse a token from another group.
-    group: u64,
     /// The first log entry not fully delivered.
     entry: u64,
     /// Changes of that entry already delivered.
@@ -67,16 +72,53 @@ pub struct ChangeToken {
     /// an older backup, or imported afresh, whose entries are numbered anew) is refused rather
     /// than read at a position that means something else there.
     previous: i64,
+    /// The MAC over the fields and the group.
+    tag: [u8; TAG_BYTES],
+}
+
+impl ChangeToken {
+    fn payload(entry: u64, offset: u32, previous: i64) -> [u8; PAYLOAD_BYTES] {
+        let mut raw = [0; PAYLOAD_BYTES];
+        raw[..8].copy_from_slice(&entry.to_be_bytes());
+        raw[8..12].copy_from_slice(&offset.to_be_bytes());
+        raw[12..].copy_from_slice(&previous.to_be_bytes());
+        raw
+    }
+
+    /// A token of `partition`'s feed, sealed with the database's key.
+    fn mint(
+        tokens: &TokenKey,
+        partition: &[u8],
+        entry: u64,
+        offset: u32,
+        previous: i64,
+    ) -> ChangeToken {
+        let payload = ChangeToken::payload(entry, offset, previous);
+        ChangeToken {
+            entry,
+            offset,
+            previous,
+            tag: tokens.tag(Kind::Change, &[partition], &payload),
+        }
+    }
+
+    /// Whether the database's key sealed this token for `partition`'s feed.
+    fn is_sealed_for(&self, tokens: &TokenKey, partition: &[u8]) -> bool {
+        let payload = ChangeToken::payload(self.entry, self.offset, self.previous);
+        tokens.verify(Kind::Change, &[partition], &payload, &self.tag)
+    }
 }
 
 impl std::fmt::Display for ChangeToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut raw = Vec::with_capacity(TOKEN_BYTES);
-        raw.push(TOKEN_VERSION);
-        raw.extend_from_slice(&self.group.to_be_bytes());
-        raw.extend_from_slice(&self.entry.to_be_bytes());
-        raw.extend_from_slice(&self.offset.to_be_bytes());
-        raw.extend_from_slice(&self.previous.to_be_bytes());
+        let mut raw = [0; TOKEN_BYTES];
+        raw[0] = Kind::Change as u8;
+        raw[1..1 + PAYLOAD_BYTES].copy_from_slice(&ChangeToken::payload(
+            self.entry,
+            self.offset,
+            self.previous,
+        ));
+        raw[1 + PAYLOAD_BYTES..].copy_from_slice(&self.tag);
         f.write_str(&URL_SAFE_NO_PAD.encode(raw))
     }
 }
@@ -84,24 +126,41 @@ impl std::fmt::Display for ChangeToken {
 impl std::str::FromStr for ChangeToken {
     type Err = Error;
 
+    /// Checks the shape only; [`Store::changes`] checks that the token is the store's own.
+    ///
+    /// A token of the first, unsealed format is [`Error::ChangesExpired`]: its follower lists
+    /// again and follows from the new token, as after any lost position.
     fn from_str(s: &str) -> Result<ChangeToken, Error> {
         let invalid = || Error::InvalidChangeToken("not a change token".into());
         let raw = URL_SAFE_NO_PAD.decode(s).map_err(|_| invalid())?;
-        if raw.len() != TOKEN_BYTES || raw[0] != TOKEN_VERSION {
+        if (raw.first().copied(), raw.len()) == (Some(LEGACY_TOKEN.0), LEGACY_TOKEN.1) {
+            return Err(Error::ChangesExpired(
+                "the token was issued by an earlier version of PathDB, whose tokens are no longer \
+                 accepted; list again and follow from the listing's changes_token"
+                    .into(),
+            ));
+        }
+        if raw.len() != TOKEN_BYTES || raw[0] != Kind::Change as u8 {
             return Err(invalid());
         }
-        let group = u64::from_be_bytes(raw[1..9].try_into().map_err(|_| invalid())?);
-        let entry = u64::from_be_bytes(raw[9..17].try_into().map_err(|_| invalid())?);
-        let offset = u32::from_be_bytes(raw[17..21].try_into().map_err(|_| invalid())?);
-        let previous = i64::from_be_bytes(raw[21..29].try_into().map_err(|_| invalid())?);
+        fn field<const N: usize>(raw: &[u8], at: usize) -> [u8; N] {
+            let mut out = [0; N];
+            out.copy_from_slice(&raw[at..at + N]);
+            out
+        }
+        // The length is checked: every field is there.
+        let entry = u64::from_be_bytes(field(&raw, 1));
+        let offset = u32::from_be_bytes(field(&raw, 9));
+        let previous = i64::from_be_bytes(field(&raw, 13));
+        let tag = field(&raw, 1 + PAYLOAD_BYTES);
         if entry == 0 {
             return Err(invalid());
         }
         Ok(ChangeToken {
-            group,
             entry,
             offset,
             previous,
+            tag,
         })
     }
 }
@@ -168,7 +227,15 @@ struct Logged<'a> {
     modified_at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expires_at: Option<i64>,
-    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    /// A put's value, `null` included: present means a value (a put), absent means none (a
+    /// delete). Entries written before this distinction read a put of `null` as absent, so a
+    /// put without a value is a put of `null` (see `unlogged`).
+    #[serde(
+        borrow,
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::item::present"
+    )]
     value: Option<&'a RawValue>,
 }
 
@@ -213,24 +280,23 @@ fn logged(change: &Change) -> Result<Logged<'_>, Error> {
 
 fn unlogged(logged: &Logged<'_>) -> Result<Change, Error> {
     let path = logged.path.parse::<KeyPath>().map_err(corrupt)?;
-    Ok(match (logged.op, logged.value) {
-        (Op::Put, Some(value)) => Change::Put(to_item(
+    Ok(match logged.op {
+        Op::Put => Change::Put(to_item(
             path,
             Record {
                 version: logged.version,
                 created_at: logged.created_at.unwrap_or_default(),
                 modified_at: logged.modified_at.unwrap_or_default(),
                 expires_at: logged.expires_at,
-                value: value.get().as_bytes().to_vec(),
+                // Before `present`, a logged `null` read back as no value: it is a put of null.
+                value: logged
+                    .value
+                    .map_or("null", RawValue::get)
+                    .as_bytes()
+                    .to_vec(),
             },
         )?),
-        (Op::Put, None) => {
-            return Err(crate::StorageError::msg(
-                "corrupt change log entry: a put without a value",
-            )
-            .into());
-        }
-        (Op::Delete, _) => Change::Delete {
+        Op::Delete => Change::Delete {
             path,
             version: logged.version,
         },
@@ -239,16 +305,6 @@ fn unlogged(logged: &Logged<'_>) -> Result<Change, Error> {
 
 fn corrupt(e: impl std::error::Error + Send + Sync + 'static) -> Error {
     crate::StorageError::new("corrupt change log entry", e).into()
-}
-
-/// FNV-1a (64-bit) of the group's encoding: stable across builds and restarts.
-fn group_hash(partition: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in partition {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }
 
 /// Adds to `batch` the log entries for `changes` (in order, grouped by group) and, now and then,
@@ -356,7 +412,7 @@ impl<B: Backend> Store<B> {
     /// Storage failures.
     pub fn changes_token(&self, prefix: &KeyPath) -> Result<ChangeToken, Error> {
         let reader = self.backend().reader()?;
-        current_token(&reader, &prefix.partition_key())
+        current_token(&self.inner.tokens, &reader, &prefix.partition_key())
     }
 
     /// The changes under `prefix` (the path and its subtree) after `since`, at most about
@@ -386,13 +442,14 @@ impl<B: Backend> Store<B> {
         let Some(since) = since else {
             return Ok(ChangePage {
                 changes: Vec::new(),
-                next_token: current_token(&reader, &partition)?,
+                next_token: current_token(&self.inner.tokens, &reader, &partition)?,
             });
         };
-        let group = group_hash(&partition);
-        if since.group != group {
+        let tokens = &self.inner.tokens;
+        if !since.is_sealed_for(tokens, &partition) {
             return Err(Error::InvalidChangeToken(format!(
-                "the token is not a position in the changes of the group of {prefix}"
+                "the token is not a position in the changes of the group of {prefix} (altered, \
+                 or issued for another group or database)"
             )));
         }
         let expired = |why: &str| {
@@ -461,34 +518,26 @@ impl<B: Backend> Store<B> {
                 } else {
                     0
                 };
+                if skip > 0 && skip >= total {
+                    // Never issued: a position inside an entry is before its last change.
+                    return Err(Error::InvalidChangeToken(
+                        "the token points past the end of its change log entry".into(),
+                    ));
+                }
                 for (i, logged) in entry.changes.iter().enumerate().skip(skip) {
                     let change = unlogged(logged)?;
                     if !prefix.covers(change.path()) {
                         continue;
                     }
                     let token = if i + 1 < total {
-                        ChangeToken {
-                            group,
-                            entry: n,
-                            offset: u32::try_from(i + 1).unwrap_or(u32::MAX),
-                            previous,
-                        }
+                        let offset = u32::try_from(i + 1).unwrap_or(u32::MAX);
+                        ChangeToken::mint(tokens, &partition, n, offset, previous)
                     } else {
-                        ChangeToken {
-                            group,
-                            entry: n + 1,
-                            offset: 0,
-                            previous: record.created_at,
-                        }
+                        ChangeToken::mint(tokens, &partition, n + 1, 0, record.created_at)
                     };
                     changes.push(ChangeEntry { change, token });
                 }
-                next = ChangeToken {
-                    group,
-                    entry: n + 1,
-                    offset: 0,
-                    previous: record.created_at,
-                };
+                next = ChangeToken::mint(tokens, &partition, n + 1, 0, record.created_at);
                 previous = record.created_at;
                 if entry.end && (changes.len() >= limit || entries_read >= MAX_ENTRIES_PER_POLL) {
                     break 'read;
@@ -574,12 +623,13 @@ const LISTING_MARGIN_ENTRIES: usize = 64;
 /// instead of skipping one the listing did not show yet.
 pub(crate) fn listing_token<B: Backend, R: Reader>(
     backend: &B,
+    tokens: &TokenKey,
     reader: &R,
     partition: &[u8],
     now: i64,
 ) -> Result<ChangeToken, Error> {
     if !backend.shared() {
-        return current_token(reader, partition);
+        return current_token(tokens, reader, partition);
     }
     let recent = reader.scan(
         partition,
@@ -601,27 +651,110 @@ pub(crate) fn listing_token<B: Backend, R: Reader>(
         start = Some((n, previous));
     }
     Ok(match start {
-        Some((entry, previous)) => ChangeToken {
-            group: group_hash(partition),
-            entry,
-            offset: 0,
-            previous,
-        },
-        None => current_token(reader, partition)?,
+        Some((entry, previous)) => ChangeToken::mint(tokens, partition, entry, 0, previous),
+        None => current_token(tokens, reader, partition)?,
     })
 }
 
 /// The position after the newest entry of `partition`'s log, as `reader` sees it.
-pub(crate) fn current_token<R: Reader>(reader: &R, partition: &[u8]) -> Result<ChangeToken, Error> {
+pub(crate) fn current_token<R: Reader>(
+    tokens: &TokenKey,
+    reader: &R,
+    partition: &[u8],
+) -> Result<ChangeToken, Error> {
     let newest = reader.scan(partition, &layout::change_range(1), Direction::Reverse, 1)?;
     let (last, previous) = newest
         .first()
         .and_then(|(sort, record)| Some((layout::change_number(sort)?, record.created_at)))
         .unwrap_or((0, 0));
-    Ok(ChangeToken {
-        group: group_hash(partition),
-        entry: last + 1,
-        offset: 0,
-        previous,
-    })
+    Ok(ChangeToken::mint(tokens, partition, last + 1, 0, previous))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(entry: &str) -> Vec<Change> {
+        let entry: Entry<'_> = serde_json::from_str(entry).expect("an entry");
+        entry
+            .changes
+            .iter()
+            .map(unlogged)
+            .collect::<Result<_, _>>()
+            .expect("changes")
+    }
+
+    fn put_value(change: &Change) -> &str {
+        match change {
+            Change::Put(item) => item.value.as_str(),
+            Change::Delete { .. } => panic!("expected a put, got {change:?}"),
+        }
+    }
+
+    /// Entries as the first log format wrote them: a put of `null` logged `"value":null`, which
+    /// that format read back as "no value" and refused. Both shapes are puts of `null` now.
+    #[test]
+    fn entries_in_the_old_shape_read_back() {
+        let old = r#"{"changes":[
+            {"op":"put","path":"/n-1/a-1","version":1,"created_at":5,"modified_at":5,"value":null},
+            {"op":"put","path":"/n-1/a-2","version":3,"created_at":5,"modified_at":6},
+            {"op":"put","path":"/n-1/a-3","version":1,"created_at":5,"modified_at":5,"value":{"x":[]}},
+            {"op":"delete","path":"/n-1/a-4","version":2}
+        ],"end":true}"#;
+        let changes = read(old);
+        assert_eq!(put_value(&changes[0]), "null");
+        assert_eq!(put_value(&changes[1]), "null");
+        assert_eq!(changes[1].path().to_string(), "/n-1/a-2");
+        assert_eq!(put_value(&changes[2]), r#"{"x":[]}"#);
+        assert!(matches!(changes[3], Change::Delete { version: 2, .. }));
+    }
+
+    #[test]
+    fn every_json_value_round_trips_through_an_entry() {
+        for text in ["null", "[]", "{}", r#""""#, "0", "false", r#"{"a":null}"#] {
+            let item = Item {
+                path: "/n-1/a-1".parse().unwrap(),
+                version: 7,
+                created_at: crate::Timestamp(1),
+                modified_at: crate::Timestamp(2),
+                expires_at: None,
+                value: crate::Json::parse(text).unwrap(),
+            };
+            let change = Change::Put(item);
+            let entry = Entry {
+                changes: vec![logged(&change).unwrap()],
+                end: true,
+            };
+            let bytes = serde_json::to_string(&entry).unwrap();
+            assert_eq!(read(&bytes), [change], "{bytes}");
+        }
+    }
+
+    /// The first token format (29 bytes, version 1) asks the follower to resync; any other
+    /// shape is not a token.
+    #[test]
+    fn token_shapes() {
+        let mut legacy = vec![1u8];
+        legacy.extend_from_slice(&[0; 8]); // group hash
+        legacy.extend_from_slice(&5u64.to_be_bytes());
+        legacy.extend_from_slice(&[0; 12]);
+        let legacy = URL_SAFE_NO_PAD.encode(legacy);
+        assert!(matches!(
+            legacy.parse::<ChangeToken>(),
+            Err(Error::ChangesExpired(_))
+        ));
+        let key = crate::token::tests_key();
+        let token = ChangeToken::mint(&key, b"group", 3, 1, 42);
+        let text = token.to_string();
+        assert_eq!(text.len(), 44, "33 bytes in base64");
+        assert_eq!(text.parse::<ChangeToken>().unwrap(), token);
+        assert!(token.is_sealed_for(&key, b"group"));
+        assert!(!token.is_sealed_for(&key, b"other"));
+        for bad in ["", "AAAA", &text[..43], &format!("{text}A")] {
+            assert!(matches!(
+                bad.parse::<ChangeToken>(),
+                Err(Error::InvalidChangeToken(_))
+            ));
+        }
+    }
 }

@@ -30,7 +30,8 @@
 //!   [`import_never_goes_backwards`], [`import_keeps_history_consistent`] (`lifecycle`);
 //! - [`change_feed_completeness`], [`change_feed_with_concurrent_writers`],
 //!   [`change_feed_order_and_resume`], [`change_feed_tokens_expire_and_survive_restarts`],
-//!   [`generated_ids`] (`changes`).
+//!   [`generated_ids`] (`changes`);
+//! - [`emptyish_values_round_trip`], [`altered_tokens_are_refused`] (`values`).
 
 use crate::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
 use crate::{
@@ -46,6 +47,7 @@ mod concurrency;
 mod groups;
 mod lifecycle;
 mod listing;
+mod values;
 
 pub use basic::{bad_input, conditions, put_get_delete};
 pub use changes::{
@@ -68,6 +70,7 @@ pub use listing::{
     dead_entries_between_pages, page_token_errors, page_tokens_stitch,
     page_tokens_with_writes_between_pages, prefix_is_segment_bounded, typed_order,
 };
+pub use values::{altered_tokens_are_refused, emptyish_values_round_trip};
 
 /// Expands to one `#[test]` per conformance workload, each running it against the [`Harness`]
 /// the expression evaluates to (evaluated once per test), unless [`Harness::skip`] gives a
@@ -108,6 +111,8 @@ macro_rules! conformance_tests {
             change_feed_order_and_resume,
             change_feed_tokens_expire_and_survive_restarts,
             generated_ids,
+            emptyish_values_round_trip,
+            altered_tokens_are_refused,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

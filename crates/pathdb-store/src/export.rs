@@ -18,9 +18,8 @@ use crate::store::{
     MAX_VERSION, check_item_size, check_key, check_revision_key, index_record, is_live,
     next_version, to_item,
 };
+use crate::token::{Kind, TokenKey};
 use crate::{Condition, Error, Item, Json, Store, Timestamp, layout};
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pathdb_keys::KeyPath;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -170,17 +169,19 @@ pub struct ScanPage {
     pub cursor: Option<String>,
 }
 
-fn encode_cursor(key: &Key) -> String {
+fn encode_cursor(tokens: &TokenKey, key: &Key) -> String {
     let mut raw = Vec::with_capacity(2 + key.partition.len() + key.sort.len());
     raw.extend_from_slice(&(key.partition.len() as u16).to_be_bytes());
     raw.extend_from_slice(&key.partition);
     raw.extend_from_slice(&key.sort);
-    URL_SAFE_NO_PAD.encode(raw)
+    tokens.seal(Kind::ScanCursor, &[], &raw)
 }
 
-fn decode_cursor(cursor: &str) -> Result<Key, Error> {
-    let invalid = || Error::InvalidPageToken("not a scan cursor");
-    let raw = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
+fn decode_cursor(tokens: &TokenKey, cursor: &str) -> Result<Key, Error> {
+    let invalid = || Error::InvalidPageToken("not a scan cursor of this database");
+    let raw = tokens
+        .open(Kind::ScanCursor, &[], cursor)
+        .ok_or_else(invalid)?;
     let len = usize::from(u16::from_be_bytes(
         raw.get(..2)
             .ok_or_else(invalid)?
@@ -228,13 +229,17 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// A malformed cursor; storage failures.
     pub fn scan(&self, cursor: Option<&str>, limit: usize) -> Result<ScanPage, Error> {
-        let after = cursor.map(decode_cursor).transpose()?;
+        let after = cursor
+            .map(|c| decode_cursor(&self.inner.tokens, c))
+            .transpose()?;
         let reader = self.inner.backend.reader()?;
         let (records, skipped, next) = scan_page(&reader, after, limit, self.now())?;
         Ok(ScanPage {
             records,
             skipped: skipped + reader.skipped(),
-            cursor: next.as_ref().map(encode_cursor),
+            cursor: next
+                .as_ref()
+                .map(|key| encode_cursor(&self.inner.tokens, key)),
         })
     }
 
@@ -424,7 +429,7 @@ struct RawLine {
     #[serde(default)]
     expires_at: Option<Timestamp>,
     /// `Some` whenever present, `null` included.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::item::present")]
     value: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
     revision: bool,
@@ -441,12 +446,6 @@ struct RawLine {
     skipped: Option<u64>,
     #[serde(default)]
     error: Option<String>,
-}
-
-fn present<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<Box<serde_json::value::RawValue>>, D::Error> {
-    serde::Deserialize::deserialize(d).map(Some)
 }
 
 impl ExportLine {

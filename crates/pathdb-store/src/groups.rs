@@ -9,18 +9,14 @@
 //! tool wrote) is skipped with a warning, as listings skip such keys.
 
 use crate::backend::{Backend, Reader};
+use crate::token::Kind;
 use crate::{Error, Store, layout};
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pathdb_keys::KeyPath;
 
 /// Groups per page when the request does not say.
 pub const DEFAULT_GROUPS_LIMIT: usize = 100;
 /// Most groups per page.
 pub const MAX_GROUPS_LIMIT: usize = 1000;
-
-/// Marks a groups page token (and its format version), so a listing's token is refused here.
-const GROUPS_TOKEN: u8 = 0x47;
 
 /// One page of [`Store::groups`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +40,17 @@ impl<B: Backend> Store<B> {
                 "limit must be 1..={MAX_GROUPS_LIMIT}, got {limit}"
             )));
         }
-        let mut after = page_token.map(decode_token).transpose()?;
+        let mut after = page_token
+            .map(|token| {
+                self.inner
+                    .tokens
+                    .open(Kind::GroupsPage, &[], token)
+                    .filter(|partition| !partition.is_empty())
+                    .ok_or(Error::InvalidPageToken(
+                        "not a groups page token (altered, or from another call or database)",
+                    ))
+            })
+            .transpose()?;
         let reader = self.backend().reader()?;
         let mut groups = Vec::with_capacity(limit.min(128));
         loop {
@@ -71,7 +77,9 @@ impl<B: Backend> Store<B> {
         }
         let next_page_token = if groups.len() > limit {
             groups.truncate(limit);
-            groups.last().map(|(_, partition)| encode_token(partition))
+            groups
+                .last()
+                .map(|(_, partition)| self.inner.tokens.seal(Kind::GroupsPage, &[], partition))
         } else {
             None
         };
@@ -79,19 +87,5 @@ impl<B: Backend> Store<B> {
             groups: groups.into_iter().map(|(group, _)| group).collect(),
             next_page_token,
         })
-    }
-}
-
-fn encode_token(partition: &[u8]) -> String {
-    URL_SAFE_NO_PAD.encode([&[GROUPS_TOKEN][..], partition].concat())
-}
-
-fn decode_token(token: &str) -> Result<Vec<u8>, Error> {
-    let raw = URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| Error::InvalidPageToken("not a page token"))?;
-    match raw.split_first() {
-        Some((&GROUPS_TOKEN, partition)) if !partition.is_empty() => Ok(partition.to_vec()),
-        _ => Err(Error::InvalidPageToken("not a groups page token")),
     }
 }

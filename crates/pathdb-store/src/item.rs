@@ -168,6 +168,17 @@ impl std::str::FromStr for Json {
     }
 }
 
+/// Deserializes a field that is `Some` whenever it is present, `null` included: with
+/// `#[serde(default, deserialize_with = "present")]`, a missing field is `None` and a JSON
+/// `null` is a value (`Option`'s own deserializer would read `null` as `None`, losing it).
+pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
 /// An item: its path, metadata and value.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize)]
 pub struct Item {

@@ -8,6 +8,7 @@
 //! | expiry index entry | `00` | `01` + big-endian expiry + `u16` partition length + partition + sort |
 //! | namespace history setting | `00` | `02` + namespace |
 //! | sequence of a namespace of groups | `00` | `03` + namespace |
+//! | the key that seals tokens (token.rs) | `00` | `04` |
 //! | sequence of a namespace under a parent | the parent's group | `ff fe` + `u16` length of the parent's sort key + that sort key + namespace |
 //! | change log entry (changes.rs) | the group | `ff ff` + big-endian entry number |
 //!
@@ -33,6 +34,7 @@ pub(crate) const SYSTEM_PARTITION: &[u8] = &[0x00];
 const EXPIRY_INDEX: u8 = 0x01;
 const NAMESPACE_HISTORY: u8 = 0x02;
 const GROUP_SEQUENCE: u8 = 0x03;
+const TOKEN_KEY: u8 = 0x04;
 const REVISION: u8 = 0xff;
 const SEQUENCE: [u8; 2] = [0xff, 0xfe];
 const CHANGE_LOG: [u8; 2] = [0xff, 0xff];
@@ -128,6 +130,14 @@ pub(crate) fn namespace_history_key(namespace: &str) -> Key {
     Key {
         partition: SYSTEM_PARTITION.to_vec(),
         sort,
+    }
+}
+
+/// The database's token key (token.rs).
+pub(crate) fn token_key() -> Key {
+    Key {
+        partition: SYSTEM_PARTITION.to_vec(),
+        sort: vec![TOKEN_KEY],
     }
 }
 

@@ -32,6 +32,7 @@ mod item;
 mod layout;
 mod list;
 mod store;
+mod token;
 mod ttl;
 
 pub use changes::{

@@ -4,9 +4,8 @@
 
 use crate::backend::{Backend, Direction, Reader, SortRange};
 use crate::store::{check_key, is_live, is_live_view, item_from_view, to_item};
+use crate::token::Kind;
 use crate::{ChangeToken, Error, Item, Store, layout};
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pathdb_keys::KeyPath;
 use std::ops::{Bound, ControlFlow};
 
@@ -70,42 +69,6 @@ pub struct ListPage {
     pub changes_token: Option<ChangeToken>,
 }
 
-const TOKEN_VERSION: u8 = 1;
-
-/// FNV-1a: stable across builds, so tokens survive a restart or an upgrade.
-fn fnv(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for &b in (part.len() as u64).to_le_bytes().iter().chain(*part) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
-fn encode_token(fingerprint: u64, cursor: &[u8]) -> String {
-    let mut raw = Vec::with_capacity(9 + cursor.len());
-    raw.push(TOKEN_VERSION);
-    raw.extend_from_slice(&fingerprint.to_be_bytes());
-    raw.extend_from_slice(cursor);
-    URL_SAFE_NO_PAD.encode(raw)
-}
-
-fn decode_token(token: &str) -> Result<(u64, Vec<u8>), Error> {
-    let raw = URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| Error::InvalidPageToken("not a page token"))?;
-    match raw.split_first() {
-        Some((&TOKEN_VERSION, rest)) if rest.len() > 8 => {
-            let mut fp = [0; 8];
-            fp.copy_from_slice(&rest[..8]);
-            Ok((u64::from_be_bytes(fp), rest[8..].to_vec()))
-        }
-        _ => Err(Error::InvalidPageToken("not a page token")),
-    }
-}
-
 fn tighten_start(range: &mut SortRange, bound: Bound<Vec<u8>>) {
     let tighter = match (&range.start, &bound) {
         (_, Bound::Unbounded) => false,
@@ -166,7 +129,8 @@ impl<B: Backend> Store<B> {
                 .end
                 .map_or_else(layout::items_upper_bound, Bound::Excluded),
         };
-        let mut fingerprint_parts: Vec<Vec<u8>> =
+        // What the listing is: a page token is sealed for it and refused by any other.
+        let mut listing: Vec<Vec<u8>> =
             vec![prefix.encode(), vec![u8::from(request.children_only)]];
         let bounds = [
             (&request.gt, 0u8),
@@ -183,7 +147,7 @@ impl<B: Backend> Store<B> {
             }
             check_key(bound)?;
             let sort = bound.sort_key();
-            fingerprint_parts.push([&[kind][..], &bound.encode()].concat());
+            listing.push([&[kind][..], &bound.encode()].concat());
             match kind {
                 0 => tighten_start(&mut range, Bound::Excluded(sort)),
                 1 => tighten_start(&mut range, Bound::Included(sort)),
@@ -191,8 +155,7 @@ impl<B: Backend> Store<B> {
                 _ => tighten_end(&mut range, Bound::Included(sort)),
             }
         }
-        let parts: Vec<&[u8]> = fingerprint_parts.iter().map(Vec::as_slice).collect();
-        let fingerprint = fnv(&parts);
+        let listing: Vec<&[u8]> = listing.iter().map(Vec::as_slice).collect();
         let direction = if request.reverse {
             Direction::Reverse
         } else {
@@ -201,12 +164,13 @@ impl<B: Backend> Store<B> {
         let partition = prefix.partition_key();
 
         if let Some(token) = &request.page_token {
-            let (fp, cursor) = decode_token(token)?;
-            if fp != fingerprint {
-                return Err(Error::InvalidPageToken(
-                    "the token belongs to another listing",
-                ));
-            }
+            let cursor = self
+                .inner
+                .tokens
+                .open(Kind::ListPage, &listing, token)
+                .ok_or(Error::InvalidPageToken(
+                    "not a page token of this listing (altered, or from another listing or database)",
+                ))?;
             if !range.contains(&cursor) {
                 return Err(Error::InvalidPageToken(
                     "the token points outside this listing",
@@ -230,6 +194,7 @@ impl<B: Backend> Store<B> {
         let changes_token = match request.page_token {
             None => Some(crate::changes::listing_token(
                 &self.inner.backend,
+                &self.inner.tokens,
                 &reader,
                 &partition,
                 now,
@@ -252,9 +217,11 @@ impl<B: Backend> Store<B> {
             found.truncate(request.limit);
             // Stored keys are canonical (decoding checks it), so the path encodes back to the
             // sort key it was read from.
-            found
-                .last()
-                .map(|item| encode_token(fingerprint, &item.path.sort_key()))
+            found.last().map(|item| {
+                self.inner
+                    .tokens
+                    .seal(Kind::ListPage, &listing, &item.path.sort_key())
+            })
         } else {
             None
         };

@@ -266,6 +266,8 @@ pub(crate) struct Inner<B> {
     pub(crate) commits: event_listener::Event,
     /// Commits that logged changes, to spread the removal of expired log entries.
     pub(crate) commits_logged: std::sync::atomic::AtomicU64,
+    /// Seals the tokens this database hands out (token.rs).
+    pub(crate) tokens: crate::token::TokenKey,
 }
 
 /// Sleeps a random time below `2^attempt` ms (at most 64 ms), from the second attempt on.
@@ -411,6 +413,7 @@ impl<B: Backend> Store<B> {
             namespace_history.insert(ns, retention);
         }
         drop(reader);
+        let tokens = crate::token::TokenKey::load_or_create(&backend)?;
         let sweep = options.sweep_interval;
         let inner = Arc::new(Inner {
             backend,
@@ -418,6 +421,7 @@ impl<B: Backend> Store<B> {
             namespace_history: RwLock::new(namespace_history),
             commits: event_listener::Event::new(),
             commits_logged: std::sync::atomic::AtomicU64::new(0),
+            tokens,
         });
         let sweeper = sweep
             .map(|interval| Arc::new(crate::ttl::Sweeper::start(Arc::downgrade(&inner), interval)));

@@ -7,17 +7,21 @@
 //! the end (sometimes turning around at a token). Time is a `ManualClock` the sequence moves;
 //! expired items are swept only by an explicit operation, so the model knows what is stored.
 //!
-//! Two invariants beyond equality with the model: a path never gets a version it had before
-//! (deleted, expired or not), and the final state exported and imported into an empty store
-//! gives a store whose get, list, history and export equal the original's.
+//! Three invariants beyond equality with the model: a path never gets a version it had before
+//! (deleted, expired or not); a follower of each group's change feed from the start, applying
+//! every change, ends with the final listing; and the final state exported and imported into an
+//! empty store gives a store whose get, list, history and export equal the original's.
+//!
+//! Values include `null`, `[]`, `{}`, `""`, `0` and `false`, which a serializer may take for
+//! "no value".
 
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::conformance::{Harness, InMemory, TempFile};
 use pathdb_store::{
-    Condition, Error, Expiry, ExportRecord, Item, Json, ListRequest, MAX_LIST_LIMIT, ManualClock,
-    OnExisting, PutOptions, Store, StoreOptions, Timestamp, Transaction, TxOp, TxResult,
-    parse_import,
+    Change, ChangeToken, Condition, Error, Expiry, ExportRecord, Item, Json, ListRequest,
+    MAX_LIST_LIMIT, ManualClock, OnExisting, PutOptions, Store, StoreOptions, Timestamp,
+    Transaction, TxOp, TxResult, parse_import,
 };
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -90,8 +94,18 @@ fn path(text: &str) -> KeyPath {
     text.parse().unwrap()
 }
 
+/// Mostly `{"n": n}`, and the values a serializer may confuse with "no value".
 fn value(n: u8) -> Json {
-    Json::parse(&format!(r#"{{"n":{n}}}"#)).unwrap()
+    let text = match n % 10 {
+        0 => "null".to_owned(),
+        1 => "[]".to_owned(),
+        2 => "{}".to_owned(),
+        3 => r#""""#.to_owned(),
+        4 => "0".to_owned(),
+        5 => "false".to_owned(),
+        _ => format!(r#"{{"n":{n}}}"#),
+    };
+    Json::parse(&text).unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -636,6 +650,11 @@ fn run<H: Harness>(harness: &H, ops: &[Op]) -> Result<(), TestCaseError> {
         ..Default::default()
     });
     let mut model = Model::new(3);
+    let groups = [path("/m-1"), path("/m-2")];
+    let feeds: Vec<ChangeToken> = groups
+        .iter()
+        .map(|g| store.changes_token(g).unwrap())
+        .collect();
     for (step, op) in ops.iter().enumerate() {
         let at = || format!("step {step}: {op:?}");
         match op {
@@ -734,7 +753,49 @@ fn run<H: Harness>(harness: &H, ops: &[Op]) -> Result<(), TestCaseError> {
         prop_assert_eq!(store.history(&p, 10).unwrap(), model.history(&p, 10));
     }
     prop_assert_eq!(scan_all(&store, 1000), model.scan());
-    round_trip(harness, &store, &clock)
+    round_trip(harness, &store, &clock)?;
+    // Expiries reach the feed when swept: sweep, then each follower equals the live items.
+    store.sweep_expired().unwrap();
+    for (group, token) in groups.iter().zip(feeds) {
+        prop_assert_eq!(follow(&store, group, token), live_items(&store, group));
+    }
+    Ok(())
+}
+
+/// path → (version, value text).
+type Replica = BTreeMap<KeyPath, (u64, String)>;
+
+/// Every change of `group`'s feed after `token`, applied to an empty replica.
+fn follow<B: Backend>(store: &Store<B>, group: &KeyPath, mut token: ChangeToken) -> Replica {
+    let mut replica = Replica::new();
+    loop {
+        let page = store.changes(group, Some(&token), 7).unwrap();
+        if page.changes.is_empty() && page.next_token == token {
+            return replica;
+        }
+        for entry in page.changes {
+            match entry.change {
+                Change::Put(item) => {
+                    replica.insert(item.path, (item.version, item.value.to_string()));
+                }
+                Change::Delete { path, .. } => {
+                    replica.remove(&path);
+                }
+            }
+        }
+        token = page.next_token;
+    }
+}
+
+fn live_items<B: Backend>(store: &Store<B>, group: &KeyPath) -> Replica {
+    let mut request = ListRequest::new(group.clone());
+    request.limit = MAX_LIST_LIMIT;
+    let page = store.list(&request).unwrap();
+    assert_eq!(page.next_page_token, None);
+    page.items
+        .into_iter()
+        .map(|i| (i.path, (i.version, i.value.to_string())))
+        .collect()
 }
 
 /// Export, then import into an empty store: get, list, history and export are the original's.

@@ -2,10 +2,10 @@
 //! listing ends with the final listing; order, resumption, expiry of tokens, restarts; sequences
 //! under concurrent creators.
 
-use super::{Harness, manual_options, path, value};
+use super::{Harness, json, manual_options, path, value};
 use crate::backend::Backend;
 use crate::{
-    Change, ChangeToken, Error, Expiry, IdKind, Item, ListRequest, Parent, PutOptions, Store,
+    Change, ChangeToken, Error, Expiry, IdKind, Item, Json, ListRequest, Parent, PutOptions, Store,
     Transaction, TxResult,
 };
 use pathdb_keys::KeyPath;
@@ -102,6 +102,20 @@ fn drain<B: Backend>(
     }
 }
 
+/// The values the feed workloads write: mostly `{"n": n}`, and every JSON value that a
+/// serializer might confuse with "no value" (`null`, empty containers, `""`, `0`, `false`).
+fn feed_value(n: i64) -> Json {
+    match n.rem_euclid(8) {
+        0 => json("null"),
+        1 => json("[]"),
+        2 => json("{}"),
+        3 => json(r#""""#),
+        4 => json("0"),
+        5 => json("false"),
+        _ => value(n),
+    }
+}
+
 fn ttl(seconds: u64) -> PutOptions {
     PutOptions {
         expires: Some(Expiry::After(Duration::from_secs(seconds))),
@@ -137,7 +151,7 @@ pub fn change_feed_completeness<H: Harness>(harness: &H) {
             })
             .collect();
         // Something before the follower starts.
-        store.put(&paths[1], value(0), ttl(30)).expect("put");
+        store.put(&paths[1], feed_value(0), ttl(30)).expect("put");
         let (mut whole, whole_token) = listing(store, &group);
         let (mut part, part_token) = listing(store, &inner);
         let (mut whole_token, mut part_token) = (
@@ -149,25 +163,27 @@ pub fn change_feed_completeness<H: Harness>(harness: &H) {
             let p = &paths[rng.below(paths.len() as u64) as usize];
             let n = step as i64;
             let _ = match rng.below(8) {
-                0 | 1 => store.put(p, value(n), PutOptions::default()).map(drop),
+                0 | 1 => store.put(p, feed_value(n), PutOptions::default()).map(drop),
                 2 => store
                     .put(
                         p,
-                        value(n),
+                        feed_value(n),
                         PutOptions {
                             history: true,
                             ..PutOptions::default()
                         },
                     )
                     .map(drop),
-                3 => store.put(p, value(n), ttl(1 + rng.below(20))).map(drop),
+                3 => store
+                    .put(p, feed_value(n), ttl(1 + rng.below(20)))
+                    .map(drop),
                 4 => store.delete(p, None).map(drop),
                 5 => {
                     let q = &paths[(paths.iter().position(|x| x == p).unwrap_or(0) + 1) % 6];
                     store
                         .transact(
                             Transaction::new()
-                                .put(p.clone(), value(n), PutOptions::default())
+                                .put(p.clone(), feed_value(n), PutOptions::default())
                                 .delete(q.clone(), None),
                         )
                         .map(drop)
@@ -247,10 +263,10 @@ pub fn change_feed_with_concurrent_writers<H: Harness>(harness: &H) {
                         let q = path(&format!("/live-1/k-{}/x-{w}", rng.below(5)));
                         let result = match rng.below(5) {
                             0 => store
-                                .put(&p, value(i as i64), PutOptions::default())
+                                .put(&p, feed_value(i as i64), PutOptions::default())
                                 .map(drop),
                             1 => store
-                                .put(&p, value(i as i64), ttl(1 + rng.below(3)))
+                                .put(&p, feed_value(i as i64), ttl(1 + rng.below(3)))
                                 .map(drop),
                             2 => store.delete(&p, None).map(drop),
                             3 => {
@@ -260,8 +276,8 @@ pub fn change_feed_with_concurrent_writers<H: Harness>(harness: &H) {
                             _ => store
                                 .transact(
                                     Transaction::new()
-                                        .put(p, value(i as i64), PutOptions::default())
-                                        .put(q, value(i as i64), PutOptions::default()),
+                                        .put(p, feed_value(i as i64), PutOptions::default())
+                                        .put(q, feed_value(i as i64), PutOptions::default()),
                                 )
                                 .map(drop),
                         };
