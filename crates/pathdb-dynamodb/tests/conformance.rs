@@ -5,7 +5,7 @@
 use crate::{Dynamo, Flavor, endpoint};
 use pathdb_dynamodb::DynamoBackend;
 use pathdb_store::StoreOptions;
-use pathdb_store::conformance::{Harness, TestStore};
+use pathdb_conformance::{Harness, TestStore};
 
 /// Workloads that write or read several items atomically.
 const NEED_TRANSACTIONS: &[&str] = &[
@@ -62,4 +62,4 @@ impl Harness for FromEnv {
     }
 }
 
-pathdb_store::conformance_tests!(FromEnv::new());
+pathdb_conformance::conformance_tests!(FromEnv::new());

@@ -15,9 +15,9 @@
 //! Values include `null`, `[]`, `{}`, `""`, `0` and `false`, which a serializer may take for
 //! "no value".
 
+use pathdb_conformance::{Harness, InMemory, TempFile};
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
-use pathdb_store::conformance::{Harness, InMemory, TempFile};
 use pathdb_store::{
     Change, ChangeToken, Condition, Error, Expiry, ExportRecord, Item, Json, ListRequest,
     MAX_LIST_LIMIT, ManualClock, OnExisting, PutOptions, Store, StoreOptions, Timestamp,

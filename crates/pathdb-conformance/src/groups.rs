@@ -1,9 +1,9 @@
 //! Listing groups: key order across types, paging, the system partition, deleted groups.
 
 use super::{Harness, open_manual, path, put};
-use crate::{Error, MAX_GROUPS_LIMIT};
+use pathdb_store::{Error, MAX_GROUPS_LIMIT};
 
-/// [`crate::Store::groups`] lists every group once, in typed key order, page by page; never the
+/// [`pathdb_store::Store::groups`] lists every group once, in typed key order, page by page; never the
 /// system partition (written here by a namespace setting); and still lists a group whose only item was
 /// deleted (its tombstone and history remain: see `groups.rs`). A group is listed once however
 /// many items it holds, and a bad limit or token is refused.
@@ -90,7 +90,7 @@ pub fn groups_in_key_order<H: Harness>(harness: &H) {
         Err(Error::InvalidPageToken(_))
     ));
     // A listing's token is not a groups token.
-    let mut request = crate::ListRequest::new(path("/user-2"));
+    let mut request = pathdb_store::ListRequest::new(path("/user-2"));
     request.limit = 1;
     let listing_token = store.list(&request).unwrap().next_page_token.unwrap();
     assert!(matches!(

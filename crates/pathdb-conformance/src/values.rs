@@ -3,7 +3,7 @@
 //! a token altered in any way is refused, never answered with a page.
 
 use super::{Harness, json, open_manual, path};
-use crate::{
+use pathdb_store::{
     Change, ChangeToken, Error, ExportRecord, IdKind, ListRequest, OnExisting, Parent, PutOptions,
     Store, Transaction, TxResult,
 };
@@ -87,7 +87,7 @@ pub fn emptyish_values_round_trip<H: Harness>(harness: &H) {
     let mut text = Vec::new();
     store.export(&mut text, &mut |_| {}).expect("export");
     let text = String::from_utf8(text).expect("UTF-8 export");
-    let records = crate::parse_import(text.lines().map(|l| Ok::<_, String>(l.to_owned())), false)
+    let records = pathdb_store::parse_import(text.lines().map(|l| Ok::<_, String>(l.to_owned())), false)
         .expect("parse the export");
     let (_clock, copy) = open_manual(harness);
     copy.import(&records, OnExisting::Replace, &mut |_| {})

@@ -2,8 +2,8 @@
 //! and page tokens.
 
 use super::{Harness, list_all, open_manual, path, texts, value};
-use crate::backend::Backend;
-use crate::{Error, Item, ListRequest, MAX_LIST_LIMIT, PutOptions, Store};
+use pathdb_store::backend::Backend;
+use pathdb_store::{Error, Item, ListRequest, MAX_LIST_LIMIT, PutOptions, Store};
 use pathdb_keys::{Id, KeyPath, Uuid};
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 use super::{
     Harness, T0, assert_condition_failed, dump, json, open_manual, path, put, texts, value,
 };
-use crate::{
+use pathdb_store::{
     Condition, Error, ExportRecord, Json, ListRequest, MAX_GET_MANY, MAX_GROUP_BYTES,
     MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES, PutOptions, Transaction, TxResult,
 };

@@ -1,8 +1,8 @@
 //! Conditions and transactions under concurrent writers. Outcomes are checked, never timings.
 
 use super::{Harness, open_manual, path, value};
-use crate::backend::Backend;
-use crate::{Condition, Error, Item, PutOptions, Store, Transaction, TxResult};
+use pathdb_store::backend::Backend;
+use pathdb_store::{Condition, Error, Item, PutOptions, Store, Transaction, TxResult};
 use pathdb_keys::KeyPath;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -244,7 +244,7 @@ fn audit<B: Backend>(
         let balances = store.get_many(accounts).unwrap();
         assert_eq!(balances.iter().map(number).sum::<i64>(), total, "get_many");
         let listed = store
-            .list(&crate::ListRequest::new(path("/bank-1")))
+            .list(&pathdb_store::ListRequest::new(path("/bank-1")))
             .unwrap();
         assert_eq!(listed.items.iter().map(number).sum::<i64>(), total, "list");
         audits += 1;

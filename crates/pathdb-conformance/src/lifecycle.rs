@@ -4,11 +4,11 @@ use super::{
     Harness, T0, assert_condition_failed, dump, manual_options, open_manual, path, put, texts,
     value,
 };
-use crate::backend::{Backend, Reader};
-use crate::{
+use pathdb_store::backend::{Backend, Reader};
+use pathdb_store::{
     Condition, Error, Expiry, ExportLine, ExportRecord, ExportStatus, ImportRecord, Item,
     ListRequest, MAX_TRANSACTION_OPS, OnExisting, PutOptions, Store, Timestamp, Transaction,
-    TxResult, layout,
+    TxResult,
 };
 use pathdb_keys::KeyPath;
 use std::time::Duration;
@@ -214,12 +214,12 @@ pub fn failed_transactions_leave_nothing<H: Harness>(harness: &H) {
     invalid(too_long);
     invalid(everything(None).delete(path("/f-1/d-1"), None));
     invalid(everything(None).check(path("/f-1/a-1"), Condition::MustExist));
-    let huge = super::json(&format!("\"{}\"", "z".repeat(crate::MAX_ITEM_BYTES)));
+    let huge = super::json(&format!("\"{}\"", "z".repeat(pathdb_store::MAX_ITEM_BYTES)));
     assert!(matches!(
         store.transact(everything(None).put(path("/f-1/big-1"), huge, PutOptions::default())),
         Err(Error::ItemTooLarge { .. })
     ));
-    let long_key = path(&format!("/f-1/k-{}", "k".repeat(crate::MAX_SORT_KEY_BYTES)));
+    let long_key = path(&format!("/f-1/k-{}", "k".repeat(pathdb_store::MAX_SORT_KEY_BYTES)));
     assert!(matches!(
         store.transact(everything(None).delete(long_key, None)),
         Err(Error::KeyTooLarge { .. })
@@ -351,12 +351,12 @@ pub fn history_retention<H: Harness>(harness: &H) {
     }
 }
 
-fn raw_get<B: Backend>(store: &Store<B>, p: &KeyPath) -> Option<crate::backend::Record> {
+fn raw_get<B: Backend>(store: &Store<B>, p: &KeyPath) -> Option<pathdb_store::backend::Record> {
     store
         .backend()
         .reader()
         .unwrap()
-        .get(&layout::item_key(p))
+        .get(&crate::item_key(p))
         .unwrap()
 }
 
@@ -690,15 +690,15 @@ pub fn scan_and_import<H: Harness>(harness: &H) {
     let last = text.lines().last().unwrap();
     assert_eq!(ExportLine::parse(last).unwrap(), ExportLine::End(end));
     let lines = || text.lines().map(|l| Ok::<_, String>(l.to_owned()));
-    let parsed = crate::parse_import(lines(), false).unwrap();
+    let parsed = pathdb_store::parse_import(lines(), false).unwrap();
     // Without its last line, an export is taken only as a deliberate part.
     let cut = || lines().take(records.len());
     assert!(matches!(
-        crate::parse_import(cut(), false),
+        pathdb_store::parse_import(cut(), false),
         Err(Error::InvalidRequest(_))
     ));
     assert_eq!(
-        crate::parse_import(cut(), true).unwrap().len(),
+        pathdb_store::parse_import(cut(), true).unwrap().len(),
         records.len()
     );
     let imported: Vec<ImportRecord> = records
@@ -754,7 +754,7 @@ pub fn scan_and_import<H: Harness>(harness: &H) {
         let lines = bad.lines().map(|l| Ok::<_, String>(l.to_owned()));
         assert!(
             matches!(
-                crate::parse_import(lines, true),
+                pathdb_store::parse_import(lines, true),
                 Err(Error::InvalidRequest(_))
             ),
             "{bad}"
@@ -799,15 +799,15 @@ pub fn scan_and_import<H: Harness>(harness: &H) {
             r#"{{"path":"{text}","version":{version},"created_at":1,"modified_at":1,"value":{value}}}"#
         )
     };
-    let huge = format!("\"{}\"", "z".repeat(crate::MAX_ITEM_BYTES));
-    let long = format!("/x-3/k-{}", "k".repeat(crate::MAX_SORT_KEY_BYTES));
+    let huge = format!("\"{}\"", "z".repeat(pathdb_store::MAX_ITEM_BYTES));
+    let long = format!("/x-3/k-{}", "k".repeat(pathdb_store::MAX_SORT_KEY_BYTES));
     for (bad, check) in [
         (fresh("/x-3/zero-1", 0, "1"), "version"),
         (fresh("/x-3/big-1", 1, &huge), "item size"),
         (fresh(&long, 1, "1"), "key size"),
     ] {
         let input = [fresh("/x-3/ok-1", 1, "1"), fresh("/x-3/ok-2", 1, "1"), bad];
-        let result = crate::parse_import(input.into_iter().map(Ok::<_, String>), true);
+        let result = pathdb_store::parse_import(input.into_iter().map(Ok::<_, String>), true);
         assert!(
             matches!(result, Err(Error::InvalidRequest(_))),
             "{check}: {result:?}"
@@ -933,7 +933,7 @@ pub fn import_never_goes_backwards<H: Harness>(harness: &H) {
     }
     put(&store, "/i-1/b-1", 1);
     clock.advance(secs(10));
-    let line = |text: &str| crate::parse_import([Ok::<_, String>(text.to_owned())], true).unwrap();
+    let line = |text: &str| pathdb_store::parse_import([Ok::<_, String>(text.to_owned())], true).unwrap();
     let old = r#"{"path":"/i-1/a-1","version":1,"created_at":5,"modified_at":5,"value":"old"}"#;
     let mut records = line(old);
     records.extend(line(old));
@@ -950,7 +950,7 @@ pub fn import_never_goes_backwards<H: Harness>(harness: &H) {
     assert_eq!(store.get(&path("/i-1/a-1")).unwrap().unwrap().version, 3);
 
     let failed = store.import(&records, OnExisting::Fail, &mut |_| {});
-    let Err(crate::ImportError { applied, error }) = failed else {
+    let Err(pathdb_store::ImportError { applied, error }) = failed else {
         panic!("fail mode imported over a live item: {failed:?}")
     };
     assert!(matches!(error, Error::ConditionFailed { .. }), "{error}");
@@ -998,7 +998,7 @@ pub fn import_never_goes_backwards<H: Harness>(harness: &H) {
 /// Import never rewrites history or lets it get ahead of its item: revisions of an item the
 /// import skips are skipped; a revision never overwrites another; a revision above the version
 /// its item holds is skipped (the next write of the path would take that number). Versions
-/// above [`crate::MAX_VERSION`] are refused; re-running an import of duplicate lines or of
+/// above [`pathdb_store::MAX_VERSION`] are refused; re-running an import of duplicate lines or of
 /// items that have since expired changes nothing.
 pub fn import_keeps_history_consistent<H: Harness>(harness: &H) {
     let (clock, store) = open_manual(harness);
@@ -1013,7 +1013,7 @@ pub fn import_keeps_history_consistent<H: Harness>(harness: &H) {
     }
     let history_before = store.history(&path("/j-1/a-1"), 10).unwrap();
     let lines = |text: &[String]| {
-        crate::parse_import(text.iter().map(|l| Ok::<_, String>(l.clone())), true).unwrap()
+        pathdb_store::parse_import(text.iter().map(|l| Ok::<_, String>(l.clone())), true).unwrap()
     };
     let record = |version: u64, revision: bool, value: i64| {
         format!(
@@ -1078,10 +1078,10 @@ pub fn import_keeps_history_consistent<H: Harness>(harness: &H) {
     // Versions a client cannot hold are refused before anything is written.
     let huge = format!(
         r#"{{"path":"/j-1/d-1","version":{},"created_at":1,"modified_at":1,"value":1}}"#,
-        crate::MAX_VERSION + 1
+        pathdb_store::MAX_VERSION + 1
     );
     assert!(matches!(
-        crate::parse_import([Ok::<_, String>(huge)], true),
+        pathdb_store::parse_import([Ok::<_, String>(huge)], true),
         Err(Error::InvalidRequest(_))
     ));
 

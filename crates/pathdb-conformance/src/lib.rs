@@ -1,11 +1,13 @@
+#![deny(missing_docs)]
+
 //! The backend-agnostic conformance suite: every operation, option and error of the data API,
 //! written once against [`Store`] and run by every backend with one line:
 //!
 //! ```text
-//! // In a backend's integration tests:
-//! pathdb_store::conformance_tests!(pathdb_store::conformance::InMemory);
-//! pathdb_store::conformance_tests!(pathdb_store::conformance::TempFile::default());
-//! pathdb_store::conformance_tests!(|options: pathdb_store::StoreOptions| {
+//! // In a backend's integration tests (pathdb-conformance as a dev-dependency):
+//! pathdb_conformance::conformance_tests!(pathdb_conformance::InMemory);
+//! pathdb_conformance::conformance_tests!(pathdb_conformance::TempFile::default());
+//! pathdb_conformance::conformance_tests!(|options: pathdb_store::StoreOptions| {
 //!     pathdb_store::Store::new(MyBackend::connect(), options).unwrap()
 //! });
 //! ```
@@ -33,8 +35,8 @@
 //!   [`generated_ids`] (`changes`);
 //! - [`emptyish_values_round_trip`], [`altered_tokens_are_refused`] (`values`).
 
-use crate::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
-use crate::{
+use pathdb_store::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
+use pathdb_store::{
     Error, ExportRecord, Item, Json, ListRequest, ManualClock, PutOptions, Store, StoreOptions,
     Timestamp,
 };
@@ -120,11 +122,11 @@ macro_rules! conformance_tests {
             #[test]
             fn $workload() {
                 let harness = $harness;
-                if let Some(reason) = $crate::conformance::Harness::skip(&harness, stringify!($workload)) {
+                if let Some(reason) = $crate::Harness::skip(&harness, stringify!($workload)) {
                     eprintln!("skipped {}: {reason}", stringify!($workload));
                     return;
                 }
-                $crate::conformance::$workload(&harness);
+                $crate::$workload(&harness);
             }
         )*
     };
@@ -275,6 +277,15 @@ pub(crate) fn open_manual<H: Harness>(harness: &H) -> (Arc<ManualClock>, TestSto
     (clock, harness.open(options))
 }
 
+/// Where a backend stores the item at `path` (the store's key layout, docs/key-format.md): for
+/// the workloads that check raw records.
+pub(crate) fn item_key(path: &KeyPath) -> pathdb_store::backend::Key {
+    pathdb_store::backend::Key {
+        partition: path.partition_key(),
+        sort: path.sort_key(),
+    }
+}
+
 pub(crate) fn path(text: &str) -> KeyPath {
     text.parse()
         .unwrap_or_else(|e| panic!("bad test path {text}: {e}"))
@@ -347,7 +358,7 @@ pub(crate) fn dump<B: Backend>(store: &Store<B>) -> Vec<ExportRecord> {
 pub(crate) fn assert_condition_failed<T: std::fmt::Debug>(
     result: Result<T, Error>,
     at: &str,
-    condition: crate::Condition,
+    condition: pathdb_store::Condition,
     current: Option<u64>,
 ) {
     match result {

@@ -3,8 +3,8 @@
 //! under concurrent creators.
 
 use super::{Harness, json, manual_options, path, value};
-use crate::backend::Backend;
-use crate::{
+use pathdb_store::backend::Backend;
+use pathdb_store::{
     Change, ChangeToken, Error, Expiry, IdKind, Item, Json, ListRequest, Parent, PutOptions, Store,
     Transaction, TxResult,
 };
@@ -337,12 +337,12 @@ pub fn change_feed_with_concurrent_writers<H: Harness>(harness: &H) {
                     }
                     eprintln!(
                         "  raw: {:?}",
-                        crate::backend::Reader::get(
+                        pathdb_store::backend::Reader::get(
                             &store.backend().reader().unwrap(),
-                            &crate::layout::item_key(path)
+                            &crate::item_key(path)
                         )
                     );
-                    eprintln!("  now: {:?}", store.now());
+                    eprintln!("  now: {:?}", pathdb_store::Clock::now(&*clock));
                     eprintln!("  token was {token_text}");
                 }
             }
