@@ -12,14 +12,14 @@
 //! the state a single clean run gives. See docs/export.md.
 
 use crate::backend::{Backend, Expect, Key, Reader, Record, WriteBatch, WriteError, WriteOp};
-use crate::changes::{Change, log_changes};
+use crate::changelog::Change;
+use crate::limits::{MAX_VERSION, check_item_size, check_key, check_revision_key, next_version};
 use crate::list::decode_path;
-use crate::store::{
-    MAX_VERSION, check_item_size, check_key, check_revision_key, index_record, is_live,
-    next_version, to_item,
-};
+use crate::options::Clock;
+use crate::record::{index_record, is_live, to_item};
 use crate::token::{Kind, TokenKey};
-use crate::{Condition, Error, Item, Json, Store, Timestamp, layout};
+use crate::write::{Settings, log_changes};
+use crate::{Condition, Error, Item, Json, Timestamp, layout};
 use pathdb_keys::KeyPath;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -221,41 +221,27 @@ fn export_record(key: &Key, record: Record, now: i64) -> Option<Result<ExportRec
     })
 }
 
-impl<B: Backend> Store<B> {
-    /// Up to `limit` records of everything, in key order, after `cursor`. Entries that are not
-    /// PathDB records (written by another tool) are left out and counted in
-    /// [`ScanPage::skipped`].
-    ///
-    /// # Errors
-    /// A malformed cursor; storage failures.
-    pub fn scan(&self, cursor: Option<&str>, limit: usize) -> Result<ScanPage, Error> {
-        let after = cursor
-            .map(|c| decode_cursor(&self.inner.tokens, c))
-            .transpose()?;
-        let reader = self.inner.backend.reader()?;
-        let (records, skipped, next) = scan_page(&reader, after, limit, self.now())?;
-        Ok(ScanPage {
-            records,
-            skipped: skipped + reader.skipped(),
-            cursor: next
-                .as_ref()
-                .map(|key| encode_cursor(&self.inner.tokens, key)),
-        })
-    }
+/// A page of the full scan of `backend` at `now` ([`Store::scan`](crate::Store::scan)).
+pub(crate) fn scan<B: Backend>(
+    backend: &B,
+    tokens: &TokenKey,
+    now: i64,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<ScanPage, Error> {
+    let after = cursor.map(|c| decode_cursor(tokens, c)).transpose()?;
+    let reader = backend.reader()?;
+    let (records, skipped, next) = scan_page(&reader, after, limit, now)?;
+    Ok(ScanPage {
+        records,
+        skipped: skipped + reader.skipped(),
+        cursor: next.as_ref().map(|key| encode_cursor(tokens, key)),
+    })
+}
 
-    /// Writes every record as JSON lines to `out`, then the [`ExportEnd`] line; `progress` is
-    /// called after each page with the records written so far.
-    ///
-    /// The whole export reads one snapshot where the backend has them (redb): a write that
-    /// commits meanwhile is either all in it or not at all, so an item is never older than its
-    /// revisions. DynamoDB has no snapshot across requests (docs/export.md).
-    ///
-    /// If the scan fails, the last line says `incomplete` with the error, and the error is
-    /// returned: no consumer can take a truncated export for a whole one.
-    ///
-    /// # Errors
-    /// Storage failures; `out` failing.
-    pub fn export(
+impl<B: Backend> Exporter<'_, B> {
+    /// The export ([`Store::export`](crate::Store::export)).
+    pub(crate) fn export(
         &self,
         out: &mut dyn std::io::Write,
         progress: &mut dyn FnMut(u64),
@@ -274,11 +260,11 @@ impl<B: Backend> Store<B> {
             out.flush()?;
             Err(ExportError::Store(e))
         };
-        let reader = match self.inner.backend.reader() {
+        let reader = match self.backend.reader() {
             Ok(reader) => reader,
             Err(e) => return fail(&mut end, out, e.into()),
         };
-        let now = self.now();
+        let now = self.now;
         let mut after: Option<Key> = None;
         loop {
             let (records, skipped, next) = match scan_page(&reader, after.take(), EXPORT_PAGE, now)
@@ -321,6 +307,14 @@ impl<B: Backend> Store<B> {
         }
         Ok(end)
     }
+}
+
+/// What an export reads.
+pub(crate) struct Exporter<'a, B> {
+    /// The database.
+    pub(crate) backend: &'a B,
+    /// The time expiry is judged at.
+    pub(crate) now: i64,
 }
 
 /// Up to `limit` records after `after` from `reader`: the records, how many entries were not
@@ -367,7 +361,7 @@ fn write_line(out: &mut dyn std::io::Write, value: &impl Serialize) -> Result<()
     Ok(())
 }
 
-/// A failed [`Store::export`].
+/// A failed [`Store::export`](crate::Store::export).
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// The store failed; the export ends with an `incomplete` line.
@@ -642,7 +636,7 @@ fn check_import_record(r: &ImportRecord) -> Result<(), Error> {
     }
 }
 
-/// What [`Store::import`] does with a record whose path holds a live item with other content.
+/// What [`Store::import`](crate::Store::import) does with a record whose path holds a live item with other content.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OnExisting {
     /// Write the record; its version becomes the larger of its own and the stored one plus 1,
@@ -694,7 +688,7 @@ pub struct ImportReport {
     pub last_path: Option<KeyPath>,
 }
 
-/// A failed [`Store::import`]: the error, and what the batches before it applied (atomically
+/// A failed [`Store::import`](crate::Store::import): the error, and what the batches before it applied (atomically
 /// each; a re-run of the same input finishes the job).
 #[derive(Debug, thiserror::Error)]
 #[error("{error} ({} records imported before it{})", .applied.imported,
@@ -721,17 +715,21 @@ enum Outcome {
     Skipped,
 }
 
-impl<B: Backend> Store<B> {
-    /// Writes records (as [`parse_import`] reads them) in atomic batches of at most
-    /// [`IMPORT_BATCH`] (fewer where the backend takes fewer operations per write), calling
-    /// `progress` after each. A version never goes backwards: a record whose version is
-    /// not above the stored one's is written with the stored version plus 1, and a tombstone
-    /// never lowers one. A record already stored with the same content is left alone, so
-    /// importing the same input again changes nothing.
-    ///
-    /// # Errors
-    /// [`ImportError`] with what was applied before the failing batch.
-    pub fn import(
+/// What an import writes with.
+pub(crate) struct Importer<'a, B> {
+    /// The database.
+    pub(crate) backend: &'a B,
+    /// The settings the change-log stage needs.
+    pub(crate) settings: Settings<'a>,
+    /// Notified after each commit.
+    pub(crate) commits: &'a event_listener::Event,
+    /// The time of each batch.
+    pub(crate) clock: &'a dyn Clock,
+}
+
+impl<B: Backend> Importer<'_, B> {
+    /// The import ([`Store::import`](crate::Store::import)).
+    pub(crate) fn import(
         &self,
         records: &[ImportRecord],
         on_existing: OnExisting,
@@ -742,7 +740,7 @@ impl<B: Backend> Store<B> {
         // Paths whose item this import left alone: their revisions are left alone too.
         let mut skipped_items: HashSet<KeyPath> = HashSet::new();
         // Per record at most: the item, its expiry entry, a change log entry for its group.
-        let batch_size = (self.inner.backend.max_batch_ops() / 3).clamp(1, IMPORT_BATCH);
+        let batch_size = (self.backend.max_batch_ops() / 3).clamp(1, IMPORT_BATCH);
         // One record per key, the last, as writing them one by one would leave it; it also
         // makes a re-run find every record as it left it (idempotent).
         let records = last_per_key(records);
@@ -789,8 +787,8 @@ impl<B: Backend> Store<B> {
         skipped_items: &mut HashSet<KeyPath>,
     ) -> Result<Vec<Outcome>, Error> {
         loop {
-            let reader = self.inner.backend.reader()?;
-            let now = self.now();
+            let reader = self.backend.reader()?;
+            let now = self.clock.now().0;
             let keys: Vec<Key> = batch.iter().map(|r| import_key(r)).collect();
             // A revision needs its item's version too: history never gets ahead of its item.
             let item_keys: Vec<Key> = batch
@@ -882,12 +880,13 @@ impl<B: Backend> Store<B> {
                 .collect();
             let mut batch = WriteBatch { ops };
             let mut owners = Vec::new();
-            log_changes(&self.inner, &reader, &mut batch, &mut owners, &changes, now)?;
+            let ctx = self.settings.context(&reader, now);
+            log_changes(&ctx, &mut batch, &mut owners, &changes)?;
             drop(reader);
             if !batch.ops.is_empty() {
-                match self.inner.backend.write(batch) {
+                match self.backend.write(batch) {
                     Ok(()) => {
-                        self.inner.commits.notify(usize::MAX);
+                        self.commits.notify(usize::MAX);
                     }
                     // A concurrent write changed a key this plan read: plan again.
                     Err(WriteError::ConditionFailed { .. }) => continue,

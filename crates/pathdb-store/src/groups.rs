@@ -10,7 +10,8 @@
 
 use crate::backend::{Backend, Reader};
 use crate::token::Kind;
-use crate::{Error, Store, layout};
+use crate::token::TokenKey;
+use crate::{Error, layout};
 use pathdb_keys::KeyPath;
 
 /// Groups per page when the request does not say.
@@ -18,7 +19,7 @@ pub const DEFAULT_GROUPS_LIMIT: usize = 100;
 /// Most groups per page.
 pub const MAX_GROUPS_LIMIT: usize = 1000;
 
-/// One page of [`Store::groups`].
+/// One page of [`Store::groups`](crate::Store::groups).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupPage {
     /// The groups, each a one-element path, in ascending key order.
@@ -27,65 +28,62 @@ pub struct GroupPage {
     pub next_page_token: Option<String>,
 }
 
-impl<B: Backend> Store<B> {
-    /// Up to `limit` groups in key order, after the page that returned `page_token`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidRequest`] for a limit outside 1..=[`MAX_GROUPS_LIMIT`];
-    /// [`Error::InvalidPageToken`] for a token that did not come from this call; storage
-    /// failures.
-    pub fn groups(&self, limit: usize, page_token: Option<&str>) -> Result<GroupPage, Error> {
-        if !(1..=MAX_GROUPS_LIMIT).contains(&limit) {
-            return Err(Error::InvalidRequest(format!(
-                "limit must be 1..={MAX_GROUPS_LIMIT}, got {limit}"
-            )));
-        }
-        let mut after = page_token
-            .map(|token| {
-                self.inner
-                    .tokens
-                    .open(Kind::GroupsPage, &[], token)
-                    .filter(|partition| !partition.is_empty())
-                    .ok_or(Error::InvalidPageToken(
-                        "not a groups page token (altered, or from another call or database)",
-                    ))
-            })
-            .transpose()?;
-        let reader = self.backend().reader()?;
-        let mut groups = Vec::with_capacity(limit.min(128));
-        loop {
-            // One more than needed tells whether another page follows without an extra call.
-            let want = limit + 1 - groups.len();
-            let batch = reader.partitions(after.as_deref(), want)?;
-            let exhausted = batch.len() < want;
-            for partition in batch {
-                after = Some(partition.clone());
-                if partition == layout::SYSTEM_PARTITION {
-                    continue;
-                }
-                match KeyPath::decode(&partition) {
-                    Ok(group) if group.len() == 1 => groups.push((group, partition)),
-                    Ok(_) | Err(_) => {
-                        tracing::warn!(partition = %hex::encode(&partition),
-                            "skipped a partition that is not a group");
-                    }
-                }
-            }
-            if exhausted || groups.len() > limit {
-                break;
-            }
-        }
-        let next_page_token = if groups.len() > limit {
-            groups.truncate(limit);
-            groups
-                .last()
-                .map(|(_, partition)| self.inner.tokens.seal(Kind::GroupsPage, &[], partition))
-        } else {
-            None
-        };
-        Ok(GroupPage {
-            groups: groups.into_iter().map(|(group, _)| group).collect(),
-            next_page_token,
-        })
+/// Up to `limit` groups of `backend` in key order ([`Store::groups`](crate::Store::groups)).
+pub(crate) fn groups<B: Backend>(
+    backend: &B,
+    tokens: &TokenKey,
+    limit: usize,
+    page_token: Option<&str>,
+) -> Result<GroupPage, Error> {
+    if !(1..=MAX_GROUPS_LIMIT).contains(&limit) {
+        return Err(Error::InvalidRequest(format!(
+            "limit must be 1..={MAX_GROUPS_LIMIT}, got {limit}"
+        )));
     }
+    let mut after = page_token
+        .map(|token| {
+            tokens
+                .open(Kind::GroupsPage, &[], token)
+                .filter(|partition| !partition.is_empty())
+                .ok_or(Error::InvalidPageToken(
+                    "not a groups page token (altered, or from another call or database)",
+                ))
+        })
+        .transpose()?;
+    let reader = backend.reader()?;
+    let mut groups = Vec::with_capacity(limit.min(128));
+    loop {
+        // One more than needed tells whether another page follows without an extra call.
+        let want = limit + 1 - groups.len();
+        let batch = reader.partitions(after.as_deref(), want)?;
+        let exhausted = batch.len() < want;
+        for partition in batch {
+            after = Some(partition.clone());
+            if partition == layout::SYSTEM_PARTITION {
+                continue;
+            }
+            match KeyPath::decode(&partition) {
+                Ok(group) if group.len() == 1 => groups.push((group, partition)),
+                Ok(_) | Err(_) => {
+                    tracing::warn!(partition = %hex::encode(&partition),
+                            "skipped a partition that is not a group");
+                }
+            }
+        }
+        if exhausted || groups.len() > limit {
+            break;
+        }
+    }
+    let next_page_token = if groups.len() > limit {
+        groups.truncate(limit);
+        groups
+            .last()
+            .map(|(_, partition)| tokens.seal(Kind::GroupsPage, &[], partition))
+    } else {
+        None
+    };
+    Ok(GroupPage {
+        groups: groups.into_iter().map(|(group, _)| group).collect(),
+        next_page_token,
+    })
 }

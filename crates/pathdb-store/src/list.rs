@@ -3,9 +3,11 @@
 //! returned, bound to the listing it came from, so a listing resumes in either direction.
 
 use crate::backend::{Backend, Direction, Reader, SortRange};
-use crate::store::{check_key, is_live, is_live_view, item_from_view, to_item};
+use crate::limits::check_key;
+use crate::record::{is_live, is_live_view, item_from_view, to_item};
 use crate::token::Kind;
-use crate::{ChangeToken, Error, Item, Store, layout};
+use crate::token::TokenKey;
+use crate::{ChangeToken, Error, Item, layout};
 use pathdb_keys::KeyPath;
 use std::ops::{Bound, ControlFlow};
 
@@ -17,7 +19,7 @@ pub const MAX_LIST_LIMIT: usize = 1000;
 /// without a seek each, few enough not to read deep subtrees.
 const CHILDREN_BATCH: usize = 16;
 
-/// What [`Store::list`] returns.
+/// What [`Store::list`](crate::Store::list) returns.
 #[derive(Clone, Debug)]
 pub struct ListRequest {
     /// The subtree to list: the item at this path (if any), then everything below it in key order.
@@ -65,7 +67,7 @@ pub struct ListPage {
     /// Present when more items follow; pass it back to continue.
     pub next_page_token: Option<String>,
     /// On a first page (no page token): the change feed's position at this page's snapshot.
-    /// Following [`Store::changes`] from it, applied to this listing, gives what follows.
+    /// Following [`Store::changes`](crate::Store::changes) from it, applied to this listing, gives what follows.
     pub changes_token: Option<ChangeToken>,
 }
 
@@ -103,224 +105,216 @@ fn step_past(range: &mut SortRange, sort: Vec<u8>, direction: Direction) {
     }
 }
 
-impl<B: Backend> Store<B> {
-    /// One page of a listing inside the group of `request.prefix`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidRequest`] for a limit outside 1..=[`MAX_LIST_LIMIT`] or a bound in another
-    /// group; [`Error::InvalidPageToken`] for a token from another listing; storage failures.
-    pub fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        let prefix = &request.prefix;
-        check_key(prefix)?;
-        if !(1..=MAX_LIST_LIMIT).contains(&request.limit) {
+/// One page of a listing ([`Store::list`](crate::Store::list)) of `backend` at `now`, its page
+/// tokens sealed with `tokens`.
+pub(crate) fn list<B: Backend>(
+    backend: &B,
+    tokens: &TokenKey,
+    now: i64,
+    request: &ListRequest,
+) -> Result<ListPage, Error> {
+    let prefix = &request.prefix;
+    check_key(prefix)?;
+    if !(1..=MAX_LIST_LIMIT).contains(&request.limit) {
+        return Err(Error::InvalidRequest(format!(
+            "limit must be 1..={MAX_LIST_LIMIT}, got {}",
+            request.limit
+        )));
+    }
+    let base = if request.children_only {
+        prefix.sort_key_descendants_range()
+    } else {
+        prefix.sort_key_subtree_range()
+    };
+    let mut range = SortRange {
+        start: Bound::Included(base.start),
+        end: base
+            .end
+            .map_or_else(layout::items_upper_bound, Bound::Excluded),
+    };
+    // What the listing is: a page token is sealed for it and refused by any other.
+    let mut listing: Vec<Vec<u8>> = vec![prefix.encode(), vec![u8::from(request.children_only)]];
+    let bounds = [
+        (&request.gt, 0u8),
+        (&request.gte, 1),
+        (&request.lt, 2),
+        (&request.lte, 3),
+    ];
+    for (bound, kind) in bounds {
+        let Some(bound) = bound else { continue };
+        if bound.group() != prefix.group() {
             return Err(Error::InvalidRequest(format!(
-                "limit must be 1..={MAX_LIST_LIMIT}, got {}",
-                request.limit
+                "bound {bound} is not in the group of {prefix}"
             )));
         }
-        let base = if request.children_only {
-            prefix.sort_key_descendants_range()
-        } else {
-            prefix.sort_key_subtree_range()
-        };
-        let mut range = SortRange {
-            start: Bound::Included(base.start),
-            end: base
-                .end
-                .map_or_else(layout::items_upper_bound, Bound::Excluded),
-        };
-        // What the listing is: a page token is sealed for it and refused by any other.
-        let mut listing: Vec<Vec<u8>> =
-            vec![prefix.encode(), vec![u8::from(request.children_only)]];
-        let bounds = [
-            (&request.gt, 0u8),
-            (&request.gte, 1),
-            (&request.lt, 2),
-            (&request.lte, 3),
-        ];
-        for (bound, kind) in bounds {
-            let Some(bound) = bound else { continue };
-            if bound.group() != prefix.group() {
-                return Err(Error::InvalidRequest(format!(
-                    "bound {bound} is not in the group of {prefix}"
-                )));
-            }
-            check_key(bound)?;
-            let sort = bound.sort_key();
-            listing.push([&[kind][..], &bound.encode()].concat());
-            match kind {
-                0 => tighten_start(&mut range, Bound::Excluded(sort)),
-                1 => tighten_start(&mut range, Bound::Included(sort)),
-                2 => tighten_end(&mut range, Bound::Excluded(sort)),
-                _ => tighten_end(&mut range, Bound::Included(sort)),
-            }
+        check_key(bound)?;
+        let sort = bound.sort_key();
+        listing.push([&[kind][..], &bound.encode()].concat());
+        match kind {
+            0 => tighten_start(&mut range, Bound::Excluded(sort)),
+            1 => tighten_start(&mut range, Bound::Included(sort)),
+            2 => tighten_end(&mut range, Bound::Excluded(sort)),
+            _ => tighten_end(&mut range, Bound::Included(sort)),
         }
-        let listing: Vec<&[u8]> = listing.iter().map(Vec::as_slice).collect();
-        let direction = if request.reverse {
-            Direction::Reverse
-        } else {
-            Direction::Forward
-        };
-        let partition = prefix.partition_key();
+    }
+    let listing: Vec<&[u8]> = listing.iter().map(Vec::as_slice).collect();
+    let direction = if request.reverse {
+        Direction::Reverse
+    } else {
+        Direction::Forward
+    };
+    let partition = prefix.partition_key();
 
-        if let Some(token) = &request.page_token {
-            let cursor = self
-                .inner
-                .tokens
-                .open(Kind::ListPage, &listing, token)
-                .ok_or(Error::InvalidPageToken(
-                    "not a page token of this listing (altered, or from another listing or database)",
-                ))?;
-            if !range.contains(&cursor) {
-                return Err(Error::InvalidPageToken(
-                    "the token points outside this listing",
-                ));
-            }
-            // Continue right after the cursor. For a children listing the next keys may be the
-            // cursor child's descendants, which `collect_children` seeks over, or another child
-            // whose key shares the cursor's body (see `collect_children`).
-            let past = Bound::Excluded(cursor);
-            match direction {
-                Direction::Forward => tighten_start(&mut range, past),
-                Direction::Reverse => tighten_end(&mut range, past),
-            }
+    if let Some(token) = &request.page_token {
+        let cursor = tokens.open(Kind::ListPage, &listing, token).ok_or(
+            Error::InvalidPageToken(
+                "not a page token of this listing (altered, or from another listing or database)",
+            ),
+        )?;
+        if !range.contains(&cursor) {
+            return Err(Error::InvalidPageToken(
+                "the token points outside this listing",
+            ));
         }
-
-        let reader = self.inner.backend.reader()?;
-        // Read first, and on a backend without snapshots from a margin back (changes.rs):
-        // following from this token may repeat a change the listing already shows, never miss
-        // one.
-        let now = self.now();
-        let changes_token = match request.page_token {
-            None => Some(crate::changes::listing_token(
-                &self.inner.backend,
-                &self.inner.tokens,
-                &reader,
-                &partition,
-                now,
-            )?),
-            Some(_) => None,
-        };
-        // One more than asked, to know whether a next page exists.
-        let want = request.limit + 1;
-        let mut found: Vec<Item> = Vec::with_capacity(want.min(1024));
-        if request.children_only {
-            self.collect_children(
-                &reader, prefix, &partition, range, direction, now, want, &mut found,
-            )?;
-        } else {
-            collect_subtree(
-                &reader, prefix, &partition, range, direction, now, want, &mut found,
-            )?;
+        // Continue right after the cursor. For a children listing the next keys may be the
+        // cursor child's descendants, which `collect_children` seeks over, or another child
+        // whose key shares the cursor's body (see `collect_children`).
+        let past = Bound::Excluded(cursor);
+        match direction {
+            Direction::Forward => tighten_start(&mut range, past),
+            Direction::Reverse => tighten_end(&mut range, past),
         }
-        let next_page_token = if found.len() > request.limit {
-            found.truncate(request.limit);
-            // Stored keys are canonical (decoding checks it), so the path encodes back to the
-            // sort key it was read from.
-            found.last().map(|item| {
-                self.inner
-                    .tokens
-                    .seal(Kind::ListPage, &listing, &item.path.sort_key())
-            })
-        } else {
-            None
-        };
-        Ok(ListPage {
-            items: found,
-            next_page_token,
-            changes_token,
-        })
     }
 
-    /// The direct children of `prefix` in `range`, found by seeking: below a child, the scan
-    /// jumps over the child's descendants (`[B 01, B 02)`, B the child's segment body) instead of
-    /// reading them.
-    ///
-    /// Only descendants are skipped, never a child's own key (`B 00 …`): several children can
-    /// share one body, because a bytes or UUID id can encode to the same bytes as an integer or
-    /// string id (they differ only in the metadata after `00`), and an element without id
-    /// (`/u-1/p`) has the body that its namespace's ids (`/u-1/p-7`) extend. So own keys are
-    /// read one by one, and a child's subtree range is never used as "this child and below".
-    #[allow(clippy::too_many_arguments)]
-    fn collect_children<R: Reader>(
-        &self,
-        reader: &R,
-        prefix: &KeyPath,
-        partition: &[u8],
-        mut range: SortRange,
-        direction: Direction,
-        now: i64,
-        want: usize,
-        found: &mut Vec<Item>,
-    ) -> Result<(), Error> {
-        // A bare last element (`/u-1/post`) lists its namespace's ids: children sit at its depth.
-        let depth = prefix.len() + usize::from(prefix.last().id().is_some());
-        let live = |r: &crate::backend::Record| is_live(r, now);
-        while found.len() < want {
-            let batch = reader.scan(partition, &range, direction, CHILDREN_BATCH)?;
-            if batch.is_empty() {
+    let reader = backend.reader()?;
+    // Read first, and on a backend without snapshots from a margin back (changes.rs):
+    // following from this token may repeat a change the listing already shows, never miss
+    // one.
+    let changes_token = match request.page_token {
+        None => Some(crate::feed::listing_token(
+            backend.shared(),
+            tokens,
+            &reader,
+            &partition,
+            now,
+        )?),
+        Some(_) => None,
+    };
+    // One more than asked, to know whether a next page exists.
+    let want = request.limit + 1;
+    let mut found: Vec<Item> = Vec::with_capacity(want.min(1024));
+    if request.children_only {
+        collect_children(
+            &reader, prefix, &partition, range, direction, now, want, &mut found,
+        )?;
+    } else {
+        collect_subtree(
+            &reader, prefix, &partition, range, direction, now, want, &mut found,
+        )?;
+    }
+    let next_page_token = if found.len() > request.limit {
+        found.truncate(request.limit);
+        // Stored keys are canonical (decoding checks it), so the path encodes back to the
+        // sort key it was read from.
+        found
+            .last()
+            .map(|item| tokens.seal(Kind::ListPage, &listing, &item.path.sort_key()))
+    } else {
+        None
+    };
+    Ok(ListPage {
+        items: found,
+        next_page_token,
+        changes_token,
+    })
+}
+
+/// The direct children of `prefix` in `range`, found by seeking: below a child, the scan
+/// jumps over the child's descendants (`[B 01, B 02)`, B the child's segment body) instead of
+/// reading them.
+///
+/// Only descendants are skipped, never a child's own key (`B 00 …`): several children can
+/// share one body, because a bytes or UUID id can encode to the same bytes as an integer or
+/// string id (they differ only in the metadata after `00`), and an element without id
+/// (`/u-1/p`) has the body that its namespace's ids (`/u-1/p-7`) extend. So own keys are
+/// read one by one, and a child's subtree range is never used as "this child and below".
+#[allow(clippy::too_many_arguments)]
+fn collect_children<R: Reader>(
+    reader: &R,
+    prefix: &KeyPath,
+    partition: &[u8],
+    mut range: SortRange,
+    direction: Direction,
+    now: i64,
+    want: usize,
+    found: &mut Vec<Item>,
+) -> Result<(), Error> {
+    // A bare last element (`/u-1/post`) lists its namespace's ids: children sit at its depth.
+    let depth = prefix.len() + usize::from(prefix.last().id().is_some());
+    let live = |r: &crate::backend::Record| is_live(r, now);
+    while found.len() < want {
+        let batch = reader.scan(partition, &range, direction, CHILDREN_BATCH)?;
+        if batch.is_empty() {
+            break;
+        }
+        for (sort, record) in batch {
+            if found.len() >= want {
                 break;
             }
-            for (sort, record) in batch {
-                if found.len() >= want {
-                    break;
+            // An earlier entry of this batch may have moved the range past this one.
+            if !range.contains(&sort) {
+                continue;
+            }
+            let like = found.last().map_or(prefix, |item| &item.path);
+            let Some(path) = path_in_group(prefix, &sort, like) else {
+                step_past(&mut range, sort, direction);
+                continue;
+            };
+            if !prefix.covers(&path) || path.len() < depth {
+                step_past(&mut range, sort, direction);
+                continue;
+            }
+            if path.len() == depth {
+                // A child's own item.
+                if live(&record) {
+                    found.push(to_item(path, record)?);
                 }
-                // An earlier entry of this batch may have moved the range past this one.
-                if !range.contains(&sort) {
-                    continue;
+                step_past(&mut range, sort, direction);
+                continue;
+            }
+            // Below a child: seek over the child's descendants.
+            let child = KeyPath::from_elements(path.elements()[..depth].to_vec()).map_err(|e| {
+                crate::StorageError::msg(format!("stored key has an invalid prefix: {e}"))
+            })?;
+            let own_start = child.sort_key_subtree_range().start; // B 00
+            let descendants = child.sort_key_descendants_range(); // [B 01, B 02)
+            match direction {
+                // Own keys (`B 00 …`) sort before descendants: already read.
+                Direction::Forward => {
+                    range.start = descendants.end.map_or(Bound::Unbounded, Bound::Included);
                 }
-                let like = found.last().map_or(prefix, |item| &item.path);
-                let Some(path) = path_in_group(prefix, &sort, like) else {
-                    step_past(&mut range, sort, direction);
-                    continue;
-                };
-                if !prefix.covers(&path) || path.len() < depth {
-                    step_past(&mut range, sort, direction);
-                    continue;
-                }
-                if path.len() == depth {
-                    // A child's own item.
-                    if live(&record) {
-                        found.push(to_item(path, record)?);
-                    }
-                    step_past(&mut range, sort, direction);
-                    continue;
-                }
-                // Below a child: seek over the child's descendants.
-                let child =
-                    KeyPath::from_elements(path.elements()[..depth].to_vec()).map_err(|e| {
-                        crate::StorageError::msg(format!("stored key has an invalid prefix: {e}"))
-                    })?;
-                let own_start = child.sort_key_subtree_range().start; // B 00
-                let descendants = child.sort_key_descendants_range(); // [B 01, B 02)
-                match direction {
-                    // Own keys (`B 00 …`) sort before descendants: already read.
-                    Direction::Forward => {
-                        range.start = descendants.end.map_or(Bound::Unbounded, Bound::Included);
-                    }
-                    // Own keys sort after descendants in reverse: read them now, then go below.
-                    Direction::Reverse => {
-                        let mut own = range.clone();
-                        tighten_start(&mut own, Bound::Included(own_start.clone()));
-                        tighten_end(&mut own, Bound::Excluded(descendants.start));
-                        for (sort, record) in reader.scan(partition, &own, direction, usize::MAX)? {
-                            if found.len() >= want {
-                                break;
-                            }
-                            let Some(path) = path_in_group(prefix, &sort, prefix) else {
-                                continue;
-                            };
-                            if prefix.covers(&path) && path.len() == depth && live(&record) {
-                                found.push(to_item(path, record)?);
-                            }
+                // Own keys sort after descendants in reverse: read them now, then go below.
+                Direction::Reverse => {
+                    let mut own = range.clone();
+                    tighten_start(&mut own, Bound::Included(own_start.clone()));
+                    tighten_end(&mut own, Bound::Excluded(descendants.start));
+                    for (sort, record) in reader.scan(partition, &own, direction, usize::MAX)? {
+                        if found.len() >= want {
+                            break;
                         }
-                        range.end = Bound::Excluded(own_start);
+                        let Some(path) = path_in_group(prefix, &sort, prefix) else {
+                            continue;
+                        };
+                        if prefix.covers(&path) && path.len() == depth && live(&record) {
+                            found.push(to_item(path, record)?);
+                        }
                     }
+                    range.end = Bound::Excluded(own_start);
                 }
             }
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// The live items of `prefix`'s subtree in `range`, read with the backend's borrowing scan:

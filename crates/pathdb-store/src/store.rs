@@ -1,277 +1,79 @@
-//! [`Store`]: the data API over any [`Backend`]. Reads use one snapshot per call; writes read
-//! the current records, check the caller's conditions, and commit a batch that is conditional on
-//! the versions read, so a concurrent change makes the batch fail instead of being overwritten.
+//! [`Store`]: the data API over any [`Backend`], as a thin facade over the layers below it.
+//! Reads use one snapshot per call (list.rs, groups.rs, feed.rs, export.rs read; this module
+//! opens the snapshot). Writes go through the write pipeline (write/): this module opens a
+//! snapshot, lets the stages plan a batch that is conditional on the versions read, and commits
+//! it, so a concurrent change makes the batch fail instead of being overwritten.
+//!
+//! Nothing below this module knows `Store`: it is the only module that ties the backend, the
+//! settings and the pipeline together.
 
 use crate::backend::{
-    Backend, Direction, Expect, FileBackend, FileOptions, Key, Reader, Record, RecordView,
-    WriteBatch, WriteError, WriteOp,
+    Backend, Direction, FileBackend, FileOptions, Reader, WriteBatch, WriteError,
 };
-use crate::changes::Change;
-use crate::ids::IdKind;
-use crate::layout;
-use crate::{Condition, Error, Item, Json, StorageError, Timestamp};
+use crate::changelog::{ChangePage, ChangeToken};
+use crate::export::{
+    ExportEnd, ExportError, Exporter, ImportError, ImportRecord, ImportReport, Importer,
+    OnExisting, ScanPage,
+};
+use crate::groups::GroupPage;
+use crate::limits::{MAX_GET_MANY, MAX_TRANSACTION_OPS, check_key, checked_item_key};
+use crate::list::{ListPage, ListRequest};
+use crate::namespaces::NamespaceHistory;
+use crate::ops::{IdKind, Parent, Transaction, TxOp, TxResult};
+use crate::options::{PutOptions, StoreOptions};
+use crate::record::{to_item, visible};
+use crate::token::TokenKey;
+use crate::write::{self, Plan, Settings};
+use crate::{Condition, Error, Item, Json, StorageError, layout};
 use pathdb_keys::KeyPath;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-/// Longest encoded group (DynamoDB's partition key limit).
-pub const MAX_GROUP_BYTES: usize = 2048;
-/// Longest encoded sort key (DynamoDB's sort key limit).
-pub const MAX_SORT_KEY_BYTES: usize = 1024;
-/// Largest item: value, keys and metadata, under DynamoDB's 400 KB with room for its attribute names.
-pub const MAX_ITEM_BYTES: usize = 400_000;
-/// Metadata bytes counted against [`MAX_ITEM_BYTES`] besides the value and the keys.
-const ITEM_OVERHEAD: usize = 64;
-/// Most operations in one transaction (DynamoDB's TransactWriteItems limit).
-pub const MAX_TRANSACTION_OPS: usize = 100;
-/// Most paths in one `get_many`.
-pub const MAX_GET_MANY: usize = 100;
-/// The largest version: 2^53 - 1, so that every JSON client (JavaScript's numbers) holds it
-/// exactly. Import refuses larger ones; a write past it is refused rather than wrapping.
-pub const MAX_VERSION: u64 = (1 << 53) - 1;
-
-/// Where the store gets the time; tests substitute a [`ManualClock`].
-pub trait Clock: Send + Sync + 'static {
-    /// The current time.
-    fn now(&self) -> Timestamp;
-}
-
-/// The system clock.
-#[derive(Default, Debug, Clone, Copy)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Timestamp {
-        Timestamp::now()
-    }
-}
-
-/// A clock that moves only when told: for tests of expiry.
-#[derive(Default, Debug)]
-pub struct ManualClock(std::sync::atomic::AtomicI64);
-
-impl ManualClock {
-    /// A clock showing `t`.
-    pub fn new(t: Timestamp) -> ManualClock {
-        ManualClock(std::sync::atomic::AtomicI64::new(t.0))
-    }
-
-    /// Moves the clock forward.
-    pub fn advance(&self, d: Duration) {
-        let micros = i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
-        self.0
-            .fetch_add(micros, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> Timestamp {
-        Timestamp(self.0.load(std::sync::atomic::Ordering::SeqCst))
-    }
-}
-
-/// Store settings.
-#[derive(Clone)]
-pub struct StoreOptions {
-    /// The time source.
-    pub clock: Arc<dyn Clock>,
-    /// Revisions kept per item when history is on and its namespace sets no retention.
-    pub default_history_retention: u32,
-    /// How often expired items are removed in the background; `None` disables the sweeper
-    /// (expired items are invisible regardless).
-    pub sweep_interval: Option<Duration>,
-    /// How long the change feed keeps changes: a token whose next change is older answers
-    /// [`Error::ChangesExpired`] (docs/changes.md).
-    pub change_retention: Duration,
-}
-
-/// [`StoreOptions::change_retention`] by default: 7 days.
-pub const DEFAULT_CHANGE_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
-
-impl Default for StoreOptions {
-    fn default() -> Self {
-        StoreOptions {
-            clock: Arc::new(SystemClock),
-            default_history_retention: 100,
-            sweep_interval: Some(Duration::from_secs(1)),
-            change_retention: DEFAULT_CHANGE_RETENTION,
-        }
-    }
-}
-
-impl std::fmt::Debug for StoreOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoreOptions")
-            .field("default_history_retention", &self.default_history_retention)
-            .field("sweep_interval", &self.sweep_interval)
-            .field("change_retention", &self.change_retention)
-            .finish_non_exhaustive()
-    }
-}
-
-/// How an item expires.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Expiry {
-    /// At this time.
-    At(Timestamp),
-    /// This long after the write.
-    After(Duration),
-}
-
-/// Options of [`Store::put`].
-#[derive(Clone, Default, Debug)]
-pub struct PutOptions {
-    /// Write only if this holds.
-    pub condition: Option<Condition>,
-    /// Keep this version as a revision (also on when the namespace has history on).
-    pub history: bool,
-    /// When the item expires; `None` never.
-    pub expires: Option<Expiry>,
-}
-
-/// One operation of a [`Transaction`].
-#[derive(Clone, Debug)]
-pub enum TxOp {
-    /// Replace or create an item.
-    Put {
-        /// Where.
-        path: KeyPath,
-        /// The value.
-        value: Json,
-        /// Condition, history, expiry.
-        options: PutOptions,
-    },
-    /// Delete an item.
-    Delete {
-        /// Where.
-        path: KeyPath,
-        /// Delete only if this holds.
-        condition: Option<Condition>,
-    },
-    /// Write nothing; fail the transaction unless the condition holds.
-    Check {
-        /// Where.
-        path: KeyPath,
-        /// What must hold.
-        condition: Condition,
-    },
-    /// Create an item at `{parent}/{namespace}-{id}` with a generated id, at a path never used
-    /// before (its result holds the path).
-    Create {
-        /// Under what.
-        parent: Parent,
-        /// The new element's namespace.
-        namespace: String,
-        /// How the id is generated.
-        id: IdKind,
-        /// The value.
-        value: Json,
-        /// History and expiry (a condition is refused: the path is new by construction).
-        options: PutOptions,
-    },
-}
-
-/// Where [`TxOp::Create`] creates its item.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum Parent {
-    /// Nowhere: the item is a new group (`/user-{id}`).
-    Root,
-    /// Under this path.
-    Path(KeyPath),
-    /// Under the item created by the transaction's operation at this index (an earlier
-    /// [`TxOp::Create`]), so one transaction can create an item and its children.
-    Created(usize),
-}
-
-impl TxOp {
-    /// The path the operation names, `None` for a create (its path is generated).
-    pub fn path(&self) -> Option<&KeyPath> {
-        match self {
-            TxOp::Put { path, .. } | TxOp::Delete { path, .. } | TxOp::Check { path, .. } => {
-                Some(path)
-            }
-            TxOp::Create { .. } => None,
-        }
-    }
-}
-
-/// Puts, deletes and checks on any paths, applied all or nothing.
-#[derive(Clone, Default, Debug)]
-pub struct Transaction {
-    /// The operations, at most [`MAX_TRANSACTION_OPS`], each on a different path.
-    pub ops: Vec<TxOp>,
-}
-
-impl Transaction {
-    /// An empty transaction.
-    pub fn new() -> Transaction {
-        Transaction::default()
-    }
-
-    /// Adds a put.
-    pub fn put(mut self, path: KeyPath, value: Json, options: PutOptions) -> Self {
-        self.ops.push(TxOp::Put {
-            path,
-            value,
-            options,
-        });
-        self
-    }
-
-    /// Adds a delete.
-    pub fn delete(mut self, path: KeyPath, condition: Option<Condition>) -> Self {
-        self.ops.push(TxOp::Delete { path, condition });
-        self
-    }
-
-    /// Adds a condition check.
-    pub fn check(mut self, path: KeyPath, condition: Condition) -> Self {
-        self.ops.push(TxOp::Check { path, condition });
-        self
-    }
-
-    /// Adds a create with a generated id; refer to it with `Parent::Created(index)`, where
-    /// `index` is [`Transaction::ops`]' length before this call.
-    pub fn create(mut self, parent: Parent, namespace: &str, id: IdKind, value: Json) -> Self {
-        self.ops.push(TxOp::Create {
-            parent,
-            namespace: namespace.to_owned(),
-            id,
-            value,
-            options: PutOptions::default(),
-        });
-        self
-    }
-}
-
-/// The outcome of one transaction operation.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum TxResult {
-    /// The item as written.
-    Put(Item),
-    /// The item that was deleted, if one existed.
-    Deleted(Option<Item>),
-    /// The check held.
-    Checked,
-}
-
-pub(crate) struct Inner<B> {
-    pub(crate) backend: B,
-    pub(crate) options: StoreOptions,
-    /// Namespace → revisions kept, for namespaces with history on.
-    namespace_history: RwLock<HashMap<String, u32>>,
+struct Inner<B> {
+    backend: B,
+    options: StoreOptions,
+    /// Which namespaces keep history.
+    namespace_history: NamespaceHistory,
     /// Notified after every commit, for change feeds waiting for one.
-    pub(crate) commits: event_listener::Event,
-    /// Commits that logged changes, to spread the removal of expired log entries.
-    pub(crate) commits_logged: std::sync::atomic::AtomicU64,
+    commits: event_listener::Event,
+    /// Plans made, to spread the removal of expired log entries (write/changelog.rs).
+    plans: AtomicU64,
     /// Seals the tokens this database hands out (token.rs).
-    pub(crate) tokens: crate::token::TokenKey,
+    tokens: TokenKey,
+}
+
+impl<B: Backend> Inner<B> {
+    fn now(&self) -> i64 {
+        self.options.clock.now().0
+    }
+
+    /// What every plan of this store needs besides a snapshot.
+    fn settings(&self) -> Settings<'_> {
+        Settings {
+            history: &self.namespace_history,
+            max_batch_ops: self.backend.max_batch_ops(),
+            change_retention: self.options.change_retention,
+            plans: &self.plans,
+        }
+    }
+
+    /// Removes up to one batch of expired items.
+    fn sweep(&self) -> Result<usize, Error> {
+        crate::ttl::sweep(
+            &self.backend,
+            &self.settings(),
+            &self.commits,
+            self.now(),
+            crate::ttl::SWEEP_BATCH,
+        )
+    }
 }
 
 /// Sleeps a random time below `2^attempt` ms (at most 64 ms), from the second attempt on.
-pub(crate) fn backoff(attempt: u32) {
+fn backoff(attempt: u32) {
     if attempt < 2 {
         return;
     }
@@ -285,7 +87,7 @@ pub(crate) fn backoff(attempt: u32) {
 
 /// PathDB's data API over a backend. Cheap to clone; clones share the backend.
 pub struct Store<B: Backend> {
-    pub(crate) inner: Arc<Inner<B>>,
+    inner: Arc<Inner<B>>,
     _sweeper: Option<Arc<crate::ttl::Sweeper>>,
 }
 
@@ -330,69 +132,6 @@ impl Store<FileBackend> {
     }
 }
 
-pub(crate) fn now_of<B>(inner: &Inner<B>) -> i64 {
-    inner.options.clock.now().0
-}
-
-/// Whether an item key's record is an item a read should see: not a tombstone (layout.rs), not
-/// expired.
-pub(crate) fn is_live(record: &Record, now: i64) -> bool {
-    is_live_view(record.as_view(), now)
-}
-
-/// [`is_live`] for a borrowed record.
-pub(crate) fn is_live_view(record: RecordView<'_>, now: i64) -> bool {
-    !record.value.is_empty() && record.expires_at.is_none_or(|t| t > now)
-}
-
-fn visible(record: Option<Record>, now: i64) -> Option<Record> {
-    record.filter(|r| is_live(r, now))
-}
-
-/// The tombstone that replaces `record` when its item is deleted or expires, at `version`, so
-/// the path's next write continues the numbering (layout.rs).
-///
-/// A delete is a write: its tombstone takes the next version. Were it to keep the deleted
-/// version, a write planned against the live item (`If-Match` that version, or a second delete)
-/// would still find "that version" stored after the delete and succeed over it. An expiry keeps
-/// the item's version: no one wrote.
-pub(crate) fn tombstone(record: &Record, version: u64, at: i64) -> Record {
-    Record {
-        version,
-        created_at: record.created_at,
-        modified_at: at,
-        expires_at: None,
-        value: Vec::new(),
-    }
-}
-
-/// [`to_item`] for a borrowed record: the value is copied once, into the item.
-pub(crate) fn item_from_view(path: KeyPath, record: RecordView<'_>) -> Result<Item, Error> {
-    Ok(item_with(
-        path,
-        record,
-        Json::from_stored_slice(record.value)?,
-    ))
-}
-
-pub(crate) fn to_item(path: KeyPath, mut record: Record) -> Result<Item, Error> {
-    // The value moves into the item; only the metadata is read through the view.
-    let value = Json::from_stored(std::mem::take(&mut record.value))?;
-    Ok(item_with(path, record.as_view(), value))
-}
-
-/// An item from a record's metadata and its already converted value.
-fn item_with(path: KeyPath, record: RecordView<'_>, value: Json) -> Item {
-    Item {
-        path,
-        version: record.version,
-        created_at: Timestamp(record.created_at),
-        modified_at: Timestamp(record.modified_at),
-        expires_at: record.expires_at.map(Timestamp),
-        value,
-    }
-}
-
 impl<B: Backend> Store<B> {
     /// A store over `backend`; starts the expiry sweeper unless disabled.
     ///
@@ -400,31 +139,23 @@ impl<B: Backend> Store<B> {
     /// The backend cannot be read.
     pub fn new(backend: B, options: StoreOptions) -> Result<Self, Error> {
         let reader = backend.reader()?;
-        let mut namespace_history = HashMap::new();
-        for (sort, record) in reader.scan(
-            layout::SYSTEM_PARTITION,
-            &layout::namespace_history_range(),
-            Direction::Forward,
-            usize::MAX,
-        )? {
-            let ns = String::from_utf8_lossy(&sort[1..]).into_owned();
-            let retention: u32 = serde_json::from_slice(&record.value)
-                .map_err(|e| StorageError::new("corrupt namespace setting", e))?;
-            namespace_history.insert(ns, retention);
-        }
+        let namespace_history = NamespaceHistory::load(&reader, options.default_history_retention)?;
         drop(reader);
-        let tokens = crate::token::TokenKey::load_or_create(&backend)?;
+        let tokens = TokenKey::load_or_create(&backend)?;
         let sweep = options.sweep_interval;
         let inner = Arc::new(Inner {
             backend,
             options,
-            namespace_history: RwLock::new(namespace_history),
+            namespace_history,
             commits: event_listener::Event::new(),
-            commits_logged: std::sync::atomic::AtomicU64::new(0),
+            plans: AtomicU64::new(0),
             tokens,
         });
-        let sweeper = sweep
-            .map(|interval| Arc::new(crate::ttl::Sweeper::start(Arc::downgrade(&inner), interval)));
+        let sweeper = sweep.map(|interval| {
+            let inner = Arc::downgrade(&inner);
+            let sweep = move || inner.upgrade().map(|inner| inner.sweep());
+            Arc::new(crate::ttl::Sweeper::start(interval, sweep))
+        });
         Ok(Store {
             inner,
             _sweeper: sweeper,
@@ -436,8 +167,8 @@ impl<B: Backend> Store<B> {
         &self.inner.backend
     }
 
-    pub(crate) fn now(&self) -> i64 {
-        now_of(&self.inner)
+    fn now(&self) -> i64 {
+        self.inner.now()
     }
 
     /// The item at `path`, if it exists and has not expired.
@@ -641,7 +372,7 @@ impl<B: Backend> Store<B> {
         let mut attempt = 0u32;
         loop {
             let plan = self.plan(ops)?;
-            self.check_batch_size(&plan)?;
+            write::check_batch_size(&plan, self.inner.backend.max_batch_ops())?;
             match self.inner.backend.write(plan.batch) {
                 Ok(()) => {
                     self.inner.commits.notify(usize::MAX);
@@ -672,246 +403,16 @@ impl<B: Backend> Store<B> {
         }
     }
 
-    /// The limits every write checks before reading anything.
-    fn check_ops(&self, ops: &[TxOp]) -> Result<(), Error> {
-        let now = self.now();
-        for (index, op) in ops.iter().enumerate() {
-            if let Some(path) = op.path() {
-                check_key(path)?;
-            }
-            match op {
-                TxOp::Put {
-                    path,
-                    value,
-                    options,
-                } => {
-                    check_item_size(path, value)?;
-                    check_expiry(path, options.expires, now)?;
-                }
-                TxOp::Create {
-                    parent,
-                    namespace,
-                    options,
-                    ..
-                } => {
-                    // The path is not known yet; the expiry rules do not depend on it.
-                    let probe = KeyPath::builder()
-                        .push(namespace, 1u64)
-                        .build()
-                        .map_err(|e| Error::InvalidRequest(e.to_string()))?;
-                    check_expiry(&probe, options.expires, now)?;
-                    if options.condition.is_some() {
-                        return Err(Error::InvalidRequest(
-                            "a create takes no condition: its path is new by construction".into(),
-                        ));
-                    }
-                    if let Parent::Created(earlier) = parent
-                        && (*earlier >= index || !matches!(ops[*earlier], TxOp::Create { .. }))
-                    {
-                        return Err(Error::InvalidRequest(format!(
-                            "operation {index} creates under operation {earlier}, which is not an earlier create"
-                        )));
-                    }
-                }
-                TxOp::Delete { .. } | TxOp::Check { .. } => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// A planned batch the backend cannot take in one atomic write is the caller's to split.
-    fn check_batch_size(&self, plan: &Plan) -> Result<(), Error> {
-        let max = self.inner.backend.max_batch_ops();
-        if plan.batch.ops.len() > max {
-            return Err(Error::InvalidRequest(format!(
-                "this transaction needs {} storage operations (with history, expiry and the change log), more than the backend's {max}: split it",
-                plan.batch.ops.len()
-            )));
-        }
-        Ok(())
-    }
-
-    /// Builds the batch for `ops` from one snapshot: the batch, the results it will have, and
-    /// for each batch operation the path it belongs to (to name a conflict) and whether it
-    /// writes a generated id or a sequence.
+    /// Plans `ops` from a new snapshot.
     fn plan(&self, ops: &[TxOp]) -> Result<Plan, Error> {
         let reader = self.inner.backend.reader()?;
-        let now = self.now();
-        let mut batch = WriteBatch::default();
-        let mut owners = Vec::new();
-        let mut generated = Vec::new();
-        let mut results = Vec::with_capacity(ops.len());
-        let mut found = Vec::with_capacity(ops.len());
-        let mut changes = Vec::new();
-        let mut ids = crate::ids::Generator::new(ops.iter().filter_map(TxOp::path));
-        let mut created: Vec<Option<KeyPath>> = vec![None; ops.len()];
-        for (index, op) in ops.iter().enumerate() {
-            let (path, fresh) = match op {
-                TxOp::Create {
-                    parent,
-                    namespace,
-                    id,
-                    value,
-                    ..
-                } => {
-                    let parent = match parent {
-                        Parent::Root => None,
-                        Parent::Path(p) => {
-                            check_key(p)?;
-                            Some(p.clone())
-                        }
-                        Parent::Created(earlier) => created[*earlier].clone(),
-                    };
-                    let path = ids.generate(&reader, parent.as_ref(), namespace, *id)?;
-                    check_item_size(&path, value)?;
-                    created[index] = Some(path.clone());
-                    (path, true)
-                }
-                _ => match op.path() {
-                    Some(path) => (path.clone(), false),
-                    None => return Err(StorageError::msg("an operation without a path").into()),
-                },
-            };
-            let path = &path;
-            let key = layout::item_key(path);
-            let stored = reader.get(&key)?;
-            let current = visible(stored.clone(), now);
-            found.push(current.is_some());
-            let condition = match op {
-                TxOp::Put { options, .. } => options.condition,
-                TxOp::Delete { condition, .. } => *condition,
-                TxOp::Check { condition, .. } => Some(*condition),
-                TxOp::Create { .. } => None,
-            };
-            if let Some(condition) = condition {
-                check_condition(path, condition, current.as_ref())?;
-            }
-            // Whatever happens, the batch only applies to the record this plan saw.
-            let expect = stored
-                .as_ref()
-                .map_or(Expect::Absent, |r| Expect::Version(r.version));
-            let mark = batch.ops.len();
-            match op {
-                TxOp::Put { value, options, .. } | TxOp::Create { value, options, .. } => {
-                    let version = match &stored {
-                        Some(r) => next_version(path, r.version)?,
-                        None => match latest_revision(&reader, &key)? {
-                            Some(v) => next_version(path, v)?,
-                            None => 1,
-                        },
-                    };
-                    let expires_at = options.expires.map(|e| match e {
-                        Expiry::At(t) => t.0,
-                        Expiry::After(d) => Timestamp(now).plus(d).0,
-                    });
-                    let record = Record {
-                        version,
-                        created_at: current.as_ref().map_or(now, |r| r.created_at),
-                        modified_at: now,
-                        expires_at,
-                        value: value.as_str().as_bytes().to_vec(),
-                    };
-                    if let Some(retention) = self.history_retention(path, options.history) {
-                        revision_key_fits(path, key.sort.len())?;
-                        for old in old_revisions(&reader, &key, retention)? {
-                            batch.ops.push(WriteOp::Delete {
-                                key: old,
-                                expect: None,
-                            });
-                        }
-                        batch.ops.push(WriteOp::Put {
-                            key: layout::revision_key(&key, version),
-                            record: record.clone(),
-                            expect: None,
-                        });
-                    }
-                    if let Some(t) = expires_at {
-                        batch.ops.push(WriteOp::Put {
-                            key: layout::expiry_key(t, &key),
-                            record: index_record(now),
-                            expect: None,
-                        });
-                    }
-                    let item = to_item(path.clone(), record.clone())?;
-                    changes.push(Change::Put(item.clone()));
-                    results.push(TxResult::Put(item));
-                    batch.ops.push(WriteOp::Put {
-                        key,
-                        record,
-                        expect: Some(expect),
-                    });
-                }
-                TxOp::Delete { .. } => {
-                    match (&current, &stored) {
-                        // The key keeps a tombstone, never nothing: see layout.rs.
-                        (Some(live), Some(r)) => {
-                            changes.push(Change::Delete {
-                                path: path.clone(),
-                                version: live.version,
-                            });
-                            batch.ops.push(WriteOp::Put {
-                                key,
-                                record: tombstone(r, next_version(path, r.version)?, now),
-                                expect: Some(expect),
-                            });
-                        }
-                        // Nothing to delete: only the state this plan saw must still hold.
-                        _ => batch.ops.push(WriteOp::Check { key, expect }),
-                    }
-                    results.push(TxResult::Deleted(
-                        current.map(|r| to_item(path.clone(), r)).transpose()?,
-                    ));
-                }
-                TxOp::Check { .. } => {
-                    results.push(TxResult::Checked);
-                    batch.ops.push(WriteOp::Check { key, expect });
-                }
-            }
-            for _ in mark..batch.ops.len() {
-                owners.push(path.clone());
-                generated.push(fresh);
-            }
-        }
-        for op in ids.sequence_writes(now) {
-            owners.push(owners.last().cloned().unwrap_or_else(|| {
-                created
-                    .iter()
-                    .flatten()
-                    .next()
-                    .cloned()
-                    .expect("a sequence belongs to a create")
-            }));
-            generated.push(true);
-            batch.ops.push(op);
-        }
-        let mark = batch.ops.len();
-        crate::changes::log_changes(&self.inner, &reader, &mut batch, &mut owners, &changes, now)?;
-        // The change log's own operations are never the caller's conflict: an append is numbered
-        // at commit, and two commits removing the same expired entries just plan again.
-        generated.resize(mark.max(batch.ops.len()), true);
-        Ok(Plan {
-            batch,
-            results,
-            owners,
-            generated,
-            found,
-        })
+        let settings = self.inner.settings();
+        write::plan(&settings.context(&reader, self.now()), ops)
     }
 
-    /// Revisions to keep for a put of `path`, or `None` when it keeps none.
-    fn history_retention(&self, path: &KeyPath, asked: bool) -> Option<u32> {
-        let ns = path.last().namespace().as_str();
-        let configured = self
-            .inner
-            .namespace_history
-            .read()
-            .ok()
-            .and_then(|m| m.get(ns).copied());
-        match configured {
-            Some(n) => Some(n),
-            None if asked => Some(self.inner.options.default_history_retention),
-            None => None,
-        }
+    /// The limits every write checks before reading anything.
+    fn check_ops(&self, ops: &[TxOp]) -> Result<(), Error> {
+        write::check_ops(ops, self.now())
     }
 
     /// Turns history on for every item whose last element has `namespace`, keeping `retention`
@@ -924,22 +425,7 @@ impl<B: Backend> Store<B> {
         namespace: &str,
         retention: Option<u32>,
     ) -> Result<(), Error> {
-        pathdb_keys::Namespace::new(namespace)
-            .map_err(|rule| Error::InvalidRequest(format!("namespace {namespace:?}: {rule}")))?;
-        let key = layout::namespace_history_key(namespace);
-        let op = match retention {
-            Some(0) => {
-                return Err(Error::InvalidRequest(
-                    "history retention must be at least 1".into(),
-                ));
-            }
-            Some(n) => WriteOp::Put {
-                key,
-                record: setting_record(n, self.now()),
-                expect: None,
-            },
-            None => WriteOp::Delete { key, expect: None },
-        };
+        let op = NamespaceHistory::setting_write(namespace, retention, self.now())?;
         self.inner
             .backend
             .write(WriteBatch { ops: vec![op] })
@@ -949,16 +435,7 @@ impl<B: Backend> Store<B> {
                     Error::Storage(StorageError::msg("unconditional write failed a condition"))
                 }
             })?;
-        let mut map = self
-            .inner
-            .namespace_history
-            .write()
-            .map_err(|_| StorageError::msg("lock poisoned"))?;
-        match retention {
-            Some(n) => map.insert(namespace.to_owned(), n),
-            None => map.remove(namespace),
-        };
-        Ok(())
+        self.inner.namespace_history.set(namespace, retention)
     }
 
     /// Revisions of `path`, newest first, at most `limit`.
@@ -998,6 +475,179 @@ impl<B: Backend> Store<B> {
             _ => Ok(None),
         }
     }
+
+    /// One page of a listing inside the group of `request.prefix`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRequest`] for a limit outside 1..=[`MAX_LIST_LIMIT`](crate::MAX_LIST_LIMIT)
+    /// or a bound in another group; [`Error::InvalidPageToken`] for a token from another
+    /// listing; storage failures.
+    pub fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        crate::list::list(&self.inner.backend, &self.inner.tokens, self.now(), request)
+    }
+
+    /// Up to `limit` groups in key order, after the page that returned `page_token`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRequest`] for a limit outside
+    /// 1..=[`MAX_GROUPS_LIMIT`](crate::MAX_GROUPS_LIMIT); [`Error::InvalidPageToken`] for a
+    /// token that did not come from this call; storage failures.
+    pub fn groups(&self, limit: usize, page_token: Option<&str>) -> Result<GroupPage, Error> {
+        crate::groups::groups(&self.inner.backend, &self.inner.tokens, limit, page_token)
+    }
+
+    /// The current position of the change feed of `prefix`'s group: following from it delivers
+    /// every change committed after this call.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn changes_token(&self, prefix: &KeyPath) -> Result<ChangeToken, Error> {
+        let reader = self.inner.backend.reader()?;
+        crate::feed::position(&self.inner.tokens, &reader, &prefix.partition_key())
+    }
+
+    /// The changes under `prefix` (the path and its subtree) after `since`, at most about
+    /// `limit` of them, in commit order. Without `since`, no changes and the current position.
+    ///
+    /// A page never ends inside a commit, so a transaction's changes in this group arrive
+    /// together (a page may hold more than `limit` changes to finish one). Changes in the group
+    /// but outside `prefix` are read and skipped: `next_token` moves past them.
+    ///
+    /// # Errors
+    /// [`Error::ChangesExpired`] when changes after `since` are older than the retention window
+    /// (or the token is ahead of this database); [`Error::InvalidChangeToken`] for a token of
+    /// another group or database, or an altered one; [`Error::InvalidRequest`] for a limit
+    /// outside 1..=[`MAX_CHANGES_LIMIT`](crate::MAX_CHANGES_LIMIT); storage failures.
+    pub fn changes(
+        &self,
+        prefix: &KeyPath,
+        since: Option<&ChangeToken>,
+        limit: usize,
+    ) -> Result<ChangePage, Error> {
+        let reader = self.inner.backend.reader()?;
+        crate::feed::read(
+            &reader,
+            &self.inner.tokens,
+            self.inner.options.change_retention,
+            self.now(),
+            prefix,
+            since,
+            limit,
+        )
+    }
+
+    /// [`Store::changes`], waiting up to `timeout` for at least one change: woken by this
+    /// process's commits (no polling) and, on a backend other processes write too
+    /// ([`Backend::shared`]), also reading again every 200 ms.
+    ///
+    /// # Errors
+    /// As [`Store::changes`].
+    pub fn wait_changes(
+        &self,
+        prefix: &KeyPath,
+        since: &ChangeToken,
+        limit: usize,
+        timeout: Duration,
+    ) -> Result<ChangePage, Error> {
+        crate::feed::wait(
+            |since| self.changes(prefix, Some(since), limit),
+            || self.commit_listener(),
+            self.changes_poll_interval(),
+            since,
+            timeout,
+        )
+    }
+
+    /// A listener that completes at this store's next commit (of any group): for async callers
+    /// that wait for changes without a thread each (await it, then call [`Store::changes`]).
+    /// Create it before reading, so that no commit falls between.
+    pub fn commit_listener(&self) -> event_listener::EventListener {
+        self.inner.commits.listen()
+    }
+
+    /// How often a waiting feed must read again because other processes write (`None`: this
+    /// process's commits are every change, so waiting on [`Store::commit_listener`] suffices).
+    pub fn changes_poll_interval(&self) -> Option<Duration> {
+        self.inner
+            .backend
+            .shared()
+            .then_some(crate::feed::SHARED_POLL)
+    }
+
+    /// Removes expired items now rather than waiting for the background sweeper; returns how
+    /// many expiry entries it processed.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn sweep_expired(&self) -> Result<usize, Error> {
+        let mut total = 0;
+        loop {
+            let n = self.inner.sweep()?;
+            total += n;
+            if n < crate::ttl::SWEEP_BATCH {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Up to `limit` records of everything, in key order, after `cursor`. Entries that are not
+    /// PathDB records (written by another tool) are left out and counted in
+    /// [`ScanPage::skipped`].
+    ///
+    /// # Errors
+    /// A cursor this database did not issue; storage failures.
+    pub fn scan(&self, cursor: Option<&str>, limit: usize) -> Result<ScanPage, Error> {
+        let inner = &self.inner;
+        crate::export::scan(&inner.backend, &inner.tokens, self.now(), cursor, limit)
+    }
+
+    /// Writes every record as JSON lines to `out`, then the [`ExportEnd`] line; `progress` is
+    /// called after each page with the records written so far.
+    ///
+    /// The whole export reads one snapshot where the backend has them (redb): a write that
+    /// commits meanwhile is either all in it or not at all, so an item is never older than its
+    /// revisions. DynamoDB has no snapshot across requests (docs/export.md).
+    ///
+    /// If the scan fails, the last line says `incomplete` with the error, and the error is
+    /// returned: no consumer can take a truncated export for a whole one.
+    ///
+    /// # Errors
+    /// Storage failures; `out` failing.
+    pub fn export(
+        &self,
+        out: &mut dyn std::io::Write,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<ExportEnd, ExportError> {
+        let exporter = Exporter {
+            backend: &self.inner.backend,
+            now: self.now(),
+        };
+        exporter.export(out, progress)
+    }
+
+    /// Writes records (as [`parse_import`](crate::parse_import) reads them) in atomic batches
+    /// of at most [`IMPORT_BATCH`](crate::IMPORT_BATCH) (fewer where the backend takes fewer
+    /// operations per write), calling `progress` after each. A version never goes backwards: a
+    /// record whose version is not above the stored one's is written with the stored version
+    /// plus 1, and a tombstone never lowers one. A record already stored with the same content
+    /// is left alone, so importing the same input again changes nothing.
+    ///
+    /// # Errors
+    /// [`ImportError`] with what was applied before the failing batch.
+    pub fn import(
+        &self,
+        records: &[ImportRecord],
+        on_existing: OnExisting,
+        progress: &mut dyn FnMut(&ImportReport),
+    ) -> Result<ImportReport, ImportError> {
+        let importer = Importer {
+            backend: &self.inner.backend,
+            settings: self.inner.settings(),
+            commits: &self.inner.commits,
+            clock: &*self.inner.options.clock,
+        };
+        importer.import(records, on_existing, progress)
+    }
 }
 
 /// A single put's item, and whether it created the item (no live item was found).
@@ -1006,182 +656,4 @@ fn put_outcome(mut results: Vec<TxResult>, mut found: Vec<bool>) -> Result<(Item
         (Some(TxResult::Put(item)), Some(found)) => Ok((item, !found)),
         _ => Err(StorageError::msg("put returned no item").into()),
     }
-}
-
-/// What [`Store::plan`] builds from one snapshot.
-struct Plan {
-    batch: WriteBatch,
-    /// The results the operations will have once the batch commits.
-    results: Vec<TxResult>,
-    /// For each batch operation, the path it belongs to (to name a conflict).
-    owners: Vec<KeyPath>,
-    /// For each batch operation, whether it writes a generated id, a sequence or the change
-    /// log: a failed condition there is not the caller's conflict (plan again).
-    generated: Vec<bool>,
-    /// For each operation, whether a live item was at its path.
-    found: Vec<bool>,
-}
-
-fn check_condition(
-    path: &KeyPath,
-    condition: Condition,
-    current: Option<&Record>,
-) -> Result<(), Error> {
-    let version = current.map(|r| r.version);
-    let holds = match condition {
-        Condition::MustNotExist => version.is_none(),
-        Condition::MustExist => version.is_some(),
-        Condition::IfVersion(v) => version == Some(v),
-    };
-    if holds {
-        Ok(())
-    } else {
-        Err(Error::ConditionFailed {
-            path: path.clone(),
-            condition,
-            current: version,
-        })
-    }
-}
-
-/// The newest revision's version, so a re-created item continues its history's numbering.
-fn latest_revision<R: Reader>(reader: &R, key: &Key) -> Result<Option<u64>, Error> {
-    let newest = reader.scan(
-        &key.partition,
-        &layout::revision_range(key),
-        Direction::Forward,
-        1,
-    )?;
-    Ok(newest
-        .into_iter()
-        .find(|(sort, _)| layout::is_revision_of(key, sort))
-        .map(|(_, r)| r.version))
-}
-
-/// Revisions beyond the newest `retention - 1` (the put adds one more).
-fn old_revisions<R: Reader>(reader: &R, key: &Key, retention: u32) -> Result<Vec<Key>, Error> {
-    let keep = retention.saturating_sub(1) as usize;
-    // Trimming on every write keeps the excess at one revision, so reading a few beyond `keep`
-    // finds it. A full read means the retention was lowered since the last write: read them all,
-    // or the excess would shrink by only a batch per write.
-    let range = layout::revision_range(key);
-    let mut entries = reader.scan(&key.partition, &range, Direction::Forward, keep + 16)?;
-    if entries.len() == keep + 16 {
-        entries = reader.scan(&key.partition, &range, Direction::Forward, usize::MAX)?;
-    }
-    Ok(entries
-        .into_iter()
-        .filter(|(sort, _)| layout::is_revision_of(key, sort))
-        .skip(keep)
-        .map(|(sort, _)| Key {
-            partition: key.partition.clone(),
-            sort,
-        })
-        .collect())
-}
-
-pub(crate) fn index_record(now: i64) -> Record {
-    Record {
-        version: 1,
-        created_at: now,
-        modified_at: now,
-        expires_at: None,
-        value: Vec::new(),
-    }
-}
-
-fn setting_record(retention: u32, now: i64) -> Record {
-    Record {
-        version: 1,
-        created_at: now,
-        modified_at: now,
-        expires_at: None,
-        value: retention.to_string().into_bytes(),
-    }
-}
-
-/// An expiry must lie in the future: a put that is dead on arrival is a mistake (use delete).
-fn check_expiry(path: &KeyPath, expires: Option<Expiry>, now: i64) -> Result<(), Error> {
-    match expires {
-        Some(Expiry::After(d)) if d.is_zero() => Err(Error::InvalidRequest(format!(
-            "{path}: a time to live must be at least 1 second, not 0 (to remove the item, delete it)"
-        ))),
-        Some(Expiry::At(t)) if t.0 <= now => Err(Error::InvalidRequest(format!(
-            "{path}: the expiry time {} is not in the future (to remove the item, delete it)",
-            t.0
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// A revision's sort key is the item's plus 9 bytes, and must fit the same limit (DynamoDB
-/// refuses longer keys).
-fn revision_key_fits(path: &KeyPath, item_sort_len: usize) -> Result<(), Error> {
-    let size = item_sort_len + layout::REVISION_OVERHEAD;
-    if size > MAX_SORT_KEY_BYTES {
-        return Err(Error::KeyTooLarge {
-            path: path.clone(),
-            part: "sort key with history",
-            size,
-            max: MAX_SORT_KEY_BYTES,
-        });
-    }
-    Ok(())
-}
-
-/// [`revision_key_fits`] for a path.
-pub(crate) fn check_revision_key(path: &KeyPath) -> Result<(), Error> {
-    revision_key_fits(path, path.sort_key().len())
-}
-
-/// The version after `version`, refused past [`MAX_VERSION`] rather than overflowing.
-pub(crate) fn next_version(path: &KeyPath, version: u64) -> Result<u64, Error> {
-    version
-        .checked_add(1)
-        .filter(|v| *v <= MAX_VERSION)
-        .ok_or_else(|| {
-            Error::InvalidRequest(format!(
-                "{path} is at version {version}, the largest a version can be"
-            ))
-        })
-}
-
-/// The key size limits.
-pub(crate) fn check_key(path: &KeyPath) -> Result<(), Error> {
-    checked_item_key(path).map(drop)
-}
-
-/// The item's key, after checking the size limits on it (each key encoded once).
-pub(crate) fn checked_item_key(path: &KeyPath) -> Result<crate::backend::Key, Error> {
-    let key = layout::item_key(path);
-    if key.partition.len() > MAX_GROUP_BYTES {
-        return Err(Error::KeyTooLarge {
-            path: path.clone(),
-            part: "group",
-            size: key.partition.len(),
-            max: MAX_GROUP_BYTES,
-        });
-    }
-    if key.sort.len() > MAX_SORT_KEY_BYTES {
-        return Err(Error::KeyTooLarge {
-            path: path.clone(),
-            part: "sort key",
-            size: key.sort.len(),
-            max: MAX_SORT_KEY_BYTES,
-        });
-    }
-    Ok(key)
-}
-
-pub(crate) fn check_item_size(path: &KeyPath, value: &Json) -> Result<(), Error> {
-    let size =
-        value.as_str().len() + path.partition_key().len() + path.sort_key().len() + ITEM_OVERHEAD;
-    if size > MAX_ITEM_BYTES {
-        return Err(Error::ItemTooLarge {
-            path: path.clone(),
-            size,
-            max: MAX_ITEM_BYTES,
-        });
-    }
-    Ok(())
 }

@@ -4,17 +4,22 @@
 //! itself (DynamoDB's TTL) would take the path's last version with them, and a re-created item
 //! would reuse version numbers.
 
+//!
+//! The sweeper writes through the same lower layers as the write pipeline (records, layout, the
+//! change-log stage), not through `Store`: `Store` starts it and calls [`sweep`].
+
 use crate::backend::{Backend, Direction, Expect, Reader, WriteBatch, WriteError, WriteOp};
-use crate::changes::{Change, log_changes};
-use crate::store::{Inner, now_of, tombstone};
-use crate::{Error, Store, layout};
+use crate::changelog::Change;
+use crate::record::tombstone;
+use crate::write::{Settings, log_changes};
+use crate::{Error, layout};
+use std::sync::Mutex;
 use std::sync::mpsc;
-use std::sync::{Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Index entries handled per sweep.
-const SWEEP_BATCH: usize = 1000;
+pub(crate) const SWEEP_BATCH: usize = 1000;
 
 /// The background thread; stops when dropped.
 pub(crate) struct Sweeper {
@@ -23,15 +28,23 @@ pub(crate) struct Sweeper {
 }
 
 impl Sweeper {
-    pub(crate) fn start<B: Backend>(inner: Weak<Inner<B>>, interval: Duration) -> Sweeper {
+    /// Calls `sweep` every `interval` until dropped, or until `sweep` returns `None` (the store
+    /// is gone).
+    pub(crate) fn start(
+        interval: Duration,
+        sweep: impl Fn() -> Option<Result<usize, Error>> + Send + 'static,
+    ) -> Sweeper {
         let (stop, stopped) = mpsc::channel::<()>();
         let handle = std::thread::Builder::new()
             .name("pathdb-expiry".into())
             .spawn(move || {
                 while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
-                    let Some(inner) = inner.upgrade() else { break };
-                    if let Err(e) = sweep(&inner, SWEEP_BATCH) {
-                        tracing::warn!(error = %e, "expiry sweep failed; will retry");
+                    match sweep() {
+                        None => break,
+                        Some(Err(e)) => {
+                            tracing::warn!(error = %e, "expiry sweep failed; will retry")
+                        }
+                        Some(Ok(_)) => {}
                     }
                 }
             });
@@ -53,10 +66,16 @@ impl Drop for Sweeper {
     }
 }
 
-/// Removes up to `limit` expired items; returns how many index entries it handled.
-fn sweep<B: Backend>(inner: &Inner<B>, limit: usize) -> Result<usize, Error> {
-    let now = now_of(inner);
-    let reader = inner.backend.reader()?;
+/// Removes up to `limit` items expired at `now`, each in a batch of its own with its change-log
+/// entry, notifying `commits` after each; returns how many index entries it handled.
+pub(crate) fn sweep<B: Backend>(
+    backend: &B,
+    settings: &Settings<'_>,
+    commits: &event_listener::Event,
+    now: i64,
+    limit: usize,
+) -> Result<usize, Error> {
+    let reader = backend.reader()?;
     let entries = reader.scan(
         layout::SYSTEM_PARTITION,
         &layout::expired_range(now),
@@ -88,7 +107,7 @@ fn sweep<B: Backend>(inner: &Inner<B>, limit: usize) -> Result<usize, Error> {
                         .as_ref()
                         .map_or(Expect::Absent, |r| Expect::Version(r.version)),
                 });
-                match inner.backend.write(batch) {
+                match backend.write(batch) {
                     Ok(()) | Err(WriteError::ConditionFailed { .. }) => {}
                     Err(WriteError::Storage(e)) => return Err(e.into()),
                 }
@@ -111,12 +130,13 @@ fn sweep<B: Backend>(inner: &Inner<B>, limit: usize) -> Result<usize, Error> {
                     version: record.version,
                 };
                 let mut owners = Vec::new();
-                log_changes(inner, &reader, &mut batch, &mut owners, &[change], now)?;
+                let ctx = settings.context(&reader, now);
+                log_changes(&ctx, &mut batch, &mut owners, &[change])?;
             }
         }
-        match inner.backend.write(batch) {
+        match backend.write(batch) {
             Ok(()) => {
-                inner.commits.notify(usize::MAX);
+                commits.notify(usize::MAX);
             }
             // A concurrent write replaced the item; its own index entry handles it.
             Err(WriteError::ConditionFailed { .. }) => {}
@@ -124,22 +144,4 @@ fn sweep<B: Backend>(inner: &Inner<B>, limit: usize) -> Result<usize, Error> {
         };
     }
     Ok(handled)
-}
-
-impl<B: Backend> Store<B> {
-    /// Removes expired items now rather than waiting for the background sweeper; returns how
-    /// many expiry entries it processed.
-    ///
-    /// # Errors
-    /// Storage failures.
-    pub fn sweep_expired(&self) -> Result<usize, Error> {
-        let mut total = 0;
-        loop {
-            let n = sweep(&self.inner, SWEEP_BATCH)?;
-            total += n;
-            if n < SWEEP_BATCH {
-                return Ok(total);
-            }
-        }
-    }
 }

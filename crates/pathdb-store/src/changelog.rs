@@ -1,0 +1,377 @@
+//! The change log's contents: the changes a feed delivers ([`Change`], [`ChangeEntry`],
+//! [`ChangePage`]), the positions it hands out ([`ChangeToken`], sealed by token.rs), and how a
+//! log entry stores one commit's changes in one group (docs/changes.md).
+//!
+//! A log entry is one commit's changes in one group, in operation order: puts with the item as
+//! written, deletes and expiries with the path and the version that was removed. Entries are
+//! numbered by the backend at commit ([`WriteOp::Append`](crate::backend::WriteOp::Append)), so
+//! concurrent writers never conflict over the log and entries become visible in number order: a
+//! reader that sees entry `n` has seen every entry before it. A token is a position: an entry
+//! number and how many of that entry's changes were already delivered.
+//!
+//! The write pipeline's change-log stage (write/changelog.rs) appends entries; the feed
+//! (feed.rs) reads them. This module does neither.
+
+use crate::backend::Record;
+use crate::record::to_item;
+use crate::token::{Kind, TAG_BYTES, TokenKey};
+use crate::{Error, Item};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pathdb_keys::KeyPath;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::time::Duration;
+
+/// Changes per page when the request does not say.
+pub const DEFAULT_CHANGES_LIMIT: usize = 100;
+/// Most changes per page (a page may exceed it to finish a transaction: see [`Store::changes`](crate::Store::changes)).
+pub const MAX_CHANGES_LIMIT: usize = 1000;
+/// The longest [`Store::wait_changes`](crate::Store::wait_changes) a server should grant.
+pub const MAX_CHANGES_WAIT: Duration = Duration::from_secs(60);
+/// Bytes of a token: the kind byte, the payload and the tag.
+const TOKEN_BYTES: usize = 1 + PAYLOAD_BYTES + TAG_BYTES;
+/// Entry, offset, the previous entry's time.
+const PAYLOAD_BYTES: usize = 8 + 4 + 8;
+/// The first change token format (unsealed: version 1, group hash, entry, offset, previous).
+const LEGACY_TOKEN: (u8, usize) = (1, 29);
+
+/// A position in one group's change feed. Opaque outside the store: pass back what
+/// [`Store::changes`](crate::Store::changes), [`Store::changes_token`](crate::Store::changes_token) or a listing returned, as its string form.
+///
+/// Tokens are sealed for their group with the database's key (token.rs): parsing checks only
+/// the shape, and [`Store::changes`](crate::Store::changes) refuses a token it did not issue for that group.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ChangeToken {
+    /// The first log entry not fully delivered.
+    pub(crate) entry: u64,
+    /// Changes of that entry already delivered.
+    pub(crate) offset: u32,
+    /// When the entry before `entry` was written (0: unknown, or there is none): a reader
+    /// checks it, so that a token from another history of the group (a database restored from
+    /// an older backup, or imported afresh, whose entries are numbered anew) is refused rather
+    /// than read at a position that means something else there.
+    pub(crate) previous: i64,
+    /// The MAC over the fields and the group.
+    tag: [u8; TAG_BYTES],
+}
+
+impl ChangeToken {
+    fn payload(entry: u64, offset: u32, previous: i64) -> [u8; PAYLOAD_BYTES] {
+        let mut raw = [0; PAYLOAD_BYTES];
+        raw[..8].copy_from_slice(&entry.to_be_bytes());
+        raw[8..12].copy_from_slice(&offset.to_be_bytes());
+        raw[12..].copy_from_slice(&previous.to_be_bytes());
+        raw
+    }
+
+    /// A token of `partition`'s feed, sealed with the database's key.
+    pub(crate) fn mint(
+        tokens: &TokenKey,
+        partition: &[u8],
+        entry: u64,
+        offset: u32,
+        previous: i64,
+    ) -> ChangeToken {
+        let payload = ChangeToken::payload(entry, offset, previous);
+        ChangeToken {
+            entry,
+            offset,
+            previous,
+            tag: tokens.tag(Kind::Change, &[partition], &payload),
+        }
+    }
+
+    /// Whether the database's key sealed this token for `partition`'s feed.
+    pub(crate) fn is_sealed_for(&self, tokens: &TokenKey, partition: &[u8]) -> bool {
+        let payload = ChangeToken::payload(self.entry, self.offset, self.previous);
+        tokens.verify(Kind::Change, &[partition], &payload, &self.tag)
+    }
+}
+
+impl std::fmt::Display for ChangeToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut raw = [0; TOKEN_BYTES];
+        raw[0] = Kind::Change as u8;
+        raw[1..1 + PAYLOAD_BYTES].copy_from_slice(&ChangeToken::payload(
+            self.entry,
+            self.offset,
+            self.previous,
+        ));
+        raw[1 + PAYLOAD_BYTES..].copy_from_slice(&self.tag);
+        f.write_str(&URL_SAFE_NO_PAD.encode(raw))
+    }
+}
+
+impl std::str::FromStr for ChangeToken {
+    type Err = Error;
+
+    /// Checks the shape only; [`Store::changes`](crate::Store::changes) checks that the token is the store's own.
+    ///
+    /// A token of the first, unsealed format is [`Error::ChangesExpired`]: its follower lists
+    /// again and follows from the new token, as after any lost position.
+    fn from_str(s: &str) -> Result<ChangeToken, Error> {
+        let invalid = || Error::InvalidChangeToken("not a change token".into());
+        let raw = URL_SAFE_NO_PAD.decode(s).map_err(|_| invalid())?;
+        if (raw.first().copied(), raw.len()) == (Some(LEGACY_TOKEN.0), LEGACY_TOKEN.1) {
+            return Err(Error::ChangesExpired(
+                "the token was issued by an earlier version of PathDB, whose tokens are no longer \
+                 accepted; list again and follow from the listing's changes_token"
+                    .into(),
+            ));
+        }
+        if raw.len() != TOKEN_BYTES || raw[0] != Kind::Change as u8 {
+            return Err(invalid());
+        }
+        fn field<const N: usize>(raw: &[u8], at: usize) -> [u8; N] {
+            let mut out = [0; N];
+            out.copy_from_slice(&raw[at..at + N]);
+            out
+        }
+        // The length is checked: every field is there.
+        let entry = u64::from_be_bytes(field(&raw, 1));
+        let offset = u32::from_be_bytes(field(&raw, 9));
+        let previous = i64::from_be_bytes(field(&raw, 13));
+        let tag = field(&raw, 1 + PAYLOAD_BYTES);
+        if entry == 0 {
+            return Err(invalid());
+        }
+        Ok(ChangeToken {
+            entry,
+            offset,
+            previous,
+            tag,
+        })
+    }
+}
+
+impl serde::Serialize for ChangeToken {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// One change to an item.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Change {
+    /// The item was created or replaced; this is the item as written.
+    Put(Item),
+    /// The item was deleted or expired; `version` is the version it had.
+    Delete {
+        /// The item's path.
+        path: KeyPath,
+        /// The version that was removed.
+        version: u64,
+    },
+}
+
+impl Change {
+    /// The path the change is about.
+    pub fn path(&self) -> &KeyPath {
+        match self {
+            Change::Put(item) => &item.path,
+            Change::Delete { path, .. } => path,
+        }
+    }
+}
+
+/// A change and the position right after it (an SSE event id: resuming from it delivers what
+/// follows).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ChangeEntry {
+    /// The change.
+    pub change: Change,
+    /// The position after this change.
+    pub token: ChangeToken,
+}
+
+/// What [`Store::changes`](crate::Store::changes) returns.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ChangePage {
+    /// The changes under the prefix, in commit order.
+    pub changes: Vec<ChangeEntry>,
+    /// Where to continue: after every change this page read, including those outside the prefix.
+    pub next_token: ChangeToken,
+}
+
+/// A change as the log stores it: a put has the item's metadata and value, a delete neither.
+/// (A plain struct: serde's internally tagged enums cannot hold a borrowed `RawValue`.)
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Logged<'a> {
+    op: Op,
+    path: String,
+    version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    created_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    modified_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<i64>,
+    /// A put's value, `null` included: present means a value (a put), absent means none (a
+    /// delete). Entries written before this distinction read a put of `null` as absent, so a
+    /// put without a value is a put of `null` (see `unlogged`).
+    #[serde(
+        borrow,
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::item::present"
+    )]
+    value: Option<&'a RawValue>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Op {
+    Put,
+    Delete,
+}
+
+/// A log entry: changes of one commit in one group; `end` is false when the commit continues in
+/// the next entry.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Entry<'a> {
+    #[serde(borrow)]
+    pub(crate) changes: Vec<Logged<'a>>,
+    pub(crate) end: bool,
+}
+
+pub(crate) fn logged(change: &Change) -> Result<Logged<'_>, Error> {
+    Ok(match change {
+        Change::Put(item) => Logged {
+            op: Op::Put,
+            path: item.path.to_string(),
+            version: item.version,
+            created_at: Some(item.created_at.0),
+            modified_at: Some(item.modified_at.0),
+            expires_at: item.expires_at.map(|t| t.0),
+            value: Some(serde_json::from_str(item.value.as_str()).map_err(corrupt)?),
+        },
+        Change::Delete { path, version } => Logged {
+            op: Op::Delete,
+            path: path.to_string(),
+            version: *version,
+            created_at: None,
+            modified_at: None,
+            expires_at: None,
+            value: None,
+        },
+    })
+}
+
+pub(crate) fn unlogged(logged: &Logged<'_>) -> Result<Change, Error> {
+    let path = logged.path.parse::<KeyPath>().map_err(corrupt)?;
+    Ok(match logged.op {
+        Op::Put => Change::Put(to_item(
+            path,
+            Record {
+                version: logged.version,
+                created_at: logged.created_at.unwrap_or_default(),
+                modified_at: logged.modified_at.unwrap_or_default(),
+                expires_at: logged.expires_at,
+                // Before `present`, a logged `null` read back as no value: it is a put of null.
+                value: logged
+                    .value
+                    .map_or("null", RawValue::get)
+                    .as_bytes()
+                    .to_vec(),
+            },
+        )?),
+        Op::Delete => Change::Delete {
+            path,
+            version: logged.version,
+        },
+    })
+}
+
+pub(crate) fn corrupt(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    crate::StorageError::new("corrupt change log entry", e).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(entry: &str) -> Vec<Change> {
+        let entry: Entry<'_> = serde_json::from_str(entry).expect("an entry");
+        entry
+            .changes
+            .iter()
+            .map(unlogged)
+            .collect::<Result<_, _>>()
+            .expect("changes")
+    }
+
+    fn put_value(change: &Change) -> &str {
+        match change {
+            Change::Put(item) => item.value.as_str(),
+            Change::Delete { .. } => panic!("expected a put, got {change:?}"),
+        }
+    }
+
+    /// Entries as the first log format wrote them: a put of `null` logged `"value":null`, which
+    /// that format read back as "no value" and refused. Both shapes are puts of `null` now.
+    #[test]
+    fn entries_in_the_old_shape_read_back() {
+        let old = r#"{"changes":[
+            {"op":"put","path":"/n-1/a-1","version":1,"created_at":5,"modified_at":5,"value":null},
+            {"op":"put","path":"/n-1/a-2","version":3,"created_at":5,"modified_at":6},
+            {"op":"put","path":"/n-1/a-3","version":1,"created_at":5,"modified_at":5,"value":{"x":[]}},
+            {"op":"delete","path":"/n-1/a-4","version":2}
+        ],"end":true}"#;
+        let changes = read(old);
+        assert_eq!(put_value(&changes[0]), "null");
+        assert_eq!(put_value(&changes[1]), "null");
+        assert_eq!(changes[1].path().to_string(), "/n-1/a-2");
+        assert_eq!(put_value(&changes[2]), r#"{"x":[]}"#);
+        assert!(matches!(changes[3], Change::Delete { version: 2, .. }));
+    }
+
+    #[test]
+    fn every_json_value_round_trips_through_an_entry() {
+        for text in ["null", "[]", "{}", r#""""#, "0", "false", r#"{"a":null}"#] {
+            let item = Item {
+                path: "/n-1/a-1".parse().unwrap(),
+                version: 7,
+                created_at: crate::Timestamp(1),
+                modified_at: crate::Timestamp(2),
+                expires_at: None,
+                value: crate::Json::parse(text).unwrap(),
+            };
+            let change = Change::Put(item);
+            let entry = Entry {
+                changes: vec![logged(&change).unwrap()],
+                end: true,
+            };
+            let bytes = serde_json::to_string(&entry).unwrap();
+            assert_eq!(read(&bytes), [change], "{bytes}");
+        }
+    }
+
+    /// The first token format (29 bytes, version 1) asks the follower to resync; any other
+    /// shape is not a token.
+    #[test]
+    fn token_shapes() {
+        let mut legacy = vec![1u8];
+        legacy.extend_from_slice(&[0; 8]); // group hash
+        legacy.extend_from_slice(&5u64.to_be_bytes());
+        legacy.extend_from_slice(&[0; 12]);
+        let legacy = URL_SAFE_NO_PAD.encode(legacy);
+        assert!(matches!(
+            legacy.parse::<ChangeToken>(),
+            Err(Error::ChangesExpired(_))
+        ));
+        let key = crate::token::tests_key();
+        let token = ChangeToken::mint(&key, b"group", 3, 1, 42);
+        let text = token.to_string();
+        assert_eq!(text.len(), 44, "33 bytes in base64");
+        assert_eq!(text.parse::<ChangeToken>().unwrap(), token);
+        assert!(token.is_sealed_for(&key, b"group"));
+        assert!(!token.is_sealed_for(&key, b"other"));
+        for bad in ["", "AAAA", &text[..43], &format!("{text}A")] {
+            assert!(matches!(
+                bad.parse::<ChangeToken>(),
+                Err(Error::InvalidChangeToken(_))
+            ));
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Stage: the change-log entry. Every commit appends, in the same batch, one entry per group it
+//! changed (several if a commit's changes exceed an entry's budget), and now and then removes
+//! the group's entries older than the retention window. The backend numbers an entry when the
+//! batch commits ([`WriteOp::Append`]), so concurrent writers never conflict over the log.
+
+use super::plan::{Context, Plan};
+use crate::backend::{Direction, Key, Reader, Record, WriteBatch, WriteOp};
+use crate::changelog::{Change, Entry, Logged, corrupt, logged};
+use crate::{Error, layout};
+use pathdb_keys::KeyPath;
+
+/// Bytes of changes per log entry before a commit's changes continue in another entry: one
+/// entry must stay under DynamoDB's 400 KB item limit. A single change is never split (an item
+/// fits in 400 KB, and so does its change with a path and a few numbers more).
+const ENTRY_BUDGET: usize = 200_000;
+/// One commit in this many also removes expired log entries (reading the log's oldest entries
+/// costs a query on DynamoDB; every commit paying it would be waste).
+const TRIM_EVERY: u64 = 8;
+/// The keyed hash that spreads trimming over commits and groups.
+static TRIM_HASHER: std::sync::LazyLock<std::collections::hash_map::RandomState> =
+    std::sync::LazyLock::new(std::collections::hash_map::RandomState::new);
+/// Expired entries removed per trim, at most.
+const TRIM_BATCH: usize = 16;
+
+/// Appends the plan's changes to the change log (the last stage: it logs what the others
+/// decided). Its operations are never the caller's conflict: an append is numbered at commit,
+/// and two commits removing the same expired entries just plan again.
+pub(super) fn stage<R: Reader>(ctx: &Context<'_, R>, plan: &mut Plan) -> Result<(), Error> {
+    let mut owners = Vec::new();
+    let changes = std::mem::take(&mut plan.changes);
+    log_changes(ctx, &mut plan.batch, &mut owners, &changes)?;
+    for owner in owners {
+        plan.owners.push(owner);
+        plan.generated.push(true);
+    }
+    plan.changes = changes;
+    Ok(())
+}
+
+/// Adds to `batch` the log entries for `changes` (in order, grouped by group) and, now and then,
+/// the removal of expired entries. `owners` gets one path per added operation.
+pub(crate) fn log_changes<R: Reader>(
+    ctx: &Context<'_, R>,
+    batch: &mut WriteBatch,
+    owners: &mut Vec<KeyPath>,
+    changes: &[Change],
+) -> Result<(), Error> {
+    let now = ctx.now;
+    let mut groups: Vec<(Vec<u8>, Vec<&Change>)> = Vec::new();
+    for change in changes {
+        let partition = change.path().partition_key();
+        match groups.iter_mut().find(|(p, _)| *p == partition) {
+            Some((_, list)) => list.push(change),
+            None => groups.push((partition, vec![change])),
+        }
+    }
+    let commit = ctx.commit;
+    for (partition, list) in groups {
+        // One commit in TRIM_EVERY per group, chosen by a hash with a per-process random key
+        // rather than by the commit counter alone: a counter shared by the groups would trim a
+        // group whose writes always land on the same residue never.
+        let trim = std::hash::BuildHasher::hash_one(&*TRIM_HASHER, (commit, &partition))
+            .is_multiple_of(TRIM_EVERY);
+        let owner = list[0].path().clone();
+        let mut parts: Vec<Vec<Logged<'_>>> = vec![Vec::new()];
+        let mut size = 0;
+        for change in list {
+            let l = logged(change)?;
+            let bytes = change_size(change);
+            let current = parts.last_mut().expect("parts is never empty");
+            if !current.is_empty() && size + bytes > ENTRY_BUDGET {
+                parts.push(Vec::new());
+                size = 0;
+            }
+            size += bytes;
+            parts.last_mut().expect("parts is never empty").push(l);
+        }
+        let count = parts.len();
+        for (i, changes) in parts.into_iter().enumerate() {
+            let entry = Entry {
+                changes,
+                end: i + 1 == count,
+            };
+            batch.ops.push(WriteOp::Append {
+                log: layout::change_log(&partition),
+                record: Record {
+                    version: 1,
+                    created_at: now,
+                    modified_at: now,
+                    expires_at: None,
+                    value: serde_json::to_vec(&entry).map_err(corrupt)?,
+                },
+            });
+            owners.push(owner.clone());
+        }
+        if trim {
+            let horizon = now.saturating_sub(ctx.change_retention_micros());
+            let room = ctx.max_batch_ops.saturating_sub(batch.ops.len());
+            for (sort, record) in ctx.reader.scan(
+                &partition,
+                &layout::change_range(1),
+                Direction::Forward,
+                TRIM_BATCH.min(room),
+            )? {
+                if record.created_at >= horizon {
+                    break;
+                }
+                batch.ops.push(WriteOp::Delete {
+                    key: Key {
+                        partition: partition.clone(),
+                        sort,
+                    },
+                    expect: None,
+                });
+                owners.push(owner.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn change_size(change: &Change) -> usize {
+    match change {
+        Change::Put(item) => item.value.as_str().len() + 128 + 2 * item.path.encode().len(),
+        Change::Delete { path, .. } => 64 + 2 * path.encode().len(),
+    }
+}

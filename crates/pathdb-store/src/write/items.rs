@@ -1,0 +1,136 @@
+//! Stage: the item record. Reads what is stored at the operation's path, checks the caller's
+//! condition, and writes the item (a put), its tombstone (a delete) or only a check; every one
+//! of them conditional on the record this plan read, so a concurrent write fails the batch
+//! instead of being overwritten. Records the operation's result and its change.
+
+use super::plan::{Context, Plan, Written};
+use crate::backend::{Expect, Reader, Record, WriteOp};
+use crate::changelog::Change;
+use crate::limits::next_version;
+use crate::ops::{TxOp, TxResult};
+use crate::options::Expiry;
+use crate::record::{latest_revision, to_item, tombstone, visible};
+use crate::{Condition, Error, Timestamp, layout};
+use pathdb_keys::KeyPath;
+
+/// Plans the item record of `op` at `path`.
+pub(super) fn stage<'a, R: Reader>(
+    ctx: &Context<'_, R>,
+    plan: &mut Plan,
+    op: &'a TxOp,
+    path: KeyPath,
+    fresh: bool,
+) -> Result<Written<'a>, Error> {
+    let now = ctx.now;
+    let key = layout::item_key(&path);
+    let stored = ctx.reader.get(&key)?;
+    let current = visible(stored.clone(), now);
+    plan.found.push(current.is_some());
+    let condition = match op {
+        TxOp::Put { options, .. } => options.condition,
+        TxOp::Delete { condition, .. } => *condition,
+        TxOp::Check { condition, .. } => Some(*condition),
+        TxOp::Create { .. } => None,
+    };
+    if let Some(condition) = condition {
+        check_condition(&path, condition, current.as_ref())?;
+    }
+    // Whatever happens, the batch only applies to the record this plan saw.
+    let expect = stored
+        .as_ref()
+        .map_or(Expect::Absent, |r| Expect::Version(r.version));
+    let mut put = None;
+    match op {
+        TxOp::Put { value, options, .. } | TxOp::Create { value, options, .. } => {
+            let version = match &stored {
+                Some(r) => next_version(&path, r.version)?,
+                None => match latest_revision(ctx.reader, &key)? {
+                    Some(v) => next_version(&path, v)?,
+                    None => 1,
+                },
+            };
+            let expires_at = options.expires.map(|e| match e {
+                Expiry::At(t) => t.0,
+                Expiry::After(d) => Timestamp(now).plus(d).0,
+            });
+            let record = Record {
+                version,
+                created_at: current.as_ref().map_or(now, |r| r.created_at),
+                modified_at: now,
+                expires_at,
+                value: value.as_str().as_bytes().to_vec(),
+            };
+            let item = to_item(path.clone(), record.clone())?;
+            plan.changes.push(Change::Put(item.clone()));
+            plan.results.push(TxResult::Put(item));
+            let write = WriteOp::Put {
+                key: key.clone(),
+                record: record.clone(),
+                expect: Some(expect),
+            };
+            plan.push(write, &path, fresh);
+            put = Some((record, options));
+        }
+        TxOp::Delete { .. } => {
+            let write = match (&current, &stored) {
+                // The key keeps a tombstone, never nothing: see layout.rs.
+                (Some(live), Some(r)) => {
+                    plan.changes.push(Change::Delete {
+                        path: path.clone(),
+                        version: live.version,
+                    });
+                    WriteOp::Put {
+                        key: key.clone(),
+                        record: tombstone(r, next_version(&path, r.version)?, now),
+                        expect: Some(expect),
+                    }
+                }
+                // Nothing to delete: only the state this plan saw must still hold.
+                _ => WriteOp::Check {
+                    key: key.clone(),
+                    expect,
+                },
+            };
+            plan.results.push(TxResult::Deleted(
+                current.map(|r| to_item(path.clone(), r)).transpose()?,
+            ));
+            plan.push(write, &path, fresh);
+        }
+        TxOp::Check { .. } => {
+            plan.results.push(TxResult::Checked);
+            let write = WriteOp::Check {
+                key: key.clone(),
+                expect,
+            };
+            plan.push(write, &path, fresh);
+        }
+    }
+    Ok(Written {
+        path,
+        key,
+        fresh,
+        put,
+    })
+}
+
+fn check_condition(
+    path: &KeyPath,
+    condition: Condition,
+    current: Option<&Record>,
+) -> Result<(), Error> {
+    let version = current.map(|r| r.version);
+    let holds = match condition {
+        Condition::MustNotExist => version.is_none(),
+        Condition::MustExist => version.is_some(),
+        Condition::IfVersion(v) => version == Some(v),
+    };
+    if holds {
+        Ok(())
+    } else {
+        Err(Error::ConditionFailed {
+            path: path.clone(),
+            condition,
+            current: version,
+        })
+    }
+}

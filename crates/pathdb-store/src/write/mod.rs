@@ -1,0 +1,106 @@
+//! The write pipeline: how a list of operations ([`TxOp`]) becomes one atomic batch.
+//!
+//! [`plan`] reads one snapshot and runs the stages; each stage is a module that adds its writes
+//! to the [`Plan`], in this order:
+//!
+//! | stage | per | writes |
+//! | --- | --- | --- |
+//! | `ids` | operation | nothing yet: a create's path (a generated id) |
+//! | `items` | operation | the item record, its tombstone, or a check, conditional on what was read; the result and the change |
+//! | `history` | put | the revision, and the removal of revisions beyond the retention |
+//! | `expiry` | put | the expiry index entry |
+//! | `ids` | plan | the records of the sequences the creates advanced |
+//! | `changelog` | plan | one change-log entry per group changed, and now and then the removal of expired entries |
+//!
+//! The rule that keeps it one-way: a stage depends on [`plan`](self::plan) (its [`Context`] and
+//! [`Plan`]) and on the layers below the pipeline (records, layout, limits, the change log's
+//! format), never on `Store` and never on a later stage. `Store` opens the snapshot, calls
+//! [`plan`] and commits the batch. A new kind of write is a new stage module plus one line here.
+
+mod changelog;
+mod expiry;
+mod history;
+mod ids;
+mod items;
+mod plan;
+
+pub(crate) use changelog::log_changes;
+pub(crate) use plan::{Context, Plan, Settings};
+
+use crate::Error;
+use crate::backend::Reader;
+use crate::limits::{check_expiry, check_item_size, check_key};
+use crate::ops::{Parent, TxOp};
+use pathdb_keys::KeyPath;
+
+/// Builds the batch for `ops` from `ctx`'s snapshot.
+pub(crate) fn plan<R: Reader>(ctx: &Context<'_, R>, ops: &[TxOp]) -> Result<Plan, Error> {
+    let mut plan = Plan::default();
+    let mut ids = ids::Ids::new(ops);
+    for (index, op) in ops.iter().enumerate() {
+        let (path, fresh) = ids.target(ctx, index, op)?;
+        let written = items::stage(ctx, &mut plan, op, path, fresh)?;
+        history::stage(ctx, &mut plan, &written)?;
+        expiry::stage(ctx, &mut plan, &written);
+    }
+    ids.stage(ctx, &mut plan);
+    changelog::stage(ctx, &mut plan)?;
+    Ok(plan)
+}
+
+/// The limits every write checks before reading anything.
+pub(crate) fn check_ops(ops: &[TxOp], now: i64) -> Result<(), Error> {
+    for (index, op) in ops.iter().enumerate() {
+        if let Some(path) = op.path() {
+            check_key(path)?;
+        }
+        match op {
+            TxOp::Put {
+                path,
+                value,
+                options,
+            } => {
+                check_item_size(path, value)?;
+                check_expiry(path, options.expires, now)?;
+            }
+            TxOp::Create {
+                parent,
+                namespace,
+                options,
+                ..
+            } => {
+                // The path is not known yet; the expiry rules do not depend on it.
+                let probe = KeyPath::builder()
+                    .push(namespace, 1u64)
+                    .build()
+                    .map_err(|e| Error::InvalidRequest(e.to_string()))?;
+                check_expiry(&probe, options.expires, now)?;
+                if options.condition.is_some() {
+                    return Err(Error::InvalidRequest(
+                        "a create takes no condition: its path is new by construction".into(),
+                    ));
+                }
+                if let Parent::Created(earlier) = parent
+                    && (*earlier >= index || !matches!(ops[*earlier], TxOp::Create { .. }))
+                {
+                    return Err(Error::InvalidRequest(format!(
+                        "operation {index} creates under operation {earlier}, which is not an earlier create"
+                    )));
+                }
+            }
+            TxOp::Delete { .. } | TxOp::Check { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+/// A planned batch the backend cannot take in one atomic write is the caller's to split.
+pub(crate) fn check_batch_size(plan: &Plan, max: usize) -> Result<(), Error> {
+    if plan.batch.ops.len() > max {
+        return Err(Error::InvalidRequest(format!(
+            "this transaction needs {} storage operations (with history, expiry and the change log), more than the backend's {max}: split it",
+            plan.batch.ops.len()
+        )));
+    }
+    Ok(())
+}

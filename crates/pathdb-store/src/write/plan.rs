@@ -1,0 +1,102 @@
+//! The planning context: what every stage reads from ([`Context`]) and what the stages build
+//! together ([`Plan`]). Stages depend on this module and the layers below, never on `Store`.
+
+use crate::backend::{Key, Record, WriteBatch, WriteOp};
+use crate::changelog::Change;
+use crate::namespaces::NamespaceHistory;
+use crate::ops::TxResult;
+use crate::options::PutOptions;
+use pathdb_keys::KeyPath;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The store's settings that every plan needs; [`Settings::context`] adds a snapshot and a time.
+pub(crate) struct Settings<'a> {
+    /// Which namespaces keep history.
+    pub(crate) history: &'a NamespaceHistory,
+    /// Operations the backend takes in one atomic batch.
+    pub(crate) max_batch_ops: usize,
+    /// How long the change log keeps entries.
+    pub(crate) change_retention: Duration,
+    /// Plans made so far (numbers them).
+    pub(crate) plans: &'a AtomicU64,
+}
+
+impl<'a> Settings<'a> {
+    /// The context of one plan read from `reader` at `now`.
+    pub(crate) fn context<'r, R>(&self, reader: &'r R, now: i64) -> Context<'r, R>
+    where
+        'a: 'r,
+    {
+        Context {
+            reader,
+            now,
+            history: self.history,
+            max_batch_ops: self.max_batch_ops,
+            change_retention: self.change_retention,
+            commit: self.plans.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+/// What a batch is planned from: one snapshot, one time, the store's settings.
+pub(crate) struct Context<'a, R> {
+    /// The snapshot every stage reads.
+    pub(crate) reader: &'a R,
+    /// The time of the write, in microseconds.
+    pub(crate) now: i64,
+    /// Which namespaces keep history.
+    pub(crate) history: &'a NamespaceHistory,
+    /// Operations the backend takes in one atomic batch.
+    pub(crate) max_batch_ops: usize,
+    /// How long the change log keeps entries.
+    pub(crate) change_retention: Duration,
+    /// This plan's number among the store's commits (spreads the change log's trimming).
+    pub(crate) commit: u64,
+}
+
+impl<R> Context<'_, R> {
+    /// [`Context::change_retention`] in microseconds.
+    pub(crate) fn change_retention_micros(&self) -> i64 {
+        i64::try_from(self.change_retention.as_micros()).unwrap_or(i64::MAX)
+    }
+}
+
+/// What the stages decided: the batch and what it will mean once it commits.
+#[derive(Default)]
+pub(crate) struct Plan {
+    /// The writes, committed all or nothing.
+    pub(crate) batch: WriteBatch,
+    /// For each batch operation, the path it belongs to (to name a conflict).
+    pub(crate) owners: Vec<KeyPath>,
+    /// For each batch operation, whether it writes a generated id, a sequence or the change
+    /// log: a failed condition there is not the caller's conflict (plan again).
+    pub(crate) generated: Vec<bool>,
+    /// One result per operation, as it will be once the batch commits.
+    pub(crate) results: Vec<TxResult>,
+    /// For each operation, whether a live item was at its path.
+    pub(crate) found: Vec<bool>,
+    /// The changes the batch makes, in operation order, for the change log.
+    pub(crate) changes: Vec<Change>,
+}
+
+impl Plan {
+    /// Adds a write that belongs to `owner` (`generated`: see [`Plan::generated`]).
+    pub(crate) fn push(&mut self, op: WriteOp, owner: &KeyPath, generated: bool) {
+        self.batch.ops.push(op);
+        self.owners.push(owner.clone());
+        self.generated.push(generated);
+    }
+}
+
+/// What the item stage wrote for one operation, for the stages after it.
+pub(crate) struct Written<'a> {
+    /// The item's path.
+    pub(crate) path: KeyPath,
+    /// The item's key.
+    pub(crate) key: Key,
+    /// Whether the path was generated (a create).
+    pub(crate) fresh: bool,
+    /// For a put or a create: the record written and the put's options.
+    pub(crate) put: Option<(Record, &'a PutOptions)>,
+}
