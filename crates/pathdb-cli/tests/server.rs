@@ -502,7 +502,15 @@ fn item_commands_print_the_same_through_server() {
         let stderr = String::from_utf8(page.stderr).expect("utf-8");
         let last: Value = serde_json::from_str(stderr.trim()).expect("one JSON line on stderr");
         let token = last["next_page_token"].as_str().expect("token line");
-        let rest = ["--json", "ls", "/u-1", "--limit", "2", "--page-token", token];
+        let rest = [
+            "--json",
+            "ls",
+            "/u-1",
+            "--limit",
+            "2",
+            "--page-token",
+            token,
+        ];
         normalize(&ok(&[args, &rest].concat()))
     };
     assert_eq!(second_page(&remote_args[..]), second_page(&local_args[..]));

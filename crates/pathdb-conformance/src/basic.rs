@@ -3,11 +3,11 @@
 use super::{
     Harness, T0, assert_condition_failed, dump, json, open_manual, path, put, texts, value,
 };
+use pathdb_keys::KeyPath;
 use pathdb_store::{
     Condition, Error, ExportRecord, Json, ListRequest, MAX_GET_MANY, MAX_GROUP_BYTES,
     MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES, PutOptions, Transaction, TxResult,
 };
-use pathdb_keys::KeyPath;
 use std::time::Duration;
 
 fn with_condition(condition: Condition) -> PutOptions {

@@ -3,12 +3,12 @@
 //! under concurrent creators.
 
 use super::{Harness, json, manual_options, path, value};
+use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     Change, ChangeToken, Error, Expiry, IdKind, Item, Json, ListRequest, Parent, PutOptions, Store,
     Transaction, TxResult,
 };
-use pathdb_keys::KeyPath;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Barrier;
 use std::time::Duration;

@@ -1,9 +1,9 @@
 //! Conditions and transactions under concurrent writers. Outcomes are checked, never timings.
 
 use super::{Harness, open_manual, path, value};
+use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{Condition, Error, Item, PutOptions, Store, Transaction, TxResult};
-use pathdb_keys::KeyPath;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 

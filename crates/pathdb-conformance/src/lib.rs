@@ -35,12 +35,12 @@
 //!   [`generated_ids`] (`changes`);
 //! - [`emptyish_values_round_trip`], [`altered_tokens_are_refused`] (`values`).
 
+use pathdb_keys::KeyPath;
 use pathdb_store::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
 use pathdb_store::{
     Error, ExportRecord, Item, Json, ListRequest, ManualClock, PutOptions, Store, StoreOptions,
     Timestamp,
 };
-use pathdb_keys::KeyPath;
 use std::sync::Arc;
 
 mod basic;

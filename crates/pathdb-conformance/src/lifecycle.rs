@@ -4,13 +4,13 @@ use super::{
     Harness, T0, assert_condition_failed, dump, manual_options, open_manual, path, put, texts,
     value,
 };
+use pathdb_keys::KeyPath;
 use pathdb_store::backend::{Backend, Reader};
 use pathdb_store::{
     Condition, Error, Expiry, ExportLine, ExportRecord, ExportStatus, ImportRecord, Item,
     ListRequest, MAX_TRANSACTION_OPS, OnExisting, PutOptions, Store, Timestamp, Transaction,
     TxResult,
 };
-use pathdb_keys::KeyPath;
 use std::time::Duration;
 
 fn with_history() -> PutOptions {
@@ -219,7 +219,10 @@ pub fn failed_transactions_leave_nothing<H: Harness>(harness: &H) {
         store.transact(everything(None).put(path("/f-1/big-1"), huge, PutOptions::default())),
         Err(Error::ItemTooLarge { .. })
     ));
-    let long_key = path(&format!("/f-1/k-{}", "k".repeat(pathdb_store::MAX_SORT_KEY_BYTES)));
+    let long_key = path(&format!(
+        "/f-1/k-{}",
+        "k".repeat(pathdb_store::MAX_SORT_KEY_BYTES)
+    ));
     assert!(matches!(
         store.transact(everything(None).delete(long_key, None)),
         Err(Error::KeyTooLarge { .. })
@@ -933,7 +936,8 @@ pub fn import_never_goes_backwards<H: Harness>(harness: &H) {
     }
     put(&store, "/i-1/b-1", 1);
     clock.advance(secs(10));
-    let line = |text: &str| pathdb_store::parse_import([Ok::<_, String>(text.to_owned())], true).unwrap();
+    let line =
+        |text: &str| pathdb_store::parse_import([Ok::<_, String>(text.to_owned())], true).unwrap();
     let old = r#"{"path":"/i-1/a-1","version":1,"created_at":5,"modified_at":5,"value":"old"}"#;
     let mut records = line(old);
     records.extend(line(old));

@@ -2,9 +2,9 @@
 //! and page tokens.
 
 use super::{Harness, list_all, open_manual, path, texts, value};
+use pathdb_keys::{Id, KeyPath, Uuid};
 use pathdb_store::backend::Backend;
 use pathdb_store::{Error, Item, ListRequest, MAX_LIST_LIMIT, PutOptions, Store};
-use pathdb_keys::{Id, KeyPath, Uuid};
 use std::collections::BTreeMap;
 
 /// Writes `{"n": i}` at each path, one put each: workloads that are not about transactions

@@ -87,8 +87,9 @@ pub fn emptyish_values_round_trip<H: Harness>(harness: &H) {
     let mut text = Vec::new();
     store.export(&mut text, &mut |_| {}).expect("export");
     let text = String::from_utf8(text).expect("UTF-8 export");
-    let records = pathdb_store::parse_import(text.lines().map(|l| Ok::<_, String>(l.to_owned())), false)
-        .expect("parse the export");
+    let records =
+        pathdb_store::parse_import(text.lines().map(|l| Ok::<_, String>(l.to_owned())), false)
+            .expect("parse the export");
     let (_clock, copy) = open_manual(harness);
     copy.import(&records, OnExisting::Replace, &mut |_| {})
         .expect("import");

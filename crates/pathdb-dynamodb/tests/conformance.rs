@@ -3,9 +3,9 @@
 //! (reads of several items fall back to one GetItem each there, see `DynamoBackend`).
 
 use crate::{Dynamo, Flavor, endpoint};
+use pathdb_conformance::{Harness, TestStore};
 use pathdb_dynamodb::DynamoBackend;
 use pathdb_store::StoreOptions;
-use pathdb_conformance::{Harness, TestStore};
 
 /// Workloads that write or read several items atomically.
 const NEED_TRANSACTIONS: &[&str] = &[

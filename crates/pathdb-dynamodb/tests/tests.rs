@@ -7,8 +7,8 @@ mod compare;
 mod conformance;
 mod foreign;
 
-use pathdb_dynamodb::{DynamoBackend, DynamoOptions, create_table};
 use pathdb_conformance::{Harness, TestStore};
+use pathdb_dynamodb::{DynamoBackend, DynamoOptions, create_table};
 use pathdb_store::{Store, StoreOptions};
 use std::sync::atomic::{AtomicU64, Ordering};
 
