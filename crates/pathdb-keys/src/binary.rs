@@ -1013,3 +1013,23 @@ fn decode_desc_bytes(seg: &[u8], at: usize) -> Result<Vec<u8>, DecodeError> {
     }
     Ok(out)
 }
+
+// `KeyPath`'s order is defined here, beside the encoding it is the order of.
+impl Ord for KeyPath {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Defined as the encoding's byte order, so that typed and stored order never disagree
+        // (docs/key-format.md explains why a structural comparison could not guarantee that for
+        // bytes and UUID ids, whose encodings carry no type tag).
+        let mut a = SmallVec::<[u8; 128]>::new();
+        let mut b = SmallVec::<[u8; 128]>::new();
+        encode_elements_into(self.elements(), &mut a);
+        encode_elements_into(other.elements(), &mut b);
+        a.cmp(&b)
+    }
+}
+
+impl PartialOrd for KeyPath {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}

@@ -1,7 +1,6 @@
 //! The key path model: a non-empty list of `(namespace, id?)` elements.
 
 use crate::{BuildError, Id, Namespace, Rule};
-use std::cmp::Ordering;
 
 /// One element of a key path: a namespace and, except possibly for the last element, an id.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -162,25 +161,6 @@ impl KeyPath {
             Some(_) => mine == theirs,
             None => mine.namespace == theirs.namespace,
         }
-    }
-}
-
-impl Ord for KeyPath {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Defined as the encoding's byte order, so that typed and stored order never disagree
-        // (docs/key-format.md explains why a structural comparison could not guarantee that for
-        // bytes and UUID ids, whose encodings carry no type tag).
-        let mut a = smallvec::SmallVec::<[u8; 128]>::new();
-        let mut b = smallvec::SmallVec::<[u8; 128]>::new();
-        crate::binary::encode_elements_into(&self.elements, &mut a);
-        crate::binary::encode_elements_into(&other.elements, &mut b);
-        a.cmp(&b)
-    }
-}
-
-impl PartialOrd for KeyPath {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
     }
 }
 
