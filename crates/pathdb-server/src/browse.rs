@@ -3,9 +3,9 @@
 
 use crate::AppState;
 use crate::auth::Scope;
+use crate::calls::store_call;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Query, UrlPath};
-use crate::handlers::store_call;
 use axum::Extension;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

@@ -3,9 +3,9 @@
 //! docs/changes.md has the semantics.
 
 use crate::AppState;
+use crate::calls::{create_target, item_response, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Body, Query, UrlPath};
-use crate::handlers::{item_response, store_call};
 use crate::wire::{ChangeOut, ChangesOut, ChangesQuery, CreateQuery};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -270,16 +270,6 @@ pub async fn create_item<B: Backend>(
         response.headers_mut().insert(header::LOCATION, location);
     }
     Ok(response)
-}
-
-/// [`pathdb_store::parse_create_target`], its errors answered as `invalid_path`.
-pub(crate) fn create_target(text: &str) -> Result<(Parent, String), ApiError> {
-    pathdb_store::parse_create_target(text).map_err(|e| match e {
-        pathdb_store::Error::InvalidRequest(message) => {
-            ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", message)
-        }
-        other => other.into(),
-    })
 }
 
 impl From<ChangePage> for ChangesOut {

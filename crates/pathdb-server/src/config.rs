@@ -71,8 +71,8 @@ pub enum ConfigError {
     #[error("a token cannot be empty")]
     EmptyToken,
     /// A CORS origin is not `http://` or `https://` followed by a host and optional port.
-    #[error("invalid CORS origin {0:?}: expected scheme://host[:port], e.g. http://localhost:3000")]
-    InvalidOrigin(String),
+    #[error(transparent)]
+    InvalidOrigin(#[from] crate::InvalidOrigin),
 }
 
 impl ServerConfig {
@@ -120,7 +120,7 @@ impl ServerConfig {
     /// # Errors
     /// [`ConfigError::InvalidOrigin`].
     pub fn allowed_origins(&self) -> Result<crate::AllowedOrigins, ConfigError> {
-        crate::AllowedOrigins::new(&self.cors_origins)
+        Ok(crate::AllowedOrigins::new(&self.cors_origins)?)
     }
 
     /// The token table.

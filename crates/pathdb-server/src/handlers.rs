@@ -1,8 +1,9 @@
 //! The `/v1` handlers. Store calls block (redb), so each runs on tokio's blocking pool, except
 //! point reads and single puts on a backend that reads without blocking and queues its writes
-//! ([`point_read`], `put_item`).
+//! ([`point_read`](crate::calls::point_read), `put_item`).
 
 use crate::AppState;
+use crate::calls::{blocking, create_target, item_response, point_read, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Body, Json, Preconditions, Query, UrlPath};
 use crate::precondition::{self, WritePrecondition};
@@ -14,74 +15,15 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     Condition, DEFAULT_LIST_LIMIT, Expiry, Json as JsonText, ListRequest, MAX_LIST_LIMIT,
-    PutOptions, Store, Transaction, TxOp,
+    PutOptions, Transaction, TxOp,
 };
 use std::time::Duration;
 
-fn task_failed() -> ApiError {
-    ApiError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "internal",
-        "request task failed",
-    )
-}
-
-/// Runs a store call on the blocking pool.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|_| task_failed())?
-}
-
-/// Runs one store operation on the blocking pool, counted and timed as `op` in `/metrics`.
-pub(crate) async fn store_call<T: Send + 'static>(
-    op: &'static str,
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    let started = std::time::Instant::now();
-    let result = blocking(f).await;
-    telemetry::store_operation(op, started, result.is_ok());
-    result
-}
-
-/// Runs a store read of a few keys, counted and timed as `op` in `/metrics`: right here on the
-/// async worker when the backend says its point reads never block (a redb lookup takes a few
-/// microseconds, far less than handing it to the blocking pool and waking this task again), on
-/// the blocking pool otherwise (DynamoDB blocks on its own runtime). Scans go to the pool
-/// ([`store_call`]), and so does every write but a single put on such a backend (`put_item`).
-pub(crate) async fn point_read<B: Backend, T: Send + 'static>(
-    state: AppState<B>,
-    op: &'static str,
-    f: impl FnOnce(&Store<B>) -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    if !state.store.backend().fast_point_reads() {
-        return store_call(op, move || f(&state.store)).await;
-    }
-    let started = std::time::Instant::now();
-    // A panic answers 500, as it does from the blocking pool, rather than dropping the connection.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&state.store)))
-        .unwrap_or_else(|_| Err(task_failed()));
-    telemetry::store_operation(op, started, result.is_ok());
-    result
-}
-
-/// Most paths of a `/v1/get` served as a [`point_read`].
+/// Most paths of a `/v1/get` served as a [`point_read`](crate::calls::point_read).
 const POINT_READ_MAX_PATHS: usize = 8;
 
 fn parse_path(text: &str) -> Result<KeyPath, ApiError> {
     Ok(text.parse::<KeyPath>()?)
-}
-
-/// An item with `ETag: "<version>"`, so HTTP caches and `If-Match` speak the same versions.
-pub(crate) fn item_response(status: StatusCode, item: ItemOut) -> Response {
-    let etag = HeaderValue::from_str(&precondition::etag(item.version)).ok();
-    let mut response = (status, axum::Json(item)).into_response();
-    if let Some(etag) = etag {
-        response.headers_mut().insert(header::ETAG, etag);
-    }
-    response
 }
 
 /// Reads an item, or one of its past versions.
@@ -416,7 +358,7 @@ pub async fn transact<B: Backend>(
                 history,
                 ttl_seconds,
             } => {
-                let (parent, namespace) = crate::changes::create_target(&path)?;
+                let (parent, namespace) = create_target(&path)?;
                 TxOp::Create {
                     parent,
                     namespace,

@@ -10,6 +10,7 @@
 
 pub mod auth;
 mod browse;
+mod calls;
 mod changes;
 pub mod config;
 mod error;
@@ -26,7 +27,7 @@ mod wire;
 pub use auth::{Auth, Scope};
 pub use config::{ConfigError, DEFAULT_ADDR, ServerConfig, TokenConfig};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
-pub use origin::AllowedOrigins;
+pub use origin::{AllowedOrigins, InvalidOrigin};
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};

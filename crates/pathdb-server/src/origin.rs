@@ -11,12 +11,16 @@
 //! a page whose DNS name is rebound to 127.0.0.1 is "same-origin" with the server under that
 //! name, and its requests (reads without `Origin` too) would otherwise be served.
 
-use crate::config::ConfigError;
 use crate::error::ApiError;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::{AllowOrigin, CorsLayer};
+
+/// A CORS origin that is not `http://` or `https://` followed by a host and optional port.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid CORS origin {0:?}: expected scheme://host[:port], e.g. http://localhost:3000")]
+pub struct InvalidOrigin(pub String);
 
 /// Origins (`scheme://host[:port]`) whose pages may call the API, besides the server's own.
 #[derive(Clone, Debug, Default)]
@@ -28,11 +32,11 @@ impl AllowedOrigins {
     /// Checks and keeps the origins, as a browser writes them: `http://localhost:3000`.
     ///
     /// # Errors
-    /// [`ConfigError::InvalidOrigin`]: not `http://` or `https://` followed by a host (and
+    /// [`InvalidOrigin`]: not `http://` or `https://` followed by a host (and
     /// port), or with a path, query or trailing slash.
     pub fn new<S: AsRef<str>>(
         origins: impl IntoIterator<Item = S>,
-    ) -> Result<AllowedOrigins, ConfigError> {
+    ) -> Result<AllowedOrigins, InvalidOrigin> {
         let origins = origins
             .into_iter()
             .map(|o| parse_origin(o.as_ref()))
@@ -86,8 +90,8 @@ pub const NO_ORIGIN_VARY: &str =
 /// a request with no `Origin` that is not an `OPTIONS` preflight; see [`NO_ORIGIN_VARY`].
 pub const NO_ORIGIN_EXPOSE: &str = "etag,www-authenticate,x-request-id";
 
-fn parse_origin(text: &str) -> Result<HeaderValue, ConfigError> {
-    let invalid = || ConfigError::InvalidOrigin(text.to_owned());
+fn parse_origin(text: &str) -> Result<HeaderValue, InvalidOrigin> {
+    let invalid = || InvalidOrigin(text.to_owned());
     let lower = text.trim().to_ascii_lowercase();
     let authority = lower
         .strip_prefix("http://")

@@ -1,0 +1,82 @@
+//! What the handlers of items (handlers.rs) and of the change feed (changes.rs) share: running
+//! a store call off or on the async worker, answering with an item, reading a create's target.
+//! Below both: it knows no route.
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::precondition;
+use crate::telemetry;
+use crate::wire::ItemOut;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pathdb_store::backend::Backend;
+use pathdb_store::{Parent, Store};
+
+fn task_failed() -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "request task failed",
+    )
+}
+
+/// Runs a store call on the blocking pool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|_| task_failed())?
+}
+
+/// Runs one store operation on the blocking pool, counted and timed as `op` in `/metrics`.
+pub(crate) async fn store_call<T: Send + 'static>(
+    op: &'static str,
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let started = std::time::Instant::now();
+    let result = blocking(f).await;
+    telemetry::store_operation(op, started, result.is_ok());
+    result
+}
+
+/// Runs a store read of a few keys, counted and timed as `op` in `/metrics`: right here on the
+/// async worker when the backend says its point reads never block (a redb lookup takes a few
+/// microseconds, far less than handing it to the blocking pool and waking this task again), on
+/// the blocking pool otherwise (DynamoDB blocks on its own runtime). Scans go to the pool
+/// ([`store_call`]), and so does every write but a single put on such a backend (`put_item`).
+pub(crate) async fn point_read<B: Backend, T: Send + 'static>(
+    state: AppState<B>,
+    op: &'static str,
+    f: impl FnOnce(&Store<B>) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    if !state.store.backend().fast_point_reads() {
+        return store_call(op, move || f(&state.store)).await;
+    }
+    let started = std::time::Instant::now();
+    // A panic answers 500, as it does from the blocking pool, rather than dropping the connection.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&state.store)))
+        .unwrap_or_else(|_| Err(task_failed()));
+    telemetry::store_operation(op, started, result.is_ok());
+    result
+}
+
+/// An item with `ETag: "<version>"`, so HTTP caches and `If-Match` speak the same versions.
+pub(crate) fn item_response(status: StatusCode, item: ItemOut) -> Response {
+    let etag = HeaderValue::from_str(&precondition::etag(item.version)).ok();
+    let mut response = (status, axum::Json(item)).into_response();
+    if let Some(etag) = etag {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    response
+}
+
+/// [`pathdb_store::parse_create_target`], its errors answered as `invalid_path`.
+pub(crate) fn create_target(text: &str) -> Result<(Parent, String), ApiError> {
+    pathdb_store::parse_create_target(text).map_err(|e| match e {
+        pathdb_store::Error::InvalidRequest(message) => {
+            ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", message)
+        }
+        other => other.into(),
+    })
+}
