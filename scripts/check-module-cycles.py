@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Fails when the modules of a crate import each other in a circle (ARCHITECTURE.md, "The
+store's layers": no module imports a module that imports it back, directly or through others).
+
+Each source file of a crate's library or binary is a module: src/lib.rs, src/main.rs (the roots),
+src/a.rs or src/a/mod.rs (`a`), src/a/b.rs (`a::b`), src/bin/x.rs and src/bin/x/main.rs (their
+own roots). A module uses another when its code names it by path: `use crate::a::X`,
+`use super::b`, `crate::a::f(...)` in an expression, `self::c::Y`. The target is the longest
+module that the path names (`crate::write::items::stage` is `write::items`).
+
+Resolution choices:
+- A name the root re-exports (`pub use store::Store;` in lib.rs) is the module that defines it,
+  so `use crate::Store` is a use of `store`, not of lib.rs.
+- The roots only declare and re-export modules; their uses are not edges (otherwise every module
+  that names `crate::Error` would be in a cycle with lib.rs).
+- `mod child;` in a parent is ownership, not use; `use child::X` in the parent is a use.
+- Comments, doc comments and string literals are ignored.
+
+Usage: python3 scripts/check-module-cycles.py [REPO]   (exit 1 when a cycle is found)
+       python3 scripts/check-module-cycles.py --self-test
+"""
+
+import os
+import re
+import sys
+import tempfile
+
+PATH = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+USE_GROUP = re.compile(r"\b(crate|super|self)::((?:[A-Za-z_][A-Za-z0-9_]*::)*)\{([^}]*)\}")
+REEXPORT = re.compile(r"pub(?:\([^)]*\))?\s+use\s+([A-Za-z_][A-Za-z0-9_]*)((?:::\w+)*)::(\{[^}]*\}|\w+)")
+
+
+def blank(match):
+    """A removed span, keeping its line breaks so that line numbers stay right."""
+    return " " + "\n" * match.group(0).count("\n") + " "
+
+
+def strip(code):
+    """The code without comments and string or char literals (their text could look like paths)."""
+    code = re.sub(r"/\*.*?\*/", blank, code, flags=re.S)
+    code = re.sub(r'r(#*)".*?"\1', blank, code, flags=re.S)
+    code = re.sub(r'"(?:\\.|[^"\\])*"', blank, code, flags=re.S)
+    code = re.sub(r"'(?:\\.|[^'\\])'", "' '", code)
+    return re.sub(r"//[^\n]*", "", code)
+
+
+def modules(src):
+    """{module name: file} for one crate's src/ ('' for lib.rs / main.rs, 'bin:x' for bins)."""
+    found = {}
+    for dirpath, _, files in os.walk(src):
+        for f in files:
+            if not f.endswith(".rs"):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, f), src)[:-3].split(os.sep)
+            if rel[0] == "bin":
+                found["bin:" + rel[1]] = os.path.join(dirpath, f) if len(rel) <= 3 else None
+                if len(rel) == 2 or rel[-1] == "main":
+                    found["bin:" + rel[1]] = os.path.join(dirpath, f)
+                else:
+                    found["bin:" + rel[1] + "::" + "::".join(rel[2:])] = os.path.join(dirpath, f)
+                continue
+            if rel[-1] == "mod":
+                rel = rel[:-1]
+            name = "::".join(rel)
+            found["" if name in ("lib", "main") else name] = os.path.join(dirpath, f)
+    return {k: v for k, v in found.items() if v}
+
+
+def reexports(root_code):
+    """{name: module} for the root's `pub use module::Name` re-exports."""
+    out = {}
+    for m in REEXPORT.finditer(root_code):
+        module = m.group(1) + m.group(2)
+        module = module.replace("crate::", "")
+        names = m.group(3).strip("{}")
+        for name in re.split(r"\s*,\s*", names):
+            name = name.split(" as ")[-1].strip()
+            if name and name != "self":
+                out[name] = module
+    return out
+
+
+def resolve(current, kind, rest, mods, exported):
+    """The module a path `kind::rest` in module `current` names, or None."""
+    parts = current.split("::") if current else []
+    if current.startswith("bin:"):
+        return None  # a binary's submodules are checked below its own root
+    if kind == "super":
+        parts = parts[:-1]
+        while rest and rest[0] == "super":
+            parts, rest = parts[:-1], rest[1:]
+    elif kind == "crate":
+        parts = []
+        if rest and rest[0] in exported and rest[0] not in mods:
+            # A re-export of another crate's item (`pub use uuid::Uuid`) is no module here.
+            return exported[rest[0]] if exported[rest[0]] in mods else None
+    target = None
+    for i in range(len(rest) + 1):
+        candidate = "::".join(parts + rest[:i])
+        if candidate in mods:
+            target = candidate
+    return target
+
+
+def edges(mods):
+    """{module: {used module: 'file:line'}}."""
+    root = mods.get("", "")
+    exported = reexports(strip(open(root).read())) if root else {}
+    out = {m: {} for m in mods}
+    for name, path in mods.items():
+        if name == "" or name.startswith("bin:"):
+            continue
+        code = strip(open(path).read())
+        hits = []
+        for m in USE_GROUP.finditer(code):
+            prefix = [p for p in m.group(2).split("::") if p]
+            for item in m.group(3).split(","):
+                item = item.strip().split(" as ")[0].split("::")
+                if item and item[0]:
+                    hits.append((m.start(), m.group(1), prefix + [p for p in item if p and p != "self"]))
+        for m in PATH.finditer(code):
+            hits.append((m.start(), m.group(1), [p for p in m.group(2).split("::") if p]))
+        for pos, kind, rest in hits:
+            target = resolve(name, kind, rest, mods, exported)
+            if target is not None and target != name and target != "":
+                line = code.count("\n", 0, pos) + 1
+                out[name].setdefault(target, f"{path}:{line}")
+    return out
+
+
+def cycles(graph):
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, result, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                result.append(sorted(component))
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return result
+
+
+def check(repo):
+    """Prints the cycles of every crate under repo/crates (and repo/fuzz); returns their count."""
+    crates = sorted(
+        os.path.join(repo, "crates", c) for c in os.listdir(os.path.join(repo, "crates"))
+    )
+    if os.path.isdir(os.path.join(repo, "fuzz", "src")):
+        crates.append(os.path.join(repo, "fuzz"))
+    found, total = 0, 0
+    for crate in crates:
+        src = os.path.join(crate, "src")
+        if not os.path.isdir(src):
+            continue
+        mods = modules(src)
+        total += len(mods)
+        graph = edges(mods)
+        for component in cycles(graph):
+            found += 1
+            inside = set(component)
+            print(f"{os.path.basename(crate)}: module cycle among {', '.join(component)}")
+            for a in component:
+                for b, where in sorted(graph[a].items()):
+                    if b in inside:
+                        print(f"  {a} -> {b}  ({os.path.relpath(where, repo)})")
+    if found == 0:
+        print(f"no module cycles in {total} modules of {len(crates)} crates")
+    return found
+
+
+def self_test():
+    with tempfile.TemporaryDirectory() as tmp:
+        def crate(name, files):
+            for rel, text in files.items():
+                path = os.path.join(tmp, "crates", name, "src", rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                open(path, "w").write(text)
+
+        crate("cyclic", {
+            "lib.rs": "mod a;\nmod b;\npub use a::A;\npub use b::B;\n",
+            "a.rs": "use crate::B; // crate::b in a comment is not a use\npub struct A;\n",
+            "b.rs": "pub struct B;\npub fn f() -> crate::A { crate::A }\n",
+        })
+        crate("layered", {
+            "lib.rs": "mod low;\nmod high;\nmod w;\npub use low::{Low, helper};\npub use high::High;\n",
+            "low.rs": 'pub struct Low;\npub fn helper() { let _ = "crate::high::High"; }\n',
+            "high.rs": "use crate::{Low, helper};\npub struct High(Low);\nfn g() { helper(); crate::w::run(); }\n",
+            "w/mod.rs": "mod plan;\nmod stage;\npub(crate) use plan::Plan;\npub fn run() { stage::go(); }\n",
+            "w/plan.rs": "pub struct Plan;\n",
+            "w/stage.rs": "use super::plan::Plan;\npub fn go() { let _ = Plan; }\n",
+        })
+        import io
+        import contextlib
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            n = check(tmp)
+        text = buffer.getvalue()
+        assert n == 1, text
+        assert "cyclic: module cycle among a, b" in text, text
+        assert "layered" not in text, text
+    print(
+        "self-test passed: a cycle through re-exports is found; layers, nested stages, "
+        "comments and strings are not cycles"
+    )
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+        sys.exit(0)
+    repo = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    sys.exit(1 if check(os.path.abspath(repo)) else 0)
