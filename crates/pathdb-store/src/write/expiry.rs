@@ -9,7 +9,11 @@ use crate::record::index_record;
 
 /// Plans the index entry of the put in `written`, if it expires.
 pub(super) fn stage<R: Reader>(ctx: &Context<'_, R>, plan: &mut Plan, written: &Written<'_>) {
-    let Some(expires_at) = written.put.as_ref().and_then(|(r, _)| r.expires_at) else {
+    let expires_at = written
+        .put
+        .and_then(|(index, _)| plan.put_record(index))
+        .and_then(|r| r.expires_at);
+    let Some(expires_at) = expires_at else {
         return;
     };
     let entry = WriteOp::Put {

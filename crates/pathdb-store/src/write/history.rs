@@ -13,10 +13,13 @@ pub(super) fn stage<R: Reader>(
     plan: &mut Plan,
     written: &Written<'_>,
 ) -> Result<(), Error> {
-    let Some((record, options)) = &written.put else {
+    let Some((index, options)) = written.put else {
         return Ok(());
     };
     let Some(retention) = ctx.history.retention(&written.path, options.history) else {
+        return Ok(());
+    };
+    let Some(record) = plan.put_record(index).cloned() else {
         return Ok(());
     };
     revision_key_fits(&written.path, written.key.sort.len())?;
@@ -29,7 +32,7 @@ pub(super) fn stage<R: Reader>(
     }
     let revision = WriteOp::Put {
         key: layout::revision_key(&written.key, record.version),
-        record: record.clone(),
+        record,
         expect: None,
     };
     plan.push(revision, &written.path, written.fresh);

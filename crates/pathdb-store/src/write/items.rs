@@ -65,11 +65,11 @@ pub(super) fn stage<'a, R: Reader>(
             plan.results.push(TxResult::Put(item));
             let write = WriteOp::Put {
                 key: key.clone(),
-                record: record.clone(),
+                record,
                 expect: Some(expect),
             };
+            put = Some((plan.batch.ops.len(), options));
             plan.push(write, &path, fresh);
-            put = Some((record, options));
         }
         TxOp::Delete { .. } => {
             let write = match (&current, &stored) {

@@ -81,6 +81,14 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// The record that the batch operation at `index` puts, if it is a put.
+    pub(crate) fn put_record(&self, index: usize) -> Option<&Record> {
+        match self.batch.ops.get(index)? {
+            WriteOp::Put { record, .. } => Some(record),
+            _ => None,
+        }
+    }
+
     /// Adds a write that belongs to `owner` (`generated`: see [`Plan::generated`]).
     pub(crate) fn push(&mut self, op: WriteOp, owner: &KeyPath, generated: bool) {
         self.batch.ops.push(op);
@@ -97,6 +105,6 @@ pub(crate) struct Written<'a> {
     pub(crate) key: Key,
     /// Whether the path was generated (a create).
     pub(crate) fresh: bool,
-    /// For a put or a create: the record written and the put's options.
-    pub(crate) put: Option<(Record, &'a PutOptions)>,
+    /// For a put or a create: where in the batch its record is, and the put's options.
+    pub(crate) put: Option<(usize, &'a PutOptions)>,
 }
