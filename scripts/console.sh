@@ -2,10 +2,12 @@
 # Browser tests of the web console: headless Chromium (Debian's chromium and chromium-driver)
 # driven by selenium (PyPI, in a venv under the target dir) against one `pathdb serve` with a
 # read-write and a read-only token, seeded with the seed leaderboard, a small user tree and a
-# node with 10,000 children. Writes the screenshots of docs/console.md to docs/ and prints the
-# 10,000-children time to first render (recorded in docs/benchmarks.md).
+# node with 10,000 children. Prints the 10,000-children time to first render (recorded in
+# docs/benchmarks.md). The screenshots go to a temporary directory, so a test run leaves the
+# checkout as it was; `--docs` writes them to docs/ instead, for docs/console.md.
 #
-#   bash scripts/console.sh
+#   bash scripts/console.sh            # the tests
+#   bash scripts/console.sh --docs     # the tests, and new screenshots in docs/
 #
 # Installs Chromium with apt-get when it is missing and we are root. Without it and without
 # root it skips, saying so, except with CI=true, where it fails: CI must run the browser tests.
@@ -13,6 +15,13 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+shots_to_docs=false
+case "${1:-}" in
+    --docs) shots_to_docs=true ;;
+    "") ;;
+    *) echo "usage: bash scripts/console.sh [--docs]" >&2; exit 2 ;;
+esac
 
 . scripts/lib.sh
 
@@ -90,8 +99,12 @@ print(f"{sys.argv[2]}: {sys.argv[3]} children: first render {r['big_first_render
 PY
 }
 
-# The embedded backend takes the screenshots of docs/console.md.
-run_suite embedded docs 10000
+# The embedded backend takes the screenshots of docs/console.md (into docs/ with --docs).
+if $shots_to_docs; then
+    run_suite embedded docs 10000
+else
+    run_suite embedded "$work/embedded/shots" 10000
+fi
 
 # The same tests on the DynamoDB backend (moto, as scripts/test.sh uses): the console only speaks
 # /v1, so it must behave the same. Needs PyPI for moto; CONSOLE_DYNAMODB=0 leaves it out. moto
