@@ -1,0 +1,794 @@
+//! A closed-loop HTTP load generator: `pathdb bench http` and the `bench-http` binary.
+//!
+//! It preloads `--keys` items spread over `--groups` groups, then runs `--concurrency` workers
+//! for `--duration` seconds. Each worker sends one request, waits for the whole response, records
+//! its latency and sends the next (closed loop), picking get, put or list by `--mix`. Gets and
+//! puts hit a random preloaded key (puts overwrite unconditionally), lists read the first page of
+//! a random group. The report gives requests/s and p50/p99/p999 latency overall and per
+//! operation; any non-2xx answer (or a transport error, or a get that finds nothing) is an error.
+//!
+//! `--target pathdb` speaks PathDB's `/v1` API. `--target dynamodb` sends the same logical mix
+//! to a DynamoDB-compatible server (e.g. dynalite, `scripts/dynalite.sh`) in the DynamoDB JSON
+//! protocol, on a single-table design: partition key `pk = "BENCH#<group>"`, sort key
+//! `sk = "ITEM#<zero-padded i>"`; get = GetItem, put = PutItem, list = Query on `pk` with a
+//! Limit. The requests carry a well-formed SigV4 `Authorization` header with a dummy signature:
+//! enough for local servers, which do not verify signatures, not for AWS itself.
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, ValueEnum};
+use hdrhistogram::Histogram;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::{Method, Request, StatusCode, Uri, header};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Which API the server speaks.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A `pathdb serve`.
+    Pathdb,
+    /// A DynamoDB-compatible server (DynamoDB JSON protocol 1.0), e.g. dynalite.
+    Dynamodb,
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Pathdb => "pathdb",
+            Target::Dynamodb => "dynamodb",
+        }
+    }
+}
+
+/// The load generator's arguments (`pathdb bench http --help`).
+#[derive(Args, Debug)]
+pub struct HttpArgs {
+    /// The server's base URL, e.g. http://127.0.0.1:7070 (plain HTTP/1.1).
+    #[arg(long)]
+    url: String,
+    /// The API the server speaks.
+    #[arg(long, value_enum, default_value_t = Target::Pathdb)]
+    target: Target,
+    /// Concurrent workers, each with one request in flight.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// How long to run, in seconds (after the preload).
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Operation weights.
+    #[arg(long, default_value = "get=70,put=20,list=10", value_parser = parse_mix)]
+    mix: Mix,
+    /// Items to preload; gets and puts pick one of them at random.
+    #[arg(long, default_value_t = 10_000)]
+    keys: u64,
+    /// Groups the items are spread over (item i is in group i % groups); a list reads one group.
+    #[arg(long, default_value_t = 100)]
+    groups: u64,
+    /// Items per list page.
+    #[arg(long, default_value_t = 100)]
+    list_limit: u32,
+    /// Size of the string payload in each item, in bytes.
+    #[arg(long, default_value_t = 100)]
+    value_bytes: usize,
+    /// Skip the preload (the items are already there from an earlier run).
+    #[arg(long)]
+    no_preload: bool,
+    /// DynamoDB table, created if missing (--target dynamodb).
+    #[arg(long, default_value = "pathdb-bench")]
+    table: String,
+    /// DynamoDB region named in the request credential scope (--target dynamodb).
+    #[arg(long, default_value = "us-east-1")]
+    region: String,
+}
+
+/// Operation weights, e.g. `get=70,put=20,list=10`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mix {
+    get: u32,
+    put: u32,
+    list: u32,
+}
+
+impl Mix {
+    fn total(self) -> u32 {
+        self.get + self.put + self.list
+    }
+
+    fn pick(self, r: u64) -> Op {
+        let x = (r % u64::from(self.total())) as u32;
+        if x < self.get {
+            Op::Get
+        } else if x < self.get + self.put {
+            Op::Put
+        } else {
+            Op::List
+        }
+    }
+}
+
+impl std::fmt::Display for Mix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "get={},put={},list={}", self.get, self.put, self.list)
+    }
+}
+
+fn parse_mix(text: &str) -> Result<Mix, String> {
+    let mut mix = Mix {
+        get: 0,
+        put: 0,
+        list: 0,
+    };
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, weight) = part
+            .split_once('=')
+            .ok_or_else(|| format!("expected op=weight, got {part:?}"))?;
+        let weight: u32 = weight
+            .trim()
+            .parse()
+            .map_err(|_| format!("weight of {name} must be a whole number, got {weight:?}"))?;
+        match name.trim() {
+            "get" => mix.get = weight,
+            "put" => mix.put = weight,
+            "list" => mix.list = weight,
+            other => return Err(format!("unknown operation {other:?}: use get, put, list")),
+        }
+    }
+    if mix.total() == 0 {
+        return Err("the weights add up to 0".to_owned());
+    }
+    if mix.total() > 1_000_000 {
+        return Err("the weights add up to more than 1000000".to_owned());
+    }
+    Ok(mix)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Get,
+    Put,
+    List,
+}
+
+const OPS: [Op; 3] = [Op::Get, Op::Put, Op::List];
+
+impl Op {
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::Get => "get",
+            Op::Put => "put",
+            Op::List => "list",
+        }
+    }
+}
+
+/// SplitMix64: a small, fast generator; each worker gets its own seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+type Body = Full<Bytes>;
+type HttpClient = Client<HttpConnector, Body>;
+
+/// How to phrase the logical operations for one server API.
+enum Api {
+    Pathdb {
+        base: String,
+        auth: Option<String>,
+    },
+    Dynamodb {
+        uri: Uri,
+        table: String,
+        date: String,
+        auth: String,
+    },
+}
+
+impl Api {
+    fn new(args: &HttpArgs, token: Option<String>) -> Result<Api> {
+        let base = args.url.trim_end_matches('/').to_owned();
+        let uri: Uri = base
+            .parse()
+            .with_context(|| format!("--url {:?} is not a URL", args.url))?;
+        if uri.scheme_str() != Some("http") {
+            bail!("--url must be a plain http:// URL, got {:?}", args.url);
+        }
+        Ok(match args.target {
+            Target::Pathdb => Api::Pathdb {
+                base,
+                auth: token.map(|t| format!("Bearer {t}")),
+            },
+            Target::Dynamodb => {
+                let (date, day) = amz_date(SystemTime::now());
+                let key = "AKIDPATHDBBENCH";
+                Api::Dynamodb {
+                    uri: format!("{base}/").parse()?,
+                    table: args.table.clone(),
+                    auth: format!(
+                        "AWS4-HMAC-SHA256 Credential={key}/{day}/{region}/dynamodb/aws4_request, \
+                         SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature={sig}",
+                        region = args.region,
+                        sig = "0".repeat(64)
+                    ),
+                    date,
+                }
+            }
+        })
+    }
+
+    /// The request for `op` on item `i` (group `i % groups`); a list reads group `group`.
+    fn request(&self, op: Op, i: u64, group: u64, value: &Value) -> Request<Body> {
+        match self {
+            Api::Pathdb { base, auth } => {
+                let (method, uri, body) = match op {
+                    Op::Get => (
+                        Method::GET,
+                        format!("{base}/v1/items/bench-{group}/item-{i}"),
+                        Bytes::new(),
+                    ),
+                    Op::Put => (
+                        Method::PUT,
+                        format!("{base}/v1/items/bench-{group}/item-{i}"),
+                        Bytes::from(format!(
+                            r#"{{"n":{i},"payload":"{payload}"}}"#,
+                            payload = value.payload
+                        )),
+                    ),
+                    Op::List => (
+                        Method::GET,
+                        format!("{base}/v1/list/bench-{group}?limit={}", value.list_limit),
+                        Bytes::new(),
+                    ),
+                };
+                let mut request = Request::builder().method(method).uri(uri);
+                if op == Op::Put {
+                    request = request.header(header::CONTENT_TYPE, "application/json");
+                }
+                if let Some(auth) = auth {
+                    request = request.header(header::AUTHORIZATION, auth);
+                }
+                request
+                    .body(Full::new(body))
+                    .expect("a valid request (the URL was checked)")
+            }
+            Api::Dynamodb { table, .. } => {
+                let key = format!(r#""pk":{{"S":"BENCH#{group}"}},"sk":{{"S":"ITEM#{i:010}"}}"#);
+                let (action, body) = match op {
+                    Op::Get => (
+                        "GetItem",
+                        format!(r#"{{"TableName":"{table}","Key":{{{key}}}}}"#),
+                    ),
+                    Op::Put => (
+                        "PutItem",
+                        format!(
+                            r#"{{"TableName":"{table}","Item":{{{key},"n":{{"N":"{i}"}},"payload":{{"S":"{payload}"}}}}}}"#,
+                            payload = value.payload
+                        ),
+                    ),
+                    Op::List => (
+                        "Query",
+                        format!(
+                            r#"{{"TableName":"{table}","KeyConditionExpression":"pk = :pk","ExpressionAttributeValues":{{":pk":{{"S":"BENCH#{group}"}}}},"Limit":{}}}"#,
+                            value.list_limit
+                        ),
+                    ),
+                };
+                self.dynamodb(action, body)
+            }
+        }
+    }
+
+    /// A DynamoDB JSON-protocol request (`--target dynamodb` only).
+    fn dynamodb(&self, action: &str, body: String) -> Request<Body> {
+        let Api::Dynamodb {
+            uri, date, auth, ..
+        } = self
+        else {
+            unreachable!("a DynamoDB request for a PathDB server")
+        };
+        Request::builder()
+            .method(Method::POST)
+            .uri(uri.clone())
+            .header(header::CONTENT_TYPE, "application/x-amz-json-1.0")
+            .header("x-amz-target", format!("DynamoDB_20120810.{action}"))
+            .header("x-amz-date", date.as_str())
+            .header(header::AUTHORIZATION, auth.as_str())
+            .body(Full::new(Bytes::from(body)))
+            .expect("a valid request (the URL was checked)")
+    }
+
+    /// Whether a response is a success for `op`.
+    fn success(&self, op: Op, status: StatusCode, body: &[u8]) -> bool {
+        if !status.is_success() {
+            return false;
+        }
+        match (self, op) {
+            // DynamoDB answers a GetItem for a missing key with 200 and `{}`; PathDB with 404.
+            (Api::Dynamodb { .. }, Op::Get) => contains(body, b"\"Item\""),
+            _ => true,
+        }
+    }
+
+    /// Creates the table if missing and waits until it is active (`--target dynamodb`).
+    async fn prepare(&self, client: &HttpClient) -> Result<()> {
+        let Api::Dynamodb { table, .. } = self else {
+            return Ok(());
+        };
+        let create = format!(
+            r#"{{"TableName":"{table}","AttributeDefinitions":[{{"AttributeName":"pk","AttributeType":"S"}},{{"AttributeName":"sk","AttributeType":"S"}}],"KeySchema":[{{"AttributeName":"pk","KeyType":"HASH"}},{{"AttributeName":"sk","KeyType":"RANGE"}}],"BillingMode":"PAY_PER_REQUEST"}}"#
+        );
+        let (status, body) = send(client, self.dynamodb("CreateTable", create)).await?;
+        if !status.is_success() && !contains(&body, b"ResourceInUseException") {
+            bail!(
+                "CreateTable {table}: {status}: {}",
+                String::from_utf8_lossy(&body)
+            );
+        }
+        let describe = format!(r#"{{"TableName":"{table}"}}"#);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (status, body) =
+                send(client, self.dynamodb("DescribeTable", describe.clone())).await?;
+            if status.is_success() && contains(&body, b"\"TableStatus\":\"ACTIVE\"") {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "table {table} is not ACTIVE after 60 s: {status}: {}",
+                    String::from_utf8_lossy(&body)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// What every request shares.
+struct Value {
+    payload: String,
+    list_limit: u32,
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Sends `request` and reads the whole response.
+async fn send(client: &HttpClient, request: Request<Body>) -> Result<(StatusCode, Bytes)> {
+    let response = client.request(request).await?;
+    let status = response.status();
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok((status, body))
+}
+
+/// `X-Amz-Date` (`20250102T030405Z`) and its day (`20250102`) for `now`.
+fn amz_date(now: SystemTime) -> (String, String) {
+    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let day = format!("{y:04}{m:02}{d:02}");
+    let time = format!(
+        "{day}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    );
+    (time, day)
+}
+
+/// One worker's (or, merged, the run's) counts and latencies, per operation.
+struct Stats {
+    latency: [Histogram<u64>; 3],
+    requests: [u64; 3],
+    errors: [u64; 3],
+    first_error: Option<String>,
+}
+
+/// Latencies are recorded in microseconds, from 1 µs to 10 min, 3 significant digits.
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds")
+}
+
+impl Stats {
+    fn new() -> Stats {
+        Stats {
+            latency: [histogram(), histogram(), histogram()],
+            requests: [0; 3],
+            errors: [0; 3],
+            first_error: None,
+        }
+    }
+
+    fn merge(&mut self, other: Stats) {
+        for i in 0..3 {
+            self.latency[i]
+                .add(&other.latency[i])
+                .expect("histograms with the same bounds");
+            self.requests[i] += other.requests[i];
+            self.errors[i] += other.errors[i];
+        }
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+
+    fn error(&mut self, op: Op, message: impl FnOnce() -> String) {
+        self.errors[op.index()] += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(message());
+        }
+    }
+}
+
+/// Runs the bench command.
+/// Preloads, runs the load and prints the report (a table, or JSON lines with `json`); `token`
+/// is sent as a bearer token to a PathDB server.
+///
+/// # Errors
+/// Bad arguments, an unreachable server, a failed preload.
+pub fn run(args: HttpArgs, token: Option<String>, json: bool) -> Result<()> {
+    if args.concurrency == 0 {
+        bail!("--concurrency must be at least 1");
+    }
+    if !(args.duration > 0.0 && args.duration.is_finite()) {
+        bail!("--duration must be a positive number of seconds");
+    }
+    if args.keys == 0 || args.groups == 0 {
+        bail!("--keys and --groups must be at least 1");
+    }
+    if args.list_limit == 0 {
+        bail!("--list-limit must be at least 1");
+    }
+    let api = Arc::new(Api::new(&args, token)?);
+    let value = Arc::new(Value {
+        payload: "x".repeat(args.value_bytes),
+        list_limit: args.list_limit,
+    });
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: HttpClient = Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(args.concurrency)
+        .build(connector);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        api.prepare(&client).await?;
+        let preload = if args.no_preload {
+            None
+        } else {
+            eprintln!(
+                "preloading {} items over {} connections...",
+                args.keys, args.concurrency
+            );
+            let started = Instant::now();
+            preload(&client, &api, &value, &args).await?;
+            Some(started.elapsed())
+        };
+
+        eprintln!(
+            "running {} workers for {} s...",
+            args.concurrency, args.duration
+        );
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs_f64(args.duration);
+        let mut workers = Vec::with_capacity(args.concurrency);
+        for w in 0..args.concurrency {
+            let (client, api, value) = (client.clone(), api.clone(), value.clone());
+            let (mix, keys, groups) = (args.mix, args.keys, args.groups);
+            let seed = 0x5EED_0000_u64 + w as u64;
+            workers.push(tokio::spawn(async move {
+                worker(&client, &api, &value, mix, keys, groups, seed, deadline).await
+            }));
+        }
+        let mut stats = Stats::new();
+        for w in workers {
+            stats.merge(w.await.context("a worker failed")?);
+        }
+        let elapsed = started.elapsed();
+        let report = Report {
+            args: &args,
+            preload,
+            elapsed,
+            stats: &stats,
+        };
+        if json {
+            println!("{}", report.json());
+        } else {
+            print!("{}", report.text());
+        }
+        if let Some(e) = &stats.first_error {
+            eprintln!("first error: {e}");
+        }
+        anyhow::Ok(())
+    })
+}
+
+/// Writes items 0..keys with `concurrency` connections; any failure stops the run.
+async fn preload(
+    client: &HttpClient,
+    api: &Arc<Api>,
+    value: &Arc<Value>,
+    args: &HttpArgs,
+) -> Result<()> {
+    let mut tasks = Vec::new();
+    let step = args.concurrency as u64;
+    for w in 0..step.min(args.keys) {
+        let (client, api, value) = (client.clone(), api.clone(), value.clone());
+        let (keys, groups) = (args.keys, args.groups);
+        tasks.push(tokio::spawn(async move {
+            let mut i = w;
+            while i < keys {
+                let request = api.request(Op::Put, i, i % groups, &value);
+                let (status, body) = send(&client, request)
+                    .await
+                    .with_context(|| format!("preloading item {i}"))?;
+                if !api.success(Op::Put, status, &body) {
+                    return Err(anyhow!(
+                        "preloading item {i}: {status}: {}",
+                        String::from_utf8_lossy(&body)
+                    ));
+                }
+                i += step;
+            }
+            Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await.context("a preload task failed")??;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn worker(
+    client: &HttpClient,
+    api: &Api,
+    value: &Value,
+    mix: Mix,
+    keys: u64,
+    groups: u64,
+    seed: u64,
+    deadline: Instant,
+) -> Stats {
+    let mut rng = Rng(seed);
+    let mut stats = Stats::new();
+    while Instant::now() < deadline {
+        let op = mix.pick(rng.next());
+        let i = rng.next() % keys;
+        let group = match op {
+            Op::List => rng.next() % groups,
+            _ => i % groups,
+        };
+        let request = api.request(op, i, group, value);
+        let sent = Instant::now();
+        let result = send(client, request).await;
+        let took = sent.elapsed();
+        stats.requests[op.index()] += 1;
+        match result {
+            Ok((status, body)) if api.success(op, status, &body) => {
+                let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX).max(1);
+                stats.latency[op.index()].saturating_record(micros);
+            }
+            Ok((status, body)) => stats.error(op, || {
+                let body = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+                format!("{} {status}: {body}", op.name())
+            }),
+            Err(e) => {
+                stats.error(op, || format!("{}: {e:#}", op.name()));
+                // Do not spin on a server that is gone.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+    stats
+}
+
+struct Report<'a> {
+    args: &'a HttpArgs,
+    preload: Option<Duration>,
+    elapsed: Duration,
+    stats: &'a Stats,
+}
+
+/// Requests, errors, requests/s and latency (ms) of one row.
+struct Row {
+    name: &'static str,
+    requests: u64,
+    errors: u64,
+    per_second: f64,
+    /// p50, p99, p999, max in milliseconds; `None` without a successful request.
+    latency: Option<[f64; 4]>,
+}
+
+impl Report<'_> {
+    fn rows(&self) -> Vec<Row> {
+        let secs = self.elapsed.as_secs_f64();
+        let latency = |h: &Histogram<u64>| {
+            (!h.is_empty()).then(|| {
+                [0.50, 0.99, 0.999]
+                    .map(|q| h.value_at_quantile(q) as f64 / 1000.0)
+                    .into_iter()
+                    .chain([h.max() as f64 / 1000.0])
+                    .collect::<Vec<_>>()
+                    .try_into()
+                    .expect("four values")
+            })
+        };
+        let mut all = histogram();
+        for h in &self.stats.latency {
+            all.add(h).expect("histograms with the same bounds");
+        }
+        let requests: u64 = self.stats.requests.iter().sum();
+        let mut rows = vec![Row {
+            name: "all",
+            requests,
+            errors: self.stats.errors.iter().sum(),
+            per_second: requests as f64 / secs,
+            latency: latency(&all),
+        }];
+        for op in OPS {
+            let i = op.index();
+            rows.push(Row {
+                name: op.name(),
+                requests: self.stats.requests[i],
+                errors: self.stats.errors[i],
+                per_second: self.stats.requests[i] as f64 / secs,
+                latency: latency(&self.stats.latency[i]),
+            });
+        }
+        rows
+    }
+
+    fn text(&self) -> String {
+        let a = self.args;
+        let rows = self.rows();
+        let mut s = String::new();
+        let _ = writeln!(s, "target:      {} at {}", a.target.name(), a.url);
+        let _ = writeln!(
+            s,
+            "load:        {} workers for {:.1} s, mix {}, {} items in {} groups, list limit {}, payload {} B",
+            a.concurrency,
+            self.elapsed.as_secs_f64(),
+            a.mix,
+            a.keys,
+            a.groups,
+            a.list_limit,
+            a.value_bytes
+        );
+        if let Some(p) = self.preload {
+            let _ = writeln!(
+                s,
+                "preload:     {} puts in {:.2} s ({:.0} puts/s)",
+                a.keys,
+                p.as_secs_f64(),
+                a.keys as f64 / p.as_secs_f64()
+            );
+        }
+        let _ = writeln!(s, "requests:    {}", rows[0].requests);
+        let _ = writeln!(s, "errors:      {}", rows[0].errors);
+        let _ = writeln!(s, "requests/s:  {:.1}", rows[0].per_second);
+        let _ = writeln!(
+            s,
+            "\n{:<5} {:>10} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
+            "op", "requests", "errors", "req/s", "p50 ms", "p99 ms", "p999 ms", "max ms"
+        );
+        for r in rows.iter().filter(|r| r.name == "all" || r.requests > 0) {
+            let _ = write!(
+                s,
+                "{:<5} {:>10} {:>7} {:>10.1}",
+                r.name, r.requests, r.errors, r.per_second
+            );
+            match r.latency {
+                Some([p50, p99, p999, max]) => {
+                    let _ = writeln!(s, " {p50:>9.3} {p99:>9.3} {p999:>9.3} {max:>9.3}");
+                }
+                None => {
+                    let _ = writeln!(s, " {:>9} {:>9} {:>9} {:>9}", "-", "-", "-", "-");
+                }
+            }
+        }
+        s
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let a = self.args;
+        let row = |r: &Row| {
+            let latency = r.latency.map(|[p50, p99, p999, max]| {
+                serde_json::json!({ "p50": p50, "p99": p99, "p999": p999, "max": max })
+            });
+            serde_json::json!({
+                "requests": r.requests,
+                "errors": r.errors,
+                "requests_per_s": r.per_second,
+                "latency_ms": latency,
+            })
+        };
+        let rows = self.rows();
+        let mut report = row(&rows[0]);
+        let ops: serde_json::Map<String, serde_json::Value> = rows[1..]
+            .iter()
+            .map(|r| (r.name.to_owned(), row(r)))
+            .collect();
+        let extra = serde_json::json!({
+            "target": a.target.name(),
+            "url": a.url,
+            "concurrency": a.concurrency,
+            "duration_s": self.elapsed.as_secs_f64(),
+            "mix": { "get": a.mix.get, "put": a.mix.put, "list": a.mix.list },
+            "keys": a.keys,
+            "groups": a.groups,
+            "list_limit": a.list_limit,
+            "value_bytes": a.value_bytes,
+            "preload_s": self.preload.map(|p| p.as_secs_f64()),
+            "ops": ops,
+        });
+        if let (Some(report), serde_json::Value::Object(extra)) = (report.as_object_mut(), extra) {
+            report.extend(extra);
+        }
+        report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mix_parses_and_picks_by_weight() {
+        let mix = parse_mix("get=70, put=20,list=10").expect("valid mix");
+        assert_eq!(
+            mix,
+            Mix {
+                get: 70,
+                put: 20,
+                list: 10
+            }
+        );
+        assert_eq!(mix.pick(69), Op::Get);
+        assert_eq!(mix.pick(70), Op::Put);
+        assert_eq!(mix.pick(90), Op::List);
+        assert_eq!(parse_mix("put=1").expect("valid").pick(12345), Op::Put);
+        assert!(parse_mix("get=0").is_err());
+        assert!(parse_mix("scan=5").is_err());
+        assert!(parse_mix("get=x").is_err());
+    }
+
+    #[test]
+    fn amz_date_is_iso_basic() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_709_251_199); // 2024-02-29T23:59:59Z
+        assert_eq!(
+            amz_date(t),
+            ("20240229T235959Z".to_owned(), "20240229".to_owned())
+        );
+        assert_eq!(amz_date(UNIX_EPOCH).0, "19700101T000000Z");
+    }
+}
