@@ -1,5 +1,5 @@
-//! Altered tokens over HTTP: every single-bit flip, truncation and extension of a valid page
-//! token, groups page token, export cursor and change token is a 400 with the token's own error
+//! Altered tokens over HTTP: every single-bit flip, truncation and extension of a valid list
+//! page token, groups page token and change token is a 400 with the token's own error
 //! code, never a page. The flips cover the token's whole text, bytes that are not base64 (or not
 //! UTF-8) included, sent percent-encoded as a client would.
 

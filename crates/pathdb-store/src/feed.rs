@@ -63,7 +63,9 @@ pub(crate) fn read<R: Reader>(
     // (writers never remove a log's newest entry, which they just wrote after it).
     let mut cursor = since.entry.saturating_sub(1).max(1);
     let mut changes = Vec::new();
-    let mut next = *since;
+    // The entry after the last one read, and when that one was written: `next_token`, sealed
+    // once at the end rather than for every entry read.
+    let mut next = None;
     let mut entries_read = 0;
     let mut found_any = false;
     let mut checked_age = false;
@@ -137,7 +139,7 @@ pub(crate) fn read<R: Reader>(
                 };
                 changes.push(ChangeEntry { change, token });
             }
-            next = ChangeToken::mint(tokens, &partition, n + 1, 0, record.created_at);
+            next = Some((n + 1, record.created_at));
             previous = record.created_at;
             if entry.end && (changes.len() >= limit || entries_read >= MAX_ENTRIES_PER_POLL) {
                 break 'read;
@@ -153,9 +155,13 @@ pub(crate) fn read<R: Reader>(
             "the token is ahead of this database's changes (was it restored from a backup?)",
         ));
     }
+    let next_token = match next {
+        Some((entry, previous)) => ChangeToken::mint(tokens, &partition, entry, 0, previous),
+        None => *since,
+    };
     Ok(ChangePage {
         changes,
-        next_token: next,
+        next_token,
     })
 }
 

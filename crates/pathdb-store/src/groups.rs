@@ -9,8 +9,7 @@
 //! tool wrote) is skipped with a warning, as listings skip such keys.
 
 use crate::backend::{Backend, Reader};
-use crate::token::Kind;
-use crate::token::TokenKey;
+use crate::token::{Kind, TokenKey};
 use crate::{Error, layout};
 use pathdb_keys::KeyPath;
 

@@ -5,8 +5,7 @@
 use crate::backend::{Backend, Direction, Reader, SortRange};
 use crate::limits::check_key;
 use crate::record::{is_live, is_live_view, item_from_view, to_item};
-use crate::token::Kind;
-use crate::token::TokenKey;
+use crate::token::{Kind, TokenKey};
 use crate::{ChangeToken, Error, Item, layout};
 use pathdb_keys::KeyPath;
 use std::ops::{Bound, ControlFlow};

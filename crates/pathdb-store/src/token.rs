@@ -164,7 +164,7 @@ mod tests {
     use super::*;
 
     fn key() -> TokenKey {
-        TokenKey::new(&[7; KEY_BYTES])
+        tests_key()
     }
 
     #[test]

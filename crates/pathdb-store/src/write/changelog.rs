@@ -26,14 +26,10 @@ const TRIM_BATCH: usize = 16;
 /// decided). Its operations are never the caller's conflict: an append is numbered at commit,
 /// and two commits removing the same expired entries just plan again.
 pub(super) fn stage<R: Reader>(ctx: &Context<'_, R>, plan: &mut Plan) -> Result<(), Error> {
-    let mut owners = Vec::new();
-    let changes = std::mem::take(&mut plan.changes);
-    log_changes(ctx, &mut plan.batch, &mut owners, &changes)?;
-    for owner in owners {
-        plan.owners.push(owner);
-        plan.generated.push(true);
-    }
-    plan.changes = changes;
+    let logged_from = plan.owners.len();
+    log_changes(ctx, &mut plan.batch, &mut plan.owners, &plan.changes)?;
+    plan.generated
+        .resize(plan.generated.len() + plan.owners.len() - logged_from, true);
     Ok(())
 }
 

@@ -82,19 +82,21 @@ impl Ids {
     }
 
     /// After every operation: the writes that advance the sequences the plan used.
-    pub(super) fn stage<R: Reader>(self, ctx: &Context<'_, R>, plan: &mut Plan) {
-        let first_created = self.created.iter().flatten().next().cloned();
+    pub(super) fn stage<R: Reader>(
+        self,
+        ctx: &Context<'_, R>,
+        plan: &mut Plan,
+    ) -> Result<(), Error> {
         for op in self.generator.sequence_writes(ctx.now) {
-            // A sequence belongs to a create, so a plan that advanced one has an owner.
+            // A sequence belongs to a create, so a plan that advanced one owns writes already.
             let owner = plan
                 .owners
                 .last()
                 .cloned()
-                .or_else(|| first_created.clone());
-            if let Some(owner) = owner {
-                plan.push(op, &owner, true);
-            }
+                .ok_or_else(|| StorageError::msg("a sequence write without a create"))?;
+            plan.push(op, &owner, true);
         }
+        Ok(())
     }
 }
 

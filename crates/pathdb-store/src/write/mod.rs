@@ -43,7 +43,7 @@ pub(crate) fn plan<R: Reader>(ctx: &Context<'_, R>, ops: &[TxOp]) -> Result<Plan
         history::stage(ctx, &mut plan, &written)?;
         expiry::stage(ctx, &mut plan, &written);
     }
-    ids.stage(ctx, &mut plan);
+    ids.stage(ctx, &mut plan)?;
     changelog::stage(ctx, &mut plan)?;
     Ok(plan)
 }
