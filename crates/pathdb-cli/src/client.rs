@@ -6,7 +6,7 @@ use anyhow::{Context, Result, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
     Change, Condition, Expiry, ExportEnd, ExportLine, ExportStatus, GroupPage, IdKind,
-    ImportReport, Item, Json, ListPage, ListRequest, PutOptions, Timestamp,
+    ImportReport, Item, Json, ListEntry, ListPage, ListRequest, PutOptions, Timestamp,
 };
 use serde::Deserialize;
 use std::io::BufRead;
@@ -75,13 +75,41 @@ impl ChangeIn {
     }
 }
 
+/// What tells a listing's node (`{"path", "node": true}`) from an item. (An untagged enum
+/// cannot hold an item: its value is a `RawValue`, which serde cannot buffer.)
 #[derive(Deserialize)]
-struct ItemsIn {
-    items: Vec<ItemIn>,
+struct NodeProbe {
+    path: String,
+    #[serde(default)]
+    node: bool,
+}
+
+fn entry_in(raw: &serde_json::value::RawValue) -> Result<ListEntry> {
+    let probe: NodeProbe =
+        serde_json::from_str(raw.get()).context("server sent an invalid entry")?;
+    if probe.node {
+        let path = probe
+            .path
+            .parse()
+            .with_context(|| format!("server sent an invalid path {:?}", probe.path))?;
+        return Ok(ListEntry::Node(path));
+    }
+    let item: ItemIn = serde_json::from_str(raw.get()).context("server sent an invalid item")?;
+    item.into_item().map(ListEntry::Item)
+}
+
+#[derive(Deserialize)]
+struct ListIn {
+    items: Vec<Box<serde_json::value::RawValue>>,
     #[serde(default)]
     next_page_token: Option<String>,
     #[serde(default)]
     changes_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ItemsIn {
+    items: Vec<ItemIn>,
 }
 
 #[derive(Deserialize)]
@@ -327,12 +355,12 @@ impl Db for Client {
             request = request.query("page_token", t);
         }
         let (_, body) = Self::read(request.call(), "list")?;
-        let page: ItemsIn = serde_json::from_str(&body).context("server sent an invalid page")?;
+        let page: ListIn = serde_json::from_str(&body).context("server sent an invalid page")?;
         Ok(ListPage {
             items: page
                 .items
                 .into_iter()
-                .map(ItemIn::into_item)
+                .map(|raw| entry_in(&raw))
                 .collect::<Result<_>>()?,
             next_page_token: page.next_page_token,
             changes_token: page

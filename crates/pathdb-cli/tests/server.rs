@@ -432,6 +432,7 @@ fn item_commands_print_the_same_through_server() {
         &["put", "/u-1/p-2", r#""x""#, "--must-not-exist"],
         &["put", "/u-1/p-3", "3"],
         &["put", "/u-1/p-10", "[1, 2]"],
+        &["put", "/u-1/folder-1/file-1", "1"],
         &["put", "/u-1/p-1/c-1", "null"],
         &["put", "/u-10/p-1", "true"],
         &["put", "/file-a%/b", r#""slash in an id""#],
@@ -450,6 +451,7 @@ fn item_commands_print_the_same_through_server() {
         &["ls", "/u-1"],
         &["ls", "/u-1/p-1"],
         &["ls", "/u-1", "--children", "--reverse"],
+        &["ls", "/u-1", "--children"],
         &["ls", "/u-1", "--limit", "2"],
         &[
             "ls",

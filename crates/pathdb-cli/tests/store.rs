@@ -42,6 +42,20 @@ fn put_get_ls_rm_round_trip_with_json_output() {
         .collect();
     assert_eq!(paths, ["/u-1/p-10", "/u-1/p-2", "/u-1/p-1"]);
 
+    // A child with items below it and none of its own is a node: a trailing `/` in the
+    // table, the API's object with `--json`.
+    ok(&db_args(&db, &["put", "/u-10/folder-2/file-1", "1"]));
+    let table = ok(&db_args(&db, &["ls", "/u-10", "--children"]));
+    let rows: Vec<&str> = table.lines().skip(1).map(|l| l.trim_end()).collect();
+    assert!(rows[0].starts_with("/u-10/folder-2/"), "{table}");
+    assert!(rows[1].starts_with("/u-10/p-1 "), "{table}");
+    let nodes = json_lines(&ok(&db_args(&db, &["--json", "ls", "/u-10", "--children"])));
+    assert_eq!(
+        nodes[0],
+        serde_json::json!({"path": "/u-10/folder-2", "node": true})
+    );
+    assert_eq!(nodes[1]["path"], "/u-10/p-1");
+
     // Paging: stdout has only the items, stderr the token; following it yields the rest.
     let page = pathdb(&db_args(&db, &["--json", "ls", "/u-1", "--limit", "3"]));
     assert!(page.status.success());

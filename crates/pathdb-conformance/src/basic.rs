@@ -433,7 +433,7 @@ pub fn bad_input<H: Harness>(harness: &H) {
                 .iter()
                 .filter_map(|r| match r {
                     ExportRecord::Item(item) if item.path.group() == path("/g-1").group() => {
-                        Some(item.clone())
+                        Some(pathdb_store::ListEntry::Item(item.clone()))
                     }
                     _ => None,
                 })

@@ -47,7 +47,7 @@ fn listing_in_pages<B: Backend>(
     loop {
         let page = store.list(&request).expect("list");
         token = token.or(page.changes_token);
-        for item in page.items {
+        for item in super::items_of(page.items) {
             replica.insert(item.path.clone(), (item.version, item.value.to_string()));
         }
         match page.next_page_token {

@@ -246,7 +246,14 @@ fn audit<B: Backend>(
         let listed = store
             .list(&pathdb_store::ListRequest::new(path("/bank-1")))
             .unwrap();
-        assert_eq!(listed.items.iter().map(number).sum::<i64>(), total, "list");
+        assert_eq!(
+            super::items_of(listed.items)
+                .iter()
+                .map(number)
+                .sum::<i64>(),
+            total,
+            "list"
+        );
         audits += 1;
         if finished {
             return audits;

@@ -38,8 +38,8 @@
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
 use pathdb_store::{
-    Error, ExportRecord, Item, Json, ListRequest, ManualClock, PutOptions, Store, StoreOptions,
-    Timestamp,
+    Error, ExportRecord, Item, Json, ListEntry, ListRequest, ManualClock, PutOptions, Store,
+    StoreOptions, Timestamp,
 };
 use std::sync::Arc;
 
@@ -307,13 +307,36 @@ pub(crate) fn put<B: Backend>(store: &Store<B>, text: &str, n: i64) -> Item {
         .unwrap_or_else(|e| panic!("put {text}: {e}"))
 }
 
-pub(crate) fn texts(items: &[Item]) -> Vec<String> {
+/// The paths of a listing's entries; a node's with a trailing `/`, as the CLI prints it.
+pub(crate) fn texts(entries: &[ListEntry]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|e| match e {
+            ListEntry::Item(item) => item.path.to_string(),
+            ListEntry::Node(path) => format!("{path}/"),
+        })
+        .collect()
+}
+
+/// The paths of items.
+pub(crate) fn item_texts(items: &[Item]) -> Vec<String> {
     items.iter().map(|i| i.path.to_string()).collect()
+}
+
+/// The items of a listing, which must hold no node.
+pub(crate) fn items_of(entries: Vec<ListEntry>) -> Vec<Item> {
+    entries
+        .into_iter()
+        .map(|e| match e {
+            ListEntry::Item(item) => item,
+            ListEntry::Node(path) => panic!("unexpected node {path}"),
+        })
+        .collect()
 }
 
 /// Every page of a listing, checking the page invariants: no page is longer than the limit,
 /// every page but the last is full and has a token, the last has none.
-pub(crate) fn list_all<B: Backend>(store: &Store<B>, request: &ListRequest) -> Vec<Item> {
+pub(crate) fn list_all<B: Backend>(store: &Store<B>, request: &ListRequest) -> Vec<ListEntry> {
     let mut request = request.clone();
     let mut out = Vec::new();
     for _ in 0..100_000 {

@@ -453,7 +453,11 @@ pub fn ttl_expiry<H: Harness>(harness: &H) {
         .collect();
     let visible = |expected: &[&str]| {
         let want: Vec<String> = expected.iter().map(|s| format!("/x-1/{s}")).collect();
-        assert_eq!(texts(&store.get_many(&all).unwrap()), want, "get_many");
+        assert_eq!(
+            super::item_texts(&store.get_many(&all).unwrap()),
+            want,
+            "get_many"
+        );
         let listed = store.list(&ListRequest::new(path("/x-1"))).unwrap();
         assert_eq!(texts(&listed.items), want, "list");
         let mut children = ListRequest::new(path("/x-1"));

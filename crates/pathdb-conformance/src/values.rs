@@ -65,7 +65,7 @@ pub fn emptyish_values_round_trip<H: Harness>(harness: &H) {
         .unwrap()
         .items
         .into_iter()
-        .map(|i| i.value.to_string())
+        .map(|e| e.into_item().expect("no node here").value.to_string())
         .collect();
     assert_eq!(listed.len(), 3 * EMPTYISH.len());
     for text in EMPTYISH {

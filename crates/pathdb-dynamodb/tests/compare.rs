@@ -46,7 +46,7 @@ fn all_pages<B: Backend>(store: &Store<B>, mut request: ListRequest) -> Vec<Stri
     let mut out = Vec::new();
     loop {
         let page = store.list(&request).expect("list");
-        out.extend(page.items.iter().map(|i| i.path.to_string()));
+        out.extend(page.items.iter().map(|i| i.path().to_string()));
         match page.next_page_token {
             Some(t) => request.page_token = Some(t),
             None => return out,

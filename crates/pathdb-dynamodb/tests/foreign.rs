@@ -73,7 +73,7 @@ fn rows_written_by_another_tool_are_skipped_not_fatal() {
         .expect("listing beside a foreign row")
         .items
         .iter()
-        .map(|i| i.path.to_string())
+        .map(|i| i.path().to_string())
         .collect();
     assert_eq!(listed, ["/f-1/a-1", "/f-1/a-3"]);
     assert!(metrics.counts().foreign >= 1, "{:?}", metrics.counts());

@@ -1,7 +1,7 @@
 //! The JSON shapes of requests and responses. Private to the server: the store's types are not
 //! the wire format, so either can change without breaking the other silently.
 
-use pathdb_store::{Item, Json as JsonText, TxResult};
+use pathdb_store::{Item, Json as JsonText, ListEntry, TxResult};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -44,11 +44,56 @@ pub struct ItemsOut {
     pub items: Vec<ItemOut>,
 }
 
+/// A child path that has no item of its own but items below it (a folder); only children
+/// listings return nodes.
+#[derive(Serialize, ToSchema)]
+pub struct NodeOut {
+    /// Canonical key path text.
+    #[schema(example = "/drive-a91/folder-photos")]
+    pub path: String,
+    /// Always true: tells a node from an item.
+    #[schema(value_type = bool, example = true)]
+    pub node: True,
+}
+
+/// `true`, and only `true`, on the wire.
+#[derive(Clone, Copy, Debug)]
+pub struct True;
+
+impl Serialize for True {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(true)
+    }
+}
+
+/// One entry of a listing: an item, or in a children listing a node.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum EntryOut {
+    /// An item.
+    Item(ItemOut),
+    /// A node: a child with items below it and none of its own.
+    Node(NodeOut),
+}
+
+impl From<ListEntry> for EntryOut {
+    fn from(entry: ListEntry) -> EntryOut {
+        match entry {
+            ListEntry::Item(item) => EntryOut::Item(item.into()),
+            ListEntry::Node(path) => EntryOut::Node(NodeOut {
+                path: path.to_string(),
+                node: True,
+            }),
+        }
+    }
+}
+
 /// A page of a listing.
 #[derive(Serialize, ToSchema)]
 pub struct ListOut {
-    /// In the requested order.
-    pub items: Vec<ItemOut>,
+    /// In the requested order. A children listing also holds nodes (`{"path", "node": true}`):
+    /// children with items below them and none of their own.
+    pub items: Vec<EntryOut>,
     /// Present when more items follow: pass it as `page_token`.
     pub next_page_token: Option<String>,
     /// On a first page (no `page_token`): the change feed's position at this listing, to

@@ -17,6 +17,7 @@ mod operations;
 mod secrets;
 mod tokens;
 mod transactions;
+mod tree;
 
 use axum::Router;
 use axum::body::{Body, Bytes};

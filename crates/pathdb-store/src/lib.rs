@@ -13,7 +13,7 @@
 //!     store.put(&path, Json::parse(r#"{"title": "hi"}"#)?, PutOptions::default())?;
 //! }
 //! let page = store.list(&ListRequest::new("/user-7".parse()?))?;
-//! let paths: Vec<String> = page.items.iter().map(|i| i.path.to_string()).collect();
+//! let paths: Vec<String> = page.items.iter().map(|e| e.path().to_string()).collect();
 //! assert_eq!(paths, ["/user-7/post-1", "/user-7/post-2", "/user-7/post-10"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -61,7 +61,7 @@ pub use limits::{
     MAX_GET_MANY, MAX_GROUP_BYTES, MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES, MAX_TRANSACTION_OPS,
     MAX_VERSION,
 };
-pub use list::{DEFAULT_LIST_LIMIT, ListPage, ListRequest, MAX_LIST_LIMIT};
+pub use list::{DEFAULT_LIST_LIMIT, ListEntry, ListPage, ListRequest, MAX_LIST_LIMIT};
 pub use ops::{IdKind, Parent, Transaction, TxOp, TxResult, parse_create_target};
 pub use options::{
     Clock, DEFAULT_CHANGE_RETENTION, Expiry, ManualClock, PutOptions, StoreOptions, SystemClock,

@@ -23,7 +23,8 @@ const CHILDREN_BATCH: usize = 16;
 pub struct ListRequest {
     /// The subtree to list: the item at this path (if any), then everything below it in key order.
     pub prefix: KeyPath,
-    /// Only the direct children of `prefix` (found by seeking over each child's subtree).
+    /// Only the direct children of `prefix` (found by seeking over each child's subtree): the
+    /// item of each child, or a [`ListEntry::Node`] for a child that only has items below it.
     pub children_only: bool,
     /// Only keys after this path.
     pub gt: Option<KeyPath>,
@@ -58,11 +59,52 @@ impl ListRequest {
     }
 }
 
+/// One entry of a listing: an item, or (in a children listing only) a node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListEntry {
+    /// The item stored at this path.
+    Item(Item),
+    /// A child path with no live item of its own but live items below it (an S3 "common
+    /// prefix", a folder): the listing implies it.
+    Node(KeyPath),
+}
+
+impl ListEntry {
+    /// Where the entry is.
+    pub fn path(&self) -> &KeyPath {
+        match self {
+            ListEntry::Item(item) => &item.path,
+            ListEntry::Node(path) => path,
+        }
+    }
+
+    /// The item, unless this is a node.
+    pub fn item(&self) -> Option<&Item> {
+        match self {
+            ListEntry::Item(item) => Some(item),
+            ListEntry::Node(_) => None,
+        }
+    }
+
+    /// The item, unless this is a node.
+    pub fn into_item(self) -> Option<Item> {
+        match self {
+            ListEntry::Item(item) => Some(item),
+            ListEntry::Node(_) => None,
+        }
+    }
+
+    /// Whether this is a node (no item of its own).
+    pub fn is_node(&self) -> bool {
+        matches!(self, ListEntry::Node(_))
+    }
+}
+
 /// One page of a listing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListPage {
-    /// The items, in the requested order.
-    pub items: Vec<Item>,
+    /// The entries, in the requested order: items, and in a children listing also nodes.
+    pub items: Vec<ListEntry>,
     /// Present when more items follow; pass it back to continue.
     pub next_page_token: Option<String>,
     /// On a first page (no page token): the change feed's position at this page's snapshot.
@@ -201,11 +243,11 @@ pub(crate) fn list<B: Backend>(
     };
     // One more than asked, to know whether a next page exists.
     let want = request.limit + 1;
-    let mut found: Vec<Item> = Vec::with_capacity(want.min(1024));
+    let mut found: Vec<ListEntry> = Vec::with_capacity(want.min(1024));
     if request.children_only {
-        collect_children(
-            &reader, prefix, &partition, range, direction, now, want, &mut found,
-        )?;
+        let children = Children::new(prefix, &partition, &range, now);
+        let scan = children.widen(range.clone());
+        children.collect(&reader, scan, direction, want, &mut found)?;
     } else {
         collect_subtree(
             &reader, prefix, &partition, range, direction, now, want, &mut found,
@@ -214,10 +256,10 @@ pub(crate) fn list<B: Backend>(
     let next_page_token = if found.len() > request.limit {
         found.truncate(request.limit);
         // Stored keys are canonical (decoding checks it), so the path encodes back to the
-        // sort key it was read from.
+        // sort key it was read from; a node is at its path's own key.
         found
             .last()
-            .map(|item| tokens.seal(Kind::ListPage, &listing, &item.path.sort_key()))
+            .map(|entry| tokens.seal(Kind::ListPage, &listing, &entry.path().sort_key()))
     } else {
         None
     };
@@ -228,92 +270,244 @@ pub(crate) fn list<B: Backend>(
     })
 }
 
-/// The direct children of `prefix` in `range`, found by seeking: below a child, the scan
-/// jumps over the child's descendants (`[B 01, B 02)`, B the child's segment body) instead of
-/// reading them.
+/// A children listing: the direct children of `prefix` whose keys lie in `bounds`, each as its
+/// item or, when it has no live item but live items below it, as a node.
+///
+/// Children are found by seeking: below a child, the scan jumps over the child's descendants
+/// (`[B 01, B 02)`, B the child's segment body) instead of reading them, after reading only as
+/// far as the first live one (one entry, unless tombstones come first) to know the node exists.
 ///
 /// Only descendants are skipped, never a child's own key (`B 00 …`): several children can
 /// share one body, because a bytes or UUID id can encode to the same bytes as an integer or
 /// string id (they differ only in the metadata after `00`), and an element without id
 /// (`/u-1/p`) has the body that its namespace's ids (`/u-1/p-7`) extend. So own keys are
 /// read one by one, and a child's subtree range is never used as "this child and below".
-#[allow(clippy::too_many_arguments)]
-fn collect_children<R: Reader>(
-    reader: &R,
-    prefix: &KeyPath,
-    partition: &[u8],
-    mut range: SortRange,
-    direction: Direction,
+/// (Where ids alias, a node sorts after its aliases' own items: docs/tree.md.)
+struct Children<'a> {
+    prefix: &'a KeyPath,
+    partition: &'a [u8],
+    /// The keys an entry may have: the typed bounds and the page token.
+    bounds: &'a SortRange,
+    /// The depth of a child: a bare last element (`/u-1/post`) lists its namespace's ids, at
+    /// its own depth.
+    depth: usize,
     now: i64,
-    want: usize,
-    found: &mut Vec<Item>,
-) -> Result<(), Error> {
-    // A bare last element (`/u-1/post`) lists its namespace's ids: children sit at its depth.
-    let depth = prefix.len() + usize::from(prefix.last().id().is_some());
-    let live = |r: &crate::backend::Record| is_live(r, now);
-    while found.len() < want {
-        let batch = reader.scan(partition, &range, direction, CHILDREN_BATCH)?;
-        if batch.is_empty() {
-            break;
+}
+
+impl<'a> Children<'a> {
+    fn new(prefix: &'a KeyPath, partition: &'a [u8], bounds: &'a SortRange, now: i64) -> Self {
+        Children {
+            prefix,
+            partition,
+            bounds,
+            depth: prefix.len() + usize::from(prefix.last().id().is_some()),
+            now,
         }
-        for (sort, record) in batch {
-            if found.len() >= want {
+    }
+
+    /// The child of the prefix that `path` is or lies below, if it lies below the prefix.
+    fn child_of(&self, path: &KeyPath) -> Result<Option<KeyPath>, Error> {
+        if !self.prefix.covers(path) || path.len() < self.depth {
+            return Ok(None);
+        }
+        if path.len() == self.depth {
+            return Ok(Some(path.clone()));
+        }
+        KeyPath::from_elements(path.elements()[..self.depth].to_vec())
+            .map(Some)
+            .map_err(|e| {
+                crate::StorageError::msg(format!("stored key has an invalid prefix: {e}")).into()
+            })
+    }
+
+    /// `range` widened so that a bound inside a child's subtree still finds that child: a node
+    /// at the child's key is discovered through its descendants, which may lie outside the
+    /// bounds (`lte=/a/p-1` with items only below `/a/p-1`).
+    fn widen(&self, mut range: SortRange) -> SortRange {
+        let widened = |sort: &Vec<u8>| -> Option<KeyPath> {
+            let path = self.prefix.with_sort_key_like(sort, self.prefix).ok()?;
+            self.child_of(&path).ok().flatten()
+        };
+        if let Bound::Included(s) | Bound::Excluded(s) = &range.start
+            && let Some(child) = widened(s)
+            && child.sort_key() != *s
+        {
+            range.start = Bound::Included(child.sort_key_subtree_range().start);
+        }
+        if let Bound::Included(e) | Bound::Excluded(e) = &range.end
+            && let Some(child) = widened(e)
+        {
+            range.end = child
+                .sort_key_subtree_range()
+                .end
+                .map_or_else(layout::items_upper_bound, Bound::Excluded);
+        }
+        range
+    }
+
+    fn collect<R: Reader>(
+        &self,
+        reader: &R,
+        mut range: SortRange,
+        direction: Direction,
+        want: usize,
+        found: &mut Vec<ListEntry>,
+    ) -> Result<(), Error> {
+        let (prefix, partition, now) = (self.prefix, self.partition, self.now);
+        // Children whose own live item this call read since the last seek: never also a node.
+        // A body's own keys come right before its descendants, and a node's key after a page
+        // token's position has its own key after it too, so this call reads that key.
+        let mut live_own: Vec<KeyPath> = Vec::new();
+        while found.len() < want {
+            let batch = reader.scan(partition, &range, direction, CHILDREN_BATCH)?;
+            if batch.is_empty() {
                 break;
             }
-            // An earlier entry of this batch may have moved the range past this one.
-            if !range.contains(&sort) {
-                continue;
+            for (sort, record) in batch {
+                if found.len() >= want {
+                    break;
+                }
+                // An earlier entry of this batch may have moved the range past this one.
+                if !range.contains(&sort) {
+                    continue;
+                }
+                let like = found.last().map_or(prefix, ListEntry::path);
+                let child = match path_in_group(prefix, &sort, like) {
+                    Some(path) => self.child_of(&path)?.map(|child| (child, path)),
+                    None => None,
+                };
+                let Some((child, path)) = child else {
+                    step_past(&mut range, sort, direction);
+                    continue;
+                };
+                if path.len() == self.depth {
+                    // A child's own item.
+                    if is_live(&record, now) && self.bounds.contains(&sort) {
+                        live_own.push(path.clone());
+                        found.push(ListEntry::Item(to_item(path, record)?));
+                    }
+                    step_past(&mut range, sort, direction);
+                    continue;
+                }
+                // Below a child: is a node there, then seek over the child's descendants.
+                let child_sort = child.sort_key();
+                let descendants = child.sort_key_descendants_range(); // [B 01, B 02)
+                let node = self.bounds.contains(&child_sort)
+                    && (is_live(&record, now)
+                        || self.live_below(reader, &child, &descendants, &sort, direction)?);
+                match direction {
+                    // Own keys (`B 00 …`) sort before descendants: already read.
+                    Direction::Forward => {
+                        if node && !live_own.contains(&child) {
+                            found.push(ListEntry::Node(child));
+                        }
+                        live_own.clear();
+                        range.start = descendants.end.map_or(Bound::Unbounded, Bound::Included);
+                    }
+                    // Own keys sort after descendants in reverse: read them now, then go below.
+                    Direction::Reverse => {
+                        let own_start = child.sort_key_subtree_range().start; // B 00
+                        let mut own = range.clone();
+                        tighten_start(&mut own, Bound::Included(own_start.clone()));
+                        tighten_end(&mut own, Bound::Excluded(descendants.start));
+                        let node = node.then_some((child, child_sort));
+                        self.own_in_reverse(reader, &own, node, want, found)?;
+                        range.end = Bound::Excluded(own_start);
+                    }
+                }
             }
-            let like = found.last().map_or(prefix, |item| &item.path);
-            let Some(path) = path_in_group(prefix, &sort, like) else {
-                step_past(&mut range, sort, direction);
+        }
+        Ok(())
+    }
+
+    /// In reverse, the own items in `own` (one body's `B 00 …` keys), with `node` (a child
+    /// that has live items below it, and its key) at its place unless its item is live.
+    fn own_in_reverse<R: Reader>(
+        &self,
+        reader: &R,
+        own: &SortRange,
+        mut node: Option<(KeyPath, Vec<u8>)>,
+        want: usize,
+        found: &mut Vec<ListEntry>,
+    ) -> Result<(), Error> {
+        for (sort, record) in reader.scan(self.partition, own, Direction::Reverse, usize::MAX)? {
+            if found.len() >= want {
+                return Ok(());
+            }
+            let Some(path) = path_in_group(self.prefix, &sort, self.prefix) else {
                 continue;
             };
-            if !prefix.covers(&path) || path.len() < depth {
-                step_past(&mut range, sort, direction);
+            if !(self.prefix.covers(&path) && path.len() == self.depth) {
                 continue;
             }
-            if path.len() == depth {
-                // A child's own item.
-                if live(&record) {
-                    found.push(to_item(path, record)?);
+            let live = is_live(&record, self.now) && self.bounds.contains(&sort);
+            // The node's place: its own key (a tombstone there), or where that key would be.
+            if let Some((child, node_sort)) = node.take_if(|(_, at)| sort <= *at) {
+                if sort == node_sort {
+                    found.push(if live {
+                        ListEntry::Item(to_item(path, record)?)
+                    } else {
+                        ListEntry::Node(child)
+                    });
+                    continue;
                 }
-                step_past(&mut range, sort, direction);
-                continue;
+                found.push(ListEntry::Node(child));
+                if found.len() >= want {
+                    return Ok(());
+                }
             }
-            // Below a child: seek over the child's descendants.
-            let child = KeyPath::from_elements(path.elements()[..depth].to_vec()).map_err(|e| {
-                crate::StorageError::msg(format!("stored key has an invalid prefix: {e}"))
+            if live {
+                found.push(ListEntry::Item(to_item(path, record)?));
+            }
+        }
+        if let Some((child, _)) = node
+            && found.len() < want
+        {
+            found.push(ListEntry::Node(child));
+        }
+        Ok(())
+    }
+
+    /// Whether `child` has a live item below it after `from` (a dead entry below it), in
+    /// `direction`: reads on over tombstones and expired items until the first live one.
+    fn live_below<R: Reader>(
+        &self,
+        reader: &R,
+        child: &KeyPath,
+        descendants: &pathdb_keys::KeyRange,
+        from: &[u8],
+        direction: Direction,
+    ) -> Result<bool, Error> {
+        let mut rest = SortRange {
+            start: Bound::Included(descendants.start.clone()),
+            end: descendants
+                .end
+                .clone()
+                .map_or_else(layout::items_upper_bound, Bound::Excluded),
+        };
+        step_past(&mut rest, from.to_vec(), direction);
+        let mut live = false;
+        loop {
+            let mut last = None;
+            let mut seen = 0;
+            reader.scan_each(self.partition, &rest, direction, 64, &mut |sort, record| {
+                seen += 1;
+                last = Some(sort.to_vec());
+                if is_live_view(record, self.now)
+                    && let Ok(path) = self.prefix.with_sort_key_like(sort, child)
+                    && child.is_prefix_of(&path)
+                {
+                    live = true;
+                    return ControlFlow::Break(());
+                }
+                ControlFlow::Continue(())
             })?;
-            let own_start = child.sort_key_subtree_range().start; // B 00
-            let descendants = child.sort_key_descendants_range(); // [B 01, B 02)
-            match direction {
-                // Own keys (`B 00 …`) sort before descendants: already read.
-                Direction::Forward => {
-                    range.start = descendants.end.map_or(Bound::Unbounded, Bound::Included);
-                }
-                // Own keys sort after descendants in reverse: read them now, then go below.
-                Direction::Reverse => {
-                    let mut own = range.clone();
-                    tighten_start(&mut own, Bound::Included(own_start.clone()));
-                    tighten_end(&mut own, Bound::Excluded(descendants.start));
-                    for (sort, record) in reader.scan(partition, &own, direction, usize::MAX)? {
-                        if found.len() >= want {
-                            break;
-                        }
-                        let Some(path) = path_in_group(prefix, &sort, prefix) else {
-                            continue;
-                        };
-                        if prefix.covers(&path) && path.len() == depth && live(&record) {
-                            found.push(to_item(path, record)?);
-                        }
-                    }
-                    range.end = Bound::Excluded(own_start);
-                }
+            match last {
+                Some(last) if !live && seen == 64 => step_past(&mut rest, last, direction),
+                _ => return Ok(live),
             }
         }
     }
-    Ok(())
 }
 
 /// The live items of `prefix`'s subtree in `range`, read with the backend's borrowing scan:
@@ -327,7 +521,7 @@ fn collect_subtree<R: Reader>(
     direction: Direction,
     now: i64,
     want: usize,
-    found: &mut Vec<Item>,
+    found: &mut Vec<ListEntry>,
 ) -> Result<(), Error> {
     while found.len() < want {
         let mut last: Option<Vec<u8>> = None;
@@ -343,14 +537,14 @@ fn collect_subtree<R: Reader>(
             if !is_live_view(record, now) {
                 return ControlFlow::Continue(());
             }
-            let like = found.last().map_or(prefix, |item| &item.path);
+            let like = found.last().map_or(prefix, ListEntry::path);
             let Some(path) = path_in_group(prefix, sort, like) else {
                 return ControlFlow::Continue(());
             };
             // Exact results even where bytes ids alias other types (docs/key-format.md).
             if prefix.covers(&path) {
                 match item_from_view(path, record) {
-                    Ok(item) => found.push(item),
+                    Ok(item) => found.push(ListEntry::Item(item)),
                     Err(e) => {
                         failed = Some(e);
                         return ControlFlow::Break(());

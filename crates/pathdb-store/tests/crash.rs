@@ -7,7 +7,7 @@
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::FileOptions;
 use pathdb_store::{
-    Condition, Item, Json, ListRequest, PutOptions, Store, StoreOptions, Transaction,
+    Condition, Item, Json, ListEntry, ListRequest, PutOptions, Store, StoreOptions, Transaction,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};
@@ -192,7 +192,12 @@ fn verify(db: &Path, acks: &[Ack]) -> Result<(), String> {
     let mut stored: BTreeMap<KeyPath, Item> = BTreeMap::new();
     loop {
         let page = store.list(&request).map_err(|e| e.to_string())?;
-        stored.extend(page.items.into_iter().map(|i| (i.path.clone(), i)));
+        stored.extend(
+            page.items
+                .into_iter()
+                .filter_map(ListEntry::into_item)
+                .map(|i| (i.path.clone(), i)),
+        );
         match page.next_page_token {
             Some(t) => request.page_token = Some(t),
             None => break,

@@ -45,7 +45,7 @@ fn list<B: Backend>(store: &Store<B>, request: ListRequest) -> Result<Vec<String
         .list(&request)?
         .items
         .iter()
-        .map(|i| i.path.to_string())
+        .map(|i| i.path().to_string())
         .collect())
 }
 

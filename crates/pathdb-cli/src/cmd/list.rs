@@ -2,7 +2,7 @@
 //! or (`--all`) every page.
 
 use super::Output;
-use super::output::print_items;
+use super::output::print_entries;
 use crate::db::Db;
 use anyhow::{Result, bail};
 use clap::Args;
@@ -86,7 +86,7 @@ pub fn ls(store: &dyn Db, args: LsArgs, out: Output) -> Result<()> {
     loop {
         let page = store.list(&request)?;
         if out.json {
-            print_items(&mut stdout, &page.items, true)?;
+            print_entries(&mut stdout, &page.items, true)?;
         } else {
             table_rows.extend(page.items);
         }
@@ -100,12 +100,12 @@ pub fn ls(store: &dyn Db, args: LsArgs, out: Output) -> Result<()> {
                 return Ok(());
             }
             Some(token) => {
-                print_items(&mut stdout, &table_rows, false)?;
+                print_entries(&mut stdout, &table_rows, false)?;
                 writeln!(stdout, "next page: --page-token {token}")?;
                 return Ok(());
             }
             None if out.json => return Ok(()),
-            None => return Ok(print_items(&mut stdout, &table_rows, false)?),
+            None => return Ok(print_entries(&mut stdout, &table_rows, false)?),
         }
     }
 }

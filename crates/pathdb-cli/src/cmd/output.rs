@@ -1,6 +1,7 @@
 //! How items look on the terminal: a readable table, or JSON lines with `--json`.
 
-use pathdb_store::{Item, Timestamp};
+use pathdb_keys::KeyPath;
+use pathdb_store::{Item, ListEntry, Timestamp};
 use std::io::Write;
 
 /// One item as a JSON object: `{"path", "version", "created_at", "modified_at", "expires_at", "value"}`.
@@ -39,22 +40,48 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 /// Prints items as a table (path, version, modified, expires, value) or JSON lines.
 pub fn print_items(out: &mut impl Write, items: &[Item], json: bool) -> std::io::Result<()> {
+    let entries: Vec<ListEntry> = items.iter().cloned().map(ListEntry::Item).collect();
+    print_entries(out, &entries, json)
+}
+
+/// One node as the API writes it: `{"path": "/a-1/b-2", "node": true}`.
+pub fn node_json(path: &KeyPath) -> String {
+    serde_json::json!({"path": path.to_string(), "node": true}).to_string()
+}
+
+/// Prints a listing's entries as [`print_items`] does; a node (a child with items below it and
+/// none of its own) prints as its path with a trailing `/`, or with `--json` as the API's object.
+pub fn print_entries(
+    out: &mut impl Write,
+    entries: &[ListEntry],
+    json: bool,
+) -> std::io::Result<()> {
     if json {
-        for item in items {
-            writeln!(out, "{}", item_json(item))?;
+        for entry in entries {
+            match entry {
+                ListEntry::Item(item) => writeln!(out, "{}", item_json(item))?,
+                ListEntry::Node(path) => writeln!(out, "{}", node_json(path))?,
+            }
         }
         return Ok(());
     }
-    let rows: Vec<[String; 5]> = items
+    let rows: Vec<[String; 5]> = entries
         .iter()
-        .map(|i| {
-            [
+        .map(|entry| match entry {
+            ListEntry::Item(i) => [
                 i.path.to_string(),
                 i.version.to_string(),
                 rfc3339(i.modified_at),
                 i.expires_at.map(rfc3339).unwrap_or_default(),
                 i.value.to_string(),
-            ]
+            ],
+            ListEntry::Node(path) => [
+                format!("{path}/"),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ],
         })
         .collect();
     write_table(

@@ -110,7 +110,12 @@ struct PathDbSession<'a> {
 impl PathDbSession<'_> {
     fn page(&self, request: &ListRequest) -> anyhow::Result<usize> {
         let page = self.store.list(request)?;
-        let bytes: usize = page.items.iter().map(|i| i.value.as_str().len()).sum();
+        let bytes: usize = page
+            .items
+            .iter()
+            .filter_map(|e| e.item())
+            .map(|i| i.value.as_str().len())
+            .sum();
         std::hint::black_box((bytes, page.next_page_token.is_some()));
         Ok(page.items.len())
     }
