@@ -179,6 +179,17 @@ def test_navigation_down_to_a_leaf_and_back():
     wait.until(lambda d: children() and children()[0] == "/big-1")
 
 
+def test_a_folder_without_an_item_opens_through_its_node():
+    open_page("/ui/user-42")
+    wait.until(lambda d: "/user-42/folder-trip/" in children())
+    assert children() == ["/user-42/folder-trip/", "/user-42/session-1"], children()
+    driver.find_element(By.LINK_TEXT, "/user-42/folder-trip/").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/user-42/folder-trip"))
+    wait.until(lambda d: children() == ["/user-42/folder-trip/photo-1", "/user-42/folder-trip/photo-2"])
+    driver.find_element(By.LINK_TEXT, "/user-42/folder-trip/photo-2").click()
+    wait.until(lambda d: '"name": "dunes.jpg"' in by_id("value").text)
+
+
 def test_deep_link_to_the_seed_leaderboard_shows_scores_descending():
     open_page("/ui/season-2026-spring")
     wait.until(lambda d: children())

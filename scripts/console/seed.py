@@ -37,6 +37,9 @@ put("/user-7/post-2/comment-1", {"text": "first!"})
 put("/user-7/profile", {"theme": "dark"})
 put("/user-42", {"name": "Grace"})
 put("/user-42/session-1", {"device": "phone"}, "ttl_seconds=86400")
+# A folder with no item of its own: the console shows it as a node.
+put("/user-42/folder-trip/photo-1", {"name": "beach.jpg"})
+put("/user-42/folder-trip/photo-2", {"name": "dunes.jpg"})
 # 50 per transaction: on DynamoDB a transaction in one group holds at most 99 operations beside
 # its change log entry (docs/changes.md).
 for start in range(1, N + 1, 50):

@@ -25,6 +25,7 @@ from pathdb import (
     InvalidRequest,
     Item,
     KeyPath,
+    Node,
     NotFound,
     PathDBError,
     Put,
@@ -431,3 +432,22 @@ def test_async_client(server: Server, group: KeyPath) -> None:
                 await anonymous.get("/a-1")
 
     asyncio.run(main())
+
+
+def test_children_show_nodes_for_folders(client: Client, group: KeyPath) -> None:
+    client.put(group.add("folder", 1), {"name": "has an item"})
+    client.put(group.add("folder", 1).add("file", 1), 1)
+    client.put(group.add("folder", 2).add("file", 1), 2)
+    client.put(group.add("folder", 10).add("sub", 1).add("file", 1), 3)
+    entries = list(client.list(group, children=True))
+    assert [str(e.path) for e in entries] == [
+        str(group.add("folder", 1)),
+        str(group.add("folder", 2)),
+        str(group.add("folder", 10)),
+    ]
+    assert isinstance(entries[0], Item) and entries[0].value == {"name": "has an item"}
+    assert entries[1] == Node(path=group.add("folder", 2)) and isinstance(entries[2], Node)
+    page = client.list_page(group, children=True, reverse=True, page_size=1)
+    assert page.items == [Node(path=group.add("folder", 10))] and page.next_page_token
+    # A subtree listing is items only, typed as such.
+    assert [i.value for i in client.list(group)] == [{"name": "has an item"}, 1, 2, 3]

@@ -17,12 +17,25 @@ export interface Item<T = unknown> {
 }
 
 /**
+ * A child in a children listing that has items below it and no item of its own (a folder):
+ * `{"path": ..., "node": true}` on the wire. Tell it from an item with `"node" in entry`.
+ */
+export interface Node {
+  readonly path: KeyPath;
+  readonly node: true;
+}
+
+/** One entry of a listing: an item, or (in a children listing) a node. */
+export type Entry<T = unknown> = Item<T> | Node;
+
+/**
  * One page of a listing; pass `nextPageToken` as `pageToken` to continue (null at the end). A
  * first page (no `pageToken`) also has `changesToken`: the change feed's position at this
  * listing, to follow the prefix from with `changes` or `watch` without a gap (null on later pages).
+ * A children listing's page holds entries (`Page<T, Entry<T>>`); a subtree listing's, items.
  */
-export interface Page<T = unknown> {
-  readonly items: Item<T>[];
+export interface Page<T = unknown, E = Item<T>> {
+  readonly items: E[];
   readonly nextPageToken: string | null;
   readonly changesToken: string | null;
 }
@@ -262,6 +275,11 @@ function time(micros: number): Date {
   return new Date(Math.floor(micros / 1000));
 }
 
+function entryFromWire<T>(body: Wire): Entry<T> {
+  if (body.node === true) return { path: KeyPath.parse(body.path as string), node: true };
+  return itemFromWire<T>(body);
+}
+
 function itemFromWire<T>(body: Wire): Item<T> {
   const expires = body.expires_at as number | null | undefined;
   return {
@@ -498,8 +516,15 @@ export class Client {
     return keyPaths.map((p) => found.get(p.toString()) ?? null);
   }
 
-  /** One page of the items under `prefix` (the item at `prefix`, then its subtree, in key order). */
-  async listPage<T = unknown>(prefix: PathLike, options: ListPageOptions = {}): Promise<Page<T>> {
+  /**
+   * One page of the items under `prefix` (the item at `prefix`, then its subtree, in key order);
+   * with `children: true`, the children of `prefix`: each as its item, or as a {@link Node} when
+   * only items below it exist.
+   */
+  listPage<T = unknown>(prefix: PathLike, options: ListPageOptions & { children: true }): Promise<Page<T, Entry<T>>>;
+  listPage<T = unknown>(prefix: PathLike, options?: ListPageOptions & { children?: false }): Promise<Page<T>>;
+  listPage<T = unknown>(prefix: PathLike, options?: ListPageOptions): Promise<Page<T, Entry<T>>>;
+  async listPage<T = unknown>(prefix: PathLike, options: ListPageOptions = {}): Promise<Page<T, Entry<T>>> {
     const params: Record<string, string> = {};
     if (options.children) params.children = "true";
     if (options.reverse) params.reverse = "true";
@@ -512,14 +537,20 @@ export class Client {
     const response = await this.#send({ method: "GET", route: "/v1/list/" + urlPath(toPath(prefix)), params });
     const body = await Client.#json(response);
     return {
-      items: (body.items as Wire[]).map((i) => itemFromWire<T>(i)),
+      items: (body.items as Wire[]).map((i) => entryFromWire<T>(i)),
       nextPageToken: (body.next_page_token as string | null | undefined) ?? null,
       changesToken: (body.changes_token as string | null | undefined) ?? null,
     };
   }
 
-  /** Every item under `prefix` (or the first `limit`), following page tokens: `for await (const item of db.list(p))`. */
-  async *list<T = unknown>(prefix: PathLike, options: ListAllOptions = {}): AsyncGenerator<Item<T>, void, undefined> {
+  /**
+   * Every item under `prefix` (or the first `limit`), following page tokens:
+   * `for await (const item of db.list(p))`. With `children: true`, entries as {@link listPage}.
+   */
+  list<T = unknown>(prefix: PathLike, options: ListAllOptions & { children: true }): AsyncGenerator<Entry<T>, void, undefined>;
+  list<T = unknown>(prefix: PathLike, options?: ListAllOptions & { children?: false }): AsyncGenerator<Item<T>, void, undefined>;
+  list<T = unknown>(prefix: PathLike, options?: ListAllOptions): AsyncGenerator<Entry<T>, void, undefined>;
+  async *list<T = unknown>(prefix: PathLike, options: ListAllOptions = {}): AsyncGenerator<Entry<T>, void, undefined> {
     const { limit, pageSize, ...rest } = options;
     let remaining = limit;
     let pageToken: string | null = null;
@@ -527,7 +558,7 @@ export class Client {
       const size = remaining === undefined ? pageSize : Math.min(pageSize ?? 100, remaining, 1000);
       const pageOptions: ListPageOptions = { ...rest, pageToken };
       if (size !== undefined) pageOptions.pageSize = size;
-      const page: Page<T> = await this.listPage<T>(prefix, pageOptions);
+      const page: Page<T, Entry<T>> = await this.listPage<T>(prefix, pageOptions);
       const items = remaining === undefined ? page.items : page.items.slice(0, remaining);
       yield* items;
       if (remaining !== undefined) remaining -= page.items.length;

@@ -185,6 +185,27 @@ describe("listing", () => {
     assert.ok(!children.includes(g.add("n", 3).add("c", 1).toString()));
     assert.deepEqual((await collect(db.list(g.add("n", 3)))).map((i) => i.value), [3, "deep"]);
   });
+
+  test("children show nodes for folders", async () => {
+    const g = group();
+    await db.put(g.add("folder", 1), { name: "has an item" });
+    await db.put(g.add("folder", 1).add("file", 1), 1);
+    await db.put(g.add("folder", 2).add("file", 1), 2);
+    await db.put(g.add("folder", 10).add("sub", 1).add("file", 1), 3);
+    const entries = await collect(db.list(g, { children: true }));
+    assert.deepEqual(
+      entries.map((e) => e.path.toString()),
+      [1, 2, 10].map((n) => g.add("folder", n).toString()),
+    );
+    const [first, second] = entries;
+    assert.ok(first !== undefined && !("node" in first) && first.version === 1);
+    assert.deepEqual(second, { path: g.add("folder", 2), node: true });
+    const page = await db.listPage(g, { children: true, reverse: true, pageSize: 1 });
+    assert.deepEqual(page.items, [{ path: g.add("folder", 10), node: true }]);
+    assert.ok(page.nextPageToken);
+    // A subtree listing is items only, typed as such.
+    assert.deepEqual((await collect(db.list(g))).map((i) => i.value), [{ name: "has an item" }, 1, 2, 3]);
+  });
 });
 
 /** Runs `write` from `n` clients at once; each outcome is won, lost (ConditionFailed) or conflict. */

@@ -395,19 +395,24 @@ async function fetchChildren() {
     url = "/v1/groups?" + params;
   }
   const reply = await api("GET", url);
-  const paths = state.path ? reply.json.items.map((i) => i.path) : reply.json.groups;
-  return () => showChildren(paths, reply.json.next_page_token);
+  // A node (a child with items below it and none of its own) shows as a folder: a trailing "/".
+  const entries = state.path
+    ? reply.json.items.map((i) => ({ path: i.path, node: i.node === true }))
+    : reply.json.groups.map((path) => ({ path, node: false }));
+  return () => showChildren(entries, reply.json.next_page_token);
 }
 
-function showChildren(paths, next) {
+function showChildren(entries, next) {
   // One fragment, one DOM insertion: a page of 1000 renders in one layout.
   const fragment = document.createDocumentFragment();
-  for (const path of paths) {
+  const paths = entries.map((e) => e.path);
+  for (const { path, node } of entries) {
     const li = document.createElement("li");
     const a = document.createElement("a");
-    a.className = "child";
+    a.className = node ? "child node" : "child";
     a.href = uiHref(path);
-    a.textContent = path;
+    a.textContent = node ? path + "/" : path;
+    if (node) a.title = "No item here: items below it";
     li.append(a);
     fragment.append(li);
   }

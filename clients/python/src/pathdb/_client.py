@@ -19,9 +19,11 @@ from typing import (
     Iterable,
     Iterator,
     List,
+    Literal,
     Optional,
     Sequence,
     Union,
+    overload,
 )
 from urllib.parse import quote
 
@@ -32,12 +34,14 @@ from ._keypath import KeyPath, PathLike, format_id, to_path
 from ._model import (
     Change,
     ChangePage,
+    Entry,
     IdKind,
     Item,
     Op,
     Page,
     change_from_wire,
     create_target,
+    entry_from_wire,
 )
 
 DEFAULT_PAGE_SIZE = 100
@@ -256,10 +260,10 @@ class _Api:
         return [found.get(p) for p in paths]
 
     @staticmethod
-    def page(response: httpx.Response) -> Page:
+    def page(response: httpx.Response) -> Page[Entry]:
         body = _Api.checked(response).json()
         return Page(
-            items=[Item.from_wire(i) for i in body["items"]],
+            items=[entry_from_wire(i) for i in body["items"]],
             next_page_token=body.get("next_page_token"),
             changes_token=body.get("changes_token"),
         )
@@ -504,6 +508,51 @@ class Client(_Base):
         key_paths = [to_path(p) for p in paths]
         return _Api.many(key_paths, self._send(_Api.get_many(key_paths)))
 
+    @overload
+    def list_page(
+        self,
+        prefix: PathLike,
+        *,
+        children: Literal[False] = ...,
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        page_size: Optional[int] = ...,
+        page_token: Optional[str] = ...,
+    ) -> Page[Item]: ...
+
+    @overload
+    def list_page(
+        self,
+        prefix: PathLike,
+        *,
+        children: Literal[True],
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        page_size: Optional[int] = ...,
+        page_token: Optional[str] = ...,
+    ) -> Page[Entry]: ...
+
+    @overload
+    def list_page(
+        self,
+        prefix: PathLike,
+        *,
+        children: bool,
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        page_size: Optional[int] = ...,
+        page_token: Optional[str] = ...,
+    ) -> Page[Entry]: ...
+
     def list_page(
         self,
         prefix: PathLike,
@@ -516,13 +565,58 @@ class Client(_Base):
         lte: Optional[PathLike] = None,
         page_size: Optional[int] = None,
         page_token: Optional[str] = None,
-    ) -> Page:
+    ) -> Page[Any]:
         """One page of the items under `prefix` (the item at `prefix` itself, then its subtree,
         in key order); `page_size` is 1..=1000, 100 by default."""
         request = _Api.list_page(
             prefix, children, reverse, gt, gte, lt, lte, page_size, page_token
         )
         return _Api.page(self._send(request))
+
+    @overload
+    def list(
+        self,
+        prefix: PathLike,
+        *,
+        children: Literal[False] = ...,
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        limit: Optional[int] = ...,
+        page_size: Optional[int] = ...,
+    ) -> Iterator[Item]: ...
+
+    @overload
+    def list(
+        self,
+        prefix: PathLike,
+        *,
+        children: Literal[True],
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        limit: Optional[int] = ...,
+        page_size: Optional[int] = ...,
+    ) -> Iterator[Entry]: ...
+
+    @overload
+    def list(
+        self,
+        prefix: PathLike,
+        *,
+        children: bool,
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        limit: Optional[int] = ...,
+        page_size: Optional[int] = ...,
+    ) -> Iterator[Entry]: ...
 
     def list(
         self,
@@ -536,8 +630,10 @@ class Client(_Base):
         lte: Optional[PathLike] = None,
         limit: Optional[int] = None,
         page_size: Optional[int] = None,
-    ) -> Iterator[Item]:
-        """Every item under `prefix` (or the first `limit`), following page tokens."""
+    ) -> Iterator[Any]:
+        """Every item under `prefix` (or the first `limit`), following page tokens; with
+        `children`, each child of `prefix` as its `Item`, or as a `Node` when only items below
+        it exist."""
         token: Optional[str] = None
         remaining = limit
         while remaining is None or remaining > 0:
@@ -709,6 +805,51 @@ class AsyncClient(_Base):
         key_paths = [to_path(p) for p in paths]
         return _Api.many(key_paths, await self._send(_Api.get_many(key_paths)))
 
+    @overload
+    async def list_page(
+        self,
+        prefix: PathLike,
+        *,
+        children: Literal[False] = ...,
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        page_size: Optional[int] = ...,
+        page_token: Optional[str] = ...,
+    ) -> Page[Item]: ...
+
+    @overload
+    async def list_page(
+        self,
+        prefix: PathLike,
+        *,
+        children: Literal[True],
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        page_size: Optional[int] = ...,
+        page_token: Optional[str] = ...,
+    ) -> Page[Entry]: ...
+
+    @overload
+    async def list_page(
+        self,
+        prefix: PathLike,
+        *,
+        children: bool,
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        page_size: Optional[int] = ...,
+        page_token: Optional[str] = ...,
+    ) -> Page[Entry]: ...
+
     async def list_page(
         self,
         prefix: PathLike,
@@ -721,12 +862,57 @@ class AsyncClient(_Base):
         lte: Optional[PathLike] = None,
         page_size: Optional[int] = None,
         page_token: Optional[str] = None,
-    ) -> Page:
+    ) -> Page[Any]:
         """See `Client.list_page`."""
         request = _Api.list_page(
             prefix, children, reverse, gt, gte, lt, lte, page_size, page_token
         )
         return _Api.page(await self._send(request))
+
+    @overload
+    def list(  # an async generator: the call returns the iterator
+        self,
+        prefix: PathLike,
+        *,
+        children: Literal[False] = ...,
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        limit: Optional[int] = ...,
+        page_size: Optional[int] = ...,
+    ) -> AsyncIterator[Item]: ...
+
+    @overload
+    def list(  # an async generator: the call returns the iterator
+        self,
+        prefix: PathLike,
+        *,
+        children: Literal[True],
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        limit: Optional[int] = ...,
+        page_size: Optional[int] = ...,
+    ) -> AsyncIterator[Entry]: ...
+
+    @overload
+    def list(  # an async generator: the call returns the iterator
+        self,
+        prefix: PathLike,
+        *,
+        children: bool,
+        reverse: bool = ...,
+        gt: Optional[PathLike] = ...,
+        gte: Optional[PathLike] = ...,
+        lt: Optional[PathLike] = ...,
+        lte: Optional[PathLike] = ...,
+        limit: Optional[int] = ...,
+        page_size: Optional[int] = ...,
+    ) -> AsyncIterator[Entry]: ...
 
     async def list(
         self,
@@ -740,7 +926,7 @@ class AsyncClient(_Base):
         lte: Optional[PathLike] = None,
         limit: Optional[int] = None,
         page_size: Optional[int] = None,
-    ) -> AsyncIterator[Item]:
+    ) -> AsyncIterator[Any]:
         """See `Client.list`."""
         token: Optional[str] = None
         remaining = limit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Dict, List, Literal, Optional, Union
+from typing import Any, Dict, Generic, List, Literal, Optional, TypeVar, Union
 
 from ._keypath import Element, InvalidKeyPath, KeyPath, PathLike, _check_namespace, to_path
 
@@ -45,13 +45,37 @@ class Item:
 
 
 @dataclass(frozen=True)
-class Page:
+class Node:
+    """A child in a children listing that has items below it and no item of its own (a
+    folder): `{"path": ..., "node": true}` on the wire. Tell it from an `Item` with
+    `isinstance` or its `node` attribute (an `Item` has none)."""
+
+    path: KeyPath
+    node: bool = True
+
+
+Entry = Union[Item, Node]
+"""One entry of a listing: an item, or (in a children listing) a node."""
+
+
+def entry_from_wire(body: Dict[str, Any]) -> Entry:
+    """A listing entry from its JSON shape (`EntryOut` in /openapi.json)."""
+    if body.get("node") is True:
+        return Node(path=KeyPath.parse(body["path"]))
+    return Item.from_wire(body)
+
+
+E = TypeVar("E", bound=Entry)
+
+
+@dataclass(frozen=True)
+class Page(Generic[E]):
     """One page of a listing; pass `next_page_token` to `list_page` to continue (None at the
     end). A first page (no `page_token`) also has `changes_token`: the change feed's position at
     this listing, to follow the prefix from with `changes` or `watch` without a gap (None on
     later pages)."""
 
-    items: List[Item]
+    items: List[E]
     next_page_token: Optional[str]
     changes_token: Optional[str] = None
 
