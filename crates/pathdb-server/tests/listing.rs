@@ -112,7 +112,15 @@ async fn subtree_listing_stops_at_segment_boundaries() {
 async fn children_listing_over_deep_subtrees() {
     let server = TestServer::new();
     seed(&server).await;
-    let children = strs(&["/u-1/p-1", "/u-1/p-2", "/u-1/p-3", "/u-1/p-10", "/u-1/q-1"]);
+    // `/u-1/p-20` has items below it and none of its own: a node, at its own position.
+    let children = strs(&[
+        "/u-1/p-1",
+        "/u-1/p-2",
+        "/u-1/p-3",
+        "/u-1/p-10",
+        "/u-1/p-20",
+        "/u-1/q-1",
+    ]);
     assert_eq!(
         server.list_paths("/v1/list/u-1?children=true").await,
         children
@@ -126,7 +134,7 @@ async fn children_listing_over_deep_subtrees() {
     );
     assert_eq!(
         server.list_paths("/v1/list/u-1/p?children=true").await,
-        children[..4].to_vec(),
+        children[..5].to_vec(),
         "a bare namespace's children are its ids"
     );
     assert_eq!(
@@ -312,8 +320,9 @@ async fn page_tokens_survive_writes_between_pages() {
     assert_eq!(
         rest,
         strs(&[
-            "/g-1/k-8", "/g-1/k-7", "/g-1/k-6", "/g-1/k-5", "/g-1/k-4", "/g-1/k-3", "/g-1/k-1",
-            "/g-1/k-0"
+            // k-2's item is deleted, k-2/sub-1 lives: k-2 is a node.
+            "/g-1/k-8", "/g-1/k-7", "/g-1/k-6", "/g-1/k-5", "/g-1/k-4", "/g-1/k-3", "/g-1/k-2",
+            "/g-1/k-1", "/g-1/k-0"
         ])
     );
 }
