@@ -35,13 +35,10 @@ pub(crate) fn expected_listing(all: &[KeyPath], request: &ListRequest) -> Vec<Ke
             true if p.len() < depth || p == prefix => None,
             true => Some(KeyPath::from_elements(p.elements()[..depth].to_vec()).unwrap()),
         })
-        .collect::<Vec<_>>()
-        .iter()
-        .filter(|p| request.gt.as_ref().is_none_or(|b| *p > b))
-        .filter(|p| request.gte.as_ref().is_none_or(|b| *p >= b))
-        .filter(|p| request.lt.as_ref().is_none_or(|b| *p < b))
-        .filter(|p| request.lte.as_ref().is_none_or(|b| *p <= b))
-        .cloned()
+        .filter(|p| request.gt.as_ref().is_none_or(|b| p > b))
+        .filter(|p| request.gte.as_ref().is_none_or(|b| p >= b))
+        .filter(|p| request.lt.as_ref().is_none_or(|b| p < b))
+        .filter(|p| request.lte.as_ref().is_none_or(|b| p <= b))
         .collect();
     out.sort();
     out.dedup();

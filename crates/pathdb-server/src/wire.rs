@@ -52,18 +52,8 @@ pub struct NodeOut {
     #[schema(example = "/drive-a91/folder-photos")]
     pub path: String,
     /// Always true: tells a node from an item.
-    #[schema(value_type = bool, example = true)]
-    pub node: True,
-}
-
-/// `true`, and only `true`, on the wire.
-#[derive(Clone, Copy, Debug)]
-pub struct True;
-
-impl Serialize for True {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bool(true)
-    }
+    #[schema(example = true)]
+    pub node: bool,
 }
 
 /// One entry of a listing: an item, or in a children listing a node.
@@ -82,7 +72,7 @@ impl From<ListEntry> for EntryOut {
             ListEntry::Item(item) => EntryOut::Item(item.into()),
             ListEntry::Node(path) => EntryOut::Node(NodeOut {
                 path: path.to_string(),
-                node: True,
+                node: true,
             }),
         }
     }

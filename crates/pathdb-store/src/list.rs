@@ -492,7 +492,10 @@ impl<'a> Children<'a> {
             let mut seen = 0;
             reader.scan_each(self.partition, &rest, direction, 64, &mut |sort, record| {
                 seen += 1;
-                last = Some(sort.to_vec());
+                if seen == 64 {
+                    // Only the batch's last key is needed, to continue after it.
+                    last = Some(sort.to_vec());
+                }
                 if is_live_view(record, self.now)
                     && let Ok(path) = self.prefix.with_sort_key_like(sort, child)
                     && child.is_prefix_of(&path)
@@ -503,7 +506,7 @@ impl<'a> Children<'a> {
                 ControlFlow::Continue(())
             })?;
             match last {
-                Some(last) if !live && seen == 64 => step_past(&mut rest, last, direction),
+                Some(last) if !live => step_past(&mut rest, last, direction),
                 _ => return Ok(live),
             }
         }

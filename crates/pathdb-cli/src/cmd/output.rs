@@ -40,8 +40,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 /// Prints items as a table (path, version, modified, expires, value) or JSON lines.
 pub fn print_items(out: &mut impl Write, items: &[Item], json: bool) -> std::io::Result<()> {
-    let entries: Vec<ListEntry> = items.iter().cloned().map(ListEntry::Item).collect();
-    print_entries(out, &entries, json)
+    print_rows(out, items.iter().map(Row::Item), json)
 }
 
 /// One node as the API writes it: `{"path": "/a-1/b-2", "node": true}`.
@@ -56,26 +55,43 @@ pub fn print_entries(
     entries: &[ListEntry],
     json: bool,
 ) -> std::io::Result<()> {
+    let rows = entries.iter().map(|entry| match entry {
+        ListEntry::Item(item) => Row::Item(item),
+        ListEntry::Node(path) => Row::Node(path),
+    });
+    print_rows(out, rows, json)
+}
+
+/// What one printed line shows: an item, or a node.
+enum Row<'a> {
+    Item(&'a Item),
+    Node(&'a KeyPath),
+}
+
+fn print_rows<'a>(
+    out: &mut impl Write,
+    rows: impl Iterator<Item = Row<'a>>,
+    json: bool,
+) -> std::io::Result<()> {
     if json {
-        for entry in entries {
-            match entry {
-                ListEntry::Item(item) => writeln!(out, "{}", item_json(item))?,
-                ListEntry::Node(path) => writeln!(out, "{}", node_json(path))?,
+        for row in rows {
+            match row {
+                Row::Item(item) => writeln!(out, "{}", item_json(item))?,
+                Row::Node(path) => writeln!(out, "{}", node_json(path))?,
             }
         }
         return Ok(());
     }
-    let rows: Vec<[String; 5]> = entries
-        .iter()
-        .map(|entry| match entry {
-            ListEntry::Item(i) => [
+    let rows: Vec<[String; 5]> = rows
+        .map(|row| match row {
+            Row::Item(i) => [
                 i.path.to_string(),
                 i.version.to_string(),
                 rfc3339(i.modified_at),
                 i.expires_at.map(rfc3339).unwrap_or_default(),
                 i.value.to_string(),
             ],
-            ListEntry::Node(path) => [
+            Row::Node(path) => [
                 format!("{path}/"),
                 String::new(),
                 String::new(),
