@@ -33,7 +33,9 @@
 //! - [`change_feed_completeness`], [`change_feed_with_concurrent_writers`],
 //!   [`change_feed_order_and_resume`], [`change_feed_tokens_expire_and_survive_restarts`],
 //!   [`generated_ids`] (`changes`);
-//! - [`emptyish_values_round_trip`], [`altered_tokens_are_refused`] (`values`).
+//! - [`emptyish_values_round_trip`], [`altered_tokens_are_refused`] (`values`);
+//! - [`subtree_delete`], [`subtree_move`], [`subtree_copy`], [`subtree_errors`],
+//!   [`large_move_resumes`] (`tree`).
 
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
@@ -49,6 +51,7 @@ mod concurrency;
 mod groups;
 mod lifecycle;
 mod listing;
+mod tree;
 mod values;
 
 pub use basic::{bad_input, conditions, put_get_delete};
@@ -72,6 +75,7 @@ pub use listing::{
     dead_entries_between_pages, page_token_errors, page_tokens_stitch,
     page_tokens_with_writes_between_pages, prefix_is_segment_bounded, typed_order,
 };
+pub use tree::{large_move_resumes, subtree_copy, subtree_delete, subtree_errors, subtree_move};
 pub use values::{altered_tokens_are_refused, emptyish_values_round_trip};
 
 /// Expands to one `#[test]` per conformance workload, each running it against the [`Harness`]
@@ -115,6 +119,11 @@ macro_rules! conformance_tests {
             generated_ids,
             emptyish_values_round_trip,
             altered_tokens_are_refused,
+            subtree_delete,
+            subtree_move,
+            subtree_copy,
+            subtree_errors,
+            large_move_resumes,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

@@ -145,6 +145,23 @@ pub enum Error {
     /// A request is malformed (names what and why).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// A subtree delete, move or copy found no live item at or below its path.
+    #[error("nothing to {operation}: no item at or below {path}")]
+    NothingBelow {
+        /// `delete`, `move` or `copy`.
+        operation: &'static str,
+        /// The subtree's path.
+        path: KeyPath,
+    },
+    /// A move or copy found a live item in its destination's subtree; nothing more was
+    /// written.
+    #[error("destination {to} is not empty: {item} exists")]
+    DestinationNotEmpty {
+        /// The destination.
+        to: KeyPath,
+        /// A live item in it.
+        item: KeyPath,
+    },
     /// The database was opened read-only (`Store::open_read_only`, `pathdb serve --read-only`);
     /// nothing was written.
     #[error("the database is open read-only: writes are refused")]

@@ -9,6 +9,7 @@
 //! | namespace history setting | `00` | `02` + namespace |
 //! | sequence of a namespace of groups | `00` | `03` + namespace |
 //! | the key that seals tokens (token.rs) | `00` | `04` |
+//! | an unfinished subtree delete, move or copy (subtree.rs) | `00` | `05` + operation + `u16` length of `from` + encoded `from` + encoded `to` |
 //! | sequence of a namespace under a parent | the parent's group | `ff fe` + `u16` length of the parent's sort key + that sort key + namespace |
 //! | change log entry (changes.rs) | the group | `ff ff` + big-endian entry number |
 //!
@@ -35,6 +36,7 @@ const EXPIRY_INDEX: u8 = 0x01;
 const NAMESPACE_HISTORY: u8 = 0x02;
 const GROUP_SEQUENCE: u8 = 0x03;
 const TOKEN_KEY: u8 = 0x04;
+const SUBTREE_JOB: u8 = 0x05;
 const REVISION: u8 = 0xff;
 const SEQUENCE: [u8; 2] = [0xff, 0xfe];
 const CHANGE_LOG: [u8; 2] = [0xff, 0xff];
@@ -49,6 +51,25 @@ pub(crate) fn item_key(path: &KeyPath) -> Key {
 /// All item sort keys of a partition.
 pub(crate) fn items_upper_bound() -> Bound<Vec<u8>> {
     Bound::Excluded(vec![REVISION])
+}
+
+/// The item sort keys of `path` and its subtree, within its partition (a group's subtree is
+/// every item of the partition, never its revisions, sequences or change log).
+pub(crate) fn subtree_items(path: &KeyPath) -> SortRange {
+    let range = path.sort_key_subtree_range();
+    SortRange {
+        start: Bound::Included(range.start),
+        end: range.end.map_or_else(items_upper_bound, Bound::Excluded),
+    }
+}
+
+/// The revisions of every item whose sort key lies in `[first, last]`.
+pub(crate) fn revisions_between(first: &[u8], last: &[u8]) -> SortRange {
+    let revision = |sort: &[u8], version: [u8; 8]| [&[REVISION][..], sort, &version].concat();
+    SortRange {
+        start: Bound::Included(revision(first, [0; 8])),
+        end: Bound::Included(revision(last, [0xff; 8])),
+    }
 }
 
 /// Bytes a revision's sort key adds to its item's: the `ff` mark and the version.
@@ -138,6 +159,30 @@ pub(crate) fn token_key() -> Key {
     Key {
         partition: SYSTEM_PARTITION.to_vec(),
         sort: vec![TOKEN_KEY],
+    }
+}
+
+/// The record of an unfinished subtree job: `operation` (one byte) from `from` to `to`.
+pub(crate) fn subtree_job_key(operation: u8, from: &KeyPath, to: Option<&KeyPath>) -> Key {
+    let from = from.encode();
+    let to = to.map(KeyPath::encode).unwrap_or_default();
+    let mut sort = Vec::with_capacity(4 + from.len() + to.len());
+    sort.extend_from_slice(&[SUBTREE_JOB, operation]);
+    // Paths are at most 2048 + 1024 bytes encoded (checked before any write).
+    sort.extend_from_slice(&(from.len() as u16).to_be_bytes());
+    sort.extend_from_slice(&from);
+    sort.extend_from_slice(&to);
+    Key {
+        partition: SYSTEM_PARTITION.to_vec(),
+        sort,
+    }
+}
+
+/// Every unfinished subtree job.
+pub(crate) fn subtree_job_range() -> SortRange {
+    SortRange {
+        start: Bound::Included(vec![SUBTREE_JOB]),
+        end: Bound::Excluded(vec![SUBTREE_JOB + 1]),
     }
 }
 

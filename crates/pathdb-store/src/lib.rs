@@ -37,11 +37,12 @@ mod record;
 mod token;
 // Writes: the pipeline of stages that turns operations into one batch.
 mod write;
-// Reads, and the writers that are not operations (the sweeper, import).
+// Reads, and the writers that are not operations (the sweeper, import, subtree jobs).
 mod export;
 mod feed;
 mod groups;
 mod list;
+mod subtree;
 mod ttl;
 // The facade.
 mod store;
@@ -67,3 +68,4 @@ pub use options::{
     Clock, DEFAULT_CHANGE_RETENTION, Expiry, ManualClock, PutOptions, StoreOptions, SystemClock,
 };
 pub use store::Store;
+pub use subtree::{PendingJob, SubtreeJob, SubtreeOp};

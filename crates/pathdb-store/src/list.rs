@@ -162,16 +162,16 @@ pub(crate) fn list<B: Backend>(
             request.limit
         )));
     }
-    let base = if request.children_only {
-        prefix.sort_key_descendants_range()
+    let mut range = if request.children_only {
+        let base = prefix.sort_key_descendants_range();
+        SortRange {
+            start: Bound::Included(base.start),
+            end: base
+                .end
+                .map_or_else(layout::items_upper_bound, Bound::Excluded),
+        }
     } else {
-        prefix.sort_key_subtree_range()
-    };
-    let mut range = SortRange {
-        start: Bound::Included(base.start),
-        end: base
-            .end
-            .map_or_else(layout::items_upper_bound, Bound::Excluded),
+        layout::subtree_items(prefix)
     };
     // What the listing is: a page token is sealed for it and refused by any other.
     let mut listing: Vec<Vec<u8>> = vec![prefix.encode(), vec![u8::from(request.children_only)]];

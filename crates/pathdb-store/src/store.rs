@@ -22,6 +22,7 @@ use crate::namespaces::NamespaceHistory;
 use crate::ops::{IdKind, Parent, Transaction, TxOp, TxResult};
 use crate::options::{PutOptions, StoreOptions};
 use crate::record::{to_item, visible};
+use crate::subtree::{PendingJob, Relocator, SubtreeJob};
 use crate::token::TokenKey;
 use crate::write::{self, Plan, Settings};
 use crate::{Condition, Error, Item, Json, StorageError, layout};
@@ -70,19 +71,6 @@ impl<B: Backend> Inner<B> {
             crate::ttl::SWEEP_BATCH,
         )
     }
-}
-
-/// Sleeps a random time below `2^attempt` ms (at most 64 ms), from the second attempt on.
-fn backoff(attempt: u32) {
-    if attempt < 2 {
-        return;
-    }
-    let ceiling_us = 1000u64 << attempt.min(6);
-    let random = std::hash::BuildHasher::hash_one(
-        &std::collections::hash_map::RandomState::new(),
-        (attempt, std::time::Instant::now()),
-    );
-    std::thread::sleep(Duration::from_micros(random % ceiling_us));
 }
 
 /// PathDB's data API over a backend. Cheap to clone; clones share the backend.
@@ -387,7 +375,7 @@ impl<B: Backend> Store<B> {
                     // Creators racing for one sequence all read the same next id; a short
                     // random pause spreads them out instead of replanning in lockstep.
                     attempt += 1;
-                    backoff(attempt);
+                    write::backoff(attempt);
                 }
                 Err(WriteError::ConditionFailed { index }) => {
                     let path = plan
@@ -623,6 +611,93 @@ impl<B: Backend> Store<B> {
             now: self.now(),
         };
         exporter.export(out, progress)
+    }
+
+    /// Deletes the item at `path`, if any, and every live item below it; returns how many.
+    /// Each leaves its tombstone, and history stays. `/a/p-1` never touches `/a/p-10`.
+    ///
+    /// Atomic when the subtree fits in one write; a larger one is a job done in batches (see
+    /// [`Store::run_subtree_job`]). `progress` gets the count so far after each batch.
+    ///
+    /// # Errors
+    /// [`Error::NothingBelow`] when there is nothing to delete; as
+    /// [`Store::run_subtree_job`].
+    pub fn delete_subtree(
+        &self,
+        path: &KeyPath,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64, Error> {
+        self.run_subtree_job(&SubtreeJob::delete(path.clone()), progress)
+    }
+
+    /// Re-keys every live item at or below `from` to the same place below `to` (its elements
+    /// replace `from`'s), with its value, times, expiry and history; the sources become
+    /// tombstones. Returns how many items moved. `to` may be in another group, and `from` a
+    /// whole group. Atomic when it fits in one write, otherwise a job ([`Store::run_subtree_job`]).
+    ///
+    /// # Errors
+    /// [`Error::DestinationNotEmpty`], [`Error::NothingBelow`], [`Error::InvalidRequest`] when
+    /// one path is inside the other; as [`Store::run_subtree_job`].
+    pub fn move_subtree(
+        &self,
+        from: &KeyPath,
+        to: &KeyPath,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64, Error> {
+        self.run_subtree_job(&SubtreeJob::relocate(from.clone(), to.clone()), progress)
+    }
+
+    /// [`Store::move_subtree`] that leaves the sources as they are; returns how many items it
+    /// copied.
+    ///
+    /// # Errors
+    /// As [`Store::move_subtree`].
+    pub fn copy_subtree(
+        &self,
+        from: &KeyPath,
+        to: &KeyPath,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64, Error> {
+        self.run_subtree_job(&SubtreeJob::copy(from.clone(), to.clone()), progress)
+    }
+
+    /// Runs a subtree delete, move or copy to the end, or finishes it if an earlier run of the
+    /// same job stopped part-way ([`Store::subtree_jobs`]); returns the items done in all.
+    ///
+    /// A subtree that fits in one backend write is done atomically. A larger one is done in
+    /// batches, each atomic with the job's record in the system partition, so that at every
+    /// moment each item is at its source, its destination or both, and running the job again
+    /// continues after the last batch that committed (docs/tree.md says what concurrent
+    /// readers and writers see meanwhile). A destination is checked to be empty when a job
+    /// starts, not when it resumes. `progress` gets the count so far after each batch.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRequest`] for a path without id at its end, a delete with a destination
+    /// or a move without one, or paths inside each other; [`Error::NothingBelow`] when a new job
+    /// finds no live item; [`Error::DestinationNotEmpty`] when a live item is in the
+    /// destination (at the start, or where an item goes); key size limits for a destination
+    /// path; storage failures (the job stays, to run again).
+    pub fn run_subtree_job(
+        &self,
+        job: &SubtreeJob,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64, Error> {
+        let relocator = Relocator {
+            backend: &self.inner.backend,
+            settings: self.inner.settings(),
+            commits: &self.inner.commits,
+            clock: &*self.inner.options.clock,
+        };
+        relocator.run(job, progress)
+    }
+
+    /// The subtree jobs that stopped part-way (a crash, a lost connection, a storage error):
+    /// run each with [`Store::run_subtree_job`] to finish it.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn subtree_jobs(&self) -> Result<Vec<PendingJob>, Error> {
+        crate::subtree::pending(&self.inner.backend.reader()?)
     }
 
     /// Writes records (as [`parse_import`](crate::parse_import) reads them) in atomic batches

@@ -12,6 +12,9 @@
 //! | `ids` | plan | the records of the sequences the creates advanced |
 //! | `changelog` | plan | one change-log entry per group changed, and now and then the removal of expired entries |
 //!
+//! A subtree delete, move or copy (subtree.rs) is planned by [`plan_subtree`] from items it read
+//! itself: the `relocate` stage per item, its job record, then the same `changelog` stage.
+//!
 //! The rule that keeps it one-way: a stage depends on [`plan`](self::plan) (its [`Context`] and
 //! [`Plan`]) and on the layers below the pipeline (records, layout, limits, the change log's
 //! format), never on `Store` and never on a later stage. `Store` opens the snapshot, calls
@@ -23,12 +26,14 @@ mod history;
 mod ids;
 mod items;
 mod plan;
+mod relocate;
 
 pub(crate) use changelog::log_changes;
 pub(crate) use plan::{Context, Plan, Settings};
+pub(crate) use relocate::{Relocation, Source, Target};
 
 use crate::Error;
-use crate::backend::Reader;
+use crate::backend::{Reader, WriteOp};
 use crate::limits::{check_expiry, check_item_size, check_key};
 use crate::ops::{Parent, TxOp};
 use pathdb_keys::KeyPath;
@@ -46,6 +51,39 @@ pub(crate) fn plan<R: Reader>(ctx: &Context<'_, R>, ops: &[TxOp]) -> Result<Plan
     ids.stage(ctx, &mut plan)?;
     changelog::stage(ctx, &mut plan)?;
     Ok(plan)
+}
+
+/// Builds the batch that relocates `items` (subtree.rs), with `job`, the write of the
+/// operation's job record, if it has one.
+pub(crate) fn plan_subtree<R: Reader>(
+    ctx: &Context<'_, R>,
+    items: &[Relocation],
+    job: Option<(WriteOp, &KeyPath)>,
+) -> Result<Plan, Error> {
+    let mut plan = Plan::default();
+    for item in items {
+        relocate::stage(ctx, &mut plan, item)?;
+    }
+    if let Some((op, owner)) = job {
+        plan.push(op, owner, false);
+    }
+    changelog::stage(ctx, &mut plan)?;
+    Ok(plan)
+}
+
+/// Sleeps a random time below `2^attempt` ms (at most 64 ms), from the second attempt on: a
+/// writer that lost a race replans after it, so racers spread out instead of replanning in
+/// lockstep.
+pub(crate) fn backoff(attempt: u32) {
+    if attempt < 2 {
+        return;
+    }
+    let ceiling_us = 1000u64 << attempt.min(6);
+    let random = std::hash::BuildHasher::hash_one(
+        &std::collections::hash_map::RandomState::new(),
+        (attempt, std::time::Instant::now()),
+    );
+    std::thread::sleep(std::time::Duration::from_micros(random % ceiling_us));
 }
 
 /// The limits every write checks before reading anything.
