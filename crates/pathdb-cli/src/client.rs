@@ -6,7 +6,8 @@ use anyhow::{Context, Result, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
     Change, Condition, Expiry, ExportEnd, ExportLine, ExportStatus, GroupPage, IdKind,
-    ImportReport, Item, Json, ListEntry, ListPage, ListRequest, PutOptions, Timestamp,
+    ImportReport, Item, Json, ListEntry, ListPage, ListRequest, PutOptions, SubtreeJob, SubtreeOp,
+    Timestamp,
 };
 use serde::Deserialize;
 use std::io::BufRead;
@@ -312,6 +313,42 @@ impl Db for Client {
             (404, _) => Ok(None),
             (_, body) => Self::item(&body).map(Some),
         }
+    }
+
+    fn subtree(&self, job: &SubtreeJob, _progress: &mut dyn FnMut(u64)) -> Result<u64> {
+        let what = job.op.as_str();
+        let response = match (job.op, &job.to) {
+            (SubtreeOp::Delete, _) => self
+                .auth(self.agent.delete(self.url("/v1/items", &job.from)))
+                .query("recursive", "true")
+                .call(),
+            (op, Some(to)) => {
+                let route = match op {
+                    SubtreeOp::Copy => "/v1/copy",
+                    _ => "/v1/move",
+                };
+                let body = serde_json::json!({"from": job.from.to_string(), "to": to.to_string()});
+                self.auth(self.agent.post(format!("{}{route}", self.base)))
+                    .header("Content-Type", "application/json")
+                    .send(body.to_string())
+            }
+            (_, None) => bail!("a {what} needs a destination"),
+        };
+        let (status, body) = Self::read(response, what)?;
+        let answer: serde_json::Value =
+            serde_json::from_str(&body).with_context(|| format!("{what}: server sent {body}"))?;
+        if status == 404 {
+            let message = answer["error"]["message"].as_str().unwrap_or(&body);
+            return Err(Failure::NotFound(message.to_owned()).into());
+        }
+        let count = match job.op {
+            SubtreeOp::Delete => "deleted",
+            SubtreeOp::Move => "moved",
+            SubtreeOp::Copy => "copied",
+        };
+        answer[count]
+            .as_u64()
+            .with_context(|| format!("{what}: server sent {body}"))
     }
 
     fn groups(&self, limit: usize, page_token: Option<&str>) -> Result<GroupPage> {

@@ -6,7 +6,7 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     Change, ChangeToken, Condition, ExportEnd, GroupPage, IdKind, ImportReport, Item, Json,
-    ListPage, ListRequest, OnExisting, PutOptions, Store,
+    ListPage, ListRequest, OnExisting, PutOptions, Store, SubtreeJob,
 };
 use std::time::Duration;
 
@@ -47,6 +47,10 @@ pub trait Db {
     fn changes(&self, prefix: &KeyPath, since: Option<&str>, wait: Duration) -> Result<Changes>;
     /// Delete; the deleted item, if there was one.
     fn delete(&self, path: &KeyPath, condition: Option<Condition>) -> Result<Option<Item>>;
+    /// Runs a subtree delete, move or copy to the end (or finishes an earlier run of it); the
+    /// items done in all. `progress` gets the count so far where the database tells it (a local
+    /// file reports each batch; a server answers once, at the end).
+    fn subtree(&self, job: &SubtreeJob, progress: &mut dyn FnMut(u64)) -> Result<u64>;
     /// One page of a listing.
     fn list(&self, request: &ListRequest) -> Result<ListPage>;
     /// One page of the groups, in key order.
@@ -115,6 +119,10 @@ impl<B: Backend> Db for Store<B> {
             changes: page.changes.into_iter().map(|c| c.change).collect(),
             next_token: page.next_token.to_string(),
         })
+    }
+
+    fn subtree(&self, job: &SubtreeJob, progress: &mut dyn FnMut(u64)) -> Result<u64> {
+        Ok(self.run_subtree_job(job, progress)?)
     }
 
     fn list(&self, request: &ListRequest) -> Result<ListPage> {

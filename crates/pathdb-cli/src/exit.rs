@@ -29,9 +29,11 @@ pub enum Status {
 pub const HELP: &str = "\
 Exit status:
   0  success
-  1  not found: `get` of a missing path or version, `rm` of a missing path
+  1  not found: `get` of a missing path or version, `rm` of a missing path, `rm -r`, `mv` or
+     `cp` of a path with nothing at or below it
   2  usage or invalid input (arguments, key path, JSON, limits; a missing --db file for a read)
-  3  condition failed (--must-not-exist, --if-version) or write conflict
+  3  condition failed (--must-not-exist, --if-version), write conflict, or a `mv`/`cp`
+     destination that is not empty
   4  unavailable: cannot reach --server, server error (5xx), database file in use by another
      process, storage or DynamoDB failure, an export that did not complete
   5  refused: missing or read-only access token, read-only database, or no permission to
@@ -108,7 +110,10 @@ fn http_status(status: u16, code: &str) -> Status {
 fn store_status(error: &pathdb_store::Error) -> Status {
     use pathdb_store::Error as E;
     match error {
-        E::ConditionFailed { .. } | E::Conflict { .. } => Status::Condition,
+        E::ConditionFailed { .. } | E::Conflict { .. } | E::DestinationNotEmpty { .. } => {
+            Status::Condition
+        }
+        E::NothingBelow { .. } => Status::NotFound,
         E::ReadOnly => Status::Refused,
         E::Storage(e) if e.kind() == pathdb_store::StorageErrorKind::PermissionDenied => {
             Status::Refused

@@ -441,6 +441,9 @@ fn item_commands_print_the_same_through_server() {
         &["rm", "/u-1/p-3", "--if-version", "1"],
         &["put", "/u-1/q", r#"{"generated": 1}"#, "--id", "sequence"],
         &["put", "/u-1/q-", r#"{"generated": 2}"#, "--id", "sequence"],
+        &["cp", "/u-1/p-1", "/u-1/folder-2"],
+        &["mv", "/u-1/folder-2", "/u-1/folder-3"],
+        &["rm", "-r", "/u-1/folder-1"],
     ];
     let reads: &[&[&str]] = &[
         &["get", "/u-1/p-1"],
@@ -487,6 +490,25 @@ fn item_commands_print_the_same_through_server() {
             normalize(&remote_out),
             normalize(&local_out),
             "pathdb {command:?} (json: {json})"
+        );
+    }
+    // The subtree commands' failures have the same exit status both ways, and print the
+    // count without --json.
+    for args in [&local_args[..], &remote_args[..]] {
+        crate::fails_with(1, &[args, &["rm", "-r", "/u-1/folder-1"]].concat());
+        crate::fails_with(
+            1,
+            &[args, &["mv", "/u-1/folder-9", "/u-1/folder-8"]].concat(),
+        );
+        crate::fails_with(3, &[args, &["cp", "/u-1/p-2", "/u-1/folder-3"]].concat());
+        crate::fails_with(2, &[args, &["mv", "/u-1/p-1", "/u-1/p-1/c-2"]].concat());
+        assert_eq!(
+            ok(&[args, &["cp", "/u-1/folder-3", "/u-1/folder-5"]].concat()),
+            "copied 2 items from /u-1/folder-3 to /u-1/folder-5\n"
+        );
+        assert_eq!(
+            ok(&[args, &["rm", "-r", "/u-1/folder-5"]].concat()),
+            "deleted 2 items at and below /u-1/folder-5\n"
         );
     }
     // `ls /`: the groups in key order (integers numerically), one page at a time, the same
@@ -767,4 +789,109 @@ fn a_file_held_by_a_server_says_use_server() {
             "{command:?}: {stderr}"
         );
     }
+}
+
+/// Every item at or below `prefix`, path to value, read with `pathdb ls --all`.
+fn subtree(args: &[&str], prefix: &str) -> HashMap<String, Value> {
+    let out = ok(&[args, &["--json", "ls", prefix, "--all", "--limit", "1000"]].concat());
+    crate::json_lines(&out)
+        .into_iter()
+        .map(|item| {
+            (
+                item["path"].as_str().expect("path").to_owned(),
+                item["value"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn kill_9_in_the_middle_of_a_large_move_loses_no_item() {
+    const N: usize = 20_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("move.pathdb");
+    let db_args = ["--db", db.to_str().expect("utf-8")];
+    // N items, loaded as an export's records (without its last line).
+    let records: String = (0..N)
+        .map(|i| {
+            json!({"path": format!("/drive-a91/folder-big/file-{i}"), "version": 1,
+                "created_at": 1, "modified_at": 1, "expires_at": null, "value": {"n": i}})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    let input = dir.path().join("items.jsonl");
+    std::fs::write(&input, records).expect("write records");
+    ok(&[
+        &db_args[..],
+        &["import", "--partial", input.to_str().expect("utf-8")],
+    ]
+    .concat());
+
+    let server = Server::start(&db);
+    let addr = server.addr;
+    let body = r#"{"from": "/drive-a91/folder-big", "to": "/drive-b22/folder-big"}"#;
+    let mover = std::thread::spawn(move || http(addr, "POST", "/v1/move", body));
+    // Killed as soon as the first batch has committed.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (status, listing) = http(addr, "GET", "/v1/list/drive-b22/folder-big?limit=1", "")
+            .expect("list the destination");
+        assert_eq!(status, 200, "{listing}");
+        if listing.contains("file-") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no batch committed within 120 s");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    server.kill_9();
+    let answer = mover.join().expect("the mover thread");
+    assert!(
+        !matches!(answer, Ok((200, _))),
+        "the move finished before the kill: {answer:?}"
+    );
+
+    // Every item is in one place or the other, with its value; some are in each. (A write
+    // first: after a crash, redb recovers the file on a read-write open only.)
+    ok(&[&db_args[..], &["put", "/probe-1", "{}"]].concat());
+    let source = subtree(&db_args, "/drive-a91/folder-big");
+    let target = subtree(&db_args, "/drive-b22/folder-big");
+    assert!(!source.is_empty() && !target.is_empty());
+    for i in 0..N {
+        let from = format!("/drive-a91/folder-big/file-{i}");
+        let to = format!("/drive-b22/folder-big/file-{i}");
+        let found = source.get(&from).or_else(|| target.get(&to));
+        assert_eq!(found, Some(&json!({"n": i})), "file-{i}");
+    }
+
+    // Restarted, the server finishes the job by itself; the request sent again then has
+    // nothing left to move.
+    let server = Server::start(&db);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (_, listing) = http(
+            server.addr,
+            "GET",
+            "/v1/list/drive-a91/folder-big?limit=1",
+            "",
+        )
+        .expect("list the source");
+        if !listing.contains("file-") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the job did not finish within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = server.url();
+    let target = subtree(&["--server", url.as_str()], "/drive-b22/folder-big");
+    assert_eq!(target.len(), N);
+    for i in 0..N {
+        let to = format!("/drive-b22/folder-big/file-{i}");
+        assert_eq!(target.get(&to), Some(&json!({"n": i})), "file-{i}");
+    }
+    let (status, _) = http(server.addr, "POST", "/v1/move", body).expect("move again");
+    assert_eq!(status, 404);
 }

@@ -81,6 +81,8 @@ impl From<pathdb_store::Error> for ApiError {
             E::InvalidChangeToken(_) => (StatusCode::BAD_REQUEST, "invalid_change_token"),
             E::ChangesExpired(_) => (StatusCode::GONE, "token_expired"),
             E::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+            E::NothingBelow { .. } => (StatusCode::NOT_FOUND, "not_found"),
+            E::DestinationNotEmpty { .. } => (StatusCode::CONFLICT, "destination_not_empty"),
             E::ReadOnly => (StatusCode::FORBIDDEN, "read_only"),
             E::Storage(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),

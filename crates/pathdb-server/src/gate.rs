@@ -267,6 +267,9 @@ impl Check for TrackRequests {
 /// the runtime's timer wheel lock and often wakes the thread that drives it. The deadline is
 /// the same, counted from the call. (At the deadline itself an answer that is ready wins over
 /// the 408; tower-http, polling its timer first, answers 408.)
+///
+/// A recursive delete (`DELETE ...?recursive=true`) has no deadline: it takes as long as its
+/// batches take, like a subtree move, which is routed outside this layer.
 #[derive(Clone, Copy)]
 pub(crate) struct TimeoutLayer(pub(crate) std::time::Duration);
 
@@ -300,9 +303,14 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
+        let unlimited = request.method() == axum::http::Method::DELETE
+            && request
+                .uri()
+                .query()
+                .is_some_and(|q| q.split('&').any(|pair| pair == "recursive=true"));
         TimeoutFuture {
             inner: self.inner.call(request),
-            deadline: tokio::time::Instant::now() + self.limit,
+            deadline: (!unlimited).then(|| tokio::time::Instant::now() + self.limit),
             timer: None,
         }
     }
@@ -313,7 +321,7 @@ pin_project! {
     pub(crate) struct TimeoutFuture<F> {
         #[pin]
         inner: F,
-        deadline: tokio::time::Instant,
+        deadline: Option<tokio::time::Instant>,
         #[pin]
         timer: Option<tokio::time::Sleep>,
     }
@@ -330,9 +338,11 @@ where
         if let Poll::Ready(answer) = this.inner.poll(cx) {
             return Poll::Ready(answer);
         }
+        let Some(deadline) = *this.deadline else {
+            return Poll::Pending;
+        };
         if this.timer.is_none() {
-            this.timer
-                .set(Some(tokio::time::sleep_until(*this.deadline)));
+            this.timer.set(Some(tokio::time::sleep_until(deadline)));
         }
         if let Some(timer) = this.timer.as_pin_mut() {
             ready!(timer.poll(cx));

@@ -15,7 +15,7 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     Condition, DEFAULT_LIST_LIMIT, Expiry, Json as JsonText, ListRequest, MAX_LIST_LIMIT,
-    PutOptions, Transaction, TxOp,
+    PutOptions, SubtreeJob, Transaction, TxOp,
 };
 use std::time::Duration;
 
@@ -161,14 +161,14 @@ fn http_condition(e: pathdb_store::Error) -> ApiError {
     }
 }
 
-/// Deletes an item.
+/// Deletes an item; with `recursive=true`, the item and every live item below it.
 #[utoipa::path(delete, path = "/v1/items/{path}", tag = "items", operation_id = "deleteItem",
-    params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"),
-        ("If-Match" = Option<String>, Header, description = "`*` or entity tags: fail with 412 unless the item is at one of these versions. Weak tags never match.", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
+    params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"), DeleteQuery,
+        ("If-Match" = Option<String>, Header, description = "`*` or entity tags: fail with 412 unless the item is at one of these versions. Weak tags never match. Not with `recursive=true`.", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
     responses(
-        (status = 200, description = "The deleted item", body = ItemOut, headers(("ETag" = String, description = "The deleted version, quoted"))),
+        (status = 200, description = "The deleted item, or with `recursive=true` how many items were deleted", body = DeleteOut, headers(("ETag" = String, description = "The deleted version, quoted (not with `recursive=true`)"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody),
+        (status = 404, description = "No such item (with `recursive=true`: nothing at or below the path)", body = ErrorBody),
         (status = 409, description = "A concurrent write changed the item: retry", body = ErrorBody),
         (status = 412, description = "If-Match did not hold; nothing deleted", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
@@ -176,9 +176,23 @@ fn http_condition(e: pathdb_store::Error) -> ApiError {
 pub async fn delete_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
     UrlPath(path): UrlPath,
+    Query(q): Query<DeleteQuery>,
     Preconditions(headers): Preconditions,
 ) -> Result<Response, ApiError> {
     let precondition = precondition::write_precondition(&headers)?;
+    if q.recursive == Some(true) {
+        if precondition != WritePrecondition::None {
+            return Err(ApiError::bad_request(
+                "If-Match and If-None-Match do not apply to a recursive delete",
+            ));
+        }
+        // On the blocking pool, which finishes the job even if the client goes away.
+        let deleted = store_call("delete_subtree", move || {
+            Ok(state.store.delete_subtree(&path, &mut |_| {})?)
+        })
+        .await?;
+        return Ok(axum::Json(DeleteOut::Subtree(DeletedOut { deleted })).into_response());
+    }
     if precondition == WritePrecondition::Store(Condition::MustNotExist) {
         return Err(ApiError::bad_request(
             "If-None-Match does not apply to DELETE",
@@ -192,6 +206,60 @@ pub async fn delete_item<B: Backend>(
     .await?
     .ok_or_else(|| ApiError::not_found(missing))?;
     Ok(item_response(StatusCode::OK, deleted.into()))
+}
+
+/// Moves a subtree: every live item at or below `from` to the same place below `to`, with its
+/// value, times, expiry and history; the sources become absent. Atomic when it fits in one
+/// write; a larger one runs in resumable batches (sending the same request again finishes it).
+#[utoipa::path(post, path = "/v1/move", tag = "items", operation_id = "moveSubtree", request_body = SubtreeIn,
+    responses((status = 200, body = MovedOut),
+        (status = 400, description = "An invalid path, or one path inside the other", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, description = "Nothing at or below `from`", body = ErrorBody),
+        (status = 409, description = "`destination_not_empty`: an item exists at or below `to`", body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn move_subtree<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Json(body): Json<SubtreeIn>,
+) -> Result<axum::Json<MovedOut>, ApiError> {
+    let job = SubtreeJob::relocate(parse_path(&body.from)?, parse_path(&body.to)?);
+    let moved = run_subtree_job(state, "move", job).await?;
+    Ok(axum::Json(MovedOut { moved }))
+}
+
+/// Copies a subtree: like `POST /v1/move`, but the source stays as it is.
+#[utoipa::path(post, path = "/v1/copy", tag = "items", operation_id = "copySubtree", request_body = SubtreeIn,
+    responses((status = 200, body = CopiedOut),
+        (status = 400, description = "An invalid path, or one path inside the other", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, description = "Nothing at or below `from`", body = ErrorBody),
+        (status = 409, description = "`destination_not_empty`: an item exists at or below `to`", body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn copy_subtree<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Json(body): Json<SubtreeIn>,
+) -> Result<axum::Json<CopiedOut>, ApiError> {
+    let job = SubtreeJob::copy(parse_path(&body.from)?, parse_path(&body.to)?);
+    let copied = run_subtree_job(state, "copy", job).await?;
+    Ok(axum::Json(CopiedOut { copied }))
+}
+
+/// Runs a subtree job on the blocking pool, which finishes it even if the client goes away.
+async fn run_subtree_job<B: Backend>(
+    state: AppState<B>,
+    op: &'static str,
+    job: SubtreeJob,
+) -> Result<u64, ApiError> {
+    store_call(op, move || {
+        Ok(state.store.run_subtree_job(&job, &mut |_| {})?)
+    })
+    .await
 }
 
 /// Reads several items from one snapshot; missing ones are left out.

@@ -73,7 +73,8 @@ impl<B: Backend> Clone for AppState<B> {
 #[openapi(
     info(title = "PathDB", description = "A document database addressed by typed key paths that sort the way people mean them."),
     paths(
-        handlers::get_item, handlers::put_item, handlers::delete_item, handlers::get_many, handlers::list,
+        handlers::get_item, handlers::put_item, handlers::delete_item, handlers::move_subtree,
+        handlers::copy_subtree, handlers::get_many, handlers::list,
         handlers::history, handlers::transact, handlers::export, handlers::import, handlers::healthz,
         handlers::readyz, handlers::metrics, browse::groups, browse::explain_key, browse::session,
         changes::changes, changes::create_item
@@ -202,11 +203,23 @@ pub fn app<B: Backend>(
             post(handlers::import::<B>).route_layer(CheckLayer(RequireMedia(media::JSON_LINES))),
         )
         .route_layer(guarded.clone());
+    // A subtree move or copy takes as long as its batches take (a recursive delete too: the
+    // timeout lets it through, gate.rs).
+    let subtree = Router::new()
+        .route("/v1/move", post(handlers::move_subtree::<B>))
+        .route("/v1/copy", post(handlers::copy_subtree::<B>))
+        .route_layer(
+            guarded
+                .clone()
+                .layer(json())
+                .layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
+        );
     // Long polls (up to 60 s) and event streams outlive the request timeout.
     let feed = Router::new()
         .route("/v1/changes/{*prefix}", get(changes::changes::<B>))
         .route_layer(guarded.clone());
     let api = items
+        .merge(subtree)
         .merge(import)
         .merge(feed)
         .route("/metrics", get(handlers::metrics).route_layer(guarded))
@@ -265,6 +278,36 @@ pub async fn serve(
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+/// Finishes, on a thread of its own, the subtree jobs an earlier process left part-way (a crash
+/// in the middle of a large move or delete): each runs to the end as its request would have.
+/// Failures are logged; the job stays, for the next start or the same request to finish.
+pub fn resume_subtree_jobs<B: Backend>(store: Store<B>) {
+    let resume = move || {
+        let jobs = match store.subtree_jobs() {
+            Ok(jobs) => jobs,
+            Err(e) => return tracing::warn!(error = %e, "could not read unfinished subtree jobs"),
+        };
+        for pending in jobs {
+            let job = &pending.job;
+            let to = job.to.as_ref().map(ToString::to_string).unwrap_or_default();
+            tracing::info!(op = job.op.as_str(), from = %job.from, %to, done = pending.done,
+                "resuming an unfinished subtree job");
+            match store.run_subtree_job(job, &mut |_| {}) {
+                Ok(done) => tracing::info!(op = job.op.as_str(), from = %job.from, %to, done,
+                    "finished the subtree job"),
+                Err(e) => tracing::warn!(op = job.op.as_str(), from = %job.from, %to, error = %e,
+                    "the subtree job failed; it stays, to finish on the next start or request"),
+            }
+        }
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("pathdb-resume".into())
+        .spawn(resume)
+    {
+        tracing::warn!(error = %e, "could not start resuming subtree jobs");
+    }
 }
 
 /// Ends the change feed's event streams and answers its long polls now, in every app of this

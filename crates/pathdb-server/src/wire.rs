@@ -169,6 +169,63 @@ pub struct GetManyIn {
     pub paths: Vec<String>,
 }
 
+/// Options of `DELETE /v1/items/{path}`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeleteQuery {
+    /// Delete the item, if any, and every live item below it, and answer
+    /// `{"deleted": N}`: atomic when it fits in one write, in resumable batches when not.
+    pub recursive: Option<bool>,
+}
+
+/// What `DELETE /v1/items/{path}` answers: the item, or with `recursive=true` a count.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum DeleteOut {
+    /// The deleted item.
+    #[expect(
+        dead_code,
+        reason = "built by `item_response` with its ETag; here for the schema"
+    )]
+    Item(ItemOut),
+    /// How many items a recursive delete deleted.
+    Subtree(DeletedOut),
+}
+
+/// The answer of a recursive delete.
+#[derive(Serialize, ToSchema)]
+pub struct DeletedOut {
+    /// Items deleted (the item at the path included).
+    pub deleted: u64,
+}
+
+/// `POST /v1/move` and `POST /v1/copy`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubtreeIn {
+    /// The subtree: this path's item, if any, and every live item below it.
+    #[schema(example = "/drive-a91/folder-docs")]
+    pub from: String,
+    /// Where it goes: `from`'s elements are replaced by these. Must hold no live item, and
+    /// neither path may be inside the other.
+    #[schema(example = "/drive-b22/folder-docs")]
+    pub to: String,
+}
+
+/// The answer of `POST /v1/move`.
+#[derive(Serialize, ToSchema)]
+pub struct MovedOut {
+    /// Items moved.
+    pub moved: u64,
+}
+
+/// The answer of `POST /v1/copy`.
+#[derive(Serialize, ToSchema)]
+pub struct CopiedOut {
+    /// Items copied.
+    pub copied: u64,
+}
+
 /// Options of `PUT /v1/items/{path}`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

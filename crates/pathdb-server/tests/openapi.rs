@@ -50,6 +50,8 @@ async fn every_operation_has_a_stable_operation_id() {
         ("post", "/v1/transact", "transact"),
         ("get", "/v1/changes/{prefix}", "getChanges"),
         ("post", "/v1/items/{path}", "createItem"),
+        ("post", "/v1/move", "moveSubtree"),
+        ("post", "/v1/copy", "copySubtree"),
     ];
     let mut expected: Vec<(String, String, String)> = expected
         .iter()

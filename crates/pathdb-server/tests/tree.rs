@@ -1,6 +1,8 @@
 //! The tree: implied nodes in children listings, and subtree delete, move and copy.
 
 use super::TestServer;
+use axum::body::Body;
+use axum::http::Method;
 use serde_json::{Value, json};
 
 /// The issue's leaderboard: two entries below `score-!1500`, no item at `ts-…`.
@@ -142,4 +144,184 @@ async fn nodes_page_both_ways_and_respect_bounds() {
         all,
         "a bound inside a child's subtree keeps the child"
     );
+}
+
+/// Puts each path with `{"n": i}`.
+async fn put_all(server: &TestServer, paths: &[&str]) {
+    for (i, path) in paths.iter().enumerate() {
+        server.put_item(path, &json!({ "n": i }).to_string()).await;
+    }
+}
+
+#[tokio::test]
+async fn recursive_delete_answers_a_count_and_stops_at_the_segment() {
+    let server = TestServer::new();
+    put_all(
+        &server,
+        &[
+            "/a-1/p-1",
+            "/a-1/p-1/c-1",
+            "/a-1/p-1/c-2/d-1",
+            "/a-1/p-10",
+            "/a-1/p-10/c-1",
+        ],
+    )
+    .await;
+    let body = server
+        .delete("/v1/items/a-1/p-1?recursive=true")
+        .await
+        .expect(200);
+    assert_eq!(body, json!({"deleted": 3}));
+    assert_eq!(
+        server.list_paths("/v1/list/a-1").await,
+        ["/a-1/p-10", "/a-1/p-10/c-1"]
+    );
+    server
+        .get("/v1/items/a-1/p-1/c-1")
+        .await
+        .expect_error(404, "not_found");
+    // Each delete left its tombstone: the next put continues the numbering.
+    assert_eq!(server.put_item("/a-1/p-1/c-1", "{}").await["version"], 3);
+    // Nothing there: 404. A precondition does not apply.
+    server
+        .delete("/v1/items/a-1/p-2?recursive=true")
+        .await
+        .expect_error(404, "not_found");
+    server
+        .call(
+            Method::DELETE,
+            "/v1/items/a-1/p-10?recursive=true",
+            &[("if-match", "\"1\"")],
+            Body::empty(),
+        )
+        .await
+        .expect_error(400, "invalid_request");
+    // recursive=false is a plain delete of the item alone.
+    let item = server
+        .delete("/v1/items/a-1/p-10?recursive=false")
+        .await
+        .expect(200);
+    assert_eq!(item["path"], "/a-1/p-10");
+    assert_eq!(
+        server.list_paths("/v1/list/a-1/p-10").await,
+        ["/a-1/p-10/c-1"]
+    );
+}
+
+#[tokio::test]
+async fn move_keeps_values_times_and_history_and_leaves_tombstones() {
+    let server = TestServer::new();
+    put_all(
+        &server,
+        &["/drive-a91/folder-docs", "/drive-a91/folder-docs/file-1"],
+    )
+    .await;
+    let put = server
+        .put(
+            "/v1/items/drive-a91/folder-docs/file-1?history=true",
+            r#"{"text": "v2"}"#,
+        )
+        .await
+        .expect(200);
+    put_all(&server, &["/drive-a91/folder-docs0"]).await;
+    let body = server
+        .post(
+            "/v1/move",
+            &json!({"from": "/drive-a91/folder-docs", "to": "/drive-b22/folder-docs"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(body, json!({"moved": 2}));
+    server
+        .get("/v1/items/drive-a91/folder-docs/file-1")
+        .await
+        .expect_error(404, "not_found");
+    assert_eq!(
+        server.list_paths("/v1/list/drive-a91").await,
+        ["/drive-a91/folder-docs0"]
+    );
+    let moved = server
+        .get("/v1/items/drive-b22/folder-docs/file-1")
+        .await
+        .expect(200);
+    for field in ["value", "version", "created_at", "modified_at"] {
+        assert_eq!(moved[field], put[field], "{field}");
+    }
+    let history = server
+        .get("/v1/history/drive-b22/folder-docs/file-1")
+        .await
+        .expect(200);
+    assert_eq!(history["items"][0]["value"], json!({"text": "v2"}));
+    // The source's numbering goes on from its tombstone.
+    assert_eq!(
+        server.put_item("/drive-a91/folder-docs/file-1", "{}").await["version"],
+        4
+    );
+}
+
+#[tokio::test]
+async fn copy_leaves_the_source() {
+    let server = TestServer::new();
+    put_all(
+        &server,
+        &["/user-7", "/user-7/post-1", "/user-7/post-1/comment-2"],
+    )
+    .await;
+    let body = server
+        .post("/v1/copy", &json!({"from": "/user-7", "to": "/user-8"}))
+        .await
+        .expect(200);
+    assert_eq!(body, json!({"copied": 3}));
+    assert_eq!(server.list_paths("/v1/list/user-7").await.len(), 3);
+    assert_eq!(
+        server.list_paths("/v1/list/user-8").await,
+        ["/user-8", "/user-8/post-1", "/user-8/post-1/comment-2"]
+    );
+}
+
+#[tokio::test]
+async fn move_and_copy_errors() {
+    let server = TestServer::new();
+    put_all(&server, &["/e-1/a-1", "/e-1/a-1/b-1", "/e-1/c-1/d-1"]).await;
+    for op in ["/v1/move", "/v1/copy"] {
+        let server = &server;
+        let send = |from: &str, to: &str| {
+            let body = json!({"from": from, "to": to});
+            async move { server.post(op, &body).await }
+        };
+        let message = send("/e-1/a-1", "/e-1/c-1")
+            .await
+            .expect_error(409, "destination_not_empty");
+        assert!(message.contains("/e-1/c-1/d-1"), "{message}");
+        for (from, to) in [("/e-1/a-1", "/e-1/a-1/b-2"), ("/e-1/a-1/b-1", "/e-1/a-1")] {
+            send(from, to).await.expect_error(400, "invalid_request");
+        }
+        send("/e-1/z-1", "/e-2/z-1")
+            .await
+            .expect_error(404, "not_found");
+        send("/e-1/a-1", "e-2")
+            .await
+            .expect_error(400, "invalid_path");
+        server
+            .post(
+                op,
+                &json!({"from": "/e-1/a-1", "to": "/e-2/a-1", "force": true}),
+            )
+            .await
+            .expect_error(400, "invalid_json");
+        server
+            .call(
+                Method::POST,
+                op,
+                &[("content-type", "text/plain")],
+                json!({"from": "/e-1/a-1", "to": "/e-2/a-1"}).to_string(),
+            )
+            .await
+            .expect_error(415, "unsupported_media_type");
+    }
+    assert_eq!(
+        server.list_paths("/v1/list/e-1").await,
+        ["/e-1/a-1", "/e-1/a-1/b-1", "/e-1/c-1/d-1"]
+    );
+    assert!(server.list_paths("/v1/list/e-2").await.is_empty());
 }

@@ -265,18 +265,20 @@ impl<B: Backend> Relocator<'_, B> {
                 }
                 None => None,
             };
-            if stored.is_none()
-                && let Some(to) = &job.to
-            {
-                check_empty(&reader, to, now)?;
-            }
             let (mut items, mut exhausted) =
                 self.read_batch(&reader, job, stored.as_ref().map(|s| &s.cursor[..]), now)?;
-            if stored.is_none() && items.is_empty() {
-                return Err(Error::NothingBelow {
-                    operation: job.op.as_str(),
-                    path: job.from.clone(),
-                });
+            if stored.is_none() {
+                // A new job: the source first (a move already done answers that), then the
+                // whole destination, not only where this batch goes.
+                if items.is_empty() {
+                    return Err(Error::NothingBelow {
+                        operation: job.op.as_str(),
+                        path: job.from.clone(),
+                    });
+                }
+                if let Some(to) = &job.to {
+                    check_empty(&reader, to, now)?;
+                }
             }
             // Shrink the batch until its plan fits the backend's write.
             let max = self.settings.max_batch_ops;

@@ -54,6 +54,10 @@ pub struct RmArgs {
     /// Fail unless the item exists at this version.
     #[arg(long)]
     if_version: Option<u64>,
+    /// Delete the item, if any, and every item below it (each leaves its tombstone; history
+    /// stays).
+    #[arg(short, long, conflicts_with = "if_version")]
+    recursive: bool,
 }
 
 #[derive(Args, Debug)]
@@ -117,6 +121,9 @@ pub fn get(store: &dyn Db, args: GetArgs, out: Output) -> Result<()> {
 }
 
 pub fn rm(store: &dyn Db, args: RmArgs, out: Output) -> Result<()> {
+    if args.recursive {
+        return super::tree::run(store, pathdb_store::SubtreeJob::delete(args.path), out);
+    }
     let deleted = store.delete(&args.path, args.if_version.map(Condition::IfVersion))?;
     // Deleting what is not there is reported (exit status 1) rather than silently done, so a
     // script learns that its path was wrong; `|| [ $? -eq 1 ]` makes it idempotent.

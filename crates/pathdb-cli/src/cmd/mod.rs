@@ -10,6 +10,7 @@ mod output;
 mod serve;
 mod storekey;
 mod transfer;
+mod tree;
 mod watch;
 
 use crate::client::Client;
@@ -52,8 +53,13 @@ enum Command {
     Put(item::PutArgs),
     /// Print the item at PATH.
     Get(item::GetArgs),
-    /// Delete the item at PATH.
+    /// Delete the item at PATH; with -r, also every item below it.
     Rm(item::RmArgs),
+    /// Move the item at FROM and every item below it to TO (a rename): values, times and
+    /// history go along, FROM becomes empty.
+    Mv(tree::MoveArgs),
+    /// Copy the item at FROM and every item below it to TO.
+    Cp(tree::MoveArgs),
     /// List PREFIX's item and subtree in key order, or only its direct children.
     Ls(list::LsArgs),
     /// Print an item's revisions, newest first.
@@ -117,6 +123,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Put(args) => item::put(&*connect(Write)?, args, out),
         Command::Get(args) => item::get(&*connect(Read)?, args, out),
         Command::Rm(args) => item::rm(&*connect(Write)?, args, out),
+        Command::Mv(args) => tree::run(&*connect(Write)?, args.relocate(), out),
+        Command::Cp(args) => tree::run(&*connect(Write)?, args.copy(), out),
         Command::Ls(args) => list::ls(&*connect(Read)?, args, out),
         Command::History(args) => item::history(&*connect(Read)?, args, out),
         Command::Watch(args) => watch::watch(&*connect(Read)?, args, out),

@@ -1,5 +1,6 @@
 //! How items look on the terminal: a readable table, or JSON lines with `--json`.
 
+use indicatif::{ProgressBar, ProgressStyle};
 use pathdb_keys::KeyPath;
 use pathdb_store::{Item, ListEntry, Timestamp};
 use std::io::Write;
@@ -8,6 +9,18 @@ use std::io::Write;
 pub fn item_json(item: &Item) -> String {
     // Item serializes with the path in canonical text form and the value as stored.
     serde_json::to_string(item).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+/// A bar on stderr when it is a terminal; nothing otherwise (scripts, CI).
+pub fn bar(template: &str) -> ProgressBar {
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar
 }
 
 /// RFC 3339 UTC with microseconds, e.g. `2026-11-21T23:05:01.123456Z`.

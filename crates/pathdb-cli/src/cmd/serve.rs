@@ -98,6 +98,9 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
                 pathdb_store::Store::open(&db, Default::default(), options)
             }
             .with_context(|| format!("opening {}", db.display()))?;
+            if !args.read_only {
+                pathdb_server::resume_subtree_jobs(store.clone());
+            }
             let mode = if args.read_only { " (read-only)" } else { "" };
             serve(
                 store,
@@ -115,6 +118,7 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
                 );
             }
             let store = super::dynamodb::open_store(&args.dynamodb, options)?;
+            pathdb_server::resume_subtree_jobs(store.clone());
             serve(
                 store,
                 addr,

@@ -2,12 +2,12 @@
 //! so a round trip through a file is lossless; the export's last line says it is complete.
 //! Both show a progress bar when stderr is a terminal, and end with a count on stderr.
 
+use super::output::bar;
 use crate::db::{Db, ImportMode};
 use anyhow::{Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use pathdb_store::OnExisting;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -22,18 +22,6 @@ pub struct ImportArgs {
     /// purpose (without it, such input is refused as possibly cut short).
     #[arg(long)]
     partial: bool,
-}
-
-/// A bar on stderr when it is a terminal; nothing otherwise (scripts, CI).
-fn bar(template: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(0);
-    if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style);
-    }
-    bar
 }
 
 pub fn export(store: &dyn Db) -> Result<()> {
