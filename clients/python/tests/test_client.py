@@ -21,6 +21,7 @@ from pathdb import (
     Conflict,
     Delete,
     Desc,
+    DestinationNotEmpty,
     Forbidden,
     InvalidRequest,
     Item,
@@ -451,3 +452,39 @@ def test_children_show_nodes_for_folders(client: Client, group: KeyPath) -> None
     assert page.items == [Node(path=group.add("folder", 10))] and page.next_page_token
     # A subtree listing is items only, typed as such.
     assert [i.value for i in client.list(group)] == [{"name": "has an item"}, 1, 2, 3]
+
+
+def test_subtree_delete_move_and_copy(client: Client, group: KeyPath) -> None:
+    docs = group.add("folder", 1)
+    client.put(docs, {"name": "docs"})
+    client.put(docs.add("file", 1), 1, history=True)
+    client.put(docs.add("file", 1), 2, history=True)
+    client.put(docs.add("sub", 1).add("file", 2), 3)
+    client.put(group.add("folder", 10), {"name": "a sibling"})
+    other = KeyPath().add("t", uuid.uuid4())
+    assert client.move(docs, other.add("folder", 1)) == 3
+    assert client.get(docs) is None and client.get(group.add("folder", 10)) is not None
+    moved = client.get(other.add("folder", 1).add("file", 1))
+    assert moved is not None and moved.value == 2 and moved.version == 2
+    assert [i.version for i in client.history(other.add("folder", 1).add("file", 1))] == [2, 1]
+    assert client.copy(other, group.add("copy", 1)) == 3
+    assert [i.value for i in client.list(group.add("copy", 1))] == [{"name": "docs"}, 2, 3]
+    with pytest.raises(DestinationNotEmpty) as caught:
+        client.copy(other, group.add("copy", 1))
+    assert caught.value.status == 409 and caught.value.code == "destination_not_empty"
+    with pytest.raises(InvalidRequest):
+        client.move(other, other.add("inside", 1))
+    assert client.delete_subtree(group.add("copy", 1)) == 3
+    with pytest.raises(NotFound):
+        client.delete_subtree(group.add("copy", 1))
+
+
+def test_async_subtree_operations(server: Server, group: KeyPath) -> None:
+    async def main() -> None:
+        async with AsyncClient(server.url, token=TOKEN) as client:
+            await client.put(group.add("a", 1).add("b", 1), 1)
+            assert await client.copy(group.add("a", 1), group.add("a", 2)) == 1
+            assert await client.move(group.add("a", 2), group.add("a", 3)) == 1
+            assert await client.delete_subtree(group) == 2
+
+    asyncio.run(main())

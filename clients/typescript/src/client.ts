@@ -315,6 +315,8 @@ interface Request {
   retryConflict?: boolean;
   /** Seconds the server may hold the answer back (a long poll), added to the timeout. */
   waitSeconds?: number;
+  /** Takes as long as the work takes (a subtree job): no timeout. */
+  unbounded?: boolean;
   /** The caller's signal: aborting it rejects with its reason. */
   signal?: AbortSignal | undefined;
 }
@@ -371,7 +373,9 @@ export class Client {
     for (;;) {
       let response: Response;
       try {
-        const timeout = AbortSignal.timeout(this.#timeoutMs + (request.waitSeconds ?? 0) * 1000);
+        const timeout = request.unbounded
+          ? new AbortController().signal
+          : AbortSignal.timeout(this.#timeoutMs + (request.waitSeconds ?? 0) * 1000);
         const signals = request.signal ? eitherSignal(timeout, request.signal) : { signal: timeout, dispose() {} };
         const init: RequestInit = {
           method: request.method,
@@ -497,6 +501,50 @@ export class Client {
       retryConflict: true,
     });
     return this.#itemOrNull<T>(response);
+  }
+
+  /**
+   * Deletes the item at `path`, if any, and every item below it; how many it deleted. `/a/p-1`
+   * never touches `/a/p-10`. Each leaves a tombstone and history stays. Atomic when it fits in
+   * one transaction, otherwise done in resumable batches (call again to finish one that was cut
+   * off). Throws `NotFound` when there is nothing to delete.
+   */
+  async deleteSubtree(path: PathLike, options: { signal?: AbortSignal } = {}): Promise<number> {
+    const response = await this.#send({
+      method: "DELETE",
+      route: "/v1/items/" + urlPath(toPath(path)),
+      params: { recursive: "true" },
+      unbounded: true,
+      signal: options.signal,
+    });
+    return (await Client.#json(response)).deleted as number;
+  }
+
+  /**
+   * Moves the item at `path` and every item below it to `to` (its elements replace `path`'s),
+   * with values, times and history; how many it moved. `to` may be in another group. Throws
+   * `DestinationNotEmpty`, `NotFound` (nothing at `path`) or `InvalidRequest` (one path inside
+   * the other). Call again to finish a move that was cut off.
+   */
+  async move(path: PathLike, to: PathLike, options: { signal?: AbortSignal } = {}): Promise<number> {
+    return (await this.#relocate("/v1/move", path, to, options.signal)).moved as number;
+  }
+
+  /** Like `move`, but the source stays as it is; how many items it copied. */
+  async copy(path: PathLike, to: PathLike, options: { signal?: AbortSignal } = {}): Promise<number> {
+    return (await this.#relocate("/v1/copy", path, to, options.signal)).copied as number;
+  }
+
+  async #relocate(route: string, path: PathLike, to: PathLike, signal: AbortSignal | undefined): Promise<Wire> {
+    const response = await this.#send({
+      method: "POST",
+      route,
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ from: toPath(path).toString(), to: toPath(to).toString() }),
+      unbounded: true,
+      signal,
+    });
+    return Client.#json(response);
   }
 
   /** The items at `paths` (at most 100), read from one snapshot, null where missing. */

@@ -27,6 +27,11 @@ export class Conflict extends PathDBError {
   override name = "Conflict";
 }
 
+/** A move or copy found an item at or below its destination (HTTP 409 `destination_not_empty`); nothing was written. */
+export class DestinationNotEmpty extends PathDBError {
+  override name = "DestinationNotEmpty";
+}
+
 /** The item (or revision) a method promises does not exist (HTTP 404). */
 export class NotFound extends PathDBError {
   override name = "NotFound";
@@ -67,6 +72,7 @@ export class Unavailable extends PathDBError {
 export function errorFor(status: number, code: string, message: string): PathDBError {
   if (code === "condition_failed" || status === 412) return new ConditionFailed(message, code, status);
   if (code === "conflict") return new Conflict(message, code, status);
+  if (code === "destination_not_empty") return new DestinationNotEmpty(message, code, status);
   if (code === "token_expired" || status === 410) return new TokenExpired(message, code, status);
   if (status === 401) return new Unauthorized(message, code, status);
   if (status === 403) return new Forbidden(message, code, status);

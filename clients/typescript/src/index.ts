@@ -27,6 +27,7 @@ export type {
 export {
   ConditionFailed,
   Conflict,
+  DestinationNotEmpty,
   Forbidden,
   InvalidRequest,
   NotFound,

@@ -12,6 +12,7 @@ import {
   Conflict,
   Delete,
   Desc,
+  DestinationNotEmpty,
   Forbidden,
   InvalidRequest,
   KeyPath,
@@ -205,6 +206,33 @@ describe("listing", () => {
     assert.ok(page.nextPageToken);
     // A subtree listing is items only, typed as such.
     assert.deepEqual((await collect(db.list(g))).map((i) => i.value), [{ name: "has an item" }, 1, 2, 3]);
+  });
+
+  test("subtree delete, move and copy", async () => {
+    const g = group();
+    const docs = g.add("folder", 1);
+    await db.put(docs, { name: "docs" });
+    for (const n of [1, 2]) await db.put(docs.add("file", 1), n, { history: true });
+    await db.put(docs.add("sub", 1).add("file", 2), 3);
+    await db.put(g.add("folder", 10), { name: "a sibling" });
+    const other = group();
+    assert.equal(await db.move(docs, other.add("folder", 1)), 3);
+    assert.equal(await db.get(docs), null);
+    assert.notEqual(await db.get(g.add("folder", 10)), null);
+    const moved = other.add("folder", 1).add("file", 1);
+    assert.equal((await db.get(moved))?.value, 2);
+    assert.deepEqual((await db.history(moved)).map((r) => r.version), [2, 1]);
+    assert.equal(await db.copy(other, g.add("copy", 1)), 3);
+    assert.deepEqual((await collect(db.list(g.add("copy", 1)))).map((i) => i.value), [{ name: "docs" }, 2, 3]);
+    await assert.rejects(db.copy(other, g.add("copy", 1)), (e: unknown) => {
+      assert.ok(e instanceof DestinationNotEmpty);
+      assert.equal(e.status, 409);
+      assert.equal(e.code, "destination_not_empty");
+      return true;
+    });
+    await assert.rejects(db.move(other, other.add("inside", 1)), InvalidRequest);
+    assert.equal(await db.deleteSubtree(g.add("copy", 1)), 3);
+    await assert.rejects(db.deleteSubtree(g.add("copy", 1)), NotFound);
   });
 });
 

@@ -9,6 +9,7 @@ from ._client import AsyncClient, AsyncWatch, Client, Watch
 from ._errors import (
     ConditionFailed,
     Conflict,
+    DestinationNotEmpty,
     Forbidden,
     InvalidRequest,
     NotFound,
@@ -50,6 +51,7 @@ __all__ = [
     "Delete",
     "DeleteChange",
     "Desc",
+    "DestinationNotEmpty",
     "Element",
     "Entry",
     "Forbidden",

@@ -70,6 +70,8 @@ class _Request:
     retry_conflict: bool = False
     # Seconds the server may hold the answer back (a long poll), added to the client's timeout.
     wait: Optional[int] = None
+    # Takes as long as the work takes (a subtree job): no timeout.
+    unbounded: bool = False
 
 
 def _json_body(value: Any) -> bytes:
@@ -124,6 +126,26 @@ class _Api:
         if if_version is not None:
             request.headers["If-Match"] = f'"{int(if_version)}"'
         return request
+
+    @staticmethod
+    def delete_subtree(path: PathLike) -> _Request:
+        request = _Request("DELETE", "/v1/items/" + url_path(to_path(path)), unbounded=True)
+        request.params["recursive"] = "true"
+        return request
+
+    @staticmethod
+    def relocate(route: str, path: PathLike, to: PathLike) -> _Request:
+        return _Request(
+            "POST",
+            route,
+            headers={"Content-Type": "application/json"},
+            body=_json_body({"from": str(to_path(path)), "to": str(to_path(to))}),
+            unbounded=True,
+        )
+
+    @staticmethod
+    def count(response: httpx.Response, name: str) -> int:
+        return int(_Api.checked(response).json()[name])
 
     @staticmethod
     def get_many(paths: Sequence[KeyPath]) -> _Request:
@@ -407,8 +429,11 @@ class _Base:
         """Exponential backoff with full jitter."""
         return float(random.uniform(0, self.backoff * (2**attempt)))
 
-    def _timeout(self, request: _Request) -> Union[float, httpx._client.UseClientDefault]:
-        """A long poll's timeout: the client's, plus the time the server may wait."""
+    def _timeout(self, request: _Request) -> Union[float, None, httpx._client.UseClientDefault]:
+        """A long poll's timeout: the client's, plus the time the server may wait; none for a
+        subtree job, which takes as long as its batches take."""
+        if request.unbounded:
+            return None
         if request.wait is None:
             return httpx.USE_CLIENT_DEFAULT
         return self.timeout + request.wait
@@ -502,6 +527,25 @@ class Client(_Base):
         """Deletes the item at `path`: the deleted item, or None if there was none. Raises
         `ConditionFailed` if `if_version` does not hold."""
         return _Api.item_or_none(self._send(_Api.delete(path, if_version)))
+
+    def delete_subtree(self, path: PathLike) -> int:
+        """Deletes the item at `path`, if any, and every item below it; how many it deleted.
+        `/a/p-1` never touches `/a/p-10`. Each leaves a tombstone and history stays. Atomic when
+        it fits in one transaction, otherwise done in resumable batches (call again to finish
+        one that was cut off). Raises `NotFound` when there is nothing to delete."""
+        return _Api.count(self._send(_Api.delete_subtree(path)), "deleted")
+
+    def move(self, path: PathLike, to: PathLike) -> int:
+        """Moves the item at `path` and every item below it to `to` (its elements replace
+        `path`'s), with values, times and history; how many it moved. `to` may be in another
+        group. Raises `DestinationNotEmpty`, `NotFound` (nothing at `path`) or
+        `InvalidRequest` (one path inside the other). Call again to finish a move that was cut
+        off."""
+        return _Api.count(self._send(_Api.relocate("/v1/move", path, to)), "moved")
+
+    def copy(self, path: PathLike, to: PathLike) -> int:
+        """Like `move`, but the source stays as it is; how many items it copied."""
+        return _Api.count(self._send(_Api.relocate("/v1/copy", path, to)), "copied")
 
     def get_many(self, paths: Iterable[PathLike]) -> List[Optional[Item]]:
         """The items at `paths` (at most 100), read from one snapshot, None where missing."""
@@ -799,6 +843,18 @@ class AsyncClient(_Base):
     async def delete(self, path: PathLike, *, if_version: Optional[int] = None) -> Optional[Item]:
         """See `Client.delete`."""
         return _Api.item_or_none(await self._send(_Api.delete(path, if_version)))
+
+    async def delete_subtree(self, path: PathLike) -> int:
+        """See `Client.delete_subtree`."""
+        return _Api.count(await self._send(_Api.delete_subtree(path)), "deleted")
+
+    async def move(self, path: PathLike, to: PathLike) -> int:
+        """See `Client.move`."""
+        return _Api.count(await self._send(_Api.relocate("/v1/move", path, to)), "moved")
+
+    async def copy(self, path: PathLike, to: PathLike) -> int:
+        """See `Client.copy`."""
+        return _Api.count(await self._send(_Api.relocate("/v1/copy", path, to)), "copied")
 
     async def get_many(self, paths: Iterable[PathLike]) -> List[Optional[Item]]:
         """See `Client.get_many`."""

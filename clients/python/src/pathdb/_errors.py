@@ -29,6 +29,11 @@ class Conflict(PathDBError):
     writes are retried by the client before this is raised."""
 
 
+class DestinationNotEmpty(PathDBError):
+    """A move or copy found an item at or below its destination (HTTP 409
+    `destination_not_empty`); nothing was written."""
+
+
 class NotFound(PathDBError):
     """The item (or revision) a method promises does not exist (HTTP 404)."""
 
@@ -66,6 +71,8 @@ def error_for(status: int, code: str, message: str) -> PathDBError:
         kind = ConditionFailed
     elif code == "conflict":
         kind = Conflict
+    elif code == "destination_not_empty":
+        kind = DestinationNotEmpty
     elif code == "token_expired" or status == 410:
         kind = TokenExpired
     elif status == 401:
