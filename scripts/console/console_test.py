@@ -190,6 +190,38 @@ def test_a_folder_without_an_item_opens_through_its_node():
     wait.until(lambda d: '"name": "dunes.jpg"' in by_id("value").text)
 
 
+def test_rename_and_delete_a_subtree():
+    for path, n in [("user-43/folder-docs/file-1", 1), ("user-43/folder-docs/sub-1/file-2", 2),
+                    ("user-43/folder-docs0", 3)]:
+        api("PUT", "/v1/items/" + path, {"n": n})
+    # A node (no item of its own): renamed, then its new name deleted, each confirmed.
+    open_page("/ui/user-43/folder-docs")
+    wait.until(lambda d: children() == ["/user-43/folder-docs/file-1", "/user-43/folder-docs/sub-1/"])
+    shown("subtree")
+    by_id("move-subtree").click()
+    shown("move-dialog")
+    wait.until(lambda d: by_id("move-count").text == "2 items")
+    field = by_id("move-to")
+    field.clear()
+    field.send_keys("/user-43/folder-papers")
+    by_id("move-yes").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/user-43/folder-papers"))
+    wait.until(lambda d: children() == ["/user-43/folder-papers/file-1", "/user-43/folder-papers/sub-1/"])
+    assert shown("notice").text == "Moved 2 items from /user-43/folder-docs to /user-43/folder-papers."
+    assert api("GET", "/v1/items/user-43/folder-papers/sub-1/file-2")["value"] == {"n": 2}
+    by_id("delete-subtree").click()
+    shown("confirm-delete-subtree")
+    wait.until(lambda d: by_id("subtree-count").text == "2 items")
+    driver.find_element(By.CSS_SELECTOR, "#confirm-delete-subtree button[value=no]").click()
+    assert children() == ["/user-43/folder-papers/file-1", "/user-43/folder-papers/sub-1/"]
+    by_id("delete-subtree").click()
+    shown("confirm-delete-subtree")
+    by_id("subtree-yes").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/user-43"))
+    wait.until(lambda d: children() == ["/user-43/folder-docs0"])
+    assert shown("notice").text == "Deleted 2 items at and below /user-43/folder-papers."
+
+
 def test_deep_link_to_the_seed_leaderboard_shows_scores_descending():
     open_page("/ui/season-2026-spring")
     wait.until(lambda d: children())
@@ -406,7 +438,7 @@ def test_read_only_token_sees_no_edit_controls():
     assert by_id("scope").text == "read-only token"
     open_page("/ui/user-7/post-1")
     shown("item")
-    for control in ["edit", "delete", "create", "create-button"]:
+    for control in ["edit", "delete", "create", "create-button", "subtree", "delete-subtree"]:
         assert not by_id(control).is_displayed(), control
     screenshot("read-only")
     sign_in(RW)

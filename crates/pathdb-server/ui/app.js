@@ -14,6 +14,7 @@ const state = {
   ttlTimer: null,
   history: [],
   generation: 0, // of render(): a slower, older navigation must not paint over a newer one
+  children: 0, // children shown on the current page
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -275,10 +276,14 @@ async function render() {
   state.item = null;
   clearInterval(state.ttlTimer);
   updatePreview();
+  $("notice").hidden = true;
+  state.children = 0;
   for (const r of results) {
     if (r.status === "fulfilled") r.value();
     else showError(r.reason);
   }
+  // Something to move or delete: the item, or a node's items below.
+  $("subtree").hidden = !path || (!state.item && state.children === 0);
 }
 
 /** The item and its history; resolves to the function that shows them. */
@@ -418,6 +423,7 @@ function showChildren(entries, next) {
   }
   $("children").replaceChildren(fragment);
   $("children-empty").hidden = paths.length > 0;
+  state.children = paths.length;
   state.pages.length = state.page + 1;
   if (next) state.pages.push(next);
   $("prev").disabled = state.page === 0;
@@ -687,8 +693,74 @@ async function confirmDelete() {
   }
 }
 
+/** How many items lie at or below the open path, as words ("3 items", "more than 1000 items"). */
+async function countSubtree() {
+  const reply = await api("GET", "/v1/list/" + urlPath(state.path) + "?limit=1000");
+  if (reply.json.next_page_token) return "more than 1000 items";
+  const n = reply.json.items.length;
+  return n === 1 ? "1 item" : `${n} items`;
+}
+
+async function askDeleteSubtree() {
+  clearError();
+  try {
+    $("subtree-path").textContent = state.path;
+    $("subtree-count").textContent = await countSubtree();
+    $("confirm-delete-subtree").showModal();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+async function confirmDeleteSubtree() {
+  if ($("confirm-delete-subtree").returnValue !== "yes") return;
+  clearError();
+  const path = state.path;
+  try {
+    const reply = await api("DELETE", "/v1/items/" + urlPath(path) + "?recursive=true");
+    const n = reply.json.deleted;
+    await go(parentHref(), `Deleted ${n} ${n === 1 ? "item" : "items"} at and below ${path}.`);
+  } catch (e) {
+    showError(e);
+  }
+}
+
+async function askMove() {
+  clearError();
+  try {
+    $("move-from").textContent = state.path;
+    $("move-to").value = state.path;
+    $("move-count").textContent = await countSubtree();
+    $("move-dialog").showModal();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+async function confirmMove() {
+  if ($("move-dialog").returnValue !== "yes") return;
+  clearError();
+  const from = state.path;
+  const to = $("move-to").value.trim();
+  try {
+    const reply = await api("POST", "/v1/move", { body: JSON.stringify({ from, to }) });
+    const n = reply.json.moved;
+    await go(uiHref(to), `Moved ${n} ${n === 1 ? "item" : "items"} from ${from} to ${to}.`);
+  } catch (e) {
+    showError(e);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Navigation and keys
+
+/** Opens `href`, then says what was done. */
+async function go(href, notice) {
+  history.pushState(null, "", href);
+  await render();
+  $("notice").textContent = notice;
+  $("notice").hidden = false;
+}
 
 function navigate(href) {
   history.pushState(null, "", href);
@@ -797,6 +869,10 @@ function init() {
   $("conflict-overwrite").addEventListener("click", overwrite);
   $("conflict-discard").addEventListener("click", discard);
   $("delete").addEventListener("click", askDelete);
+  $("delete-subtree").addEventListener("click", askDeleteSubtree);
+  $("confirm-delete-subtree").addEventListener("close", confirmDeleteSubtree);
+  $("move-subtree").addEventListener("click", askMove);
+  $("move-dialog").addEventListener("close", confirmMove);
   $("confirm-delete").addEventListener("close", confirmDelete);
   $("create-form").addEventListener("submit", createItem);
   for (const id of ["new-ns", "new-id"]) $(id).addEventListener("input", updatePreview);
