@@ -701,15 +701,20 @@ async function countSubtree() {
   return n === 1 ? "1 item" : `${n} items`;
 }
 
-async function askDeleteSubtree() {
+/** Opens a subtree dialog once it says how many items the action touches. */
+async function askWithCount(dialog, count) {
   clearError();
   try {
-    $("subtree-path").textContent = state.path;
-    $("subtree-count").textContent = await countSubtree();
-    $("confirm-delete-subtree").showModal();
+    $(count).textContent = await countSubtree();
+    $(dialog).showModal();
   } catch (e) {
     showError(e);
   }
+}
+
+function askDeleteSubtree() {
+  $("subtree-path").textContent = state.path;
+  return askWithCount("confirm-delete-subtree", "subtree-count");
 }
 
 async function confirmDeleteSubtree() {
@@ -725,16 +730,10 @@ async function confirmDeleteSubtree() {
   }
 }
 
-async function askMove() {
-  clearError();
-  try {
-    $("move-from").textContent = state.path;
-    $("move-to").value = state.path;
-    $("move-count").textContent = await countSubtree();
-    $("move-dialog").showModal();
-  } catch (e) {
-    showError(e);
-  }
+function askMove() {
+  $("move-from").textContent = state.path;
+  $("move-to").value = state.path;
+  return askWithCount("move-dialog", "move-count");
 }
 
 async function confirmMove() {

@@ -354,10 +354,11 @@ impl<'a> Children<'a> {
         found: &mut Vec<ListEntry>,
     ) -> Result<(), Error> {
         let (prefix, partition, now) = (self.prefix, self.partition, self.now);
-        // Children whose own live item this call read since the last seek: never also a node.
-        // A body's own keys come right before its descendants, and a node's key after a page
-        // token's position has its own key after it too, so this call reads that key.
-        let mut live_own: Vec<KeyPath> = Vec::new();
+        // The entries found since the last seek: a child whose own live item is among them is
+        // never also a node. A body's own keys come right before its descendants, and a node's
+        // key after a page token's position has its own key after it too, so this call reads
+        // that key. (An index, not a list of paths: no copy per child.)
+        let mut since_seek = found.len();
         while found.len() < want {
             let batch = reader.scan(partition, &range, direction, CHILDREN_BATCH)?;
             if batch.is_empty() {
@@ -372,24 +373,25 @@ impl<'a> Children<'a> {
                     continue;
                 }
                 let like = found.last().map_or(prefix, ListEntry::path);
-                let child = match path_in_group(prefix, &sort, like) {
-                    Some(path) => self.child_of(&path)?.map(|child| (child, path)),
-                    None => None,
-                };
-                let Some((child, path)) = child else {
+                let path = path_in_group(prefix, &sort, like)
+                    .filter(|path| prefix.covers(path) && path.len() >= self.depth);
+                let Some(path) = path else {
                     step_past(&mut range, sort, direction);
                     continue;
                 };
                 if path.len() == self.depth {
                     // A child's own item.
                     if is_live(&record, now) && self.bounds.contains(&sort) {
-                        live_own.push(path.clone());
                         found.push(ListEntry::Item(to_item(path, record)?));
                     }
                     step_past(&mut range, sort, direction);
                     continue;
                 }
                 // Below a child: is a node there, then seek over the child's descendants.
+                let Some(child) = self.child_of(&path)? else {
+                    step_past(&mut range, sort, direction);
+                    continue;
+                };
                 let child_sort = child.sort_key();
                 let descendants = child.sort_key_descendants_range(); // [B 01, B 02)
                 let node = self.bounds.contains(&child_sort)
@@ -398,10 +400,14 @@ impl<'a> Children<'a> {
                 match direction {
                     // Own keys (`B 00 …`) sort before descendants: already read.
                     Direction::Forward => {
-                        if node && !live_own.contains(&child) {
+                        let own_live = found[since_seek..]
+                            .iter()
+                            .rev()
+                            .any(|entry| !entry.is_node() && *entry.path() == child);
+                        if node && !own_live {
                             found.push(ListEntry::Node(child));
                         }
-                        live_own.clear();
+                        since_seek = found.len();
                         range.start = descendants.end.map_or(Bound::Unbounded, Bound::Included);
                     }
                     // Own keys sort after descendants in reverse: read them now, then go below.

@@ -283,9 +283,8 @@ impl<B: Backend> Relocator<'_, B> {
             // Shrink the batch until its plan fits the backend's write.
             let max = self.settings.max_batch_ops;
             let plan = loop {
-                let finished = exhausted;
                 let done = stored.as_ref().map_or(0, |s| s.done) + items.len() as u64;
-                let record = match (&stored, finished) {
+                let record = match (&stored, exhausted) {
                     // All of it in one atomic write: no job record at all.
                     (None, true) => None,
                     (_, true) => Some(None),
