@@ -141,10 +141,11 @@ pub(super) fn stage<R>(
         revision_key_fits(&target.path, target.key.sort.len())?;
     }
     for (sort, revision) in &target.revisions {
+        let version = renumber(revision.version)?;
         let copy = WriteOp::Put {
-            key: layout::revision_key(&target.key, renumber(revision.version)?),
+            key: layout::revision_key(&target.key, version),
             record: Record {
-                version: renumber(revision.version)?,
+                version,
                 ..revision.clone()
             },
             expect: None,
