@@ -35,7 +35,10 @@
 //!   [`generated_ids`] (`changes`);
 //! - [`emptyish_values_round_trip`], [`altered_tokens_are_refused`] (`values`);
 //! - [`subtree_delete`], [`subtree_move`], [`subtree_copy`], [`subtree_errors`],
-//!   [`large_move_resumes`] (`tree`).
+//!   [`large_move_resumes`] (`tree`);
+//! - [`json_patch_rfc6902_examples`], [`merge_patch_rfc7396_examples`],
+//!   [`increments_and_missing_items`], [`patches_in_transactions`], [`racing_increments`]
+//!   (`patch`).
 
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
@@ -51,6 +54,7 @@ mod concurrency;
 mod groups;
 mod lifecycle;
 mod listing;
+mod patch;
 mod tree;
 mod values;
 
@@ -74,6 +78,10 @@ pub use listing::{
     aliased_ids, bounds_in_both_directions, children_only_deep_subtrees,
     dead_entries_between_pages, page_token_errors, page_tokens_stitch,
     page_tokens_with_writes_between_pages, prefix_is_segment_bounded, typed_order,
+};
+pub use patch::{
+    increments_and_missing_items, json_patch_rfc6902_examples, merge_patch_rfc7396_examples,
+    patches_in_transactions, racing_increments,
 };
 pub use tree::{large_move_resumes, subtree_copy, subtree_delete, subtree_errors, subtree_move};
 pub use values::{altered_tokens_are_refused, emptyish_values_round_trip};
@@ -124,6 +132,11 @@ macro_rules! conformance_tests {
             subtree_copy,
             subtree_errors,
             large_move_resumes,
+            json_patch_rfc6902_examples,
+            merge_patch_rfc7396_examples,
+            increments_and_missing_items,
+            patches_in_transactions,
+            racing_increments,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

@@ -145,6 +145,33 @@ pub enum Error {
     /// A request is malformed (names what and why).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// A patch found no item to change (and was not asked to create one).
+    #[error("{path} not found: a patch changes an existing item")]
+    ItemNotFound {
+        /// The path.
+        path: KeyPath,
+    },
+    /// A patch's `test` operation did not hold; nothing was written.
+    #[error("patch of {path}: {message}")]
+    PatchTestFailed {
+        /// The item.
+        path: KeyPath,
+        /// The operation's index in the patch.
+        index: usize,
+        /// What did not hold.
+        message: String,
+    },
+    /// A patch operation does not fit the item's value (a missing member to remove, an
+    /// increment of a non-number or past 2^53); nothing was written.
+    #[error("patch of {path}: {message}")]
+    PatchConflict {
+        /// The item.
+        path: KeyPath,
+        /// The operation's index in the patch.
+        index: usize,
+        /// Why.
+        message: String,
+    },
     /// A subtree delete, move or copy found no live item at or below its path.
     #[error("nothing to {operation}: no item at or below {path}")]
     NothingBelow {

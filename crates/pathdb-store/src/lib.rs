@@ -33,6 +33,7 @@ mod limits;
 mod namespaces;
 mod ops;
 mod options;
+mod patch;
 mod record;
 mod token;
 // Writes: the pipeline of stages that turns operations into one batch.
@@ -67,5 +68,6 @@ pub use ops::{IdKind, Parent, Transaction, TxOp, TxResult, parse_create_target};
 pub use options::{
     Clock, DEFAULT_CHANGE_RETENTION, Expiry, ManualClock, PutOptions, StoreOptions, SystemClock,
 };
+pub use patch::{MAX_EXACT_INTEGER, Patch, PatchError, PatchOp};
 pub use store::Store;
 pub use subtree::{PendingJob, SubtreeJob, SubtreeOp};

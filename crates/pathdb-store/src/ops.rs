@@ -2,6 +2,7 @@
 //! ([`TxResult`]). The write pipeline (write/) turns them into a batch.
 
 use crate::options::PutOptions;
+use crate::patch::Patch;
 use crate::{Condition, Error, Item, Json};
 use pathdb_keys::KeyPath;
 
@@ -23,6 +24,19 @@ pub enum TxOp {
         path: KeyPath,
         /// Delete only if this holds.
         condition: Option<Condition>,
+    },
+    /// Change part of an item's value: the patch applies to the value the write reads, and
+    /// the result is written as a put (with `options`' condition, history and expiry).
+    Patch {
+        /// Where.
+        path: KeyPath,
+        /// What to change.
+        patch: Patch,
+        /// Condition, history, expiry.
+        options: PutOptions,
+        /// Apply the patch to `{}` when no item is there, instead of failing with
+        /// [`Error::ItemNotFound`].
+        create: bool,
     },
     /// Write nothing; fail the transaction unless the condition holds.
     Check {
@@ -63,9 +77,10 @@ impl TxOp {
     /// The path the operation names, `None` for a create (its path is generated).
     pub fn path(&self) -> Option<&KeyPath> {
         match self {
-            TxOp::Put { path, .. } | TxOp::Delete { path, .. } | TxOp::Check { path, .. } => {
-                Some(path)
-            }
+            TxOp::Put { path, .. }
+            | TxOp::Delete { path, .. }
+            | TxOp::Check { path, .. }
+            | TxOp::Patch { path, .. } => Some(path),
             TxOp::Create { .. } => None,
         }
     }
@@ -97,6 +112,17 @@ impl Transaction {
     /// Adds a delete.
     pub fn delete(mut self, path: KeyPath, condition: Option<Condition>) -> Self {
         self.ops.push(TxOp::Delete { path, condition });
+        self
+    }
+
+    /// Adds a patch of an existing item.
+    pub fn patch(mut self, path: KeyPath, patch: Patch, options: PutOptions) -> Self {
+        self.ops.push(TxOp::Patch {
+            path,
+            patch,
+            options,
+            create: false,
+        });
         self
     }
 

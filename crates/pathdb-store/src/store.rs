@@ -21,6 +21,7 @@ use crate::list::{ListPage, ListRequest};
 use crate::namespaces::NamespaceHistory;
 use crate::ops::{IdKind, Parent, Transaction, TxOp, TxResult};
 use crate::options::{PutOptions, StoreOptions};
+use crate::patch::Patch;
 use crate::record::{to_item, visible};
 use crate::subtree::{PendingJob, Relocator, SubtreeJob};
 use crate::token::TokenKey;
@@ -290,6 +291,34 @@ impl<B: Backend> Store<B> {
         match self.execute(&[op], true)?.0.pop() {
             Some(TxResult::Put(item)) => Ok(item),
             _ => Err(StorageError::msg("create returned no item").into()),
+        }
+    }
+
+    /// Changes part of the item at `path` (see [`Patch`]) and returns the item as written: the
+    /// patch applies to the value read, and the result is written conditionally on that read,
+    /// so a concurrent write makes it read and apply again rather than fail. `options` are a
+    /// put's (condition, history, expiry); with `create`, a patch of a missing item applies
+    /// to `{}`.
+    ///
+    /// # Errors
+    /// [`Error::ItemNotFound`] (no item, without `create`), [`Error::PatchTestFailed`],
+    /// [`Error::PatchConflict`], [`Error::ConditionFailed`], size limits, storage failures.
+    pub fn patch(
+        &self,
+        path: &KeyPath,
+        patch: Patch,
+        options: PutOptions,
+        create: bool,
+    ) -> Result<Item, Error> {
+        let op = TxOp::Patch {
+            path: path.clone(),
+            patch,
+            options,
+            create,
+        };
+        match self.execute(&[op], true)?.0.pop() {
+            Some(TxResult::Put(item)) => Ok(item),
+            _ => Err(StorageError::msg("patch returned no item").into()),
         }
     }
 

@@ -361,7 +361,9 @@ impl Model {
                 TxOp::Put { options, .. } => options.condition,
                 TxOp::Delete { condition, .. } => *condition,
                 TxOp::Check { condition, .. } => Some(*condition),
-                TxOp::Create { .. } => unreachable!("the model generates no creates"),
+                TxOp::Create { .. } | TxOp::Patch { .. } => {
+                    unreachable!("the model generates no creates or patches")
+                }
             };
             let version = self.visible(fixed_path(op)).map(|i| i.version);
             let holds = match condition {
@@ -430,7 +432,9 @@ impl Model {
                     results.push(TxResult::Deleted(current));
                 }
                 TxOp::Check { .. } => results.push(TxResult::Checked),
-                TxOp::Create { .. } => unreachable!("the model generates no creates"),
+                TxOp::Create { .. } | TxOp::Patch { .. } => {
+                    unreachable!("the model generates no creates or patches")
+                }
             }
         }
         for (item, retention) in puts {

@@ -6,11 +6,13 @@
 use super::plan::{Context, Plan, Written};
 use crate::backend::{Expect, Reader, Record, WriteOp};
 use crate::changelog::Change;
+use crate::limits::check_item_size;
 use crate::limits::next_version;
 use crate::ops::{TxOp, TxResult};
 use crate::options::Expiry;
+use crate::patch::{Patch, PatchError};
 use crate::record::{latest_revision, to_item, tombstone, visible};
-use crate::{Condition, Error, Timestamp, layout};
+use crate::{Condition, Error, Json, Timestamp, layout};
 use pathdb_keys::KeyPath;
 
 /// Plans the item record of `op` at `path`.
@@ -27,7 +29,7 @@ pub(super) fn stage<'a, R: Reader>(
     let current = visible(stored.clone(), now);
     plan.found.push(current.is_some());
     let condition = match op {
-        TxOp::Put { options, .. } => options.condition,
+        TxOp::Put { options, .. } | TxOp::Patch { options, .. } => options.condition,
         TxOp::Delete { condition, .. } => *condition,
         TxOp::Check { condition, .. } => Some(*condition),
         TxOp::Create { .. } => None,
@@ -39,37 +41,18 @@ pub(super) fn stage<'a, R: Reader>(
     let expect = stored
         .as_ref()
         .map_or(Expect::Absent, |r| Expect::Version(r.version));
-    let mut put = None;
-    match op {
-        TxOp::Put { value, options, .. } | TxOp::Create { value, options, .. } => {
-            let version = match &stored {
-                Some(r) => next_version(&path, r.version)?,
-                None => match latest_revision(ctx.reader, &key)? {
-                    Some(v) => next_version(&path, v)?,
-                    None => 1,
-                },
-            };
-            let expires_at = options.expires.map(|e| match e {
-                Expiry::At(t) => t.0,
-                Expiry::After(d) => Timestamp(now).plus(d).0,
-            });
-            let record = Record {
-                version,
-                created_at: current.as_ref().map_or(now, |r| r.created_at),
-                modified_at: now,
-                expires_at,
-                value: value.as_str().as_bytes().to_vec(),
-            };
-            let item = to_item(path.clone(), record.clone())?;
-            plan.changes.push(Change::Put(item.clone()));
-            plan.results.push(TxResult::Put(item));
-            let write = WriteOp::Put {
-                key: key.clone(),
-                record,
-                expect: Some(expect),
-            };
-            put = Some((plan.batch.ops.len(), options));
-            plan.push(write, &path, fresh);
+    // A patch is a put of the value it makes of the one read.
+    let patched;
+    let (value, options) = match op {
+        TxOp::Put { value, options, .. } | TxOp::Create { value, options, .. } => (value, options),
+        TxOp::Patch {
+            patch,
+            create,
+            options,
+            ..
+        } => {
+            patched = apply_patch(&path, current.as_ref(), patch, *create)?;
+            (&patched, options)
         }
         TxOp::Delete { .. } => {
             let write = match (&current, &stored) {
@@ -95,6 +78,7 @@ pub(super) fn stage<'a, R: Reader>(
                 current.map(|r| to_item(path.clone(), r)).transpose()?,
             ));
             plan.push(write, &path, fresh);
+            return Ok(Written::without_put(path, key, fresh));
         }
         TxOp::Check { .. } => {
             plan.results.push(TxResult::Checked);
@@ -103,8 +87,37 @@ pub(super) fn stage<'a, R: Reader>(
                 expect,
             };
             plan.push(write, &path, fresh);
+            return Ok(Written::without_put(path, key, fresh));
         }
-    }
+    };
+    let version = match &stored {
+        Some(r) => next_version(&path, r.version)?,
+        None => match latest_revision(ctx.reader, &key)? {
+            Some(v) => next_version(&path, v)?,
+            None => 1,
+        },
+    };
+    let expires_at = options.expires.map(|e| match e {
+        Expiry::At(t) => t.0,
+        Expiry::After(d) => Timestamp(now).plus(d).0,
+    });
+    let record = Record {
+        version,
+        created_at: current.as_ref().map_or(now, |r| r.created_at),
+        modified_at: now,
+        expires_at,
+        value: value.as_str().as_bytes().to_vec(),
+    };
+    let item = to_item(path.clone(), record.clone())?;
+    plan.changes.push(Change::Put(item.clone()));
+    plan.results.push(TxResult::Put(item));
+    let write = WriteOp::Put {
+        key: key.clone(),
+        record,
+        expect: Some(expect),
+    };
+    let put = Some((plan.batch.ops.len(), options));
+    plan.push(write, &path, fresh);
     Ok(Written {
         path,
         key,
@@ -133,4 +146,33 @@ fn check_condition(
             current: version,
         })
     }
+}
+
+/// The value `patch` makes of the live record `current` (of `{}` when there is none and
+/// `create` allows it), within the item size limit.
+fn apply_patch(
+    path: &KeyPath,
+    current: Option<&Record>,
+    patch: &Patch,
+    create: bool,
+) -> Result<Json, Error> {
+    let base = match current {
+        Some(record) => Json::from_stored_slice(&record.value)?,
+        None if create => Json::from_value(&serde_json::Value::Object(Default::default())),
+        None => return Err(Error::ItemNotFound { path: path.clone() }),
+    };
+    let value = patch.apply(&base).map_err(|e| match e {
+        PatchError::TestFailed { index, message } => Error::PatchTestFailed {
+            path: path.clone(),
+            index,
+            message,
+        },
+        PatchError::Conflict { index, message } => Error::PatchConflict {
+            path: path.clone(),
+            index,
+            message,
+        },
+    })?;
+    check_item_size(path, &value)?;
+    Ok(value)
 }

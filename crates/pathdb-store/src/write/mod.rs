@@ -6,7 +6,7 @@
 //! | stage | per | writes |
 //! | --- | --- | --- |
 //! | `ids` | operation | nothing yet: a create's path (a generated id) |
-//! | `items` | operation | the item record, its tombstone, or a check, conditional on what was read; the result and the change |
+//! | `items` | operation | the item record, its tombstone, or a check, conditional on what was read (a patch: the put of the patched value); the result and the change |
 //! | `history` | put | the revision, and the removal of revisions beyond the retention |
 //! | `expiry` | put | the expiry index entry |
 //! | `ids` | plan | the records of the sequences the creates advanced |
@@ -126,6 +126,7 @@ pub(crate) fn check_ops(ops: &[TxOp], now: i64) -> Result<(), Error> {
                     )));
                 }
             }
+            TxOp::Patch { path, options, .. } => check_expiry(path, options.expires, now)?,
             TxOp::Delete { .. } | TxOp::Check { .. } => {}
         }
     }

@@ -108,3 +108,15 @@ pub(crate) struct Written<'a> {
     /// For a put or a create: where in the batch its record is, and the put's options.
     pub(crate) put: Option<(usize, &'a PutOptions)>,
 }
+
+impl Written<'_> {
+    /// What a delete or a check wrote: no put.
+    pub(crate) fn without_put(path: KeyPath, key: Key, fresh: bool) -> Self {
+        Written {
+            path,
+            key,
+            fresh,
+            put: None,
+        }
+    }
+}
