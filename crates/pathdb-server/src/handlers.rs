@@ -161,6 +161,74 @@ fn http_condition(e: pathdb_store::Error) -> ApiError {
     }
 }
 
+/// Changes part of an item: an RFC 7396 merge patch, or an RFC 6902 JSON Patch with the
+/// `increment` operation (`{"op": "increment", "path": "/views", "value": 1}`: a missing member
+/// starts at 0; integers stay integers within 2^53). The server applies it to the stored value
+/// and writes the result conditionally on what it read; a concurrent write makes it read and
+/// apply again, so contention never fails it.
+#[utoipa::path(patch, path = "/v1/items/{path}", tag = "items", operation_id = "patchItem",
+    params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"), PatchQuery,
+        ("If-None-Match" = Option<String>, Header, description = "`*`: fail with 412 if the item exists (with `create=true`)", pattern = r"^\*$"),
+        ("If-Match" = Option<String>, Header, description = "`*`: fail with 412 unless the item exists; entity tags (`\"3\"`): unless it is at one of these versions. Weak tags never match.", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
+    request_body(description = "`application/merge-patch+json` (RFC 7396: objects merge, `null` removes a member) or `application/json-patch+json` (RFC 6902 operations, and `increment`)", content(
+        (serde_json::Value = "application/merge-patch+json"),
+        (Vec<serde_json::Value> = "application/json-patch+json"))),
+    responses(
+        (status = 200, description = "Patched", body = ItemOut, headers(("ETag" = String, description = "The new version, quoted"))),
+        (status = 201, description = "Created (`create=true`)", body = ItemOut, headers(("ETag" = String, description = "The new version, quoted"))),
+        (status = 400, description = "An invalid patch document (naming the operation's index), path or option", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, description = "No item to patch (without `create=true`)", body = ErrorBody),
+        (status = 409, description = "`patch_test_failed`: a `test` operation did not hold; `patch_conflict`: an operation does not fit the value. Nothing written.", body = ErrorBody),
+        (status = 412, description = "If-Match or If-None-Match did not hold; nothing written", body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/merge-patch+json or application/json-patch+json", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn patch_item<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    UrlPath(path): UrlPath,
+    Query(q): Query<PatchQuery>,
+    Preconditions(headers): Preconditions,
+    request_headers: axum::http::HeaderMap,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    let precondition = precondition::write_precondition(&headers)?;
+    let document: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", e.to_string()))?;
+    // The route accepts only the two patch media types (`media::PATCH`).
+    let patch = if crate::media::headers_declare(&request_headers, &[crate::media::JSON_PATCH]) {
+        pathdb_store::Patch::json_patch(&document)
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_patch", e))?
+    } else {
+        pathdb_store::Patch::Merge(document)
+    };
+    let options = PutOptions {
+        condition: None,
+        history: q.history.unwrap_or(false),
+        expires: q.ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
+    };
+    let create = q.create.unwrap_or(false);
+    let (item, created) = store_call("patch", move || {
+        let condition = precondition.resolve(|| current_version(&state.store, &path))?;
+        let options = PutOptions {
+            condition,
+            ..options
+        };
+        state
+            .store
+            .patch_created(&path, patch, options, create)
+            .map_err(http_condition)
+    })
+    .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(item_response(status, item.into()))
+}
+
 /// Deletes an item; with `recursive=true`, the item and every live item below it.
 #[utoipa::path(delete, path = "/v1/items/{path}", tag = "items", operation_id = "deleteItem",
     params(("path" = String, Path, description = "Key path without its leading '/'", example = "user-7/post-1"), DeleteQuery,

@@ -73,7 +73,7 @@ impl<B: Backend> Clone for AppState<B> {
 #[openapi(
     info(title = "PathDB", description = "A document database addressed by typed key paths that sort the way people mean them."),
     paths(
-        handlers::get_item, handlers::put_item, handlers::delete_item, handlers::move_subtree,
+        handlers::get_item, handlers::put_item, handlers::patch_item, handlers::delete_item, handlers::move_subtree,
         handlers::copy_subtree, handlers::get_many, handlers::list,
         handlers::history, handlers::transact, handlers::export, handlers::import, handlers::healthz,
         handlers::readyz, handlers::metrics, browse::groups, browse::explain_key, browse::session,
@@ -175,6 +175,7 @@ pub fn app<B: Backend>(
             get(handlers::get_item::<B>)
                 .put(handlers::put_item::<B>.layer(json()))
                 .post(changes::create_item::<B>.layer(json()))
+                .patch(handlers::patch_item::<B>.layer(CheckLayer(RequireMedia(media::PATCH))))
                 .delete(handlers::delete_item::<B>),
         )
         .route("/v1/get", post(handlers::get_many::<B>).route_layer(json()))

@@ -14,14 +14,24 @@ use axum::response::{IntoResponse, Response};
 
 /// The media type of `PUT /v1/items/*`, `POST /v1/get` and `POST /v1/transact` bodies.
 pub const JSON: &[&str] = &["application/json"];
+/// RFC 7396 JSON Merge Patch, a `PATCH /v1/items/*` body.
+pub const MERGE_PATCH: &str = "application/merge-patch+json";
+/// RFC 6902 JSON Patch, a `PATCH /v1/items/*` body.
+pub const JSON_PATCH: &str = "application/json-patch+json";
+/// The media types of a `PATCH /v1/items/*` body.
+pub const PATCH: &[&str] = &[MERGE_PATCH, JSON_PATCH];
 /// The media types of a `POST /v1/import` body: JSON lines under either common name.
 pub const JSON_LINES: &[&str] = &["application/x-ndjson", "application/jsonl"];
 
 /// Whether the request's `Content-Type` is one of `accepted` (parameters such as `charset`
 /// are allowed).
 pub(crate) fn declared_as(request: &Request, accepted: &[&str]) -> bool {
-    request
-        .headers()
+    headers_declare(request.headers(), accepted)
+}
+
+/// [`declared_as`] for a request's headers.
+pub(crate) fn headers_declare(headers: &axum::http::HeaderMap, accepted: &[&str]) -> bool {
+    headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<mime::Mime>().ok())

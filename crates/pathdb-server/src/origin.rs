@@ -63,7 +63,13 @@ impl AllowedOrigins {
     pub fn cors_layer(&self) -> CorsLayer {
         CorsLayer::new()
             .allow_origin(AllowOrigin::list(self.origins.iter().cloned()))
-            .allow_methods([Method::GET, Method::PUT, Method::DELETE, Method::POST])
+            .allow_methods([
+                Method::GET,
+                Method::PUT,
+                Method::PATCH,
+                Method::DELETE,
+                Method::POST,
+            ])
             .allow_headers([
                 header::AUTHORIZATION,
                 header::CONTENT_TYPE,

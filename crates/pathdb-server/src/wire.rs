@@ -169,6 +169,18 @@ pub struct GetManyIn {
     pub paths: Vec<String>,
 }
 
+/// Options of `PATCH /v1/items/{path}`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PatchQuery {
+    /// Keep the new version in the item's history.
+    pub history: Option<bool>,
+    /// Expire the item this many seconds from now.
+    pub ttl_seconds: Option<u64>,
+    /// Apply the patch to `{}` when no item is there (otherwise 404).
+    pub create: Option<bool>,
+}
+
 /// Options of `DELETE /v1/items/{path}`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

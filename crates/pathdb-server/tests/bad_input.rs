@@ -309,7 +309,7 @@ async fn unknown_routes_and_methods_use_the_error_shape() {
             .expect_error(404, "not_found");
     }
     for (method, uri) in [
-        (Method::PATCH, "/v1/items/u-1"),
+        (Method::PATCH, "/v1/list/u-1"),
         (Method::POST, "/v1/changes/u-1"),
         (Method::GET, "/v1/transact"),
         (Method::PUT, "/v1/get"),

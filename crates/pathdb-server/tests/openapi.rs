@@ -52,6 +52,7 @@ async fn every_operation_has_a_stable_operation_id() {
         ("post", "/v1/items/{path}", "createItem"),
         ("post", "/v1/move", "moveSubtree"),
         ("post", "/v1/copy", "copySubtree"),
+        ("patch", "/v1/items/{path}", "patchItem"),
     ];
     let mut expected: Vec<(String, String, String)> = expected
         .iter()

@@ -14,6 +14,7 @@ mod listener;
 mod listing;
 mod openapi;
 mod operations;
+mod patch;
 mod secrets;
 mod tokens;
 mod transactions;

@@ -310,16 +310,30 @@ impl<B: Backend> Store<B> {
         options: PutOptions,
         create: bool,
     ) -> Result<Item, Error> {
+        self.patch_created(path, patch, options, create)
+            .map(|(item, _)| item)
+    }
+
+    /// [`Store::patch`], also telling whether it created the item (`create`, and no live item
+    /// was there), as [`Store::put_created`] does.
+    ///
+    /// # Errors
+    /// As [`Store::patch`].
+    pub fn patch_created(
+        &self,
+        path: &KeyPath,
+        patch: Patch,
+        options: PutOptions,
+        create: bool,
+    ) -> Result<(Item, bool), Error> {
         let op = TxOp::Patch {
             path: path.clone(),
             patch,
             options,
             create,
         };
-        match self.execute(&[op], true)?.0.pop() {
-            Some(TxResult::Put(item)) => Ok(item),
-            _ => Err(StorageError::msg("patch returned no item").into()),
-        }
+        let (results, found) = self.execute(&[op], true)?;
+        put_outcome(results, found)
     }
 
     /// Deletes the item at `path`; returns it, or `None` if it did not exist.
