@@ -341,12 +341,7 @@ impl Db for Client {
             let message = answer["error"]["message"].as_str().unwrap_or(&body);
             return Err(Failure::NotFound(message.to_owned()).into());
         }
-        let count = match job.op {
-            SubtreeOp::Delete => "deleted",
-            SubtreeOp::Move => "moved",
-            SubtreeOp::Copy => "copied",
-        };
-        answer[count]
+        answer[job.op.past_tense()]
             .as_u64()
             .with_context(|| format!("{what}: server sent {body}"))
     }

@@ -55,6 +55,16 @@ impl SubtreeOp {
         }
     }
 
+    /// What the operation did to an item, as its answers name the count: `deleted`, `moved`
+    /// or `copied`.
+    pub fn past_tense(self) -> &'static str {
+        match self {
+            SubtreeOp::Delete => "deleted",
+            SubtreeOp::Move => "moved",
+            SubtreeOp::Copy => "copied",
+        }
+    }
+
     /// The byte that names the operation in its job record's key.
     fn code(self) -> u8 {
         match self {
@@ -438,8 +448,8 @@ impl<B: Backend> Relocator<'_, B> {
         }
         let keys: Vec<Key> = targets.iter().map(|(key, _)| key.clone()).collect();
         let stored = reader.get_many(&keys)?;
-        let mut floors = newest_revisions(reader, &keys)?;
-        let mut revisions = revisions_of(reader, items)?;
+        let mut used = revisions_of(reader, keys.iter())?;
+        let mut revisions = revisions_of(reader, items.iter().map(|i| &i.key))?;
         for ((item, (key, path)), stored) in items.iter_mut().zip(targets).zip(stored) {
             if visible(stored.clone(), now).is_some() {
                 return Err(Error::DestinationNotEmpty {
@@ -447,9 +457,14 @@ impl<B: Backend> Relocator<'_, B> {
                     item: path,
                 });
             }
-            let used = floors.remove(&key.sort).unwrap_or(0);
+            // Newest first: the first revision is the highest version the path used.
+            let newest = used
+                .remove(&key.sort)
+                .and_then(|r| r.first().map(|(_, r)| r.version));
             item.target = Some(Target {
-                floor: used.max(stored.as_ref().map_or(0, |r| r.version)),
+                floor: newest
+                    .unwrap_or(0)
+                    .max(stored.as_ref().map_or(0, |r| r.version)),
                 path,
                 key,
                 stored,
@@ -460,47 +475,29 @@ impl<B: Backend> Relocator<'_, B> {
     }
 }
 
-/// The newest revision's version of each of `keys` (one partition) that has one.
-fn newest_revisions<R: Reader>(reader: &R, keys: &[Key]) -> Result<HashMap<Vec<u8>, u64>, Error> {
-    let sorts = keys.iter().map(|k| &k.sort);
-    let (Some(first), Some(last), Some(key)) = (sorts.clone().min(), sorts.max(), keys.first())
+/// Revisions, newest first, by their item's sort key.
+type Revisions = HashMap<Vec<u8>, Vec<(Vec<u8>, Record)>>;
+
+/// The revisions of the items at `keys` (one partition), with one scan over the span of keys
+/// they cover; other items' revisions in that span are skipped.
+fn revisions_of<'k, R: Reader>(
+    reader: &R,
+    keys: impl Iterator<Item = &'k Key> + Clone,
+) -> Result<Revisions, Error> {
+    let sorts = keys.clone().map(|k| &k.sort);
+    let (Some(first), Some(last), Some(key)) =
+        (sorts.clone().min(), sorts.max(), keys.clone().next())
     else {
         return Ok(HashMap::new());
     };
+    let mut found: Revisions = keys.map(|k| (k.sort.clone(), Vec::new())).collect();
     let range = layout::revisions_between(first, last);
-    let mut newest = HashMap::new();
     for (sort, record) in reader.scan(&key.partition, &range, Direction::Forward, usize::MAX)? {
-        if let Some(item) = layout::revision_item_sort(&sort) {
-            // Newest first: the first seen of an item is its newest.
-            newest.entry(item.to_vec()).or_insert(record.version);
-        }
-    }
-    Ok(newest)
-}
-
-/// The revisions of each of `items` (one partition, in key order), keyed by item sort key.
-#[allow(clippy::type_complexity)]
-fn revisions_of<R: Reader>(
-    reader: &R,
-    items: &[Relocation],
-) -> Result<HashMap<Vec<u8>, Vec<(Vec<u8>, Record)>>, Error> {
-    let (Some(first), Some(last)) = (items.first(), items.last()) else {
-        return Ok(HashMap::new());
-    };
-    let mut wanted: HashMap<Vec<u8>, Vec<(Vec<u8>, Record)>> = items
-        .iter()
-        .map(|i| (i.key.sort.clone(), Vec::new()))
-        .collect();
-    let range = layout::revisions_between(&first.key.sort, &last.key.sort);
-    for (sort, record) in
-        reader.scan(&first.key.partition, &range, Direction::Forward, usize::MAX)?
-    {
-        if let Some(list) = layout::revision_item_sort(&sort).and_then(|item| wanted.get_mut(item))
-        {
+        if let Some(list) = layout::revision_item_sort(&sort).and_then(|item| found.get_mut(item)) {
             list.push((sort, record));
         }
     }
-    Ok(wanted)
+    Ok(found)
 }
 
 /// Fails with [`Error::DestinationNotEmpty`] if a live item is at or below `to`.

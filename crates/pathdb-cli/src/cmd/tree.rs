@@ -6,7 +6,7 @@ use crate::db::Db;
 use anyhow::Result;
 use clap::Args;
 use pathdb_keys::KeyPath;
-use pathdb_store::{SubtreeJob, SubtreeOp};
+use pathdb_store::SubtreeJob;
 use std::io::Write;
 use std::time::Duration;
 
@@ -33,11 +33,7 @@ impl MoveArgs {
 
 /// Runs `job` to the end (or finishes an earlier run of it) and prints the count.
 pub fn run(store: &dyn Db, job: SubtreeJob, out: Output) -> Result<()> {
-    let done = match job.op {
-        SubtreeOp::Delete => "deleted",
-        SubtreeOp::Move => "moved",
-        SubtreeOp::Copy => "copied",
-    };
+    let done = job.op.past_tense();
     let bar = bar(&format!("{{spinner}} {done} {{pos}} items ({{per_sec}})"));
     bar.enable_steady_tick(Duration::from_millis(120));
     let result = store.subtree(&job, &mut |n| bar.set_position(n));
