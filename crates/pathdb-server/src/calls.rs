@@ -80,3 +80,18 @@ pub(crate) fn create_target(text: &str) -> Result<(Parent, String), ApiError> {
         other => other.into(),
     })
 }
+
+/// A write's options from the API's `history` and `ttl_seconds` (query or transaction fields):
+/// one reading for PUT, PATCH, create and transactions.
+pub(crate) fn put_options(
+    condition: Option<pathdb_store::Condition>,
+    history: Option<bool>,
+    ttl_seconds: Option<u64>,
+) -> pathdb_store::PutOptions {
+    pathdb_store::PutOptions {
+        condition,
+        history: history.unwrap_or(false),
+        expires: ttl_seconds
+            .map(|s| pathdb_store::Expiry::After(std::time::Duration::from_secs(s))),
+    }
+}

@@ -3,7 +3,7 @@
 //! docs/changes.md has the semantics.
 
 use crate::AppState;
-use crate::calls::{create_target, item_response, store_call};
+use crate::calls::{create_target, item_response, put_options, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Body, Query, UrlPath};
 use crate::wire::{ChangeOut, ChangesOut, ChangesQuery, CreateQuery};
@@ -14,8 +14,8 @@ use pathdb_keys::KeyPath;
 use pathdb_store::Json as JsonText;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
-    ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, Expiry, IdKind, MAX_CHANGES_LIMIT,
-    MAX_CHANGES_WAIT, Parent, PutOptions, Store,
+    ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, IdKind, MAX_CHANGES_LIMIT, MAX_CHANGES_WAIT,
+    Parent, Store,
 };
 use std::convert::Infallible;
 use std::time::Duration;
@@ -253,11 +253,7 @@ pub async fn create_item<B: Backend>(
     let text = std::str::from_utf8(&body)
         .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "body is not UTF-8"))?;
     let value = JsonText::parse(text)?;
-    let options = PutOptions {
-        condition: None,
-        history: q.history.unwrap_or(false),
-        expires: q.ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
-    };
+    let options = put_options(None, q.history, q.ttl_seconds);
     let item = store_call("create", move || {
         Ok(state
             .store

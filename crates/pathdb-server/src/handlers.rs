@@ -3,7 +3,7 @@
 //! ([`point_read`](crate::calls::point_read), `put_item`).
 
 use crate::AppState;
-use crate::calls::{blocking, create_target, item_response, point_read, store_call};
+use crate::calls::{blocking, create_target, item_response, point_read, put_options, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Body, Json, Preconditions, Query, UrlPath};
 use crate::precondition::{self, WritePrecondition};
@@ -14,10 +14,9 @@ use axum::response::{IntoResponse, Response};
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
-    Condition, DEFAULT_LIST_LIMIT, Expiry, Json as JsonText, ListRequest, MAX_LIST_LIMIT,
-    PutOptions, SubtreeJob, Transaction, TxOp,
+    Condition, DEFAULT_LIST_LIMIT, Json as JsonText, ListRequest, MAX_LIST_LIMIT, PutOptions,
+    SubtreeJob, Transaction, TxOp,
 };
-use std::time::Duration;
 
 /// Most paths of a `/v1/get` served as a [`point_read`](crate::calls::point_read).
 const POINT_READ_MAX_PATHS: usize = 8;
@@ -95,11 +94,7 @@ pub async fn put_item<B: Backend>(
     let text = std::str::from_utf8(&body)
         .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "body is not UTF-8"))?;
     let value = JsonText::parse(text)?;
-    let options = PutOptions {
-        condition: None,
-        history: q.history.unwrap_or(false),
-        expires: q.ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
-    };
+    let options = put_options(None, q.history, q.ttl_seconds);
     let backend = state.store.backend();
     let (item, created) = if backend.fast_point_reads() && backend.queues_writes() {
         // Planned here and the commit awaited: no blocking-pool thread waits for the flush.
@@ -203,11 +198,7 @@ pub async fn patch_item<B: Backend>(
     } else {
         pathdb_store::Patch::Merge(document)
     };
-    let options = PutOptions {
-        condition: None,
-        history: q.history.unwrap_or(false),
-        expires: q.ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
-    };
+    let options = put_options(None, q.history, q.ttl_seconds);
     let create = q.create.unwrap_or(false);
     let (item, created) = store_call("patch", move || {
         let condition = precondition.resolve(|| current_version(&state.store, &path))?;
@@ -461,11 +452,11 @@ pub async fn transact<B: Backend>(
             } => TxOp::Put {
                 path: parse_path(&path)?,
                 value: JsonText::parse(value.get())?,
-                options: PutOptions {
-                    condition: condition_of(if_version, false, must_not_exist.unwrap_or(false))?,
-                    history: history.unwrap_or(false),
-                    expires: ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
-                },
+                options: put_options(
+                    condition_of(if_version, false, must_not_exist.unwrap_or(false))?,
+                    history,
+                    ttl_seconds,
+                ),
             },
             TxOpIn::Delete { path, if_version } => TxOp::Delete {
                 path: parse_path(&path)?,
@@ -500,11 +491,7 @@ pub async fn transact<B: Backend>(
                     namespace,
                     id: id.parse()?,
                     value: JsonText::parse(value.get())?,
-                    options: PutOptions {
-                        condition: None,
-                        history: history.unwrap_or(false),
-                        expires: ttl_seconds.map(|s| Expiry::After(Duration::from_secs(s))),
-                    },
+                    options: put_options(None, history, ttl_seconds),
                 }
             }
         });
