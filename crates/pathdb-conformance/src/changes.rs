@@ -2,7 +2,7 @@
 //! listing ends with the final listing; order, resumption, expiry of tokens, restarts; sequences
 //! under concurrent creators.
 
-use super::{Harness, json, manual_options, path, value};
+use super::{Harness, Rng, json, manual_options, path, value};
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
@@ -12,23 +12,6 @@ use pathdb_store::{
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Barrier;
 use std::time::Duration;
-
-/// A small deterministic generator: workloads need no `rand` dependency to vary by seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// What a follower holds: path → (version, value text).
 type Replica = BTreeMap<KeyPath, (u64, String)>;

@@ -37,8 +37,8 @@
 //! - [`subtree_delete`], [`subtree_move`], [`subtree_copy`], [`subtree_errors`],
 //!   [`large_move_resumes`] (`tree`);
 //! - [`json_patch_rfc6902_examples`], [`merge_patch_rfc7396_examples`],
-//!   [`increments_and_missing_items`], [`patches_in_transactions`], [`racing_increments`]
-//!   (`patch`).
+//!   [`increments_and_missing_items`], [`patches_in_transactions`], [`racing_increments`],
+//!   [`patches_after_puts_in_transactions`] (`patch`), [`random_patches_against_a_model`] (`patch_model`).
 
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
@@ -55,6 +55,7 @@ mod groups;
 mod lifecycle;
 mod listing;
 mod patch;
+mod patch_model;
 mod tree;
 mod values;
 
@@ -81,8 +82,9 @@ pub use listing::{
 };
 pub use patch::{
     increments_and_missing_items, json_patch_rfc6902_examples, merge_patch_rfc7396_examples,
-    patches_in_transactions, racing_increments,
+    patches_after_puts_in_transactions, patches_in_transactions, racing_increments,
 };
+pub use patch_model::random_patches_against_a_model;
 pub use tree::{large_move_resumes, subtree_copy, subtree_delete, subtree_errors, subtree_move};
 pub use values::{altered_tokens_are_refused, emptyish_values_round_trip};
 
@@ -137,6 +139,8 @@ macro_rules! conformance_tests {
             increments_and_missing_items,
             patches_in_transactions,
             racing_increments,
+            patches_after_puts_in_transactions,
+            random_patches_against_a_model,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {
@@ -152,6 +156,23 @@ macro_rules! conformance_tests {
             }
         )*
     };
+}
+
+/// A small deterministic generator: workloads need no `rand` dependency to vary by seed.
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
 }
 
 /// Opens fresh, empty stores for the workloads (one or more per workload).

@@ -364,6 +364,98 @@ pub fn patches_in_transactions<H: Harness>(harness: &H) {
     );
 }
 
+/// A patch after a put of the same path in one transaction applies to the value put: one
+/// write, one new version, both results the item as written. A path named twice otherwise is
+/// refused, and so is a condition on the folded patch.
+pub fn patches_after_puts_in_transactions<H: Harness>(harness: &H) {
+    let (_, store) = open_manual(harness);
+    let doc = path("/fold-1/doc-1");
+    put(&store, "/fold-1/doc-1", 1);
+    let results = store
+        .transact(
+            Transaction::new()
+                .put(
+                    doc.clone(),
+                    Json::from_value(&json!({"n": 1, "tags": ["a"]})),
+                    PutOptions::default(),
+                )
+                .patch(
+                    doc.clone(),
+                    json_patch(json!([
+                        {"op": "increment", "path": "/n", "value": 2},
+                        {"op": "add", "path": "/tags/-", "value": "b"}
+                    ])),
+                    PutOptions::default(),
+                ),
+        )
+        .unwrap();
+    let [TxResult::Put(first), TxResult::Put(second)] = &results[..] else {
+        panic!("{results:?}")
+    };
+    assert_eq!(first, second);
+    assert_eq!(value_of(&second.value), json!({"n": 3, "tags": ["a", "b"]}));
+    assert_eq!(second.version, 2, "one atomic change is one version");
+    assert_eq!(store.get(&doc).unwrap().as_ref(), Some(second));
+
+    // A failing folded patch fails the whole transaction.
+    let failing = Transaction::new()
+        .put(
+            doc.clone(),
+            Json::from_value(&json!({"n": "text"})),
+            PutOptions::default(),
+        )
+        .patch(
+            doc.clone(),
+            json_patch(json!([{"op": "increment", "path": "/n", "value": 1}])),
+            PutOptions::default(),
+        );
+    assert!(matches!(
+        store.transact(failing),
+        Err(Error::PatchConflict { index: 0, .. })
+    ));
+    assert_eq!(store.get(&doc).unwrap().as_ref(), Some(second));
+
+    let refused = [
+        Transaction::new().delete(doc.clone(), None).patch(
+            doc.clone(),
+            Patch::Merge(json!({"a": 1})),
+            PutOptions::default(),
+        ),
+        Transaction::new()
+            .patch(
+                doc.clone(),
+                Patch::Merge(json!({"a": 1})),
+                PutOptions::default(),
+            )
+            .patch(
+                doc.clone(),
+                Patch::Merge(json!({"b": 1})),
+                PutOptions::default(),
+            ),
+        Transaction::new()
+            .put(
+                doc.clone(),
+                Json::from_value(&json!({})),
+                PutOptions::default(),
+            )
+            .patch(
+                doc.clone(),
+                Patch::Merge(json!({"a": 1})),
+                PutOptions {
+                    condition: Some(Condition::IfVersion(2)),
+                    ..PutOptions::default()
+                },
+            ),
+    ];
+    for tx in refused {
+        assert!(
+            matches!(store.transact(tx.clone()), Err(Error::InvalidRequest(_))),
+            "{tx:?}"
+        );
+    }
+    assert_eq!(store.get(&doc).unwrap().as_ref(), Some(second));
+}
+
 /// Eight writers increment one counter at once: no increment is lost, none fails, and every
 /// version from 1 to the total is a step of one.
 pub fn racing_increments<H: Harness>(harness: &H) {

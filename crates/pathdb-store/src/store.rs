@@ -28,7 +28,6 @@ use crate::token::TokenKey;
 use crate::write::{self, Plan, Settings};
 use crate::{Condition, Error, Item, Json, StorageError, layout};
 use pathdb_keys::KeyPath;
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -360,7 +359,8 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// [`Error::ConditionFailed`] (nothing written); [`Error::Conflict`] when a concurrent write
     /// changed a path it read (nothing written; retry); [`Error::InvalidRequest`] for an empty
-    /// transaction, more than [`MAX_TRANSACTION_OPS`] operations or a path used twice.
+    /// transaction, more than [`MAX_TRANSACTION_OPS`] operations or a path used twice (except a
+    /// patch after a put of its path, which applies to the value put).
     pub fn transact(&self, tx: Transaction) -> Result<Vec<TxResult>, Error> {
         if tx.ops.is_empty() {
             return Err(Error::InvalidRequest(
@@ -373,18 +373,17 @@ impl<B: Backend> Store<B> {
                 tx.ops.len()
             )));
         }
-        let mut seen = HashSet::new();
-        if let Some(dup) = tx
-            .ops
-            .iter()
-            .filter_map(TxOp::path)
-            .find(|p| !seen.insert(*p))
-        {
-            return Err(Error::InvalidRequest(format!(
-                "{dup} appears twice in one transaction"
-            )));
-        }
-        self.execute(&tx.ops, false).map(|(results, _)| results)
+        let (ops, result_of) = crate::patch::fold_into_puts(&tx.ops)?;
+        let (results, _) = self.execute(&ops, false)?;
+        result_of
+            .into_iter()
+            .map(|i| {
+                results
+                    .get(i)
+                    .cloned()
+                    .ok_or_else(|| StorageError::msg("a transaction lost a result").into())
+            })
+            .collect()
     }
 
     /// Reads, checks and commits `ops`; with `retry`, re-runs after a concurrent change until

@@ -10,7 +10,7 @@ use crate::limits::check_item_size;
 use crate::limits::next_version;
 use crate::ops::{TxOp, TxResult};
 use crate::options::Expiry;
-use crate::patch::{Patch, PatchError};
+use crate::patch::Patch;
 use crate::record::{latest_revision, to_item, tombstone, visible};
 use crate::{Condition, Error, Json, Timestamp, layout};
 use pathdb_keys::KeyPath;
@@ -161,18 +161,7 @@ fn apply_patch(
         None if create => Json::from_value(&serde_json::Value::Object(Default::default())),
         None => return Err(Error::ItemNotFound { path: path.clone() }),
     };
-    let value = patch.apply(&base).map_err(|e| match e {
-        PatchError::TestFailed { index, message } => Error::PatchTestFailed {
-            path: path.clone(),
-            index,
-            message,
-        },
-        PatchError::Conflict { index, message } => Error::PatchConflict {
-            path: path.clone(),
-            index,
-            message,
-        },
-    })?;
+    let value = patch.apply(&base).map_err(|e| e.at(path))?;
     check_item_size(path, &value)?;
     Ok(value)
 }
