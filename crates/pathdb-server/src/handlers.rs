@@ -426,11 +426,12 @@ fn condition_of(
     }
 }
 
-/// Applies puts, deletes and checks on any paths, all or nothing.
+/// Applies puts, patches, deletes, checks and creates on any paths, all or nothing.
 #[utoipa::path(post, path = "/v1/transact", tag = "items", operation_id = "transact", request_body = TransactIn,
     responses((status = 200, body = TransactOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody),
-        (status = 409, description = "An operation's condition failed (`condition_failed`), or a concurrent write changed what the transaction read (`conflict`: retry). Nothing was written.", body = ErrorBody),
+        (status = 404, description = "A patch found no item (`not_found`; use `create`). Nothing was written.", body = ErrorBody),
+        (status = 409, description = "An operation's condition failed (`condition_failed`), a patch's `test` failed (`patch_test_failed`) or did not fit the value (`patch_conflict`), or a concurrent write changed what the transaction read (`conflict`: retry). Nothing was written.", body = ErrorBody),
         (status = 413, body = ErrorBody),
         (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
         (status = 503, body = ErrorBody)),
@@ -457,6 +458,37 @@ pub async fn transact<B: Backend>(
                     history,
                     ttl_seconds,
                 ),
+            },
+            TxOpIn::Patch {
+                path,
+                merge,
+                patch,
+                if_version,
+                must_not_exist,
+                create,
+                history,
+                ttl_seconds,
+            } => TxOp::Patch {
+                path: parse_path(&path)?,
+                patch: match (merge, patch) {
+                    (Some(merge), _) => pathdb_store::Patch::Merge(merge),
+                    (None, document) => pathdb_store::Patch::json_patch(
+                        &document.unwrap_or_default(),
+                    )
+                    .map_err(|e| {
+                        ApiError::new(
+                            StatusCode::BAD_REQUEST,
+                            "invalid_patch",
+                            format!("{path}: {e}"),
+                        )
+                    })?,
+                },
+                options: put_options(
+                    condition_of(if_version, false, must_not_exist.unwrap_or(false))?,
+                    history,
+                    ttl_seconds,
+                ),
+                create: create.unwrap_or(false),
             },
             TxOpIn::Delete { path, if_version } => TxOp::Delete {
                 path: parse_path(&path)?,

@@ -334,6 +334,30 @@ pub enum TxOpIn {
         /// The item does not exist.
         must_not_exist: Option<bool>,
     },
+    /// Change part of an item: `merge` (an RFC 7396 merge patch) or `patch` (RFC 6902
+    /// operations, and `increment`), exactly one. After a put of the same path in this
+    /// transaction, it applies to the value put.
+    Patch {
+        /// Key path text.
+        path: String,
+        /// An RFC 7396 JSON Merge Patch.
+        #[schema(value_type = Option<serde_json::Value>)]
+        merge: Option<serde_json::Value>,
+        /// An RFC 6902 JSON Patch: `add`, `remove`, `replace`, `move`, `copy`, `test` and
+        /// `increment` (`{"op": "increment", "path": "/views", "value": 1}`).
+        #[schema(value_type = Option<Vec<serde_json::Value>>)]
+        patch: Option<serde_json::Value>,
+        /// Fail unless the item exists at this version.
+        if_version: Option<u64>,
+        /// Fail if the item exists (with `create`: only create).
+        must_not_exist: Option<bool>,
+        /// With no item there, apply the patch to `{}` instead of failing with 404.
+        create: Option<bool>,
+        /// Keep this version in history.
+        history: Option<bool>,
+        /// Expire after this many seconds.
+        ttl_seconds: Option<u64>,
+    },
     /// Create an item with a generated id at `{path}-{id}`.
     Create {
         /// The parent's key path and the new element's namespace (`/user-7/post`; `/user` for a
@@ -365,13 +389,18 @@ pub struct TxOpFields {
     history: Option<bool>,
     ttl_seconds: Option<u64>,
     id: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    merge: Option<serde_json::Value>,
+    patch: Option<serde_json::Value>,
+    create: Option<bool>,
 }
 
-/// A field that is present, even as `null` (which is a value to put, not an absent one).
-fn present<'de, D: serde::Deserializer<'de>>(
+/// A field that is present, even as `null` (a value to put or a merge patch that replaces
+/// with `null`, not an absent one).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
-) -> Result<Option<Box<serde_json::value::RawValue>>, D::Error> {
-    Box::<serde_json::value::RawValue>::deserialize(d).map(Some)
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 impl TryFrom<TxOpFields> for TxOpIn {
@@ -386,6 +415,11 @@ impl TryFrom<TxOpFields> for TxOpIn {
                 Ok(())
             }
         };
+        if op != "patch" {
+            stray("merge", f.merge.is_some())?;
+            stray("patch", f.patch.is_some())?;
+            stray("create", f.create.is_some())?;
+        }
         match op {
             "create" => {
                 stray("must_exist", f.must_exist.is_some())?;
@@ -407,6 +441,24 @@ impl TryFrom<TxOpFields> for TxOpIn {
                     value: f.value.ok_or("missing field `value`")?,
                     if_version: f.if_version,
                     must_not_exist: f.must_not_exist,
+                    history: f.history,
+                    ttl_seconds: f.ttl_seconds,
+                })
+            }
+            "patch" => {
+                stray("id", f.id.is_some())?;
+                stray("value", f.value.is_some())?;
+                stray("must_exist", f.must_exist.is_some())?;
+                if f.merge.is_some() == f.patch.is_some() {
+                    return Err("a patch needs exactly one of `merge` and `patch`".into());
+                }
+                Ok(TxOpIn::Patch {
+                    path: f.path,
+                    merge: f.merge,
+                    patch: f.patch,
+                    if_version: f.if_version,
+                    must_not_exist: f.must_not_exist,
+                    create: f.create,
                     history: f.history,
                     ttl_seconds: f.ttl_seconds,
                 })
@@ -436,7 +488,7 @@ impl TryFrom<TxOpFields> for TxOpIn {
                 })
             }
             other => Err(format!(
-                "unknown op {other:?}, expected one of `put`, `delete`, `check`, `create`"
+                "unknown op {other:?}, expected one of `put`, `patch`, `delete`, `check`, `create`"
             )),
         }
     }

@@ -80,8 +80,9 @@ async fn transaction_ops_and_results_are_discriminated_unions() {
             "check": format!("#/components/schemas/{prefix}Check"),
         });
         if union == "TxOpIn" {
-            // A create's result is the item it put.
+            // A create's and a patch's result is the item it put.
             mapping["create"] = json!(format!("#/components/schemas/{prefix}Create"));
+            mapping["patch"] = json!(format!("#/components/schemas/{prefix}Patch"));
         }
         assert_eq!(schema["discriminator"]["propertyName"], "op", "{schema}");
         assert_eq!(schema["discriminator"]["mapping"], mapping, "{schema}");

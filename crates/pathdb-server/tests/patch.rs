@@ -158,3 +158,112 @@ async fn every_failure_writes_nothing() {
         .expect(200);
     assert_eq!(item["value"], json!({"name": "x", "n": 2}));
 }
+
+#[tokio::test]
+async fn patches_in_transactions_see_earlier_puts_and_fail_as_one() {
+    let server = TestServer::new();
+    server.put_item("/t-1/doc-1", r#"{"n": 1}"#).await;
+    let results = server
+        .post(
+            "/v1/transact",
+            &json!({"ops": [
+                {"op": "put", "path": "/t-1/new-1", "value": {"n": 10, "tags": []}},
+                {"op": "patch", "path": "/t-1/new-1",
+                 "patch": [{"op": "increment", "path": "/n", "value": 5},
+                           {"op": "add", "path": "/tags/-", "value": "x"}]},
+                {"op": "patch", "path": "/t-1/doc-1", "merge": {"m": true}, "if_version": 1},
+                {"op": "patch", "path": "/t-1/counter-1", "create": true,
+                 "patch": [{"op": "increment", "path": "/hits", "value": 1}]},
+            ]}),
+        )
+        .await
+        .expect(200);
+    let values: Vec<Value> = results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["item"]["value"].clone())
+        .collect();
+    assert_eq!(
+        values,
+        [
+            json!({"n": 15, "tags": ["x"]}),
+            json!({"n": 15, "tags": ["x"]}),
+            json!({"n": 1, "m": true}),
+            json!({"hits": 1}),
+        ]
+    );
+    assert_eq!(results["results"][1]["op"], "put");
+
+    // Each failure is the transaction's, and writes nothing.
+    let failing =
+        |op: Value| json!({"ops": [{"op": "put", "path": "/t-1/other-1", "value": 1}, op]});
+    for (op, status, code) in [
+        (
+            json!({"op": "patch", "path": "/t-1/doc-1", "patch": [{"op": "test", "path": "/n", "value": 2}]}),
+            409,
+            "patch_test_failed",
+        ),
+        (
+            json!({"op": "patch", "path": "/t-1/doc-1", "patch": [{"op": "remove", "path": "/zz"}]}),
+            409,
+            "patch_conflict",
+        ),
+        (
+            json!({"op": "patch", "path": "/t-1/missing-1", "merge": {"a": 1}}),
+            404,
+            "not_found",
+        ),
+        (
+            json!({"op": "patch", "path": "/t-1/doc-1", "merge": {"a": 1}, "if_version": 9}),
+            409,
+            "condition_failed",
+        ),
+        (
+            json!({"op": "patch", "path": "/t-1/doc-1", "patch": [{"op": "jump", "path": "/a"}]}),
+            400,
+            "invalid_patch",
+        ),
+        (
+            json!({"op": "patch", "path": "/t-1/doc-1", "merge": {}, "patch": []}),
+            400,
+            "invalid_json",
+        ),
+        (
+            json!({"op": "patch", "path": "/t-1/doc-1"}),
+            400,
+            "invalid_json",
+        ),
+        (
+            json!({"op": "patch", "path": "/t-1/doc-1", "merge": {}, "value": 1}),
+            400,
+            "invalid_json",
+        ),
+        (
+            json!({"op": "put", "path": "/t-1/doc-1", "value": 1, "merge": {}}),
+            400,
+            "invalid_json",
+        ),
+    ] {
+        server
+            .post("/v1/transact", &failing(op.clone()))
+            .await
+            .expect_error(status, code);
+        server
+            .get("/v1/items/t-1/other-1")
+            .await
+            .expect_error(404, "not_found");
+    }
+    let doc = server.get("/v1/items/t-1/doc-1").await.expect(200);
+    assert_eq!(doc["value"], json!({"n": 1, "m": true}));
+
+    // `"merge": null` is a merge patch (the value becomes null), not a missing field.
+    let result = server
+        .post(
+            "/v1/transact",
+            &json!({"ops": [{"op": "patch", "path": "/t-1/doc-1", "merge": null}]}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(result["results"][0]["item"]["value"], Value::Null);
+}
