@@ -6,8 +6,8 @@ use anyhow::{Context, Result, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
     Change, Condition, Expiry, ExportEnd, ExportLine, ExportStatus, GroupPage, IdKind,
-    ImportReport, Item, Json, ListEntry, ListPage, ListRequest, PutOptions, SubtreeJob, SubtreeOp,
-    Timestamp,
+    ImportReport, Item, Json, ListEntry, ListPage, ListRequest, Patch, PutOptions, SubtreeJob,
+    SubtreeOp, Timestamp,
 };
 use serde::Deserialize;
 use std::io::BufRead;
@@ -219,9 +219,31 @@ impl Client {
             None => {}
         }
         match Self::read(request.send(value.as_str()), what)? {
-            (404, body) => bail!("{what}: {body}"),
+            // A patch of a missing item; anything else answering 404 is not PathDB's item route.
+            (404, body) => match serde_json::from_str::<ErrorIn>(&body) {
+                Ok(e) if e.error.code == "not_found" => {
+                    Err(Failure::NotFound(e.error.message).into())
+                }
+                _ => bail!("{what}: HTTP 404: {body}"),
+            },
             (_, body) => Self::item(&body),
         }
+    }
+
+    /// Sends a write's condition as `If-Match` / `If-None-Match`.
+    fn precondition(
+        request: ureq::RequestBuilder<ureq::typestate::WithBody>,
+        condition: Option<Condition>,
+        what: &str,
+    ) -> Result<ureq::RequestBuilder<ureq::typestate::WithBody>> {
+        Ok(match condition {
+            Some(Condition::MustNotExist) => request.header("If-None-Match", "*"),
+            Some(Condition::IfVersion(v)) => request.header("If-Match", &v.to_string()),
+            Some(Condition::MustExist) => {
+                bail!("a must-exist {what} is not supported over HTTP; use a transaction")
+            }
+            None => request,
+        })
     }
 
     fn item(body: &str) -> Result<Item> {
@@ -244,18 +266,33 @@ impl Db for Client {
     }
 
     fn put(&self, path: &KeyPath, value: Json, options: PutOptions) -> Result<Item> {
-        let mut request = self
+        let request = self
             .auth(self.agent.put(self.url("/v1/items", path)))
             .header("Content-Type", "application/json");
-        match options.condition {
-            Some(Condition::MustNotExist) => request = request.header("If-None-Match", "*"),
-            Some(Condition::IfVersion(v)) => request = request.header("If-Match", &v.to_string()),
-            Some(Condition::MustExist) => {
-                bail!("must-exist puts are not supported over HTTP; use a transaction")
-            }
-            None => {}
-        }
+        let request = Self::precondition(request, options.condition, "put")?;
         Self::send_item(request, value, &options, "put")
+    }
+
+    fn patch(
+        &self,
+        path: &KeyPath,
+        patch: Patch,
+        options: PutOptions,
+        create: bool,
+    ) -> Result<Item> {
+        let media_type = match patch {
+            Patch::Merge(_) => "application/merge-patch+json",
+            Patch::Json(_) => "application/json-patch+json",
+        };
+        let mut request = self
+            .auth(self.agent.patch(self.url("/v1/items", path)))
+            .header("Content-Type", media_type);
+        if create {
+            request = request.query("create", "true");
+        }
+        let request = Self::precondition(request, options.condition, "patch")?;
+        let document = Json::from_value(&patch.document());
+        Self::send_item(request, document, &options, "patch")
     }
 
     fn create(

@@ -6,7 +6,7 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     Change, ChangeToken, Condition, ExportEnd, GroupPage, IdKind, ImportReport, Item, Json,
-    ListPage, ListRequest, OnExisting, PutOptions, Store, SubtreeJob,
+    ListPage, ListRequest, OnExisting, Patch, PutOptions, Store, SubtreeJob,
 };
 use std::time::Duration;
 
@@ -33,6 +33,15 @@ pub trait Db {
     fn get(&self, path: &KeyPath, version: Option<u64>) -> Result<Option<Item>>;
     /// Create or replace.
     fn put(&self, path: &KeyPath, value: Json, options: PutOptions) -> Result<Item>;
+    /// Change part of the item (applied to `{}` when there is none and `create`); the item
+    /// as written.
+    fn patch(
+        &self,
+        path: &KeyPath,
+        patch: Patch,
+        options: PutOptions,
+        create: bool,
+    ) -> Result<Item>;
     /// Create at `{parent}/{namespace}-{generated id}` (a new group without a parent).
     fn create(
         &self,
@@ -84,6 +93,16 @@ impl<B: Backend> Db for Store<B> {
 
     fn put(&self, path: &KeyPath, value: Json, options: PutOptions) -> Result<Item> {
         Ok(Store::put(self, path, value, options)?)
+    }
+
+    fn patch(
+        &self,
+        path: &KeyPath,
+        patch: Patch,
+        options: PutOptions,
+        create: bool,
+    ) -> Result<Item> {
+        Ok(Store::patch(self, path, patch, options, create)?)
     }
 
     fn delete(&self, path: &KeyPath, condition: Option<Condition>) -> Result<Option<Item>> {

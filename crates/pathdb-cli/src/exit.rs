@@ -10,12 +10,13 @@ use std::process::ExitCode;
 pub enum Status {
     /// 0: done.
     Ok = 0,
-    /// 1: the item (or version) asked for does not exist.
+    /// 1: the item (or version) asked for, or to patch, does not exist.
     NotFound = 1,
     /// 2: usage or invalid input: bad arguments, key path, JSON, page token, size limits, a
     /// database file that does not exist for a read.
     Usage = 2,
-    /// 3: a condition (`--must-not-exist`, `--if-version`) failed, or a write conflicted.
+    /// 3: a condition (`--must-not-exist`, `--if-version`) failed, a write conflicted, or a
+    /// patch did not apply to the value.
     Condition = 3,
     /// 4: the server or storage is unavailable: cannot connect to `--server`, 5xx, a database
     /// file held by another process, DynamoDB unreachable, I/O errors.
@@ -29,11 +30,13 @@ pub enum Status {
 pub const HELP: &str = "\
 Exit status:
   0  success
-  1  not found: `get` of a missing path or version, `rm` of a missing path, `rm -r`, `mv` or
-     `cp` of a path with nothing at or below it
+  1  not found: `get` of a missing path or version, `rm` of a missing path, `patch` of a
+     missing item (without --create), `rm -r`, `mv` or `cp` of a path with nothing at or
+     below it
   2  usage or invalid input (arguments, key path, JSON, limits; a missing --db file for a read)
-  3  condition failed (--must-not-exist, --if-version), write conflict, or a `mv`/`cp`
-     destination that is not empty
+  3  condition failed (--must-not-exist, --if-version), write conflict, a `mv`/`cp`
+     destination that is not empty, or a patch that does not apply (a failed `test`, an
+     increment of a non-number)
   4  unavailable: cannot reach --server, server error (5xx), database file in use by another
      process, storage or DynamoDB failure, an export that did not complete
   5  refused: missing or read-only access token, read-only database, or no permission to
@@ -110,10 +113,12 @@ fn http_status(status: u16, code: &str) -> Status {
 fn store_status(error: &pathdb_store::Error) -> Status {
     use pathdb_store::Error as E;
     match error {
-        E::ConditionFailed { .. } | E::Conflict { .. } | E::DestinationNotEmpty { .. } => {
-            Status::Condition
-        }
-        E::NothingBelow { .. } => Status::NotFound,
+        E::ConditionFailed { .. }
+        | E::Conflict { .. }
+        | E::DestinationNotEmpty { .. }
+        | E::PatchTestFailed { .. }
+        | E::PatchConflict { .. } => Status::Condition,
+        E::NothingBelow { .. } | E::ItemNotFound { .. } => Status::NotFound,
         E::ReadOnly => Status::Refused,
         E::Storage(e) if e.kind() == pathdb_store::StorageErrorKind::PermissionDenied => {
             Status::Refused

@@ -444,6 +444,29 @@ fn item_commands_print_the_same_through_server() {
         &["cp", "/u-1/p-1", "/u-1/folder-2"],
         &["mv", "/u-1/folder-2", "/u-1/folder-3"],
         &["rm", "-r", "/u-1/folder-1"],
+        &[
+            "put",
+            "/u-1/doc-1",
+            r#"{"title": "a", "tags": ["x"], "draft": true}"#,
+        ],
+        &[
+            "patch",
+            "/u-1/doc-1",
+            r#"{"title": "b", "draft": null}"#,
+            "--history",
+        ],
+        &[
+            "patch",
+            "/u-1/doc-1",
+            "--json-patch",
+            r#"[{"op": "test", "path": "/title", "value": "b"}, {"op": "add", "path": "/tags/-", "value": "y"}]"#,
+            "--if-version",
+            "2",
+        ],
+        &["patch", "/u-1/doc-2", r#"{"new": true}"#, "--create"],
+        &["incr", "/u-1/counter-1", "/views"],
+        &["incr", "/u-1/counter-1", "/views", "41"],
+        &["incr", "/u-1/counter-1", "/stats/likes", "-2"],
     ];
     let reads: &[&[&str]] = &[
         &["get", "/u-1/p-1"],
@@ -572,6 +595,29 @@ fn item_commands_print_the_same_through_server() {
         (&["ls", "/u-1", "--page-token", "garbage!"], 2, "page token"),
         (&["put", "/u-3", "{not json"], 2, "JSON"),
         (&["ls", "/u-1", "--limit", "0"], 2, "limit"),
+        (&["patch", "/u-1/nothing-1", "{}"], 1, "not found"),
+        (
+            &["patch", "/u-1/doc-1", "{}", "--if-version", "1"],
+            3,
+            "condition failed",
+        ),
+        (
+            &[
+                "patch",
+                "/u-1/doc-1",
+                "--json-patch",
+                r#"[{"op": "test", "path": "/title", "value": "zzz"}]"#,
+            ],
+            3,
+            "did not match",
+        ),
+        (&["incr", "/u-1/doc-1", "/title"], 3, "not a number"),
+        (
+            &["patch", "/u-1/doc-1", "--json-patch", r#"[{"op": "jump"}]"#],
+            2,
+            "operation 0",
+        ),
+        (&["incr", "/u-1/doc-1", "views"], 2, "JSON Pointer"),
     ];
     for (command, code, cause) in failing {
         for args in [&local_args[..], &remote_args[..]] {

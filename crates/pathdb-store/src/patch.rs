@@ -124,6 +124,26 @@ impl Patch {
         Ok(Patch::Json(out))
     }
 
+    /// The patch as its JSON document: the merge patch itself, or the array of operations
+    /// ([`Patch::json_patch`] reads it back).
+    pub fn document(&self) -> Value {
+        match self {
+            Patch::Merge(document) => document.clone(),
+            Patch::Json(operations) => Value::Array(
+                operations
+                    .iter()
+                    .map(|op| match op {
+                        // Serializing a parsed operation (strings and values) cannot fail.
+                        PatchOp::Standard(op) => serde_json::to_value(op).unwrap_or(Value::Null),
+                        PatchOp::Increment { path, by } => serde_json::json!({
+                            "op": "increment", "path": path, "value": by
+                        }),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
     /// Applies the patch to `value`, which is left as it was if the patch fails.
     ///
     /// # Errors
@@ -263,4 +283,28 @@ pub(crate) fn fold_into_puts(ops: &[TxOp]) -> Result<(Vec<TxOp>, Vec<usize>), Er
         result_of.push(earlier);
     }
     Ok((folded, result_of))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_document_reads_back_as_written() {
+        let document = json!([
+            {"op": "add", "path": "/a/-", "value": {"x": null}},
+            {"op": "remove", "path": "/b"},
+            {"op": "replace", "path": "", "value": 1},
+            {"op": "move", "from": "/c", "path": "/d"},
+            {"op": "copy", "from": "/d", "path": "/e~1f"},
+            {"op": "test", "path": "/e~1f", "value": [1]},
+            {"op": "increment", "path": "/views", "value": -2.5},
+        ]);
+        let patch = Patch::json_patch(&document).unwrap();
+        assert_eq!(patch.document(), document);
+        assert_eq!(Patch::json_patch(&patch.document()), Ok(patch));
+        let merge = Patch::Merge(json!({"a": null, "b": {"c": 1}}));
+        assert_eq!(merge.document(), json!({"a": null, "b": {"c": 1}}));
+    }
 }

@@ -1,4 +1,4 @@
-//! `put`, `get`, `rm` and `history`: one item at a time.
+//! `put`, `patch`, `incr`, `get`, `rm` and `history`: one item at a time.
 
 use super::Output;
 use super::output::print_items;
@@ -7,7 +7,7 @@ use crate::exit::Failure;
 use anyhow::{Context, Result};
 use clap::Args;
 use pathdb_keys::KeyPath;
-use pathdb_store::{Condition, Expiry, Json, PutOptions};
+use pathdb_store::{Condition, Expiry, Json, Patch, PutOptions};
 use std::io::Write;
 use std::time::Duration;
 
@@ -20,6 +20,17 @@ pub struct PutArgs {
     /// command line).
     #[arg(value_name = "JSON")]
     value: String,
+    #[command(flatten)]
+    write: WriteFlags,
+    /// Create a new item with a generated id: uuid, rand53 (a random integer below 2^53) or
+    /// sequence (the next integer for this parent and namespace, never reused).
+    #[arg(long, value_name = "KIND", conflicts_with_all = ["must_not_exist", "if_version"])]
+    id: Option<pathdb_store::IdKind>,
+}
+
+/// The condition and options of a write that puts a value (put, patch).
+#[derive(Args, Debug)]
+struct WriteFlags {
     /// Fail if the item already exists.
     #[arg(long, conflicts_with = "if_version")]
     must_not_exist: bool,
@@ -32,10 +43,54 @@ pub struct PutArgs {
     /// Expire the item this many seconds from now.
     #[arg(long)]
     ttl: Option<u64>,
-    /// Create a new item with a generated id: uuid, rand53 (a random integer below 2^53) or
-    /// sequence (the next integer for this parent and namespace, never reused).
-    #[arg(long, value_name = "KIND", conflicts_with_all = ["must_not_exist", "if_version"])]
-    id: Option<pathdb_store::IdKind>,
+}
+
+impl WriteFlags {
+    fn options(&self) -> PutOptions {
+        let condition = match (self.must_not_exist, self.if_version) {
+            (true, _) => Some(Condition::MustNotExist),
+            (false, Some(v)) => Some(Condition::IfVersion(v)),
+            (false, None) => None,
+        };
+        PutOptions {
+            condition,
+            history: self.history,
+            expires: self.ttl.map(|s| Expiry::After(Duration::from_secs(s))),
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct PatchArgs {
+    /// Key path in text form.
+    path: KeyPath,
+    /// A JSON Merge Patch (RFC 7396): members merge into the item's value, `null` removes one,
+    /// e.g. '{"title": "new", "draft": null}'; `-` reads it from stdin.
+    #[arg(value_name = "MERGE_PATCH", required_unless_present = "json_patch")]
+    merge: Option<String>,
+    /// A JSON Patch (RFC 6902) instead: an array of add, remove, replace, move, copy, test and
+    /// increment operations, e.g. '[{"op": "increment", "path": "/views", "value": 1}]'; `-`
+    /// reads it from stdin.
+    #[arg(long, value_name = "OPERATIONS", conflicts_with = "merge")]
+    json_patch: Option<String>,
+    /// Apply the patch to {} when there is no item, instead of failing (exit status 1).
+    #[arg(long)]
+    create: bool,
+    #[command(flatten)]
+    write: WriteFlags,
+}
+
+#[derive(Args, Debug)]
+pub struct IncrArgs {
+    /// Key path in text form. A missing item is created as {}.
+    path: KeyPath,
+    /// JSON Pointer to the number, e.g. /views or /stats/likes; a missing member starts at 0.
+    pointer: String,
+    /// What to add: an integer (negative to subtract) or a decimal.
+    #[arg(default_value = "1", allow_negative_numbers = true)]
+    by: serde_json::Number,
+    #[command(flatten)]
+    write: WriteFlags,
 }
 
 #[derive(Args, Debug)]
@@ -69,23 +124,19 @@ pub struct HistoryArgs {
     limit: usize,
 }
 
-pub fn put(store: &dyn Db, args: PutArgs, out: Output) -> Result<()> {
-    let condition = match (args.must_not_exist, args.if_version) {
-        (true, _) => Some(Condition::MustNotExist),
-        (false, Some(v)) => Some(Condition::IfVersion(v)),
-        (false, None) => None,
-    };
-    let options = PutOptions {
-        condition,
-        history: args.history,
-        expires: args.ttl.map(|s| Expiry::After(Duration::from_secs(s))),
-    };
-    let text = if args.value == "-" {
-        std::io::read_to_string(std::io::stdin().lock()).context("reading the value from stdin")?
+/// A JSON argument, or stdin for `-`.
+fn argument_or_stdin(text: String, what: &str) -> Result<String> {
+    if text == "-" {
+        std::io::read_to_string(std::io::stdin().lock())
+            .with_context(|| format!("reading the {what} from stdin"))
     } else {
-        args.value
-    };
-    let value = Json::parse(&text)?;
+        Ok(text)
+    }
+}
+
+pub fn put(store: &dyn Db, args: PutArgs, out: Output) -> Result<()> {
+    let options = args.write.options();
+    let value = Json::parse(&argument_or_stdin(args.value, "value")?)?;
     let item = match args.id {
         Some(id) => {
             let (parent, namespace) = pathdb_store::parse_create_target(&args.path)?;
@@ -103,6 +154,33 @@ pub fn put(store: &dyn Db, args: PutArgs, out: Output) -> Result<()> {
             store.put(&path, value, options)?
         }
     };
+    print_items(&mut std::io::stdout().lock(), &[item], out.json)?;
+    Ok(())
+}
+
+pub fn patch(store: &dyn Db, args: PatchArgs, out: Output) -> Result<()> {
+    let (text, json_patch) = match (args.merge, args.json_patch) {
+        (_, Some(operations)) => (argument_or_stdin(operations, "patch")?, true),
+        (Some(merge), None) => (argument_or_stdin(merge, "patch")?, false),
+        (None, None) => anyhow::bail!("a patch needs MERGE_PATCH or --json-patch"),
+    };
+    let document: serde_json::Value =
+        serde_json::from_str(&text).context("the patch is not valid JSON")?;
+    let patch = if json_patch {
+        Patch::json_patch(&document).map_err(|e| anyhow::anyhow!("invalid JSON Patch: {e}"))?
+    } else {
+        Patch::Merge(document)
+    };
+    let item = store.patch(&args.path, patch, args.write.options(), args.create)?;
+    print_items(&mut std::io::stdout().lock(), &[item], out.json)?;
+    Ok(())
+}
+
+pub fn incr(store: &dyn Db, args: IncrArgs, out: Output) -> Result<()> {
+    let document = serde_json::json!([{"op": "increment", "path": args.pointer, "value": args.by}]);
+    let patch =
+        Patch::json_patch(&document).map_err(|e| anyhow::anyhow!("invalid increment: {e}"))?;
+    let item = store.patch(&args.path, patch, args.write.options(), true)?;
     print_items(&mut std::io::stdout().lock(), &[item], out.json)?;
     Ok(())
 }

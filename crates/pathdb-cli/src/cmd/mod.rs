@@ -51,6 +51,11 @@ enum Command {
     Key(key::KeyCommand),
     /// Create or replace the item at PATH with a JSON value.
     Put(item::PutArgs),
+    /// Change part of the item at PATH: a JSON Merge Patch, or a JSON Patch with --json-patch.
+    Patch(item::PatchArgs),
+    /// Add N (default 1) to the number at POINTER in the item at PATH, atomically; a missing
+    /// item or member starts at 0.
+    Incr(item::IncrArgs),
     /// Print the item at PATH.
     Get(item::GetArgs),
     /// Delete the item at PATH; with -r, also every item below it.
@@ -121,6 +126,8 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Put(args) => item::put(&*connect(Write)?, args, out),
+        Command::Patch(args) => item::patch(&*connect(Write)?, args, out),
+        Command::Incr(args) => item::incr(&*connect(Write)?, args, out),
         Command::Get(args) => item::get(&*connect(Read)?, args, out),
         Command::Rm(args) => item::rm(&*connect(Write)?, args, out),
         Command::Mv(args) => tree::run(&*connect(Write)?, args.relocate(), out),
