@@ -15,9 +15,10 @@ DEFAULT = 'Client("http://127.0.0.1:7070")'
 
 
 def snippets() -> List[str]:
-    """The README's Python snippets: the quick start, following changes, generated ids."""
+    """The README's Python snippets: the quick start, following changes, generated ids,
+    partial updates."""
     found = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    assert len(found) == 3
+    assert len(found) == 4
     for snippet in found:
         assert DEFAULT in snippet
     return found
@@ -54,3 +55,15 @@ def test_readme_generated_ids(server: Server) -> None:
     code = snippet.replace('"/user-9"', '"/user-9000"')
     assert code != snippet
     assert run(server, code) == ["/user-9000/post-1", "/user-9000/order-1/line-1"]
+
+
+def test_readme_partial_updates(server: Server) -> None:
+    snippet = snippets()[3]
+    assert len(snippet.strip().splitlines()) <= 14
+    code = snippet.replace('"/user-10/', '"/user-10000/')
+    assert code != snippet
+    assert run(server, code) == [
+        "{'tags': ['a', 'b'], 'title': 'hello', 'views': 2}",
+        "patch_test_failed",
+        "{'posts': 1}",
+    ]

@@ -125,6 +125,37 @@ export interface PutOptions {
   ttlSeconds?: number;
 }
 
+/**
+ * Options of `patch`, `merge` and `increment` (and of the `Patch`, `Merge` and `Increment`
+ * transaction operations): `mustNotExist`, `ifVersion`, `history` and `ttlSeconds` as on a put.
+ */
+export interface PatchOptions extends PutOptions {
+  /**
+   * With no item at the path, apply the patch to `{}` and create it, instead of failing with
+   * `NotFound`. Default false, except for `increment` (a counter that does not exist yet starts at 0).
+   */
+  create?: boolean;
+}
+
+/**
+ * One operation of a JSON Patch (RFC 6902, plus PathDB's `increment`), told apart by `op`. Paths
+ * are JSON Pointers (RFC 6901) into the item's value: `/tags/0`, `/tags/-` (an array's end).
+ * - `add`: set a member, or insert into an array;
+ * - `remove`, `replace`: of a value that must exist;
+ * - `move`, `copy`: the value at `from` to `path`;
+ * - `test`: the value at `path` must equal `value`, or the patch fails with `PatchTestFailed`;
+ * - `increment`: add `value` to the number at `path` (a missing member starts at 0; integers stay
+ *   integers, within 2^53).
+ */
+export type PatchOperation =
+  | { readonly op: "add"; readonly path: string; readonly value: unknown }
+  | { readonly op: "remove"; readonly path: string }
+  | { readonly op: "replace"; readonly path: string; readonly value: unknown }
+  | { readonly op: "move"; readonly from: string; readonly path: string }
+  | { readonly op: "copy"; readonly from: string; readonly path: string }
+  | { readonly op: "test"; readonly path: string; readonly value: unknown }
+  | { readonly op: "increment"; readonly path: string; readonly value: number };
+
 export interface ListOptions {
   /** Only the direct children of the prefix. */
   children?: boolean;
@@ -252,8 +283,76 @@ export class Create {
   }
 }
 
-/** A transaction operation. */
-export type Op = Put | Delete | Check | Create;
+function incrementOperation(pointer: string, by: number): PatchOperation {
+  if (typeof pointer !== "string") throw new TypeError(`a JSON Pointer is a string, not ${typeof pointer}`);
+  if (typeof by !== "number" || !Number.isFinite(by)) throw new TypeError(`an increment is a finite number, not ${String(by)}`);
+  return { op: "increment", path: pointer, value: by };
+}
+
+function patchWire(path: KeyPath, kind: "patch" | "merge", document: unknown, options: PatchOptions): Wire {
+  const wire: Wire = {
+    op: "patch",
+    path: path.toString(),
+    [kind]: document === undefined ? null : document,
+    ...conditions(options.ifVersion, false, options.mustNotExist ?? false),
+  };
+  if (options.create) wire.create = true;
+  if (options.history) wire.history = true;
+  if (options.ttlSeconds !== undefined) wire.ttl_seconds = options.ttlSeconds;
+  return wire;
+}
+
+/**
+ * A transaction operation: apply a JSON Patch (operations in order) to the item at `path`; with
+ * `create`, to `{}` when there is no item (otherwise the transaction fails with `NotFound`). After a
+ * `Put` of the same path in the transaction it applies to the value put. Its result is the item written.
+ */
+export class Patch {
+  readonly path: KeyPath;
+  readonly operations: readonly PatchOperation[];
+  readonly #wire: Wire;
+  constructor(path: PathLike, operations: readonly PatchOperation[], options: PatchOptions = {}) {
+    this.path = toPath(path);
+    this.operations = [...operations];
+    this.#wire = patchWire(this.path, "patch", this.operations, options);
+  }
+  toWire(): Wire {
+    return { ...this.#wire };
+  }
+}
+
+/**
+ * A transaction operation: apply a JSON Merge Patch (RFC 7396: objects merge member by member,
+ * `null` removes a member, anything else replaces) to the item at `path`, with the options of
+ * `Patch`. Its result is the item written.
+ */
+export class Merge {
+  readonly path: KeyPath;
+  readonly document: unknown;
+  readonly #wire: Wire;
+  constructor(path: PathLike, document: unknown, options: PatchOptions = {}) {
+    this.path = toPath(path);
+    this.document = document;
+    this.#wire = patchWire(this.path, "merge", document, options);
+  }
+  toWire(): Wire {
+    return { ...this.#wire };
+  }
+}
+
+/**
+ * A transaction operation: add `by` to the number at the JSON Pointer `pointer` in the item at
+ * `path` (a `Patch` of one `increment`). A missing member starts at 0; `create` defaults to true,
+ * so a counter that does not exist yet starts at 0 too.
+ */
+export class Increment extends Patch {
+  constructor(path: PathLike, pointer: string, by = 1, options: PatchOptions = {}) {
+    super(path, [incrementOperation(pointer, by)], { ...options, create: options.create ?? true });
+  }
+}
+
+/** A transaction operation (an `Increment` is a `Patch`). */
+export type Op = Put | Delete | Check | Create | Patch | Merge;
 
 /**
  * The path as it goes in a URL: each element percent-encoded on its own, so `/` and `%` inside
@@ -455,24 +554,75 @@ export class Client {
 
   /** Creates or replaces the item at `path`. Throws `ConditionFailed` if `mustNotExist` or `ifVersion` does not hold. */
   async put<T = unknown>(path: PathLike, value: T, options: PutOptions = {}): Promise<Item<T>> {
+    return this.#write<T>("PUT", "application/json", path, value, options, {});
+  }
+
+  /**
+   * A put, or (PATCH, with the patch's media type) a patch: the conditions as headers, the options
+   * as parameters; retried when it met a concurrent write, which it then did not change.
+   */
+  async #write<T>(
+    method: "PUT" | "PATCH",
+    contentType: string,
+    path: PathLike,
+    body: unknown,
+    options: PutOptions,
+    params: Record<string, string>,
+  ): Promise<Item<T>> {
     if (options.mustNotExist && options.ifVersion !== undefined) {
       throw new TypeError("give at most one of mustNotExist and ifVersion");
     }
-    const headers: Record<string, string> = { "Content-Type": "application/json" };
+    const headers: Record<string, string> = { "Content-Type": contentType };
     if (options.mustNotExist) headers["If-None-Match"] = "*";
     if (options.ifVersion !== undefined) headers["If-Match"] = `"${options.ifVersion}"`;
-    const params: Record<string, string> = {};
     if (options.history) params.history = "true";
     if (options.ttlSeconds !== undefined) params.ttl_seconds = String(options.ttlSeconds);
     const response = await this.#send({
-      method: "PUT",
+      method,
       route: "/v1/items/" + urlPath(toPath(path)),
       params,
       headers,
-      body: JSON.stringify(value === undefined ? null : value),
+      body: JSON.stringify(body === undefined ? null : body),
       retryConflict: true,
     });
     return itemFromWire<T>(await Client.#json(response));
+  }
+
+  /**
+   * Applies a JSON Patch (RFC 6902 operations in order, plus `increment`) to the item at `path` on
+   * the server, all or nothing, and returns the item written. With `create`, a missing item is
+   * patched from `{}` (otherwise `NotFound`). Throws `PatchTestFailed` (a `test` did not hold),
+   * `PatchConflict` (an operation does not fit the value), `ConditionFailed` (`mustNotExist`,
+   * `ifVersion`) or `InvalidRequest` (`invalid_patch`: a bad document); nothing is written then.
+   */
+  async patch<T = unknown>(path: PathLike, operations: readonly PatchOperation[], options: PatchOptions = {}): Promise<Item<T>> {
+    return this.#patch<T>("application/json-patch+json", path, [...operations], options);
+  }
+
+  /**
+   * Applies a JSON Merge Patch (RFC 7396: objects merge member by member, `null` removes a member,
+   * any other value replaces) to the item at `path` on the server, and returns the item written;
+   * options and errors as {@link patch}.
+   */
+  async merge<T = unknown>(path: PathLike, document: unknown, options: PatchOptions = {}): Promise<Item<T>> {
+    return this.#patch<T>("application/merge-patch+json", path, document, options);
+  }
+
+  /**
+   * Adds `by` to the number at the JSON Pointer `pointer` (`"/views"`) in the item at `path`,
+   * atomically on the server (concurrent increments all count), and returns the item written. A
+   * missing member starts at 0, and `create` is true by default, so a counter that does not exist
+   * yet starts at 0 as well (`{ create: false }` throws `NotFound` then). Integers stay integers;
+   * past 2^53, or on a non-number, throws `PatchConflict`.
+   */
+  async increment<T = unknown>(path: PathLike, pointer: string, by = 1, options: PatchOptions = {}): Promise<Item<T>> {
+    return this.patch<T>(path, [incrementOperation(pointer, by)], { ...options, create: options.create ?? true });
+  }
+
+  async #patch<T>(contentType: string, path: PathLike, document: unknown, options: PatchOptions): Promise<Item<T>> {
+    const params: Record<string, string> = {};
+    if (options.create) params.create = "true";
+    return this.#write<T>("PATCH", contentType, path, document, options, params);
   }
 
   /** The item at `path`, or null. */
@@ -679,10 +829,10 @@ export class Client {
   }
 
   /**
-   * Applies `Put`, `Delete`, `Check` and `Create` operations all or nothing. One result per
-   * operation: the item written or created, the item deleted (or null), null for a check. Throws
-   * `ConditionFailed` or
-   * `Conflict` (not retried: retry your unit of work).
+   * Applies `Put`, `Delete`, `Check`, `Create`, `Patch`, `Merge` and `Increment` operations all or
+   * nothing. One result per operation: the item written, patched or created, the item deleted (or
+   * null), null for a check. Throws `ConditionFailed`, `NotFound` (a patch without `create` found
+   * no item), `PatchTestFailed`, `PatchConflict` or `Conflict` (not retried: retry your unit of work).
    */
   async transact(ops: Iterable<Op>): Promise<(Item | null)[]> {
     const response = await this.#send({

@@ -32,7 +32,21 @@ export class DestinationNotEmpty extends PathDBError {
   override name = "DestinationNotEmpty";
 }
 
-/** The item (or revision) a method promises does not exist (HTTP 404). */
+/** A JSON Patch's `test` operation did not hold (HTTP 409 `patch_test_failed`); nothing was written. */
+export class PatchTestFailed extends PathDBError {
+  override name = "PatchTestFailed";
+}
+
+/**
+ * A patch operation does not fit the item's value (HTTP 409 `patch_conflict`): an increment of a
+ * non-number or past 2^53, a remove or replace of a missing member, an add under a missing parent,
+ * ...; nothing was written. The same patch would fail again, so it is not retried.
+ */
+export class PatchConflict extends PathDBError {
+  override name = "PatchConflict";
+}
+
+/** The item (or revision) a method promises, or a patch without `create` changes, does not exist (HTTP 404). */
 export class NotFound extends PathDBError {
   override name = "NotFound";
 }
@@ -48,7 +62,8 @@ export class Forbidden extends PathDBError {
 }
 
 /**
- * The server refused the request as invalid: path, JSON, page or change token (`invalid_change_token`:
+ * The server refused the request as invalid: path, JSON, patch document (`invalid_patch`, its
+ * message naming the operation: "operation 2: ..."), page or change token (`invalid_change_token`:
  * not a token, or one of another group), size, option (HTTP 400, 413, 415).
  */
 export class InvalidRequest extends PathDBError {
@@ -73,6 +88,8 @@ export function errorFor(status: number, code: string, message: string): PathDBE
   if (code === "condition_failed" || status === 412) return new ConditionFailed(message, code, status);
   if (code === "conflict") return new Conflict(message, code, status);
   if (code === "destination_not_empty") return new DestinationNotEmpty(message, code, status);
+  if (code === "patch_test_failed") return new PatchTestFailed(message, code, status);
+  if (code === "patch_conflict") return new PatchConflict(message, code, status);
   if (code === "token_expired" || status === 410) return new TokenExpired(message, code, status);
   if (status === 401) return new Unauthorized(message, code, status);
   if (status === 403) return new Forbidden(message, code, status);

@@ -3,7 +3,7 @@
  * client for `pathdb serve` over the global `fetch`.
  */
 
-export { Check, Client, Create, Created, Delete, Put, Watch, urlPath } from "./client.js";
+export { Check, Client, Create, Created, Delete, Increment, Merge, Patch, Put, Watch, urlPath } from "./client.js";
 export type {
   Change,
   ChangePage,
@@ -20,6 +20,8 @@ export type {
   Node,
   Op,
   Page,
+  PatchOperation,
+  PatchOptions,
   PutChange,
   PutOptions,
   WatchOptions,
@@ -31,6 +33,8 @@ export {
   Forbidden,
   InvalidRequest,
   NotFound,
+  PatchConflict,
+  PatchTestFailed,
   PathDBError,
   TokenExpired,
   Unauthorized,

@@ -16,11 +16,11 @@ after(async () => {
   await server?.stop();
 });
 
-/** The README's TypeScript snippets: the quick start, following changes, generated ids. */
+/** The README's TypeScript snippets: the quick start, following changes, generated ids, partial updates. */
 function snippets(): string[] {
   const readme = readFileSync(join(REPO, "clients/typescript/README.md"), "utf8");
   const found = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  assert.equal(found.length, 3);
+  assert.equal(found.length, 4);
   return found;
 }
 
@@ -63,4 +63,12 @@ test("README generated ids", async () => {
   assert.ok(snippet.trim().split("\n").length <= 11);
   const code = snippet.replaceAll('"/user-9"', '"/user-9000"');
   assert.deepEqual(await run(code, "ids"), [["/user-9000/post-1"], ["/user-9000/order-1/line-1"]]);
+});
+
+test("README partial updates", async () => {
+  const snippet = snippets()[3]!;
+  assert.ok(snippet.trim().split("\n").length <= 12);
+  const code = snippet.replaceAll('"/user-10/', '"/user-10000/');
+  assert.notEqual(code, snippet);
+  assert.deepEqual(await run(code, "patch"), [[{ tags: ["a", "b"], title: "hello", views: 2 }], [true], [{ posts: 1 }]]);
 });

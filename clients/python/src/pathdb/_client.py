@@ -39,15 +39,19 @@ from ._model import (
     Item,
     Op,
     Page,
+    PatchOperation,
     change_from_wire,
     create_target,
     entry_from_wire,
+    increment_operation,
 )
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 DEFAULT_WATCH_WAIT = 30
 """Seconds a `watch` long poll waits for a change before asking again (the server allows 60)."""
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
 
 
 def url_path(path: KeyPath) -> str:
@@ -111,6 +115,25 @@ class _Api:
         _flag(request.params, "history", history)
         if ttl_seconds is not None:
             request.params["ttl_seconds"] = str(int(ttl_seconds))
+        return request
+
+    @staticmethod
+    def patch(
+        path: PathLike,
+        media_type: str,
+        document: Any,
+        must_not_exist: bool,
+        if_version: Optional[int],
+        create: bool,
+        history: bool,
+        ttl_seconds: Optional[int],
+    ) -> _Request:
+        # The conditions, history and TTL as on a put; a patch that met a concurrent write
+        # wrote nothing, so it is retried like one.
+        request = _Api.put(path, document, must_not_exist, if_version, history, ttl_seconds)
+        request.method = "PATCH"
+        request.headers["Content-Type"] = media_type
+        _flag(request.params, "create", create)
         return request
 
     @staticmethod
@@ -515,6 +538,82 @@ class Client(_Base):
         request = _Api.put(path, value, must_not_exist, if_version, history, ttl_seconds)
         return Item.from_wire(_Api.checked(self._send(request)).json())
 
+    def patch(
+        self,
+        path: PathLike,
+        operations: Sequence[PatchOperation],
+        *,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+        create: bool = False,
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> Item:
+        """Applies a JSON Patch (RFC 6902 `PatchOperation`s in order, plus `increment`) to the
+        item at `path` on the server, all or nothing, and returns the item written. With
+        `create`, a missing item is patched from `{}` (otherwise `NotFound`). Raises
+        `PatchTestFailed` (a `test` did not hold), `PatchConflict` (an operation does not fit
+        the value), `ConditionFailed` (`must_not_exist`, `if_version`) or `InvalidRequest`
+        (`invalid_patch`: a bad document); nothing is written then."""
+        request = _Api.patch(
+            path,
+            JSON_PATCH,
+            list(operations),
+            must_not_exist,
+            if_version,
+            create,
+            history,
+            ttl_seconds,
+        )
+        return Item.from_wire(_Api.checked(self._send(request)).json())
+
+    def merge(
+        self,
+        path: PathLike,
+        document: Any,
+        *,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+        create: bool = False,
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> Item:
+        """Applies a JSON Merge Patch (RFC 7396: objects merge member by member, `None`
+        removes a member, any other value replaces) to the item at `path` on the server, and
+        returns the item written; options and errors as `patch`."""
+        request = _Api.patch(
+            path, MERGE_PATCH, document, must_not_exist, if_version, create, history, ttl_seconds
+        )
+        return Item.from_wire(_Api.checked(self._send(request)).json())
+
+    def increment(
+        self,
+        path: PathLike,
+        pointer: str,
+        by: Union[int, float] = 1,
+        *,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+        create: bool = True,
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> Item:
+        """Adds `by` to the number at the JSON Pointer `pointer` (`"/views"`) in the item at
+        `path`, atomically on the server (concurrent increments all count), and returns the
+        item written. A missing member starts at 0, and `create` is True by default, so a
+        counter that does not exist yet starts at 0 as well (`create=False` raises `NotFound`
+        then). Integers stay integers; past 2^53, or on a non-number, raises
+        `PatchConflict`."""
+        return self.patch(
+            path,
+            [increment_operation(pointer, by)],
+            must_not_exist=must_not_exist,
+            if_version=if_version,
+            create=create,
+            history=history,
+            ttl_seconds=ttl_seconds,
+        )
+
     def get(self, path: PathLike) -> Optional[Item]:
         """The item at `path`, or None."""
         return _Api.item_or_none(self._send(_Api.get(path, None)))
@@ -755,10 +854,11 @@ class Client(_Base):
         return [Item.from_wire(i) for i in response.json()["items"]]
 
     def transact(self, ops: Iterable[Op]) -> List[Optional[Item]]:
-        """Applies `Put`, `Delete`, `Check` and `Create` operations all or nothing. One result
-        per operation: the item written or created, the item deleted (or None), None for a
-        check. Raises
-        `ConditionFailed` or `Conflict` (not retried: retry the whole unit of work)."""
+        """Applies `Put`, `Delete`, `Check`, `Create`, `Patch`, `Merge` and `Increment`
+        operations all or nothing. One result per operation: the item written, patched or
+        created, the item deleted (or None), None for a check. Raises `ConditionFailed`,
+        `NotFound` (a patch without `create` found no item), `PatchTestFailed`,
+        `PatchConflict` or `Conflict` (not retried: retry the whole unit of work)."""
         return _Api.results(self._send(_Api.transact(ops)))
 
 
@@ -831,6 +931,70 @@ class AsyncClient(_Base):
         """See `Client.put`."""
         request = _Api.put(path, value, must_not_exist, if_version, history, ttl_seconds)
         return Item.from_wire(_Api.checked(await self._send(request)).json())
+
+    async def patch(
+        self,
+        path: PathLike,
+        operations: Sequence[PatchOperation],
+        *,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+        create: bool = False,
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> Item:
+        """See `Client.patch`."""
+        request = _Api.patch(
+            path,
+            JSON_PATCH,
+            list(operations),
+            must_not_exist,
+            if_version,
+            create,
+            history,
+            ttl_seconds,
+        )
+        return Item.from_wire(_Api.checked(await self._send(request)).json())
+
+    async def merge(
+        self,
+        path: PathLike,
+        document: Any,
+        *,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+        create: bool = False,
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> Item:
+        """See `Client.merge`."""
+        request = _Api.patch(
+            path, MERGE_PATCH, document, must_not_exist, if_version, create, history, ttl_seconds
+        )
+        return Item.from_wire(_Api.checked(await self._send(request)).json())
+
+    async def increment(
+        self,
+        path: PathLike,
+        pointer: str,
+        by: Union[int, float] = 1,
+        *,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+        create: bool = True,
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> Item:
+        """See `Client.increment` (`create` is True by default)."""
+        return await self.patch(
+            path,
+            [increment_operation(pointer, by)],
+            must_not_exist=must_not_exist,
+            if_version=if_version,
+            create=create,
+            history=history,
+            ttl_seconds=ttl_seconds,
+        )
 
     async def get(self, path: PathLike) -> Optional[Item]:
         """See `Client.get`."""

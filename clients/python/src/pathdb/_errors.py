@@ -34,8 +34,21 @@ class DestinationNotEmpty(PathDBError):
     `destination_not_empty`); nothing was written."""
 
 
+class PatchTestFailed(PathDBError):
+    """A JSON Patch's `test` operation did not hold (HTTP 409 `patch_test_failed`); nothing was
+    written."""
+
+
+class PatchConflict(PathDBError):
+    """A patch operation does not fit the item's value (HTTP 409 `patch_conflict`): an
+    increment of a non-number or past 2^53, a remove or replace of a missing member, an add
+    under a missing parent, ...; nothing was written. The same patch would fail again, so it is
+    not retried."""
+
+
 class NotFound(PathDBError):
-    """The item (or revision) a method promises does not exist (HTTP 404)."""
+    """The item (or revision) a method promises, or a patch without `create` changes, does not
+    exist (HTTP 404)."""
 
 
 class Unauthorized(PathDBError):
@@ -48,9 +61,10 @@ class Forbidden(PathDBError):
 
 
 class InvalidRequest(PathDBError):
-    """The server refused the request as invalid: a bad path, JSON, page or change token
-    (`invalid_change_token`: not a token, or one of another group), size, or option (HTTP 400,
-    413, 415)."""
+    """The server refused the request as invalid: a bad path, JSON, patch document
+    (`invalid_patch`, its message naming the operation: "operation 2: ..."), page or change
+    token (`invalid_change_token`: not a token, or one of another group), size, or option (HTTP
+    400, 413, 415)."""
 
 
 class TokenExpired(PathDBError):
@@ -73,6 +87,10 @@ def error_for(status: int, code: str, message: str) -> PathDBError:
         kind = Conflict
     elif code == "destination_not_empty":
         kind = DestinationNotEmpty
+    elif code == "patch_test_failed":
+        kind = PatchTestFailed
+    elif code == "patch_conflict":
+        kind = PatchConflict
     elif code == "token_expired" or status == 410:
         kind = TokenExpired
     elif status == 401:

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Dict, Generic, List, Literal, Optional, TypeVar, Union
+from typing import (
+    Any,
+    Dict,
+    Generic,
+    List,
+    Literal,
+    Optional,
+    Sequence,
+    TypedDict,
+    TypeVar,
+    Union,
+)
 
 from ._keypath import Element, InvalidKeyPath, KeyPath, PathLike, _check_namespace, to_path
 
@@ -260,6 +271,190 @@ class Create:
         return dict(self._wire)
 
 
+class PatchAdd(TypedDict):
+    """`{"op": "add", "path": pointer, "value": ...}`: set a member, or insert into an array
+    (`/-` appends)."""
+
+    op: Literal["add"]
+    path: str
+    value: Any
+
+
+class PatchRemove(TypedDict):
+    """`{"op": "remove", "path": pointer}`: remove a member or an array element (which must
+    exist)."""
+
+    op: Literal["remove"]
+    path: str
+
+
+class PatchReplace(TypedDict):
+    """`{"op": "replace", "path": pointer, "value": ...}`: replace a value (which must exist)."""
+
+    op: Literal["replace"]
+    path: str
+    value: Any
+
+
+# "from" is a keyword: these two take the functional form.
+PatchMove = TypedDict("PatchMove", {"op": Literal["move"], "from": str, "path": str})
+"""`{"op": "move", "from": pointer, "path": pointer}`: remove a value and add it elsewhere."""
+
+PatchCopy = TypedDict("PatchCopy", {"op": Literal["copy"], "from": str, "path": str})
+"""`{"op": "copy", "from": pointer, "path": pointer}`: add a copy of a value elsewhere."""
+
+
+class PatchTest(TypedDict):
+    """`{"op": "test", "path": pointer, "value": ...}`: the value there must equal `value`, or
+    the whole patch fails with `PatchTestFailed` and nothing is written."""
+
+    op: Literal["test"]
+    path: str
+    value: Any
+
+
+class PatchIncrement(TypedDict):
+    """`{"op": "increment", "path": pointer, "value": n}` (PathDB's extension): add `n` to the
+    number there; a missing member starts at 0, integers stay integers (within 2^53)."""
+
+    op: Literal["increment"]
+    path: str
+    value: Union[int, float]
+
+
+PatchOperation = Union[
+    PatchAdd,
+    PatchRemove,
+    PatchReplace,
+    PatchMove,
+    PatchCopy,
+    PatchTest,
+    PatchIncrement,
+]
+"""One operation of a JSON Patch (RFC 6902, plus `increment`), as a dict: `{"op": "replace",
+"path": "/title", "value": "new"}`. Paths are JSON Pointers (RFC 6901) into the item's value."""
+
+
+def increment_operation(pointer: str, by: Union[int, float]) -> PatchIncrement:
+    """`{"op": "increment", "path": pointer, "value": by}`, checked."""
+    if not isinstance(pointer, str):
+        raise TypeError(f"a JSON Pointer is a str, not {type(pointer).__name__}")
+    if isinstance(by, bool) or not isinstance(by, (int, float)):
+        raise TypeError(f"an increment is an int or a float, not {type(by).__name__}")
+    return {"op": "increment", "path": pointer, "value": by}
+
+
+class Patch:
+    """A transaction operation: apply a JSON Patch (`PatchOperation`s, applied in order) to the
+    item at `path`; `create` applies it to `{}` when there is no item (otherwise the transaction
+    fails with `NotFound`). After a `Put` of the same path in the transaction it applies to the
+    value put. Its result is the item written."""
+
+    def __init__(
+        self,
+        path: PathLike,
+        operations: Sequence[PatchOperation],
+        *,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+        create: bool = False,
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> None:
+        self.path = to_path(path)
+        self.operations: List[PatchOperation] = list(operations)
+        self._wire = _patch_wire(
+            self.path,
+            "patch",
+            self.operations,
+            must_not_exist,
+            if_version,
+            create,
+            history,
+            ttl_seconds,
+        )
+
+    def to_wire(self) -> Dict[str, Any]:
+        """The operation's JSON shape."""
+        return dict(self._wire)
+
+
+class Merge:
+    """A transaction operation: apply a JSON Merge Patch (RFC 7396: objects merge member by
+    member, `None` removes a member, anything else replaces) to the item at `path`, with the
+    options of `Patch`. Its result is the item written."""
+
+    def __init__(
+        self,
+        path: PathLike,
+        document: Any,
+        *,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+        create: bool = False,
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> None:
+        self.path = to_path(path)
+        self.document = document
+        self._wire = _patch_wire(
+            self.path, "merge", document, must_not_exist, if_version, create, history, ttl_seconds
+        )
+
+    def to_wire(self) -> Dict[str, Any]:
+        """The operation's JSON shape."""
+        return dict(self._wire)
+
+
+class Increment(Patch):
+    """A transaction operation: add `by` to the number at the JSON Pointer `pointer` in the
+    item at `path` (`Patch(path, [{"op": "increment", ...}])`). A missing member starts at 0;
+    `create` defaults to True, so a counter that does not exist yet starts at 0 too."""
+
+    def __init__(
+        self,
+        path: PathLike,
+        pointer: str,
+        by: Union[int, float] = 1,
+        *,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+        create: bool = True,
+        history: bool = False,
+        ttl_seconds: Optional[int] = None,
+    ) -> None:
+        super().__init__(
+            path,
+            [increment_operation(pointer, by)],
+            must_not_exist=must_not_exist,
+            if_version=if_version,
+            create=create,
+            history=history,
+            ttl_seconds=ttl_seconds,
+        )
+
+
+def _patch_wire(
+    path: KeyPath,
+    kind: Literal["patch", "merge"],
+    document: Any,
+    must_not_exist: bool,
+    if_version: Optional[int],
+    create: bool,
+    history: bool,
+    ttl_seconds: Optional[int],
+) -> Dict[str, Any]:
+    wire: Dict[str, Any] = {"op": "patch", "path": str(path), kind: document}
+    wire.update(_conditions(if_version, False, must_not_exist))
+    if create:
+        wire["create"] = True
+    if history:
+        wire["history"] = True
+    if ttl_seconds is not None:
+        wire["ttl_seconds"] = ttl_seconds
+    return wire
+
+
 def check_namespace(namespace: str) -> None:
     """Raises `InvalidKeyPath` unless `namespace` is a valid namespace."""
     if not isinstance(namespace, str):
@@ -280,5 +475,5 @@ def create_target(parent: Optional[PathLike], namespace: str) -> KeyPath:
     return to_path(parent).add(namespace)
 
 
-Op = Union[Put, Delete, Check, Create]
+Op = Union[Put, Delete, Check, Create, Patch, Merge]
 """A transaction operation."""
