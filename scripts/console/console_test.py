@@ -31,7 +31,7 @@ PHONE = (390, 844)
 results = {}
 
 
-def api(method, path, body=None, token=RW, headers=None):
+def api(method, path, body=None, token=RW, headers=None, content_type="application/json"):
     request = urllib.request.Request(URL + path, method=method)
     request.add_header("Authorization", "Bearer " + token)
     for k, v in (headers or {}).items():
@@ -39,7 +39,7 @@ def api(method, path, body=None, token=RW, headers=None):
     data = None
     if body is not None:
         data = json.dumps(body).encode()
-        request.add_header("Content-Type", "application/json")
+        request.add_header("Content-Type", content_type)
     with urllib.request.urlopen(request, data) as response:
         return json.loads(response.read() or b"null")
 
@@ -368,6 +368,86 @@ def test_create_edit_with_a_conflict_history_and_delete():
     open_page("/ui/user-7")
     wait.until(lambda d: "/user-7/post-10" in children())
     assert "/user-7/post-99" not in children()
+
+
+def open_editor(path, value):
+    """Opens the item at `path` (holding `value`, at version 1) and its editor."""
+    open_page("/ui/" + path)
+    wait.until(lambda d: by_id("item").is_displayed() and by_id("item-version").text == "1"
+               and json.loads(by_id("value").text) == value)
+    by_id("edit").click()
+    return shown("editor")
+
+
+def type_value(editor, value):
+    editor.clear()
+    editor.send_keys(json.dumps(value))
+
+
+def test_edits_of_different_members_by_two_writers_both_survive():
+    path = "user-44/doc-1"
+    api("PUT", f"/v1/items/{path}?history=true", {"title": "a", "body": "b"})
+    editor = open_editor(path, {"title": "a", "body": "b"})
+    assert by_id("editor-base").text == "1"
+    # Another writer changes `body` while the editor is open on version 1.
+    other = api("PATCH", f"/v1/items/{path}?history=true", {"body": "theirs"},
+                content_type="application/merge-patch+json")
+    assert other["version"] == 2, other
+    # The console's user changes `title`: a merge patch of `title` with If-Match "1" is refused
+    # (412); nobody else touched `title`, so the same patch goes again with If-Match "2".
+    type_value(editor, {"title": "mine", "body": "b"})
+    by_id("save").click()
+    wait.until(lambda d: by_id("item-version").text == "3")
+    stored = api("GET", f"/v1/items/{path}")
+    assert stored["value"] == {"title": "mine", "body": "theirs"}, stored
+    assert stored["version"] == 3, stored
+    assert json.loads(by_id("value").text) == {"title": "mine", "body": "theirs"}, by_id("value").text
+    assert not by_id("conflict").is_displayed()
+    assert "on top of version 2" in shown("saved").text, by_id("saved").text
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#history-rows tr")) == 3)
+    # Saving what was opened writes nothing.
+    by_id("edit").click()
+    type_value(shown("editor"), {"body": "theirs", "title": "mine"})
+    by_id("save").click()
+    wait.until(lambda d: by_id("saved").text == "No changes: nothing was written.")
+    assert not by_id("editor-form").is_displayed()
+    assert api("GET", f"/v1/items/{path}")["version"] == 3
+    # A member set to null cannot be a merge patch (null removes): the whole value, with If-Match.
+    by_id("edit").click()
+    type_value(shown("editor"), {"title": "mine", "body": None})
+    by_id("save").click()
+    wait.until(lambda d: by_id("item-version").text == "4")
+    assert api("GET", f"/v1/items/{path}")["value"] == {"title": "mine", "body": None}
+    # A removed member is a null in the patch: gone, and the other members stay.
+    by_id("edit").click()
+    type_value(shown("editor"), {"title": "mine"})
+    by_id("save").click()
+    wait.until(lambda d: by_id("item-version").text == "5")
+    assert api("GET", f"/v1/items/{path}")["value"] == {"title": "mine"}
+    api("DELETE", f"/v1/items/{path}")
+
+
+def test_edits_of_the_same_member_by_two_writers_conflict():
+    path = "user-44/doc-2"
+    api("PUT", f"/v1/items/{path}?history=true", {"title": "a", "body": "b"})
+    editor = open_editor(path, {"title": "a", "body": "b"})
+    api("PATCH", f"/v1/items/{path}?history=true", {"title": "theirs"},
+        content_type="application/merge-patch+json")
+    type_value(editor, {"title": "mine", "body": "b"})
+    by_id("save").click()
+    shown("conflict")
+    assert by_id("conflict-base").text == "1" and by_id("conflict-current").text == "2"
+    assert by_id("conflict-fields").text == "Changed by you and by someone else: /title", by_id("conflict-fields").text
+    assert '"mine"' in by_id("conflict-mine").text and '"theirs"' in by_id("conflict-theirs").text
+    # Nothing was overwritten: the other writer's version stands.
+    stored = api("GET", f"/v1/items/{path}")
+    assert stored["value"] == {"title": "theirs", "body": "b"} and stored["version"] == 2, stored
+    assert by_id("item-version").text == "1"
+    by_id("conflict-discard").click()
+    wait.until(lambda d: by_id("item-version").text == "2")
+    assert json.loads(by_id("value").text) == {"title": "theirs", "body": "b"}
+    assert not by_id("conflict").is_displayed()
+    api("DELETE", f"/v1/items/{path}")
 
 
 def test_the_typed_id_picker_writes_canonical_paths():

@@ -4,6 +4,10 @@
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "pathdb.token";
+const MERGE_PATCH = "application/merge-patch+json";
+// How many times a save re-sends its merge patch on top of writes to other members before it
+// shows the conflict instead (each retry follows a write by someone else).
+const MERGE_RETRIES = 5;
 
 const state = {
   path: null, // key path text with its leading '/', or null at the root (the groups)
@@ -14,6 +18,7 @@ const state = {
   ttlTimer: null,
   history: [],
   generation: 0, // of render(): a slower, older navigation must not paint over a newer one
+  editing: null, // {version, value} of the item when "Edit" opened it: what a save diffs against
   children: 0, // children shown on the current page
 };
 
@@ -85,7 +90,7 @@ async function api(method, url, { body, headers = {}, allow = [] } = {}) {
   const token = sessionStorage.getItem(TOKEN_KEY);
   const h = { Accept: "application/json", ...headers };
   if (token) h.Authorization = "Bearer " + token;
-  if (body !== undefined) h["Content-Type"] = "application/json";
+  if (body !== undefined && !("Content-Type" in h)) h["Content-Type"] = "application/json";
   const response = await fetch(url, { method, headers: h, body, cache: "no-store" });
   if (response.ok || allow.includes(response.status)) {
     const text = await response.text();
@@ -274,6 +279,7 @@ async function render() {
   $("create").hidden = false;
   $("main").hidden = false;
   state.item = null;
+  state.editing = null;
   clearInterval(state.ttlTimer);
   updatePreview();
   $("notice").hidden = true;
@@ -319,6 +325,7 @@ function showItem() {
   $("value").textContent = pretty(item.value);
   $("editor-form").hidden = true;
   $("conflict").hidden = true;
+  $("saved").hidden = true;
   clearInterval(state.ttlTimer);
   const tick = () => ($("ttl").textContent = item.expires_at == null ? "never" : countdown(item.expires_at));
   tick();
@@ -495,6 +502,80 @@ function showKey(key) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Edits as merge patches (RFC 7396)
+
+/** A JSON object (not an array, not null). */
+function isObject(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** An own member: JSON.parse makes `__proto__` an ordinary key, which `in` would not see. */
+function has(object, key) {
+  return Object.hasOwn(object, key);
+}
+
+/** Equal JSON values, whatever the order of their members (undefined: no member). */
+function sameJson(a, b) {
+  if (a === b) return true;
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => sameJson(x, b[i]));
+  if (!isObject(a) || !isObject(b)) return false;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => has(b, k) && sameJson(a[k], b[k]));
+}
+
+/** Whether a merge patch can carry `value` whole: no null as an object's member (a patch reads
+ * that as "remove"); arrays are taken as they are, nulls and all. */
+function mergeable(value) {
+  return value !== null && (!isObject(value) || Object.values(value).every(mergeable));
+}
+
+/**
+ * The RFC 7396 merge patch that turns the object `before` into the object `after`: members added
+ * or changed with their new value (nested objects member by member), removed members as null,
+ * arrays and scalars whole. No members: nothing changed. null: a merge patch cannot say it (a
+ * member set to null, which a patch would read as "remove"). The patch has no prototype, so a
+ * member named `__proto__` is a member like any other.
+ */
+function mergePatch(before, after) {
+  const patch = Object.create(null);
+  for (const key of Object.keys(after)) {
+    const was = has(before, key) ? before[key] : undefined;
+    const now = after[key];
+    if (isObject(was) && isObject(now)) {
+      const inner = mergePatch(was, now);
+      if (inner === null) return null;
+      if (Object.keys(inner).length) patch[key] = inner;
+    } else if (!sameJson(was, now)) {
+      if (!mergeable(now)) return null;
+      patch[key] = now;
+    }
+  }
+  for (const key of Object.keys(before)) if (!has(after, key)) patch[key] = null;
+  return patch;
+}
+
+/**
+ * The members a merge patch sets or removes, as JSON Pointers (`/title`, `/meta/tags`), each
+ * with whether `current` differs there from `base`, the value the patch was made from: that is,
+ * whether someone else changed that member since. Where the patch descends into an object that is
+ * an object in both, members are compared one by one; elsewhere the member is compared whole.
+ */
+function patchedMembers(patch, base, current, prefix = "") {
+  const out = [];
+  for (const key of Object.keys(patch)) {
+    const path = prefix + "/" + key.replace(/~/g, "~0").replace(/\//g, "~1");
+    const was = isObject(base) && has(base, key) ? base[key] : undefined;
+    const now = isObject(current) && has(current, key) ? current[key] : undefined;
+    if (isObject(patch[key]) && isObject(was) && isObject(now)) {
+      out.push(...patchedMembers(patch[key], was, now, path));
+    } else {
+      out.push({ path, theirs: !sameJson(was, now) });
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Writes
 
 /** The id the server generates on create ("sequence", "uuid", "rand53"), or null. */
@@ -613,17 +694,47 @@ async function createItem(event) {
 }
 
 function startEdit() {
+  // What a save diffs against and sends as If-Match, whatever is shown by then.
+  state.editing = { version: state.item.version, value: structuredClone(state.item.value) };
   $("editor").value = pretty(state.item.value);
   $("editor-base").textContent = state.item.version;
   $("editor-form").hidden = false;
   $("conflict").hidden = true;
+  $("saved").hidden = true;
   $("editor").focus();
 }
 
-async function save(event, base) {
+function itemUrl() {
+  return "/v1/items/" + urlPath(state.path) + ($("keep-history").checked ? "?history=true" : "");
+}
+
+/** The item as stored now, or null when it is gone. */
+async function currentItem() {
+  const reply = await api("GET", "/v1/items/" + urlPath(state.path), { allow: [404] });
+  return reply.status === 404 ? null : reply.json;
+}
+
+/** Shows the item a write answered, its history, and what the save did. */
+async function saved(item, message) {
+  state.item = item;
+  state.editing = null;
+  showItem();
+  $("saved").textContent = message;
+  $("saved").hidden = false;
+  await loadHistory();
+}
+
+/**
+ * Saves the editor. An object edited into an object goes as a merge patch of the members that
+ * changed, with If-Match of the version "Edit" opened. On 412 it reads the item again: when
+ * nobody else changed the members this patch sets (compared with the version opened), it sends
+ * the same patch with If-Match of the version now stored, so it lands on top of the other
+ * writes; when someone did, it shows the conflict. Anything else (not objects, or a member set to
+ * null, which a merge patch reads as "remove") is a PUT of the whole value with If-Match.
+ */
+async function save(event) {
   if (event) event.preventDefault();
   clearError();
-  const version = base ?? state.item.version;
   let mine;
   try {
     mine = parseJson($("editor").value);
@@ -631,29 +742,80 @@ async function save(event, base) {
     showError(e);
     return;
   }
-  const params = $("keep-history").checked ? "?history=true" : "";
+  const base = state.editing ?? { version: state.item.version, value: state.item.value };
+  const patch = isObject(base.value) && isObject(mine) ? mergePatch(base.value, mine) : null;
+  if (patch ? Object.keys(patch).length === 0 : sameJson(base.value, mine)) {
+    state.editing = null;
+    $("editor-form").hidden = true;
+    $("conflict").hidden = true;
+    $("saved").textContent = "No changes: nothing was written.";
+    $("saved").hidden = false;
+    return;
+  }
   try {
-    const reply = await api("PUT", "/v1/items/" + urlPath(state.path) + params, {
-      body: JSON.stringify(mine),
-      headers: { "If-Match": `"${version}"` },
-    });
-    state.item = reply.json;
-    showItem();
-    await loadHistory();
+    if (patch) await savePatch(patch, mine, base);
+    else await putWhole(mine, base.version);
   } catch (e) {
-    if (e instanceof ApiError && e.status === 412) {
-      await showConflict(mine, version);
-    } else {
-      showError(e);
-    }
+    showError(e);
   }
 }
 
-async function showConflict(mine, base) {
-  const reply = await api("GET", "/v1/items/" + urlPath(state.path), { allow: [404] });
-  const theirs = reply.status === 404 ? null : reply.json;
+async function savePatch(patch, mine, base) {
+  const members = patchedMembers(patch, base.value, base.value).map((m) => m.path);
+  let version = base.version;
+  for (let attempt = 0; ; attempt++) {
+    const reply = await api("PATCH", itemUrl(), {
+      body: JSON.stringify(patch),
+      headers: { "Content-Type": MERGE_PATCH, "If-Match": `"${version}"` },
+      allow: [404, 412],
+    });
+    if (reply.status === 200) {
+      const item = reply.json;
+      await saved(
+        item,
+        version === base.version
+          ? `Saved as version ${item.version}: a merge patch of ${members.join(", ")}.`
+          : `Saved as version ${item.version}: your change to ${members.join(", ")} went on top of ` +
+              `version ${version}, which someone else wrote after you opened version ${base.version} ` +
+              `and which changed other members.`,
+      );
+      return;
+    }
+    // 412 (or 404): the item is no longer at `version`. What changed, and where?
+    const theirs = await currentItem();
+    const both = !theirs
+      ? []
+      : !isObject(theirs.value)
+        ? ["the whole value"]
+        : patchedMembers(patch, base.value, theirs.value).filter((m) => m.theirs).map((m) => m.path);
+    if (!theirs || both.length || attempt + 1 >= MERGE_RETRIES) {
+      showConflict(mine, base.version, theirs, both);
+      return;
+    }
+    version = theirs.version;
+  }
+}
+
+/** A PUT of the whole value with If-Match: the conflict when the item moved on. */
+async function putWhole(mine, version) {
+  const reply = await api("PUT", itemUrl(), {
+    body: JSON.stringify(mine),
+    headers: { "If-Match": `"${version}"` },
+    allow: [412],
+  });
+  if (reply.status === 412) {
+    showConflict(mine, version, await currentItem(), []);
+    return;
+  }
+  await saved(reply.json, `Saved as version ${reply.json.version}: the whole value.`);
+}
+
+/** Both versions and their diff; `both` names the members that you and someone else changed. */
+function showConflict(mine, base, theirs, both) {
   $("conflict-base").textContent = base;
   $("conflict-current").textContent = theirs ? theirs.version : "deleted";
+  $("conflict-fields").textContent = both.length ? "Changed by you and by someone else: " + both.join(", ") : "";
+  $("conflict-fields").hidden = both.length === 0;
   $("conflict-mine").textContent = pretty(mine);
   $("conflict-theirs").textContent = theirs ? pretty(theirs.value) : "(deleted)";
   renderDiff($("conflict-diff"), theirs ? pretty(theirs.value) : "", pretty(mine));
@@ -661,13 +823,19 @@ async function showConflict(mine, base) {
   $("conflict").dataset.current = theirs ? theirs.version : "";
 }
 
+/** "Overwrite with mine": the whole value as the editor holds it, over the stored version. */
 async function overwrite() {
   const current = $("conflict").dataset.current;
   if (!current) {
     showError(new ApiError(0, "deleted", "the item was deleted; create it again"));
     return;
   }
-  await save(null, Number(current));
+  clearError();
+  try {
+    await putWhole(parseJson($("editor").value), Number(current));
+  } catch (e) {
+    showError(e);
+  }
 }
 
 async function discard() {
