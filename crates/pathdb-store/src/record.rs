@@ -75,7 +75,10 @@ pub(crate) fn index_record(now: i64) -> Record {
 }
 
 /// The newest revision's version, so a re-created item continues its history's numbering.
-pub(crate) fn latest_revision<R: Reader>(reader: &R, key: &Key) -> Result<Option<u64>, Error> {
+pub(crate) fn latest_revision<R: Reader + ?Sized>(
+    reader: &R,
+    key: &Key,
+) -> Result<Option<u64>, Error> {
     let newest = reader.scan(
         &key.partition,
         &layout::revision_range(key),

@@ -8,7 +8,7 @@
 //! settings and the pipeline together.
 
 use crate::backend::{
-    Backend, Direction, FileBackend, FileOptions, Reader, WriteBatch, WriteError,
+    Backend, Direction, FileBackend, FileOptions, Reader, Replan, WriteBatch, WriteError,
 };
 use crate::changelog::{ChangePage, ChangeToken};
 use crate::export::{
@@ -26,11 +26,15 @@ use crate::record::{to_item, visible};
 use crate::subtree::{PendingJob, Relocator, SubtreeJob};
 use crate::token::TokenKey;
 use crate::write::{self, Plan, Settings};
+
+/// What a plan decided: one result per operation and whether each found a live item, or why
+/// the operations cannot be written.
+type Planned = Result<(Vec<TxResult>, Vec<bool>), Error>;
 use crate::{Condition, Error, Item, Json, StorageError, layout};
 use pathdb_keys::KeyPath;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 struct Inner<B> {
@@ -403,12 +407,32 @@ impl<B: Backend> Store<B> {
         loop {
             let plan = self.plan(ops)?;
             write::check_batch_size(&plan, self.inner.backend.max_batch_ops())?;
-            match self.inner.backend.write(plan.batch) {
+            let replanned = Arc::new(Mutex::new(None));
+            let written = if retry {
+                let replan = self.replan(ops, Arc::clone(&replanned));
+                self.inner.backend.write_replanning(plan.batch, replan)
+            } else {
+                self.inner.backend.write(plan.batch)
+            };
+            // What a plan made inside the commit decided, if the backend made one.
+            let replanned = replanned
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            match written {
                 Ok(()) => {
                     self.inner.commits.notify(usize::MAX);
-                    return Ok((plan.results, plan.found));
+                    return Ok(match replanned {
+                        Some(Ok(outcome)) => outcome,
+                        _ => (plan.results, plan.found),
+                    });
                 }
-                Err(WriteError::ConditionFailed { .. }) if retry => {}
+                // Planned again on the state it met, it failed the caller's condition or patch.
+                Err(WriteError::ConditionFailed { .. }) if retry => {
+                    if let Some(Err(e)) = replanned {
+                        return Err(e);
+                    }
+                }
                 // A generated id or a sequence someone else took meanwhile: not the caller's
                 // conflict, and the next plan generates another.
                 Err(WriteError::ConditionFailed { index })
@@ -431,6 +455,34 @@ impl<B: Backend> Store<B> {
                 Err(WriteError::Storage(e)) => return Err(e.into()),
             }
         }
+    }
+
+    /// For [`Backend::write_replanning`]: plans `ops` again on the state a batch met inside a
+    /// group commit, leaving what that plan decided (its results, or why it cannot be written)
+    /// in `outcome`.
+    fn replan(&self, ops: &[TxOp], outcome: Arc<Mutex<Option<Planned>>>) -> Replan {
+        // Weak: the committer thread may drop the closure after the caller (and the store)
+        // are gone, and the last owner of the store must not be the thread it joins on drop.
+        // While the closure runs, the caller waits for its commit, holding the store.
+        let inner = Arc::downgrade(&self.inner);
+        let ops = ops.to_vec();
+        Box::new(move |reader: &dyn Reader| {
+            let inner = inner.upgrade()?;
+            let settings = inner.settings();
+            let planned =
+                write::plan(&settings.context(reader, inner.now()), &ops).and_then(|plan| {
+                    write::check_batch_size(&plan, inner.backend.max_batch_ops())?;
+                    Ok(plan)
+                });
+            let (batch, decided) = match planned {
+                Ok(plan) => (Some(plan.batch), Ok((plan.results, plan.found))),
+                Err(e) => (None, Err(e)),
+            };
+            *outcome
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(decided);
+            batch
+        })
     }
 
     /// Plans `ops` from a new snapshot.

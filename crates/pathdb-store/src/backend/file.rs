@@ -19,8 +19,8 @@
 //! a writer.
 
 use super::{
-    Backend, Direction, Key, PendingWrite, Reader, Record, RecordView, SortRange, WriteBatch,
-    WriteCompleter, WriteError, WriteOp,
+    Backend, Direction, Key, PendingWrite, Reader, Record, RecordView, Replan, SortRange,
+    WriteBatch, WriteCompleter, WriteError, WriteOp,
 };
 use crate::{StorageError, StorageErrorKind};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
@@ -59,6 +59,8 @@ pub struct FileOptions {
 
 struct Job {
     batch: WriteBatch,
+    /// Plans the batch again if it loses a race to a batch before it in the group.
+    replan: Option<Replan>,
     reply: Reply,
 }
 
@@ -257,7 +259,7 @@ fn committer_loop(db: &redb::Database, jobs: &mpsc::Receiver<Job>, durability: D
             }
         }
         let started = std::time::Instant::now();
-        let results = commit_group(db, &group, durability);
+        let results = commit_group(db, &mut group, durability);
         // Through the `metrics` facade: free unless the application installs a recorder.
         metrics::histogram!("pathdb_commit_seconds").record(started.elapsed());
         metrics::histogram!("pathdb_commit_batches").record(group.len() as f64);
@@ -276,13 +278,13 @@ fn committer_loop(db: &redb::Database, jobs: &mpsc::Receiver<Job>, durability: D
 /// Applies every batch whose conditions hold in one transaction; returns one result per batch.
 fn commit_group(
     db: &redb::Database,
-    group: &[Job],
+    group: &mut [Job],
     durability: Durability,
 ) -> Vec<Result<(), WriteError>> {
+    let size = group.len();
     let fail_all = |e: StorageError| -> Vec<Result<(), WriteError>> {
         let message = e.to_string();
-        group
-            .iter()
+        (0..size)
             .map(|_| Err(WriteError::Storage(StorageError::msg(message.clone()))))
             .collect()
     };
@@ -304,8 +306,19 @@ fn commit_group(
             Ok(t) => t,
             Err(e) => return fail_all(storage("open data table")(e.into())),
         };
-        for job in group {
-            match apply(&mut table, &job.batch) {
+        for job in group.iter_mut() {
+            let mut result = apply(&mut table, &job.batch);
+            if let (Ok(Err(WriteError::ConditionFailed { .. })), Some(replan)) =
+                (&result, job.replan.as_mut())
+            {
+                // It lost a race to a batch before it here: plan it again on top of that one,
+                // in this commit, instead of in a commit of its own.
+                if let Some(batch) = replan(&TableReader(&table)) {
+                    metrics::counter!("pathdb_commit_replans").increment(1);
+                    result = apply(&mut table, &batch);
+                }
+            }
+            match result {
                 Ok(r) => results.push(r),
                 // A half-applied batch cannot be undone inside the transaction: abort all.
                 Err(e) => return fail_all(e),
@@ -399,14 +412,11 @@ impl Backend for FileBackend {
     }
 
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
-        if batch.ops.is_empty() {
-            return Ok(());
-        }
-        let (reply, answer) = mpsc::sync_channel(1);
-        self.enqueue(batch, Reply::Blocking(reply))?;
-        answer
-            .recv()
-            .map_err(|_| StorageError::msg("commit thread stopped"))?
+        self.write_blocking(batch, None)
+    }
+
+    fn write_replanning(&self, batch: WriteBatch, replan: Replan) -> Result<(), WriteError> {
+        self.write_blocking(batch, Some(replan))
     }
 
     /// Sending to the committer's queue never blocks (it is unbounded).
@@ -419,7 +429,7 @@ impl Backend for FileBackend {
             return Ok(PendingWrite::ready(Ok(())));
         }
         let (pending, completer) = PendingWrite::new();
-        Ok(match self.enqueue(batch, Reply::Queued(completer)) {
+        Ok(match self.enqueue(batch, None, Reply::Queued(completer)) {
             Ok(()) => pending,
             Err(e) => PendingWrite::ready(Err(e.into())),
         })
@@ -427,8 +437,25 @@ impl Backend for FileBackend {
 }
 
 impl FileBackend {
+    /// Hands a batch to the committer thread and waits for its commit.
+    fn write_blocking(&self, batch: WriteBatch, replan: Option<Replan>) -> Result<(), WriteError> {
+        if batch.ops.is_empty() {
+            return Ok(());
+        }
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.enqueue(batch, replan, Reply::Blocking(reply))?;
+        answer
+            .recv()
+            .map_err(|_| StorageError::msg("commit thread stopped"))?
+    }
+
     /// Hands a non-empty batch to the committer thread.
-    fn enqueue(&self, batch: WriteBatch, reply: Reply) -> Result<(), StorageError> {
+    fn enqueue(
+        &self,
+        batch: WriteBatch,
+        replan: Option<Replan>,
+        reply: Reply,
+    ) -> Result<(), StorageError> {
         if self.is_read_only() {
             return Err(StorageError::msg("the database is open read-only")
                 .with_kind(StorageErrorKind::ReadOnly));
@@ -438,7 +465,14 @@ impl FileBackend {
             .lock()
             .map_err(|_| StorageError::msg("commit queue poisoned"))?
             .as_ref()
-            .map(|q| q.send(Job { batch, reply }).is_ok())
+            .map(|q| {
+                q.send(Job {
+                    batch,
+                    replan,
+                    reply,
+                })
+                .is_ok()
+            })
             .unwrap_or(false);
         if sent {
             Ok(())
@@ -460,7 +494,52 @@ pub struct FileReader {
 
 impl Reader for FileReader {
     fn get(&self, key: &Key) -> Result<Option<Record>, StorageError> {
-        self.table
+        TableReader(&self.table).get(key)
+    }
+
+    fn scan(
+        &self,
+        partition: &[u8],
+        range: &SortRange,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Record)>, StorageError> {
+        TableReader(&self.table).scan(partition, range, direction, limit)
+    }
+
+    fn scan_each(
+        &self,
+        partition: &[u8],
+        range: &SortRange,
+        direction: Direction,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], RecordView<'_>) -> ControlFlow<()>,
+    ) -> Result<(), StorageError> {
+        TableReader(&self.table).scan_each(partition, range, direction, limit, visit)
+    }
+
+    fn scan_all(
+        &self,
+        after: Option<&Key>,
+        limit: usize,
+    ) -> Result<Vec<(Key, Record)>, StorageError> {
+        TableReader(&self.table).scan_all(after, limit)
+    }
+
+    fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError> {
+        TableReader(&self.table).partitions(after, limit)
+    }
+}
+
+/// Reads through any redb data table: a read transaction's (a [`FileReader`]) or, for a batch
+/// planned again inside a group commit, the write transaction's.
+struct TableReader<'t, T>(&'t T);
+
+impl<T: ReadableTable<(&'static [u8], &'static [u8]), &'static [u8]>> Reader
+    for TableReader<'_, T>
+{
+    fn get(&self, key: &Key) -> Result<Option<Record>, StorageError> {
+        self.0
             .get((key.partition.as_slice(), key.sort.as_slice()))
             .map_err(|e| storage("read")(e.into()))?
             .map(|g| decode_record(g.value()))
@@ -506,7 +585,7 @@ impl Reader for FileReader {
             Bound::Unbounded => Bound::Excluded((next_partition.as_slice(), &[][..])),
         };
         let iter = self
-            .table
+            .0
             .range::<(&[u8], &[u8])>((start, end))
             .map_err(|e| storage("scan")(e.into()))?;
         let mut each = |entry: Result<(KeyGuard<'_>, ValueGuard<'_>), redb::StorageError>| {
@@ -544,7 +623,7 @@ impl Reader for FileReader {
             None => Bound::Unbounded,
         };
         let iter = self
-            .table
+            .0
             .range::<(&[u8], &[u8])>((start, Bound::Unbounded))
             .map_err(|e| storage("scan")(e.into()))?;
         let mut out = Vec::with_capacity(limit.min(1024));
@@ -572,7 +651,7 @@ impl Reader for FileReader {
                 None => Bound::Unbounded,
             };
             let mut iter = self
-                .table
+                .0
                 .range::<(&[u8], &[u8])>((start, Bound::Unbounded))
                 .map_err(|e| storage("scan")(e.into()))?;
             let Some(entry) = iter.next() else { break };

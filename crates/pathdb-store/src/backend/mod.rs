@@ -288,6 +288,23 @@ pub trait Backend: Send + Sync + 'static {
     /// [`WriteError::ConditionFailed`] names the first failed condition; nothing was written.
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError>;
 
+    /// [`Backend::write`] for a batch that would be planned again from a new snapshot if a
+    /// condition failed. A backend that commits batches in groups may instead, when a
+    /// condition fails, call `replan` with a reader of the state the batch met (the batches
+    /// before it in the same commit applied) and apply the batch it returns, in the same
+    /// commit. `replan` answers `None` to give up, and the write then fails as
+    /// [`Backend::write`] would. The default never replans.
+    ///
+    /// This is what makes one hot item cheap: writers that race for it land in one group
+    /// commit, one after the other, instead of one commit (and one fsync) per lost race.
+    ///
+    /// # Errors
+    /// As [`Backend::write`].
+    fn write_replanning(&self, batch: WriteBatch, replan: Replan) -> Result<(), WriteError> {
+        let _ = replan;
+        self.write(batch)
+    }
+
     /// Whether [`Backend::write_queued`] queues batches without blocking, so an async caller
     /// can await a write instead of blocking a thread on it. The default, `false`, goes with the
     /// default `write_queued`.
@@ -338,6 +355,9 @@ pub trait Backend: Send + Sync + 'static {
         false
     }
 }
+
+/// Plans a batch again from the state a failed batch met; see [`Backend::write_replanning`].
+pub type Replan = Box<dyn FnMut(&dyn Reader) -> Option<WriteBatch> + Send>;
 
 /// Reads from one consistent view of a backend.
 pub trait Reader {

@@ -25,7 +25,10 @@ const TRIM_BATCH: usize = 16;
 /// Appends the plan's changes to the change log (the last stage: it logs what the others
 /// decided). Its operations are never the caller's conflict: an append is numbered at commit,
 /// and two commits removing the same expired entries just plan again.
-pub(super) fn stage<R: Reader>(ctx: &Context<'_, R>, plan: &mut Plan) -> Result<(), Error> {
+pub(super) fn stage<R: Reader + ?Sized>(
+    ctx: &Context<'_, R>,
+    plan: &mut Plan,
+) -> Result<(), Error> {
     let logged_from = plan.owners.len();
     log_changes(ctx, &mut plan.batch, &mut plan.owners, &plan.changes)?;
     plan.generated
@@ -35,7 +38,7 @@ pub(super) fn stage<R: Reader>(ctx: &Context<'_, R>, plan: &mut Plan) -> Result<
 
 /// Adds to `batch` the log entries for `changes` (in order, grouped by group) and, now and then,
 /// the removal of expired entries. `owners` gets one path per added operation.
-pub(crate) fn log_changes<R: Reader>(
+pub(crate) fn log_changes<R: Reader + ?Sized>(
     ctx: &Context<'_, R>,
     batch: &mut WriteBatch,
     owners: &mut Vec<KeyPath>,

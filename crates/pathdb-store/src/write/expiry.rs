@@ -8,7 +8,11 @@ use crate::layout;
 use crate::record::index_record;
 
 /// Plans the index entry of the put in `written`, if it expires.
-pub(super) fn stage<R: Reader>(ctx: &Context<'_, R>, plan: &mut Plan, written: &Written<'_>) {
+pub(super) fn stage<R: Reader + ?Sized>(
+    ctx: &Context<'_, R>,
+    plan: &mut Plan,
+    written: &Written<'_>,
+) {
     let expires_at = written
         .put
         .and_then(|(index, _)| plan.put_record(index))

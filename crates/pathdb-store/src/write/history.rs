@@ -8,7 +8,7 @@ use crate::limits::revision_key_fits;
 use crate::{Error, layout};
 
 /// Plans the revisions of the put in `written`, if it keeps history.
-pub(super) fn stage<R: Reader>(
+pub(super) fn stage<R: Reader + ?Sized>(
     ctx: &Context<'_, R>,
     plan: &mut Plan,
     written: &Written<'_>,
@@ -40,7 +40,11 @@ pub(super) fn stage<R: Reader>(
 }
 
 /// Revisions beyond the newest `retention - 1` (the put adds one more).
-fn old_revisions<R: Reader>(reader: &R, key: &Key, retention: u32) -> Result<Vec<Key>, Error> {
+fn old_revisions<R: Reader + ?Sized>(
+    reader: &R,
+    key: &Key,
+    retention: u32,
+) -> Result<Vec<Key>, Error> {
     let keep = retention.saturating_sub(1) as usize;
     // Trimming on every write keeps the excess at one revision, so reading a few beyond `keep`
     // finds it. A full read means the retention was lowered since the last write: read them all,

@@ -46,7 +46,7 @@ impl Ids {
 
     /// The path operation `index` writes, and whether it was generated: a create's new path,
     /// or the path the operation names.
-    pub(super) fn target<R: Reader>(
+    pub(super) fn target<R: Reader + ?Sized>(
         &mut self,
         ctx: &Context<'_, R>,
         index: usize,
@@ -82,7 +82,7 @@ impl Ids {
     }
 
     /// After every operation: the writes that advance the sequences the plan used.
-    pub(super) fn stage<R: Reader>(
+    pub(super) fn stage<R: Reader + ?Sized>(
         self,
         ctx: &Context<'_, R>,
         plan: &mut Plan,
@@ -118,7 +118,7 @@ impl Generator {
     }
 
     /// A new, never used path `{parent}/{namespace}-{id}`.
-    fn generate<R: Reader>(
+    fn generate<R: Reader + ?Sized>(
         &mut self,
         reader: &R,
         parent: Option<&KeyPath>,
@@ -166,7 +166,7 @@ impl Generator {
     }
 
     /// The first id to try for a sequence, reading its record once per plan.
-    fn sequence_start<R: Reader>(
+    fn sequence_start<R: Reader + ?Sized>(
         &mut self,
         reader: &R,
         parent: Option<&KeyPath>,
@@ -224,7 +224,7 @@ fn random53() -> u64 {
 
 /// Whether anything is stored at `path` or below it: an item, a tombstone, a descendant (for a
 /// group, any record of its partition).
-fn used<R: Reader>(reader: &R, path: &KeyPath) -> Result<bool, Error> {
+fn used<R: Reader + ?Sized>(reader: &R, path: &KeyPath) -> Result<bool, Error> {
     let partition = path.partition_key();
     let range = if path.len() == 1 {
         SortRange {
@@ -248,7 +248,7 @@ fn used<R: Reader>(reader: &R, path: &KeyPath) -> Result<bool, Error> {
 /// record: the groups of a namespace cannot be read in order without a full scan. Ids are
 /// assumed to be used from 1 up; a gap below the largest may be found, which is still an unused
 /// id, and the creates after it skip what is taken.
-fn first_unused_group<R: Reader>(reader: &R, namespace: &str) -> Result<u64, Error> {
+fn first_unused_group<R: Reader + ?Sized>(reader: &R, namespace: &str) -> Result<u64, Error> {
     let group_used = |n: u64| -> Result<bool, Error> {
         let path = KeyPath::builder()
             .push(namespace, n)
@@ -275,7 +275,7 @@ fn first_unused_group<R: Reader>(reader: &R, namespace: &str) -> Result<u64, Err
 
 /// The largest positive integer id of `namespace` among `parent`'s children (0 when none is
 /// found among the last entries of the range).
-fn largest_int_child<R: Reader>(
+fn largest_int_child<R: Reader + ?Sized>(
     reader: &R,
     parent: &KeyPath,
     namespace: &str,

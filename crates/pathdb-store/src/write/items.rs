@@ -16,7 +16,7 @@ use crate::{Condition, Error, Json, Timestamp, layout};
 use pathdb_keys::KeyPath;
 
 /// Plans the item record of `op` at `path`.
-pub(super) fn stage<'a, R: Reader>(
+pub(super) fn stage<'a, R: Reader + ?Sized>(
     ctx: &Context<'_, R>,
     plan: &mut Plan,
     op: &'a TxOp,

@@ -39,7 +39,7 @@ use crate::ops::{Parent, TxOp};
 use pathdb_keys::KeyPath;
 
 /// Builds the batch for `ops` from `ctx`'s snapshot.
-pub(crate) fn plan<R: Reader>(ctx: &Context<'_, R>, ops: &[TxOp]) -> Result<Plan, Error> {
+pub(crate) fn plan<R: Reader + ?Sized>(ctx: &Context<'_, R>, ops: &[TxOp]) -> Result<Plan, Error> {
     let mut plan = Plan::default();
     let mut ids = ids::Ids::new(ops);
     for (index, op) in ops.iter().enumerate() {
@@ -55,7 +55,7 @@ pub(crate) fn plan<R: Reader>(ctx: &Context<'_, R>, ops: &[TxOp]) -> Result<Plan
 
 /// Builds the batch that relocates `items` (subtree.rs), with `job`, the write of the
 /// operation's job record, if it has one.
-pub(crate) fn plan_subtree<R: Reader>(
+pub(crate) fn plan_subtree<R: Reader + ?Sized>(
     ctx: &Context<'_, R>,
     items: &[Relocation],
     job: Option<(WriteOp, &KeyPath)>,

@@ -24,7 +24,7 @@ pub(crate) struct Settings<'a> {
 
 impl<'a> Settings<'a> {
     /// The context of one plan read from `reader` at `now`.
-    pub(crate) fn context<'r, R>(&self, reader: &'r R, now: i64) -> Context<'r, R>
+    pub(crate) fn context<'r, R: ?Sized>(&self, reader: &'r R, now: i64) -> Context<'r, R>
     where
         'a: 'r,
     {
@@ -40,7 +40,7 @@ impl<'a> Settings<'a> {
 }
 
 /// What a batch is planned from: one snapshot, one time, the store's settings.
-pub(crate) struct Context<'a, R> {
+pub(crate) struct Context<'a, R: ?Sized> {
     /// The snapshot every stage reads.
     pub(crate) reader: &'a R,
     /// The time of the write, in microseconds.
@@ -55,7 +55,7 @@ pub(crate) struct Context<'a, R> {
     pub(crate) commit: u64,
 }
 
-impl<R> Context<'_, R> {
+impl<R: ?Sized> Context<'_, R> {
     /// [`Context::change_retention`] in microseconds.
     pub(crate) fn change_retention_micros(&self) -> i64 {
         i64::try_from(self.change_retention.as_micros()).unwrap_or(i64::MAX)

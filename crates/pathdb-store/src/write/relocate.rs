@@ -74,7 +74,7 @@ impl Relocation {
 }
 
 /// Plans the writes of `item`.
-pub(super) fn stage<R>(
+pub(super) fn stage<R: ?Sized>(
     ctx: &Context<'_, R>,
     plan: &mut Plan,
     item: &Relocation,
