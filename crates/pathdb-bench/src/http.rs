@@ -183,8 +183,10 @@ impl Rng {
     }
 }
 
-type Body = Full<Bytes>;
-type HttpClient = Client<HttpConnector, Body>;
+/// A request body.
+pub(crate) type Body = Full<Bytes>;
+/// The pooled HTTP/1.1 client every benchmark here uses.
+pub(crate) type HttpClient = Client<HttpConnector, Body>;
 
 /// How to phrase the logical operations for one server API.
 enum Api {
@@ -369,8 +371,20 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
+/// A client keeping up to `connections` connections open to one server.
+pub(crate) fn client(connections: usize) -> HttpClient {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(connections)
+        .build(connector)
+}
+
 /// Sends `request` and reads the whole response.
-async fn send(client: &HttpClient, request: Request<Body>) -> Result<(StatusCode, Bytes)> {
+pub(crate) async fn send(
+    client: &HttpClient,
+    request: Request<Body>,
+) -> Result<(StatusCode, Bytes)> {
     let response = client.request(request).await?;
     let status = response.status();
     let body = response.into_body().collect().await?.to_bytes();
@@ -411,7 +425,7 @@ struct Stats {
 }
 
 /// Latencies are recorded in microseconds, from 1 µs to 10 min, 3 significant digits.
-fn histogram() -> Histogram<u64> {
+pub(crate) fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds")
 }
 
@@ -470,11 +484,7 @@ pub fn run(args: HttpArgs, token: Option<String>, json: bool) -> Result<()> {
         payload: "x".repeat(args.value_bytes),
         list_limit: args.list_limit,
     });
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    let client: HttpClient = Client::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(args.concurrency)
-        .build(connector);
+    let client = client(args.concurrency);
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

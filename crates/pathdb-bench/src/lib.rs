@@ -1,6 +1,8 @@
 //! PathDB's benchmarks, as a library for their binaries:
 //! - [`http`]: the closed-loop HTTP load generator behind `pathdb bench http` and the `bench-http`
 //!   binary (always built: the CLI uses it);
+//! - [`counter`]: one hot counter, `PATCH` increments against a client's get/`If-Match` loop,
+//!   behind `pathdb bench counter`;
 //! - the key codec fixtures against foundationdb-tuple, storekey and memcomparable (re-exported
 //!   from `codecs`), for `benches/codec.rs` and the examples; with the default `peers` feature,
 //!   which also builds `store-bench` (PathDB's store against raw redb and SQLite).
@@ -12,6 +14,7 @@
 
 #[cfg(feature = "peers")]
 pub mod codecs;
+pub mod counter;
 pub mod http;
 
 #[cfg(feature = "peers")]

@@ -1,44 +1,6 @@
 //! `pathdb bench http` against a `pathdb serve` on a free port.
 
-use crate::ok;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
-/// A `pathdb serve` child process, killed on drop.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(db: &std::path::Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pathdb"))
-            .args(["serve", "--addr", "127.0.0.1:0", "--db"])
-            .arg(db)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("pathdb serve starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("read the listening line");
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        Server { child, url }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::{Served, ok};
 
 /// The value after `name:` on its own line of the report.
 fn field<'a>(report: &'a str, name: &str) -> &'a str {
@@ -52,7 +14,7 @@ fn field<'a>(report: &'a str, name: &str) -> &'a str {
 #[test]
 fn bench_http_reports_requests_per_second_and_latency() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = Server::start(&dir.path().join("bench.pathdb"));
+    let server = Served::file(&dir.path().join("bench.pathdb"));
     let common = [
         "--url",
         &server.url,

@@ -2,35 +2,7 @@
 //! DynamoDB-compatible server named by `PATHDB_DYNAMODB_ENDPOINT` (scripts/test.sh starts one);
 //! without it the test returns at once, saying so.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-
-fn pathdb_env() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pathdb"));
-    cmd.env("AWS_ACCESS_KEY_ID", "pathdb-test")
-        .env("AWS_SECRET_ACCESS_KEY", "pathdb-test");
-    cmd
-}
-
-fn run(args: &[&str]) -> String {
-    let out = pathdb_env().args(args).output().expect("pathdb runs");
-    assert!(
-        out.status.success(),
-        "pathdb {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
-}
-
-/// Stops the server even when an assertion fails.
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use crate::{Served, ok, pathdb_command};
 
 #[test]
 fn serve_on_dynamodb_with_the_same_output() {
@@ -47,34 +19,19 @@ fn serve_on_dynamodb_with_the_same_output() {
         "--region",
         "us-east-1",
     ];
-    let created = run(&[&["dynamodb", "create-table"][..], &where_].concat());
+    let created = ok(&[&["dynamodb", "create-table"][..], &where_].concat());
     assert_eq!(created.trim(), format!("created table {table}"));
-    let again = run(&[&["dynamodb", "create-table"][..], &where_].concat());
+    let again = ok(&[&["dynamodb", "create-table"][..], &where_].concat());
     assert_eq!(again.trim(), format!("table {table} already exists"));
 
-    let mut child = pathdb_env()
-        .args(
-            [
-                &["serve", "--backend", "dynamodb", "--addr", "127.0.0.1:0"][..],
-                &where_,
-            ]
-            .concat(),
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("server starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let server = Server(child);
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("listening line");
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("listening on ...")
-        .to_owned();
+    let server = Served::start(
+        &[
+            &["serve", "--backend", "dynamodb", "--addr", "127.0.0.1:0"][..],
+            &where_,
+        ]
+        .concat(),
+    );
+    let url = server.url.clone();
 
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("local.pathdb");
@@ -85,8 +42,8 @@ fn serve_on_dynamodb_with_the_same_output() {
         ("/u-1/p-1/c-1", "true"),
         ("/u-10/p-1", "null"),
     ] {
-        run(&["--server", &url, "put", path, value]);
-        run(&["--db", db, "put", path, value]);
+        ok(&["--server", &url, "put", path, value]);
+        ok(&["--db", db, "put", path, value]);
     }
     let strip = |text: String| -> Vec<String> {
         // Timestamps differ between the two stores; compare everything else.
@@ -108,8 +65,8 @@ fn serve_on_dynamodb_with_the_same_output() {
         &["get", "/u-1/p-10"],
         &["ls", "/u-1", "--limit", "2"],
     ] {
-        let remote = strip(run(&[&["--json", "--server", &url][..], args].concat()));
-        let local = strip(run(&[&["--json", "--db", db][..], args].concat()));
+        let remote = strip(ok(&[&["--json", "--server", &url][..], args].concat()));
+        let local = strip(ok(&[&["--json", "--db", db][..], args].concat()));
         assert_eq!(remote, local, "{args:?}");
         assert!(!remote.is_empty());
     }
@@ -128,7 +85,7 @@ fn serve_on_dynamodb_with_the_same_output() {
     let file = dir.path().join("bulk.jsonl");
     let end = "{\"export\":\"complete\",\"records\":10000,\"skipped\":0}\n";
     std::fs::write(&file, format!("{input}{end}")).expect("write input");
-    let out = pathdb_env()
+    let out = pathdb_command()
         .args(["--server", &url, "import", file.to_str().expect("utf-8")])
         .output()
         .expect("pathdb runs");
@@ -138,7 +95,7 @@ fn serve_on_dynamodb_with_the_same_output() {
         said.contains("imported 10000 records (0 unchanged"),
         "{said}"
     );
-    let exported = run(&["--server", &url, "export"]);
+    let exported = ok(&["--server", &url, "export"]);
     let bulk: String = exported
         .lines()
         .filter(|l| l.starts_with(r#"{"path":"/bulk-"#))

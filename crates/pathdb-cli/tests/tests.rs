@@ -1,6 +1,7 @@
 //! End-to-end tests of the `pathdb` binary: what a user types, what they see.
 
 mod bench;
+mod counters;
 mod dynamodb;
 mod key;
 mod read_only;
@@ -9,7 +10,8 @@ mod server;
 mod store;
 mod transfer;
 
-use std::process::{Command, Output};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
 
 /// `--db DB` followed by `args`.
 pub fn db_args<'a>(db: &'a std::path::Path, args: &[&'a str]) -> Vec<&'a str> {
@@ -27,7 +29,7 @@ pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
 
 /// Runs the built `pathdb` binary with `args`.
 pub fn pathdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pathdb"))
+    pathdb_command()
         .args(args)
         .output()
         .expect("the pathdb binary runs")
@@ -91,4 +93,60 @@ pub fn fails_with_stdin(args: &[&str], input: &str) -> String {
         "pathdb {args:?} printed to stdout on error"
     );
     String::from_utf8(out.stderr).expect("utf-8 output")
+}
+
+/// A `pathdb` with placeholder AWS credentials (a local DynamoDB-compatible server checks only
+/// that there are some).
+pub fn pathdb_command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pathdb"));
+    cmd.env("AWS_ACCESS_KEY_ID", "pathdb-test")
+        .env("AWS_SECRET_ACCESS_KEY", "pathdb-test");
+    cmd
+}
+
+/// A running `pathdb serve` (started with `args`, which name the backend and `--addr
+/// 127.0.0.1:0`), killed on drop, even when an assertion fails.
+pub struct Served {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl Served {
+    /// Starts `pathdb ARGS` and waits for its "listening on" line.
+    pub fn start(args: &[&str]) -> Served {
+        let mut child = pathdb_command()
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("pathdb serve starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the listening line");
+        let Some(url) = line.trim().strip_prefix("listening on ") else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("unexpected first line {line:?}");
+        };
+        Served {
+            url: url.to_owned(),
+            child,
+        }
+    }
+
+    /// `pathdb serve` on the file `db`.
+    pub fn file(db: &std::path::Path) -> Served {
+        let db = db.to_str().expect("utf-8 temp path");
+        Served::start(&["serve", "--addr", "127.0.0.1:0", "--db", db])
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

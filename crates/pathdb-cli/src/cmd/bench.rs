@@ -1,5 +1,5 @@
-//! `pathdb bench http`: the HTTP load generator of `pathdb-bench` (`pathdb_bench::http`), where
-//! it lives beside the other benchmarks; this is only its subcommand.
+//! `pathdb bench http` and `pathdb bench counter`: the HTTP load generators of `pathdb-bench` (`pathdb_bench::http`), where
+//! they live beside the other benchmarks; these are only their subcommands.
 
 use super::Output;
 use anyhow::Result;
@@ -10,10 +10,14 @@ use pathdb_bench::http::HttpArgs;
 pub enum BenchCommand {
     /// Load an HTTP server with a get/put/list mix; print requests/s and latency percentiles.
     Http(HttpArgs),
+    /// Increment one hot counter from many clients: PATCH increments against a get/If-Match
+    /// loop, in the same run; print increments/s and the ratio.
+    Counter(pathdb_bench::counter::CounterArgs),
 }
 
 pub fn run(cmd: BenchCommand, token: Option<String>, out: Output) -> Result<()> {
     match cmd {
         BenchCommand::Http(args) => pathdb_bench::http::run(args, token, out.json),
+        BenchCommand::Counter(args) => pathdb_bench::counter::run(args, token, out.json),
     }
 }
