@@ -107,13 +107,7 @@ fn eight_clients_increment_one_counter_on_dynamodb() {
         "us-east-1",
     ];
     ok(&[&["dynamodb", "create-table"][..], &where_].concat());
-    let server = Served::start(
-        &[
-            &["serve", "--backend", "dynamodb", "--addr", "127.0.0.1:0"][..],
-            &where_,
-        ]
-        .concat(),
-    );
+    let server = Served::dynamodb(&where_);
     let each = std::env::var("PATHDB_DYNAMODB_INCREMENTS")
         .ok()
         .and_then(|n| n.parse().ok())

@@ -24,13 +24,7 @@ fn serve_on_dynamodb_with_the_same_output() {
     let again = ok(&[&["dynamodb", "create-table"][..], &where_].concat());
     assert_eq!(again.trim(), format!("table {table} already exists"));
 
-    let server = Served::start(
-        &[
-            &["serve", "--backend", "dynamodb", "--addr", "127.0.0.1:0"][..],
-            &where_,
-        ]
-        .concat(),
-    );
+    let server = Served::dynamodb(&where_);
     let url = server.url.clone();
 
     let dir = tempfile::tempdir().expect("tempdir");

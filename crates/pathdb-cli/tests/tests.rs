@@ -137,6 +137,13 @@ impl Served {
         }
     }
 
+    /// `pathdb serve --backend dynamodb` with `table`'s arguments (`--table T --endpoint E
+    /// --region R`, as `pathdb dynamodb create-table` took them).
+    pub fn dynamodb(table: &[&str]) -> Served {
+        let serve = ["serve", "--backend", "dynamodb", "--addr", "127.0.0.1:0"];
+        Served::start(&[&serve[..], table].concat())
+    }
+
     /// `pathdb serve` on the file `db`.
     pub fn file(db: &std::path::Path) -> Served {
         let db = db.to_str().expect("utf-8 temp path");
