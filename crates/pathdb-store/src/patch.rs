@@ -4,11 +4,9 @@
 //! its index) and applies `increment`. The write pipeline applies a patch to the value it read
 //! and writes the result as a put (write/items.rs), so a patch is as atomic as a put.
 
-use crate::ops::TxOp;
-use crate::{Condition, Error, Json};
+use crate::{Error, Json};
 use pathdb_keys::KeyPath;
 use serde_json::Value;
-use std::collections::HashMap;
 
 /// Integers an increment keeps exact: JSON clients read numbers as doubles, exact to 2^53.
 pub const MAX_EXACT_INTEGER: i64 = (1 << 53) - 1;
@@ -231,58 +229,6 @@ fn add(a: &serde_json::Number, b: &serde_json::Number) -> Option<serde_json::Num
         // A u64 above i64's range is past 2^53 already.
         _ => None,
     }
-}
-
-/// A transaction's operations with each patch of a path that an earlier put of the same
-/// transaction writes folded into that put, so the patch sees the value put before it; and,
-/// for each operation given, the index of the folded operation whose result is its result.
-///
-/// Folding keeps a transaction one batch with one write per key (DynamoDB forbids a key twice)
-/// and gives the item one new version, as it is one atomic change.
-///
-/// # Errors
-/// [`Error::InvalidRequest`] for a path named twice otherwise, or a folded patch with a
-/// condition other than `must_exist` (it would be about a version the transaction itself
-/// writes); the patch's own failures.
-pub(crate) fn fold_into_puts(ops: &[TxOp]) -> Result<(Vec<TxOp>, Vec<usize>), Error> {
-    let mut folded: Vec<TxOp> = Vec::with_capacity(ops.len());
-    let mut result_of = Vec::with_capacity(ops.len());
-    let mut written: HashMap<&KeyPath, usize> = HashMap::new();
-    for op in ops {
-        let Some(path) = op.path() else {
-            result_of.push(folded.len());
-            folded.push(op.clone());
-            continue;
-        };
-        let Some(&earlier) = written.get(path) else {
-            written.insert(path, folded.len());
-            result_of.push(folded.len());
-            folded.push(op.clone());
-            continue;
-        };
-        let twice = || Error::InvalidRequest(format!("{path} appears twice in one transaction"));
-        let (
-            TxOp::Patch {
-                patch, options: o, ..
-            },
-            Some(TxOp::Put { value, options, .. }),
-        ) = (op, folded.get_mut(earlier))
-        else {
-            return Err(twice());
-        };
-        if !matches!(o.condition, None | Some(Condition::MustExist)) {
-            return Err(Error::InvalidRequest(format!(
-                "{path}: a patch of an item put earlier in the same transaction takes no \
-                 if_version or must_not_exist"
-            )));
-        }
-        *value = patch.apply(value).map_err(|e| e.at(path))?;
-        // As if applied in turn: the later write sets the expiry, and either may keep history.
-        options.history |= o.history;
-        options.expires = o.expires;
-        result_of.push(earlier);
-    }
-    Ok((folded, result_of))
 }
 
 #[cfg(test)]

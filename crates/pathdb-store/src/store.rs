@@ -377,7 +377,7 @@ impl<B: Backend> Store<B> {
                 tx.ops.len()
             )));
         }
-        let (ops, result_of) = crate::patch::fold_into_puts(&tx.ops)?;
+        let (ops, result_of) = crate::ops::fold_into_puts(&tx.ops)?;
         let (results, _) = self.execute(&ops, false)?;
         result_of
             .into_iter()
