@@ -17,6 +17,7 @@ const ops: TxOp[] = [
     { op: "put", path: "/user-7/post-10", value: [1, 2], history: true },
     { op: "delete", path: "/user-7/post-3" },
     { op: "create", path: "/user-7/post", id: "sequence", value: { title: "new" } },
+    { op: "patch", path: "/user-7/post-10", patch: [{ op: "increment", path: "/views", value: 1 }] },
 ];
 
 function describe(op: TxOp): string {
@@ -29,6 +30,8 @@ function describe(op: TxOp): string {
             return `check ${op.path} must_exist=${String(op.must_exist ?? false)}`;
         case "create":
             return `create ${op.path}-{${op.id}}`;
+        case "patch":
+            return `patch ${op.path} with ${JSON.stringify(op.merge ?? op.patch)}`;
     }
 }
 

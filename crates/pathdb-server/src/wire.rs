@@ -345,7 +345,7 @@ pub enum TxOpIn {
         merge: Option<serde_json::Value>,
         /// An RFC 6902 JSON Patch: `add`, `remove`, `replace`, `move`, `copy`, `test` and
         /// `increment` (`{"op": "increment", "path": "/views", "value": 1}`).
-        #[schema(value_type = Option<Vec<serde_json::Value>>)]
+        #[schema(value_type = Option<Vec<std::collections::HashMap<String, serde_json::Value>>>)]
         patch: Option<serde_json::Value>,
         /// Fail unless the item exists at this version.
         if_version: Option<u64>,
