@@ -26,16 +26,16 @@ use crate::record::{to_item, visible};
 use crate::subtree::{PendingJob, Relocator, SubtreeJob};
 use crate::token::TokenKey;
 use crate::write::{self, Plan, Settings};
-
-/// What a plan decided: one result per operation and whether each found a live item, or why
-/// the operations cannot be written.
-type Planned = Result<(Vec<TxResult>, Vec<bool>), Error>;
 use crate::{Condition, Error, Item, Json, StorageError, layout};
 use pathdb_keys::KeyPath;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// What a plan decided: one result per operation and whether each found a live item, or why
+/// the operations cannot be written.
+type Planned = Result<(Vec<TxResult>, Vec<bool>), Error>;
 
 struct Inner<B> {
     backend: B,
@@ -63,6 +63,14 @@ impl<B: Backend> Inner<B> {
             change_retention: self.options.change_retention,
             plans: &self.plans,
         }
+    }
+
+    /// Plans `ops` on the state `reader` shows (a snapshot, or a group commit's state when
+    /// planned again there), within the backend's batch size.
+    fn plan_on<R: Reader + ?Sized>(&self, reader: &R, ops: &[TxOp]) -> Result<Plan, Error> {
+        let plan = write::plan(&self.settings().context(reader, self.now()), ops)?;
+        write::check_batch_size(&plan, self.backend.max_batch_ops())?;
+        Ok(plan)
     }
 
     /// Removes up to one batch of expired items.
@@ -406,7 +414,6 @@ impl<B: Backend> Store<B> {
         let mut attempt = 0u32;
         loop {
             let plan = self.plan(ops)?;
-            write::check_batch_size(&plan, self.inner.backend.max_batch_ops())?;
             let replanned = Arc::new(Mutex::new(None));
             let written = if retry {
                 let replan = self.replan(ops, Arc::clone(&replanned));
@@ -468,13 +475,7 @@ impl<B: Backend> Store<B> {
         let ops = ops.to_vec();
         Box::new(move |reader: &dyn Reader| {
             let inner = inner.upgrade()?;
-            let settings = inner.settings();
-            let planned =
-                write::plan(&settings.context(reader, inner.now()), &ops).and_then(|plan| {
-                    write::check_batch_size(&plan, inner.backend.max_batch_ops())?;
-                    Ok(plan)
-                });
-            let (batch, decided) = match planned {
+            let (batch, decided) = match inner.plan_on(reader, &ops) {
                 Ok(plan) => (Some(plan.batch), Ok((plan.results, plan.found))),
                 Err(e) => (None, Err(e)),
             };
@@ -487,9 +488,7 @@ impl<B: Backend> Store<B> {
 
     /// Plans `ops` from a new snapshot.
     fn plan(&self, ops: &[TxOp]) -> Result<Plan, Error> {
-        let reader = self.inner.backend.reader()?;
-        let settings = self.inner.settings();
-        write::plan(&settings.context(&reader, self.now()), ops)
+        self.inner.plan_on(&self.inner.backend.reader()?, ops)
     }
 
     /// The limits every write checks before reading anything.
