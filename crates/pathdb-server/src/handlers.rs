@@ -193,8 +193,7 @@ pub async fn patch_item<B: Backend>(
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", e.to_string()))?;
     // The route accepts only the two patch media types (`media::PATCH`).
     let patch = if crate::media::headers_declare(&request_headers, &[crate::media::JSON_PATCH]) {
-        pathdb_store::Patch::json_patch(&document)
-            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_patch", e))?
+        json_patch(&document, "")?
     } else {
         pathdb_store::Patch::Merge(document)
     };
@@ -218,6 +217,21 @@ pub async fn patch_item<B: Backend>(
         StatusCode::OK
     };
     Ok(item_response(status, item.into()))
+}
+
+/// Reads a JSON Patch document (PATCH's body or a transaction's `patch`); a bad one is 400
+/// `invalid_patch`, its message after `context` naming the operation's index.
+fn json_patch(
+    document: &serde_json::Value,
+    context: &str,
+) -> Result<pathdb_store::Patch, ApiError> {
+    pathdb_store::Patch::json_patch(document).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_patch",
+            format!("{context}{e}"),
+        )
+    })
 }
 
 /// Deletes an item; with `recursive=true`, the item and every live item below it.
@@ -472,16 +486,9 @@ pub async fn transact<B: Backend>(
                 path: parse_path(&path)?,
                 patch: match (merge, patch) {
                     (Some(merge), _) => pathdb_store::Patch::Merge(merge),
-                    (None, document) => pathdb_store::Patch::json_patch(
-                        &document.unwrap_or_default(),
-                    )
-                    .map_err(|e| {
-                        ApiError::new(
-                            StatusCode::BAD_REQUEST,
-                            "invalid_patch",
-                            format!("{path}: {e}"),
-                        )
-                    })?,
+                    (None, document) => {
+                        json_patch(&document.unwrap_or_default(), &format!("{path}: "))?
+                    }
                 },
                 options: put_options(
                     condition_of(if_version, false, must_not_exist.unwrap_or(false))?,
