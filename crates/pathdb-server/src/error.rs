@@ -18,8 +18,10 @@ pub struct ErrorDetail {
     /// Stable, machine-readable: `invalid_path`, `invalid_json`, `invalid_request`,
     /// `invalid_page_token`, `unauthorized`, `forbidden`, `origin_not_allowed`,
     /// `host_not_allowed`, `not_found`, `method_not_allowed`, `condition_failed`, `conflict`,
-    /// `too_large`, `unsupported_media_type`, `timeout`, `unavailable`, `internal`,
-    /// `read_only` (403: the server's database is open read-only).
+    /// `too_large`, `unsupported_media_type`, `timeout`, `unavailable` (503, with
+    /// `Retry-After` when retrying later should help), `insufficient_storage` (507: the disk is
+    /// full), `outcome_unknown` (503: a write was sent but its outcome could not be learned),
+    /// `internal`, `read_only` (403: the server's database is open read-only).
     pub code: String,
     /// For people.
     pub message: String,
@@ -31,6 +33,8 @@ pub struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
+    /// Seconds for `Retry-After`, on answers where waiting should help.
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -40,6 +44,15 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The same error, telling the client to retry after `seconds` (`Retry-After`).
+    pub fn retry_after(self, seconds: u64) -> ApiError {
+        ApiError {
+            retry_after: Some(seconds),
+            ..self
         }
     }
 
@@ -86,13 +99,43 @@ impl From<pathdb_store::Error> for ApiError {
             E::PatchConflict { .. } => (StatusCode::CONFLICT, "patch_conflict"),
             E::DestinationNotEmpty { .. } => (StatusCode::CONFLICT, "destination_not_empty"),
             E::ReadOnly => (StatusCode::FORBIDDEN, "read_only"),
-            E::Storage(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            E::Storage(storage) => return storage_error(storage),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         if status.is_server_error() {
             tracing::error!(error = %e, "store error");
         }
         ApiError::new(status, code, e.to_string())
+    }
+}
+
+/// A storage failure: 507 for a full disk, 503 otherwise, with `Retry-After` where waiting
+/// helps. Counted by kind in `/metrics` (`pathdb_storage_errors_total`).
+fn storage_error(e: &pathdb_store::StorageError) -> ApiError {
+    use pathdb_store::StorageErrorKind as K;
+    let kind = e.kind();
+    metrics::counter!("pathdb_storage_errors_total", "kind" => kind.as_str()).increment(1);
+    tracing::error!(error = %e, kind = kind.as_str(), "storage error");
+    let error = match kind {
+        K::Full => ApiError::new(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "insufficient_storage",
+            e.to_string(),
+        ),
+        K::OutcomeUnknown => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "outcome_unknown",
+            e.to_string(),
+        ),
+        _ => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            e.to_string(),
+        ),
+    };
+    match kind {
+        K::Full | K::Unavailable => error.retry_after(1),
+        _ => error,
     }
 }
 
@@ -110,6 +153,12 @@ impl IntoResponse for ApiError {
                 message: self.message,
             },
         };
-        (self.status, axum::Json(body)).into_response()
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }

@@ -3,22 +3,24 @@
 
 use pathdb_keys::KeyPath;
 
-/// The storage engine failed: I/O, corruption, or a closed database. Not the caller's fault.
-#[derive(Debug, thiserror::Error)]
-#[error("storage error: {message}")]
+/// The storage engine failed: I/O, a full disk, an unreachable service, corruption, or a closed
+/// database. Not the caller's fault.
+///
+/// The message carries the whole cause (the operating system's or the service's words), so it
+/// is complete on its own; [`StorageError::kind`] says what kind of failure it is, for callers
+/// that react differently (a server that answers 507 for a full disk, a CLI that suggests going
+/// through the server).
+#[derive(Debug, Clone)]
 pub struct StorageError {
     message: String,
     kind: StorageErrorKind,
-    #[source]
-    source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
-/// What kind of storage failure a [`StorageError`] is, for callers that react differently to
-/// some of them (a CLI that suggests going through the server, a server that answers 403).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+/// What kind of storage failure a [`StorageError`] is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Hash)]
 #[non_exhaustive]
 pub enum StorageErrorKind {
-    /// Anything else: I/O, corruption, a closed database.
+    /// Anything else: corruption, a closed database, an internal error.
     #[default]
     Other,
     /// The database file is held by another process (or another handle in this one), which
@@ -30,18 +32,89 @@ pub enum StorageErrorKind {
     /// The operating system refused access to the file: permissions, or a read-only file
     /// system for a writable open.
     PermissionDenied,
+    /// The disk, file system or quota is full (`ENOSPC`, `EDQUOT`). Nothing was written; writes
+    /// succeed again once space is freed.
+    Full,
+    /// The operating system reported another I/O error (`EIO` and the like).
+    Io,
+    /// The service is overloaded or unreachable for now (throttling, its 5xx answers, a
+    /// connection that failed before the request was sent) and retries ran out. Nothing was
+    /// written; the same request may succeed later.
+    Unavailable,
+    /// A write was sent but no answer came back (a timeout or a reset connection), and reading
+    /// could not tell whether it was applied. It may or may not have been.
+    OutcomeUnknown,
 }
 
+impl StorageErrorKind {
+    /// A short stable name (`disk_full`, `io`, ...), for metrics labels and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageErrorKind::Other => "other",
+            StorageErrorKind::InUse => "in_use",
+            StorageErrorKind::ReadOnly => "read_only",
+            StorageErrorKind::PermissionDenied => "permission_denied",
+            StorageErrorKind::Full => "disk_full",
+            StorageErrorKind::Io => "io",
+            StorageErrorKind::Unavailable => "unavailable",
+            StorageErrorKind::OutcomeUnknown => "outcome_unknown",
+        }
+    }
+
+    /// What a message of this kind starts with: people should not have to parse the rest to
+    /// know that the disk is full.
+    fn prefix(self) -> &'static str {
+        match self {
+            StorageErrorKind::Full => "disk full",
+            StorageErrorKind::Io => "I/O error",
+            StorageErrorKind::Unavailable => "storage unavailable",
+            StorageErrorKind::OutcomeUnknown => "write outcome unknown",
+            _ => "storage error",
+        }
+    }
+}
+
+impl std::fmt::Display for StorageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind.prefix(), self.message)
+    }
+}
+
+impl std::error::Error for StorageError {}
+
 impl StorageError {
-    /// An error with a message and its cause.
+    /// An error with a message and its cause, whose text (and its causes' texts) the message
+    /// takes. An I/O error anywhere in the cause's chain sets the kind ([`StorageError::io`]).
     pub fn new(
         message: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
+        let mut message = message.into();
+        let mut kind = StorageErrorKind::Other;
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&source);
+        let mut last = String::new();
+        while let Some(e) = cause {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                kind = io_kind(io);
+            }
+            let text = e.to_string();
+            // Many errors repeat their source's text in their own: say it once.
+            if !last.contains(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+            last = text;
+            cause = e.source();
+        }
+        StorageError { message, kind }
+    }
+
+    /// An error from the operating system, marked [`StorageErrorKind::Full`] for a full disk or
+    /// quota and [`StorageErrorKind::Io`] for other I/O failures.
+    pub fn io(message: impl Into<String>, error: &std::io::Error) -> Self {
         StorageError {
-            message: message.into(),
-            kind: StorageErrorKind::Other,
-            source: Some(Box::new(source)),
+            message: format!("{}: {error}", message.into()),
+            kind: io_kind(error),
         }
     }
 
@@ -50,7 +123,6 @@ impl StorageError {
         StorageError {
             message: message.into(),
             kind: StorageErrorKind::Other,
-            source: None,
         }
     }
 
@@ -60,9 +132,33 @@ impl StorageError {
         self
     }
 
+    /// The same error with `context` before its message (`context: message`).
+    pub fn context(mut self, context: impl std::fmt::Display) -> Self {
+        self.message = format!("{context}: {}", self.message);
+        self
+    }
+
     /// What kind of failure this is.
     pub fn kind(&self) -> StorageErrorKind {
         self.kind
+    }
+
+    /// The message without the kind's prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// The kind of an operating-system error: a full disk or quota, or another I/O failure.
+fn io_kind(error: &std::io::Error) -> StorageErrorKind {
+    match error.kind() {
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
+            StorageErrorKind::Full
+        }
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+            StorageErrorKind::PermissionDenied
+        }
+        _ => StorageErrorKind::Io,
     }
 }
 

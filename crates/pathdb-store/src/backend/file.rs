@@ -12,6 +12,13 @@
 //! per 0.5 GB without it). A database server that restarts after a crash should come back in
 //! milliseconds, not minutes; group commit pays back the cost under concurrency.
 //!
+//! After a failed commit (a full disk, an I/O error) redb refuses every later transaction on that
+//! handle. The committer then reopens the file, which runs redb's repair, and proves with a small
+//! commit that writes work again; until one does, writes fail fast with the cause and
+//! [`Backend::ready`] reports it. It tries again with each write and every second, so freeing
+//! space is enough: no restart. Nothing a failed commit held was acknowledged, and redb's
+//! copy-on-write keeps the last successful commit intact.
+//!
 //! [`FileBackend::open_read_only`] opens a file without ever writing to it (redb's
 //! `ReadOnlyDatabase`): no committer thread, no format-version write, no repair, so reading a
 //! file leaves its bytes (and a backup copied from it) exactly as they were, and works on a
@@ -25,10 +32,11 @@ use super::{
 use crate::{StorageError, StorageErrorKind};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::{Bound, ControlFlow};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 const DATA: TableDefinition<(&[u8], &[u8]), &[u8]> = TableDefinition::new("pathdb_data");
 const META: TableDefinition<&str, u64> = TableDefinition::new("pathdb_meta");
@@ -36,6 +44,14 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("pathdb_meta");
 const FORMAT_VERSION: u64 = 1;
 /// How many queued batches one commit takes at most.
 const MAX_GROUP: usize = 512;
+/// While writes fail, how often the committer tries to recover without a write asking it to.
+const RECOVERY_INTERVAL: Duration = Duration::from_secs(1);
+/// While writes fail, the least time between two recoveries a write sets off: under load on a
+/// full disk, writes fail fast instead of each reopening the file.
+const RECOVERY_GAP: Duration = Duration::from_millis(100);
+/// How long a recovery waits for read transactions of the broken handle to end (they hold the
+/// file's lock, so the file cannot be reopened before).
+const REOPEN_WAIT: Duration = Duration::from_secs(2);
 
 /// How durable an acknowledged write is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -81,12 +97,43 @@ pub struct FileBackend {
 
 /// The redb handle: read-write (behind the committer) or read-only.
 enum Engine {
-    ReadWrite(Arc<redb::Database>),
+    ReadWrite(Arc<Writable>),
     ReadOnly(redb::ReadOnlyDatabase),
 }
 
+/// A read-write file, whose handle the committer replaces after a failed commit.
+struct Writable {
+    path: PathBuf,
+    cache_size: Option<usize>,
+    /// `None` while the file is being reopened.
+    db: RwLock<Option<Arc<redb::Database>>>,
+    health: Mutex<Health>,
+    /// Signalled when a recovery ends, for readers waiting on it.
+    recovered: Condvar,
+}
+
+#[derive(Default)]
+struct Health {
+    /// Why writes fail, while they do; cleared by the next commit that succeeds.
+    fault: Option<StorageError>,
+    /// Counts finished recoveries, so that a waiting reader knows one happened.
+    recoveries: u64,
+}
+
 fn storage(context: &'static str) -> impl Fn(redb::Error) -> StorageError {
-    move |e| StorageError::new(context, e)
+    move |e| match e {
+        redb::Error::Io(io) => StorageError::io(context, &io),
+        e => StorageError::new(context, e),
+    }
+}
+
+/// Opens (and, after a crash or a failed commit, repairs) a read-write file.
+fn open_writable(path: &Path, cache_size: Option<usize>) -> Result<redb::Database, StorageError> {
+    let mut builder = redb::Database::builder();
+    if let Some(bytes) = cache_size {
+        builder.set_cache_size(bytes);
+    }
+    builder.create(path).map_err(|e| open_error(path, e))
 }
 
 /// The error for a file redb cannot open, marked [`StorageErrorKind::InUse`] when another
@@ -95,13 +142,8 @@ fn storage(context: &'static str) -> impl Fn(redb::Error) -> StorageError {
 fn open_error(path: &Path, e: redb::DatabaseError) -> StorageError {
     let kind = match &e {
         redb::DatabaseError::DatabaseAlreadyOpen => StorageErrorKind::InUse,
-        redb::DatabaseError::Storage(redb::StorageError::Io(io))
-            if matches!(
-                io.kind(),
-                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
-            ) =>
-        {
-            StorageErrorKind::PermissionDenied
+        redb::DatabaseError::Storage(redb::StorageError::Io(io)) => {
+            return StorageError::io(format!("cannot open database file {}", path.display()), io);
         }
         _ => StorageErrorKind::Other,
     };
@@ -115,21 +157,23 @@ impl FileBackend {
     /// The file cannot be opened (in use by another process, not a PathDB file, I/O).
     pub fn open(path: impl AsRef<Path>, options: FileOptions) -> Result<FileBackend, StorageError> {
         let path = path.as_ref();
-        let mut builder = redb::Database::builder();
-        if let Some(bytes) = options.cache_size {
-            builder.set_cache_size(bytes);
-        }
-        let db = builder.create(path).map_err(|e| open_error(path, e))?;
-        let db = Arc::new(db);
+        let db = open_writable(path, options.cache_size)?;
         init(&db)?;
+        let writable = Arc::new(Writable {
+            path: path.to_owned(),
+            cache_size: options.cache_size,
+            db: RwLock::new(Some(Arc::new(db))),
+            health: Mutex::new(Health::default()),
+            recovered: Condvar::new(),
+        });
         let (queue, jobs) = mpsc::channel::<Job>();
-        let committer_db = Arc::clone(&db);
+        let committer_file = Arc::clone(&writable);
         let committer = std::thread::Builder::new()
             .name("pathdb-commit".into())
-            .spawn(move || committer_loop(&committer_db, &jobs, options.durability))
+            .spawn(move || committer_loop(&committer_file, &jobs, options.durability))
             .map_err(|e| StorageError::new("cannot start the commit thread", e))?;
         Ok(FileBackend {
-            db: Engine::ReadWrite(db),
+            db: Engine::ReadWrite(writable),
             queue: Mutex::new(Some(queue)),
             committer: Mutex::new(Some(committer)),
         })
@@ -249,8 +293,26 @@ impl Drop for FileBackend {
     }
 }
 
-fn committer_loop(db: &redb::Database, jobs: &mpsc::Receiver<Job>, durability: Durability) {
-    while let Ok(first) = jobs.recv() {
+fn committer_loop(file: &Writable, jobs: &mpsc::Receiver<Job>, durability: Durability) {
+    let mut last_recovery = Instant::now();
+    loop {
+        let first = if file.fault().is_none() {
+            match jobs.recv() {
+                Ok(job) => Some(job),
+                Err(_) => break,
+            }
+        } else {
+            match jobs.recv_timeout(RECOVERY_INTERVAL) {
+                Ok(job) => Some(job),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        };
+        if file.fault().is_some() && (first.is_none() || last_recovery.elapsed() >= RECOVERY_GAP) {
+            file.recover();
+            last_recovery = Instant::now();
+        }
+        let Some(first) = first else { continue };
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
             match jobs.try_recv() {
@@ -258,8 +320,31 @@ fn committer_loop(db: &redb::Database, jobs: &mpsc::Receiver<Job>, durability: D
                 Err(_) => break,
             }
         }
-        let started = std::time::Instant::now();
-        let results = commit_group(db, &mut group, durability);
+        let started = Instant::now();
+        let results = match (file.fault(), file.current()) {
+            (None, Some(db)) => {
+                let results = commit_group(&db, &mut group, durability);
+                if let Some(Err(WriteError::Storage(e))) = results
+                    .iter()
+                    .find(|r| matches!(r, Err(WriteError::Storage(_))))
+                {
+                    // redb refuses every later transaction on this handle: reopen it.
+                    file.set_fault(e.clone());
+                    drop(db);
+                    file.recover();
+                    last_recovery = Instant::now();
+                }
+                results
+            }
+            (fault, _) => {
+                let e =
+                    fault.unwrap_or_else(|| StorageError::msg("the database is being reopened"));
+                group
+                    .iter()
+                    .map(|_| Err(WriteError::Storage(e.clone())))
+                    .collect()
+            }
+        };
         // Through the `metrics` facade: free unless the application installs a recorder.
         metrics::histogram!("pathdb_commit_seconds").record(started.elapsed());
         metrics::histogram!("pathdb_commit_batches").record(group.len() as f64);
@@ -273,6 +358,119 @@ fn committer_loop(db: &redb::Database, jobs: &mpsc::Receiver<Job>, durability: D
             }
         }
     }
+    // Leave the file closed cleanly if space came back, so that read-only opens accept it.
+    if file.fault().is_some() {
+        file.recover();
+    }
+}
+
+impl Writable {
+    /// The current handle; `None` while it is being reopened.
+    fn current(&self) -> Option<Arc<redb::Database>> {
+        self.db.read().ok().and_then(|db| db.clone())
+    }
+
+    /// Why writes fail, while they do.
+    fn fault(&self) -> Option<StorageError> {
+        self.health.lock().ok().and_then(|h| h.fault.clone())
+    }
+
+    fn set_fault(&self, e: StorageError) {
+        metrics::counter!("pathdb_storage_faults", "kind" => e.kind().as_str()).increment(1);
+        tracing::warn!(error = %e, "a commit failed; writes fail until the file is reopened");
+        if let Ok(mut health) = self.health.lock() {
+            health.fault = Some(e);
+        }
+    }
+
+    /// Reopens the file (redb repairs it) and proves with a small commit that writes work. On
+    /// success the fault is cleared; on failure it is the new cause.
+    fn recover(&self) {
+        let outcome = self.reopen().and_then(|db| probe(&db));
+        if let Ok(mut health) = self.health.lock() {
+            match outcome {
+                Ok(()) => {
+                    if let Some(fault) = health.fault.take() {
+                        tracing::info!(was = %fault, "writes work again");
+                    }
+                }
+                Err(e) => health.fault = Some(e),
+            }
+            health.recoveries += 1;
+        }
+        self.recovered.notify_all();
+    }
+
+    /// Replaces the handle with a fresh open of the file.
+    fn reopen(&self) -> Result<Arc<redb::Database>, StorageError> {
+        // Readers now wait for the new handle (see `begin_read`); the old one closes when its
+        // last read transaction ends, and only then lets go of the file's lock.
+        if let Ok(mut db) = self.db.write() {
+            db.take();
+        }
+        let deadline = Instant::now() + REOPEN_WAIT;
+        let db = loop {
+            match open_writable(&self.path, self.cache_size) {
+                Ok(db) => break Arc::new(db),
+                Err(e) if e.kind() == StorageErrorKind::InUse && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        if let Ok(mut slot) = self.db.write() {
+            *slot = Some(Arc::clone(&db));
+        }
+        Ok(db)
+    }
+
+    /// A read transaction, waiting (a little) for a recovery when the handle is broken or being
+    /// replaced, so that reads go on across a write failure.
+    fn begin_read(&self) -> Result<redb::ReadTransaction, StorageError> {
+        let mut waited = false;
+        loop {
+            let seen = self.health.lock().map(|h| h.recoveries).unwrap_or(0);
+            let result = match self.current() {
+                Some(db) => db.begin_read().map_err(|e| storage("begin read")(e.into())),
+                None => Err(self
+                    .fault()
+                    .unwrap_or_else(|| StorageError::msg("the database is being reopened"))),
+            };
+            match result {
+                Ok(txn) => return Ok(txn),
+                Err(e) if waited || self.fault().is_none() && self.current().is_some() => {
+                    return Err(e);
+                }
+                Err(_) => {
+                    waited = true;
+                    let Ok(health) = self.health.lock() else {
+                        continue;
+                    };
+                    let _ = self
+                        .recovered
+                        .wait_timeout_while(health, RECOVERY_INTERVAL, |h| h.recoveries == seen);
+                }
+            }
+        }
+    }
+}
+
+/// A small durable commit: whether writes work on this handle.
+fn probe(db: &redb::Database) -> Result<(), StorageError> {
+    let txn = db
+        .begin_write()
+        .map_err(|e| storage("begin write")(e.into()))?;
+    {
+        let mut meta = txn
+            .open_table(META)
+            .map_err(|e| storage("open meta table")(e.into()))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        meta.insert("recovered_at", now)
+            .map_err(|e| storage("write")(e.into()))?;
+    }
+    txn.commit().map_err(|e| storage("commit")(e.into()))
 }
 
 /// Applies every batch whose conditions hold in one transaction; returns one result per batch.
@@ -283,9 +481,8 @@ fn commit_group(
 ) -> Vec<Result<(), WriteError>> {
     let size = group.len();
     let fail_all = |e: StorageError| -> Vec<Result<(), WriteError>> {
-        let message = e.to_string();
         (0..size)
-            .map(|_| Err(WriteError::Storage(StorageError::msg(message.clone()))))
+            .map(|_| Err(WriteError::Storage(e.clone())))
             .collect()
     };
     let mut txn = match db.begin_write() {
@@ -395,10 +592,11 @@ impl Backend for FileBackend {
 
     fn reader(&self) -> Result<FileReader, StorageError> {
         let txn = match &self.db {
-            Engine::ReadWrite(db) => db.begin_read(),
-            Engine::ReadOnly(db) => db.begin_read(),
-        }
-        .map_err(|e| storage("begin read")(e.into()))?;
+            Engine::ReadWrite(file) => file.begin_read()?,
+            Engine::ReadOnly(db) => db
+                .begin_read()
+                .map_err(|e| storage("begin read")(e.into()))?,
+        };
         let table = txn
             .open_table(DATA)
             .map_err(|e| storage("open data table")(e.into()))?;
@@ -409,6 +607,17 @@ impl Backend for FileBackend {
     /// committer (MVCC); a page not in redb's cache is one read from the OS page cache or disk.
     fn fast_point_reads(&self) -> bool {
         true
+    }
+
+    /// Not ready while writes fail (a full disk, an I/O error): the cause, until a commit
+    /// succeeds again.
+    fn ready(&self) -> Result<(), StorageError> {
+        if let Engine::ReadWrite(file) = &self.db
+            && let Some(fault) = file.fault()
+        {
+            return Err(fault.context("writes are failing"));
+        }
+        self.reader().map(|_| ())
     }
 
     fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
