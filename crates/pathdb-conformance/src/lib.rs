@@ -39,6 +39,9 @@
 //! - [`json_patch_rfc6902_examples`], [`merge_patch_rfc7396_examples`],
 //!   [`increments_and_missing_items`], [`patches_in_transactions`], [`racing_increments`],
 //!   [`patches_after_puts_in_transactions`] (`patch`), [`random_patches_against_a_model`] (`patch_model`).
+//!
+//! Outside the macro, because it wraps the backend rather than opening a store:
+//! [`fault_injection`] (`faults`), which each backend's tests call with a fresh backend.
 
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
@@ -51,6 +54,7 @@ use std::sync::Arc;
 mod basic;
 mod changes;
 mod concurrency;
+mod faults;
 mod groups;
 mod lifecycle;
 mod listing;
@@ -68,6 +72,9 @@ pub use changes::{
 pub use concurrency::{
     racing_deletes_and_updates, racing_if_version_counter, racing_must_not_exist, racing_transfers,
     racing_unconditional_puts,
+};
+pub use faults::{
+    FaultRates, FaultReport, FaultWorkload, Faulty, FaultyReader, Injected, fault_injection,
 };
 pub use groups::groups_in_key_order;
 pub use lifecycle::{

@@ -3,6 +3,7 @@
 //! - `conformance`: the backend-agnostic suite (`pathdb_store::conformance`) on every backend;
 //! - `model`: random operation sequences against a `BTreeMap` model;
 //! - `crash`: SIGKILL a writer process, reopen, find every acknowledged write;
+//! - `faults`: injected storage faults on memory and file, and a real full disk (tmpfs);
 //! - `bad_input`: rejected requests leave the database file unchanged, errors say why;
 //! - `read_only`: read-only opens never change the file and refuse writes;
 //! - `wrappers`: children listing reads little (seeks); injected storage failures.
@@ -10,6 +11,7 @@
 mod bad_input;
 mod conformance;
 mod crash;
+mod faults;
 mod model;
 mod read_only;
 mod wrappers;

@@ -40,6 +40,12 @@ use std::time::{Duration, Instant};
 
 const DATA: TableDefinition<(&[u8], &[u8]), &[u8]> = TableDefinition::new("pathdb_data");
 const META: TableDefinition<&str, u64> = TableDefinition::new("pathdb_meta");
+/// Where a recovery proves that writes work again (see `probe`); only files that had a failed
+/// commit have it.
+const PROBE: TableDefinition<&str, &[u8]> = TableDefinition::new("pathdb_probe");
+/// What the probe writes: more than the largest batch of one item, so that a write the probe
+/// lets through is not refused for lack of space a moment later.
+const PROBE_BYTES: usize = 1 << 20;
 /// Version of the record layout and key layout in this file.
 const FORMAT_VERSION: u64 = 1;
 /// How many queued batches one commit takes at most.
@@ -123,6 +129,11 @@ struct Health {
 fn storage(context: &'static str) -> impl Fn(redb::Error) -> StorageError {
     move |e| match e {
         redb::Error::Io(io) => StorageError::io(context, &io),
+        // The handle is broken by an earlier failure, which the committer is repairing.
+        redb::Error::PreviousIo => StorageError::msg(format!(
+            "{context}: the file is being reopened after an I/O error"
+        ))
+        .with_kind(StorageErrorKind::Io),
         e => StorageError::new(context, e),
     }
 }
@@ -377,16 +388,22 @@ impl Writable {
 
     fn set_fault(&self, e: StorageError) {
         metrics::counter!("pathdb_storage_faults", "kind" => e.kind().as_str()).increment(1);
-        tracing::warn!(error = %e, "a commit failed; writes fail until the file is reopened");
         if let Ok(mut health) = self.health.lock() {
+            tracing::warn!(error = %e, "a commit failed; writes fail until the file is reopened");
             health.fault = Some(e);
         }
     }
 
     /// Reopens the file (redb repairs it) and proves with a small commit that writes work. On
-    /// success the fault is cleared; on failure it is the new cause.
+    /// success the fault is cleared; on failure it is the new cause, and the file is reopened
+    /// once more, since the failed probe broke the handle that readers use.
     fn recover(&self) {
-        let outcome = self.reopen().and_then(|db| probe(&db));
+        let outcome = self.reopen().and_then(|db| {
+            probe(&db).inspect_err(|_| {
+                drop(db);
+                let _ = self.reopen();
+            })
+        });
         if let Ok(mut health) = self.health.lock() {
             match outcome {
                 Ok(()) => {
@@ -424,14 +441,14 @@ impl Writable {
         Ok(db)
     }
 
-    /// A read transaction, waiting (a little) for a recovery when the handle is broken or being
+    /// A snapshot, waiting (a little) for a recovery when the handle is broken or being
     /// replaced, so that reads go on across a write failure.
-    fn begin_read(&self) -> Result<redb::ReadTransaction, StorageError> {
+    fn snapshot(&self) -> Result<FileReader, StorageError> {
         let mut waited = false;
         loop {
             let seen = self.health.lock().map(|h| h.recoveries).unwrap_or(0);
             let result = match self.current() {
-                Some(db) => db.begin_read().map_err(|e| storage("begin read")(e.into())),
+                Some(db) => snapshot(db.as_ref()),
                 None => Err(self
                     .fault()
                     .unwrap_or_else(|| StorageError::msg("the database is being reopened"))),
@@ -455,19 +472,31 @@ impl Writable {
     }
 }
 
-/// A small durable commit: whether writes work on this handle.
+/// A read transaction on the data table.
+fn snapshot(db: &impl ReadableDatabase) -> Result<FileReader, StorageError> {
+    let txn = db
+        .begin_read()
+        .map_err(|e| storage("begin read")(e.into()))?;
+    let table = txn
+        .open_table(DATA)
+        .map_err(|e| storage("open data table")(e.into()))?;
+    Ok(FileReader { table })
+}
+
+/// A durable commit of [`PROBE_BYTES`]: whether writes work on this handle. A small one is not
+/// enough: on a full disk the file's own free pages take a small write, and readiness would
+/// flap between a probe that fits and the writes that do not.
 fn probe(db: &redb::Database) -> Result<(), StorageError> {
     let txn = db
         .begin_write()
         .map_err(|e| storage("begin write")(e.into()))?;
     {
-        let mut meta = txn
-            .open_table(META)
-            .map_err(|e| storage("open meta table")(e.into()))?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        meta.insert("recovered_at", now)
+        let mut probe = txn
+            .open_table(PROBE)
+            .map_err(|e| storage("open probe table")(e.into()))?;
+        // Copy-on-write: rewriting the value takes new pages each time.
+        probe
+            .insert("probe", vec![0u8; PROBE_BYTES].as_slice())
             .map_err(|e| storage("write")(e.into()))?;
     }
     txn.commit().map_err(|e| storage("commit")(e.into()))
@@ -591,16 +620,10 @@ impl Backend for FileBackend {
     type Reader<'a> = FileReader;
 
     fn reader(&self) -> Result<FileReader, StorageError> {
-        let txn = match &self.db {
-            Engine::ReadWrite(file) => file.begin_read()?,
-            Engine::ReadOnly(db) => db
-                .begin_read()
-                .map_err(|e| storage("begin read")(e.into()))?,
-        };
-        let table = txn
-            .open_table(DATA)
-            .map_err(|e| storage("open data table")(e.into()))?;
-        Ok(FileReader { table })
+        match &self.db {
+            Engine::ReadWrite(file) => file.snapshot(),
+            Engine::ReadOnly(db) => snapshot(db),
+        }
     }
 
     /// A redb read transaction and one B-tree lookup: microseconds, lock-free against the

@@ -1,0 +1,169 @@
+//! Storage faults: injected ones on memory and file (`pathdb_conformance::fault_injection`), and
+//! a real full disk (a small tmpfs) on the file backend.
+
+use pathdb_conformance::{FaultWorkload, fault_injection};
+use pathdb_keys::KeyPath;
+use pathdb_store::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
+use pathdb_store::{Error, Json, PutOptions, StorageErrorKind, Store, StoreOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+#[test]
+fn injected_faults_on_memory() {
+    let report = fault_injection(InMemoryBackend::new(), FaultWorkload::default());
+    eprintln!("memory: {report}");
+    assert!(report.injected.refused_writes > 0 && report.injected.lost_answers > 0);
+    assert!(report.acknowledged > 0 && report.failed > 0 && report.unknown > 0);
+}
+
+#[test]
+fn injected_faults_on_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend =
+        FileBackend::open(dir.path().join("faults.pathdb"), FileOptions::default()).unwrap();
+    let report = fault_injection(backend, FaultWorkload::default());
+    eprintln!("file: {report}");
+    assert!(report.injected.refused_writes > 0 && report.injected.lost_answers > 0);
+    assert!(report.acknowledged > 0 && report.failed > 0 && report.unknown > 0);
+}
+
+/// A tmpfs of `megabytes` mounted on a new directory, unmounted when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// `Err` with the reason where mounting is not allowed (not root, no tmpfs, a sandbox).
+    fn mount(megabytes: u64) -> Result<Tmpfs, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={megabytes}m"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "mount -t tmpfs failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(Tmpfs { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+/// Writes zeros to `file` until the file system refuses more.
+fn fill(file: &Path) {
+    use std::io::Write;
+    let mut out = std::fs::File::create(file).unwrap();
+    let chunk = vec![0u8; 64 << 10];
+    while out.write_all(&chunk).is_ok() {}
+    let _ = out.sync_all();
+}
+
+fn value(n: usize) -> Json {
+    Json::parse(&format!(r#"{{"n":{n},"pad":"{}"}}"#, "x".repeat(2000))).unwrap()
+}
+
+/// The file backend on a full disk: writes fail as "disk full" (nothing half-written), the
+/// backend says it is not ready, reads go on, and once space is freed the next write succeeds
+/// within 5 s on the same open store; every acknowledged write reads back, and the file closes
+/// cleanly (a read-only open accepts it).
+#[test]
+fn a_full_disk_is_named_and_recovered_from_without_a_restart() {
+    let fs = match Tmpfs::mount(16) {
+        Ok(fs) => fs,
+        Err(reason) => {
+            eprintln!("skipped: a full disk needs a small tmpfs, and {reason}");
+            return;
+        }
+    };
+    let db: PathBuf = fs.path().join("full.pathdb");
+    let options = StoreOptions {
+        sweep_interval: None,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&db, FileOptions::default(), options.clone()).unwrap();
+    let at = |n: usize| -> KeyPath { format!("/disk-1/item-{n}").parse().unwrap() };
+    let mut acknowledged = Vec::new();
+    for n in 0..100 {
+        store.put(&at(n), value(n), PutOptions::default()).unwrap();
+        acknowledged.push(n);
+    }
+    let filler = fs.path().join("filler");
+    fill(&filler);
+    let mut full = None;
+    // What fits beside the filler: the file's own free pages, then nothing.
+    for n in 100..10_000 {
+        match store.put(&at(n), value(n), PutOptions::default()) {
+            Ok(_) => acknowledged.push(n),
+            Err(Error::Storage(e)) => {
+                full = Some(e);
+                break;
+            }
+            Err(e) => panic!("unexpected error on a full disk: {e}"),
+        }
+    }
+    let full = full.expect("the disk never filled");
+    assert_eq!(full.kind(), StorageErrorKind::Full, "{full}");
+    assert!(full.to_string().starts_with("disk full: "), "{full}");
+    assert!(!full.to_string().contains("storage error"), "{full}");
+    // Writes keep failing, as "disk full", while the disk is full; the backend is not ready.
+    for n in 0..3 {
+        let e = store
+            .put(&at(100_000 + n), value(n), PutOptions::default())
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::Storage(s) if s.kind() == StorageErrorKind::Full),
+            "{e}"
+        );
+    }
+    let not_ready = store.backend().ready().unwrap_err();
+    assert_eq!(not_ready.kind(), StorageErrorKind::Full, "{not_ready}");
+    // Reads go on.
+    assert_eq!(store.get(&at(7)).unwrap().map(|i| i.value), Some(value(7)));
+
+    std::fs::remove_file(&filler).unwrap();
+    let freed = Instant::now();
+    let written = loop {
+        match store.put(&at(50_000), value(0), PutOptions::default()) {
+            Ok(item) => break item,
+            Err(e) if freed.elapsed() < Duration::from_secs(5) => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("5 s after space was freed, writes still fail: {e}"),
+        }
+    };
+    eprintln!(
+        "{} writes acknowledged before the disk filled; the first write after freeing space \
+         succeeded in {:?}",
+        acknowledged.len(),
+        freed.elapsed()
+    );
+    assert_eq!(written.version, 1);
+    store
+        .backend()
+        .ready()
+        .expect("ready again once a write works");
+    for n in &acknowledged {
+        let item = store.get(&at(*n)).unwrap();
+        assert_eq!(item.map(|i| i.value), Some(value(*n)), "acknowledged {n}");
+    }
+    drop(store);
+    let read_only = Store::open_read_only(&db, FileOptions::default(), options).unwrap();
+    assert_eq!(
+        read_only.get(&at(50_000)).unwrap().map(|i| i.version),
+        Some(1)
+    );
+}
