@@ -625,8 +625,8 @@ pub async fn import<B: Backend>(
             .store
             .import(&records, on_existing, &mut |_| {})
             .map_err(|e| {
-                tracing::error!(error = %e, "import stopped");
-                let message = e.to_string();
+                let message = format!("{e}: {}", e.error);
+                tracing::error!(error = %message, "import stopped");
                 ApiError::from(e.error).with_message(message)
             })
     })

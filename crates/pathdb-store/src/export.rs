@@ -689,10 +689,11 @@ pub struct ImportReport {
 }
 
 /// A failed [`Store::import`](crate::Store::import): the error, and what the batches before it applied (atomically
-/// each; a re-run of the same input finishes the job).
+/// each; a re-run of the same input finishes the job). Its message says where the import
+/// stopped; the cause is its source (so that a chain of messages names it once).
 #[derive(Debug, thiserror::Error)]
-#[error("{error} ({} records imported before it{})", .applied.imported,
-    .applied.last_path.as_ref().map(|p| format!(", the last at {p}")).unwrap_or_default())]
+#[error("import stopped after {} records{}", .applied.imported,
+    .applied.last_path.as_ref().map(|p| format!(" (the last at {p})")).unwrap_or_default())]
 pub struct ImportError {
     /// What was applied before the failure.
     pub applied: ImportReport,

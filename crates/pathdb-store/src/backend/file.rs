@@ -144,7 +144,15 @@ fn open_writable(path: &Path, cache_size: Option<usize>) -> Result<redb::Databas
     if let Some(bytes) = cache_size {
         builder.set_cache_size(bytes);
     }
-    builder.create(path).map_err(|e| open_error(path, e))
+    let file = super::reserved::Reserved::open(path).map_err(|e| {
+        open_error(
+            path,
+            redb::DatabaseError::Storage(redb::StorageError::Io(e)),
+        )
+    })?;
+    builder
+        .create_with_backend(file)
+        .map_err(|e| open_error(path, e))
 }
 
 /// The error for a file redb cannot open, marked [`StorageErrorKind::InUse`] when another

@@ -11,6 +11,7 @@
 mod file;
 mod memory;
 mod pending;
+mod reserved;
 
 pub use file::{Durability, FileBackend, FileOptions};
 pub use memory::InMemoryBackend;
