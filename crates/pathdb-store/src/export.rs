@@ -18,6 +18,7 @@ use crate::list::decode_path;
 use crate::options::Clock;
 use crate::record::{index_record, is_live, to_item};
 use crate::token::{Kind, TokenKey};
+use crate::waiters::{ChangedGroups, Waiters};
 use crate::write::{Settings, log_changes};
 use crate::{Condition, Error, Item, Json, Timestamp, layout};
 use pathdb_keys::KeyPath;
@@ -722,8 +723,8 @@ pub(crate) struct Importer<'a, B> {
     pub(crate) backend: &'a B,
     /// The settings the change-log stage needs.
     pub(crate) settings: Settings<'a>,
-    /// Notified after each commit.
-    pub(crate) commits: &'a event_listener::Event,
+    /// Woken after each commit.
+    pub(crate) waiters: &'a Waiters,
     /// The time of each batch.
     pub(crate) clock: &'a dyn Clock,
 }
@@ -885,9 +886,10 @@ impl<B: Backend> Importer<'_, B> {
             log_changes(&ctx, &mut batch, &mut owners, &changes)?;
             drop(reader);
             if !batch.ops.is_empty() {
+                let groups = ChangedGroups::of(&batch);
                 match self.backend.write(batch) {
                     Ok(()) => {
-                        self.commits.notify(usize::MAX);
+                        self.waiters.notify(&groups);
                     }
                     // A concurrent write changed a key this plan read: plan again.
                     Err(WriteError::ConditionFailed { .. }) => continue,

@@ -211,6 +211,11 @@ pub(crate) fn change_log(partition: &[u8]) -> Key {
     }
 }
 
+/// Whether `log` is a group's change log (an [`crate::backend::WriteOp::Append`] target).
+pub(crate) fn is_change_log(log: &Key) -> bool {
+    log.sort == CHANGE_LOG
+}
+
 /// Change log entries numbered `from` and later.
 pub(crate) fn change_range(from: u64) -> SortRange {
     let (_, last) = crate::backend::log_bounds(&CHANGE_LOG);

@@ -36,6 +36,7 @@ mod options;
 mod patch;
 mod record;
 mod token;
+mod waiters;
 // Writes: the pipeline of stages that turns operations into one batch.
 mod write;
 // Reads, and the writers that are not operations (the sweeper, import, subtree jobs).

@@ -25,6 +25,7 @@ use crate::patch::Patch;
 use crate::record::{to_item, visible};
 use crate::subtree::{PendingJob, Relocator, SubtreeJob};
 use crate::token::TokenKey;
+use crate::waiters::{ChangedGroups, Waiters};
 use crate::write::{self, Plan, Settings};
 use crate::{Condition, Error, Item, Json, StorageError, layout};
 use pathdb_keys::KeyPath;
@@ -37,13 +38,22 @@ use std::time::Duration;
 /// the operations cannot be written.
 type Planned = Result<(Vec<TxResult>, Vec<bool>), Error>;
 
+/// What the plans made inside a group commit ([`Store::replan`]) left for the caller.
+#[derive(Default)]
+struct Replanned {
+    /// What the last of them decided.
+    decided: Option<Planned>,
+    /// The groups of their batches' change log entries: one of them may be what committed.
+    groups: ChangedGroups,
+}
+
 struct Inner<B> {
     backend: B,
     options: StoreOptions,
     /// Which namespaces keep history.
     namespace_history: NamespaceHistory,
-    /// Notified after every commit, for change feeds waiting for one.
-    commits: event_listener::Event,
+    /// The change feeds waiting for a commit, per group; woken after each commit.
+    waiters: Waiters,
     /// Plans made, to spread the removal of expired log entries (write/changelog.rs).
     plans: AtomicU64,
     /// Seals the tokens this database hands out (token.rs).
@@ -78,7 +88,7 @@ impl<B: Backend> Inner<B> {
         crate::ttl::sweep(
             &self.backend,
             &self.settings(),
-            &self.commits,
+            &self.waiters,
             self.now(),
             crate::ttl::SWEEP_BATCH,
         )
@@ -147,7 +157,7 @@ impl<B: Backend> Store<B> {
             backend,
             options,
             namespace_history,
-            commits: event_listener::Event::new(),
+            waiters: Waiters::new(),
             plans: AtomicU64::new(0),
             tokens,
         });
@@ -263,6 +273,7 @@ impl<B: Backend> Store<B> {
                 found,
                 ..
             } = self.plan(&ops)?;
+            let groups = ChangedGroups::of(&batch);
             let written = match self.inner.backend.write_queued(batch) {
                 Ok(pending) => pending.await,
                 Err(batch) => self.inner.backend.write(batch),
@@ -270,7 +281,7 @@ impl<B: Backend> Store<B> {
             match written {
                 Ok(()) => {
                     // Change feeds waiting for a commit (as `execute` does).
-                    self.inner.commits.notify(usize::MAX);
+                    self.inner.waiters.notify(&groups);
                     return put_outcome(results, found);
                 }
                 Err(WriteError::ConditionFailed { .. }) => {}
@@ -414,7 +425,8 @@ impl<B: Backend> Store<B> {
         let mut attempt = 0u32;
         loop {
             let plan = self.plan(ops)?;
-            let replanned = Arc::new(Mutex::new(None));
+            let mut groups = ChangedGroups::of(&plan.batch);
+            let replanned = Arc::new(Mutex::new(Replanned::default()));
             let written = if retry {
                 let replan = self.replan(ops, Arc::clone(&replanned));
                 self.inner.backend.write_replanning(plan.batch, replan)
@@ -422,13 +434,20 @@ impl<B: Backend> Store<B> {
                 self.inner.backend.write(plan.batch)
             };
             // What a plan made inside the commit decided, if the backend made one.
-            let replanned = replanned
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take();
+            let Replanned {
+                decided: replanned,
+                groups: replanned_groups,
+            } = std::mem::take(
+                &mut *replanned
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
             match written {
                 Ok(()) => {
-                    self.inner.commits.notify(usize::MAX);
+                    // Either the first plan's batch or a replanned one committed: wake both's
+                    // groups (a replanned create may have picked another new group).
+                    groups.merge(replanned_groups);
+                    self.inner.waiters.notify(&groups);
                     return Ok(match replanned {
                         Some(Ok(outcome)) => outcome,
                         _ => (plan.results, plan.found),
@@ -466,8 +485,8 @@ impl<B: Backend> Store<B> {
 
     /// For [`Backend::write_replanning`]: plans `ops` again on the state a batch met inside a
     /// group commit, leaving what that plan decided (its results, or why it cannot be written)
-    /// in `outcome`.
-    fn replan(&self, ops: &[TxOp], outcome: Arc<Mutex<Option<Planned>>>) -> Replan {
+    /// and the groups its batch logs changes in, in `outcome`.
+    fn replan(&self, ops: &[TxOp], outcome: Arc<Mutex<Replanned>>) -> Replan {
         // Weak: the committer thread may drop the closure after the caller (and the store)
         // are gone, and the last owner of the store must not be the thread it joins on drop.
         // While the closure runs, the caller waits for its commit, holding the store.
@@ -479,9 +498,13 @@ impl<B: Backend> Store<B> {
                 Ok(plan) => (Some(plan.batch), Ok((plan.results, plan.found))),
                 Err(e) => (None, Err(e)),
             };
-            *outcome
+            let mut outcome = outcome
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(decided);
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            outcome.decided = Some(decided);
+            if let Some(batch) = &batch {
+                outcome.groups.merge(ChangedGroups::of(batch));
+            }
             batch
         })
     }
@@ -632,18 +655,21 @@ impl<B: Backend> Store<B> {
     ) -> Result<ChangePage, Error> {
         crate::feed::wait(
             |since| self.changes(prefix, Some(since), limit),
-            || self.commit_listener(),
+            || self.commit_listener(prefix),
             self.changes_poll_interval(),
             since,
             timeout,
         )
     }
 
-    /// A listener that completes at this store's next commit (of any group): for async callers
-    /// that wait for changes without a thread each (await it, then call [`Store::changes`]).
-    /// Create it before reading, so that no commit falls between.
-    pub fn commit_listener(&self) -> event_listener::EventListener {
-        self.inner.commits.listen()
+    /// A listener that completes at this store's next commit that changes the group of
+    /// `prefix` (commits of other groups leave it waiting): for async callers that wait for
+    /// changes without a thread each (await it, then call [`Store::changes`]). Create it before
+    /// reading, so that no commit falls between. A feed follows one group, so this is every
+    /// commit it can see; other processes' commits do not complete it (see
+    /// [`Store::changes_poll_interval`]).
+    pub fn commit_listener(&self, prefix: &KeyPath) -> event_listener::EventListener {
+        self.inner.waiters.listen(&prefix.partition_key())
     }
 
     /// How often a waiting feed must read again because other processes write (`None`: this
@@ -778,7 +804,7 @@ impl<B: Backend> Store<B> {
         let relocator = Relocator {
             backend: &self.inner.backend,
             settings: self.inner.settings(),
-            commits: &self.inner.commits,
+            waiters: &self.inner.waiters,
             clock: &*self.inner.options.clock,
         };
         relocator.run(job, progress)
@@ -811,7 +837,7 @@ impl<B: Backend> Store<B> {
         let importer = Importer {
             backend: &self.inner.backend,
             settings: self.inner.settings(),
-            commits: &self.inner.commits,
+            waiters: &self.inner.waiters,
             clock: &*self.inner.options.clock,
         };
         importer.import(records, on_existing, progress)

@@ -18,6 +18,7 @@ use crate::backend::{Backend, Direction, Expect, Key, Reader, Record, WriteError
 use crate::limits::checked_item_key;
 use crate::options::Clock;
 use crate::record::{is_live, visible};
+use crate::waiters::{ChangedGroups, Waiters};
 use crate::write::{self, Relocation, Settings, Source, Target};
 use crate::{Error, StorageError, Timestamp, layout};
 use pathdb_keys::KeyPath;
@@ -243,8 +244,8 @@ pub(crate) struct Relocator<'a, B> {
     pub(crate) backend: &'a B,
     /// What the pipeline needs.
     pub(crate) settings: Settings<'a>,
-    /// Notified after each commit.
-    pub(crate) commits: &'a event_listener::Event,
+    /// Woken after each commit.
+    pub(crate) waiters: &'a Waiters,
     /// The time of each batch.
     pub(crate) clock: &'a dyn Clock,
 }
@@ -338,9 +339,10 @@ impl<B: Backend> Relocator<'_, B> {
                 exhausted = false;
             };
             let count = items.len() as u64;
+            let groups = ChangedGroups::of(&plan.batch);
             match self.backend.write(plan.batch) {
                 Ok(()) => {
-                    self.commits.notify(usize::MAX);
+                    self.waiters.notify(&groups);
                     attempt = 0;
                     let done = stored.as_ref().map_or(0, |s| s.done) + count;
                     progress(done);

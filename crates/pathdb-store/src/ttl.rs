@@ -11,6 +11,7 @@
 use crate::backend::{Backend, Direction, Expect, Reader, WriteBatch, WriteError, WriteOp};
 use crate::changelog::Change;
 use crate::record::tombstone;
+use crate::waiters::{ChangedGroups, Waiters};
 use crate::write::{Settings, log_changes};
 use crate::{Error, layout};
 use std::sync::Mutex;
@@ -67,11 +68,11 @@ impl Drop for Sweeper {
 }
 
 /// Removes up to `limit` items expired at `now`, each in a batch of its own with its change-log
-/// entry, notifying `commits` after each; returns how many index entries it handled.
+/// entry, waking the waiters of its group (`waiters`) after each; returns how many index entries it handled.
 pub(crate) fn sweep<B: Backend>(
     backend: &B,
     settings: &Settings<'_>,
-    commits: &event_listener::Event,
+    waiters: &Waiters,
     now: i64,
     limit: usize,
 ) -> Result<usize, Error> {
@@ -134,9 +135,10 @@ pub(crate) fn sweep<B: Backend>(
                 log_changes(&ctx, &mut batch, &mut owners, &[change])?;
             }
         }
+        let groups = ChangedGroups::of(&batch);
         match backend.write(batch) {
             Ok(()) => {
-                commits.notify(usize::MAX);
+                waiters.notify(&groups);
             }
             // A concurrent write replaced the item; its own index entry handles it.
             Err(WriteError::ConditionFailed { .. }) => {}
