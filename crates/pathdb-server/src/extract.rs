@@ -1,7 +1,7 @@
 //! Extractors whose rejections use the API's error shape instead of axum's plain text.
 
 use crate::error::ApiError;
-use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -70,13 +70,19 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        axum::Json::<T>::from_request(req, state)
+        let bytes = axum::body::Bytes::from_request(req, state)
             .await
-            .map(|j| Json(j.0))
-            .map_err(|e| match e {
-                JsonRejection::BytesRejection(b) => bytes_rejection(b),
-                other => ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", other.body_text()),
-            })
+            .map_err(bytes_rejection)?;
+        // I-JSON first (duplicate names, lone surrogates), which typed deserializing would
+        // silently resolve one way or another.
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|e| invalid_json(format!("the body is not UTF-8: {e}")))?;
+        pathdb_store::check_json(text).map_err(|e| invalid_json(e.to_string()))?;
+        serde_json::from_str(text).map(Json).map_err(|e| {
+            invalid_json(format!(
+                "Failed to deserialize the JSON body into the target type: {e}"
+            ))
+        })
     }
 }
 
@@ -92,6 +98,11 @@ impl<S: Send + Sync> FromRequest<S> for Body {
             .map(Body)
             .map_err(bytes_rejection)
     }
+}
+
+/// 400 `invalid_json`.
+fn invalid_json(message: String) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", message)
 }
 
 fn bytes_rejection(e: BytesRejection) -> ApiError {

@@ -289,6 +289,104 @@ async fn malformed_json_is_invalid_json() {
     assert_eq!(server.export().await, before);
 }
 
+/// I-JSON (RFC 7493): a member name twice, anywhere in a body, or a lone surrogate escape is a
+/// 400 that names it, on every route that takes JSON, and writes nothing.
+#[tokio::test]
+async fn duplicate_names_and_lone_surrogates_are_refused() {
+    let server = TestServer::new();
+    server.put_item("/u-1", "1").await;
+    let before = server.export().await;
+    let duplicates: [(Method, &str, &[(&str, &str)], &str, &str); 7] = [
+        (
+            Method::PUT,
+            "/v1/items/u-2",
+            &[],
+            r#"{"a":1,"a":2}"#,
+            r#""a""#,
+        ),
+        (
+            Method::PUT,
+            "/v1/items/u-2",
+            &[],
+            r#"{"x":[{"k":1,"k":1}]}"#,
+            "/x/0",
+        ),
+        (
+            Method::POST,
+            "/v1/transact",
+            &[],
+            r#"{"ops":[{"op":"put","path":"/u-2","value":{"b":1,"b":2}}]}"#,
+            r#""b""#,
+        ),
+        (
+            Method::POST,
+            "/v1/transact",
+            &[],
+            r#"{"ops":[],"ops":[{"op":"delete","path":"/u-1"}]}"#,
+            r#""ops""#,
+        ),
+        (
+            Method::POST,
+            "/v1/get",
+            &[],
+            r#"{"paths":["/u-1"],"paths":[]}"#,
+            r#""paths""#,
+        ),
+        (
+            Method::PATCH,
+            "/v1/items/u-1",
+            &[("content-type", "application/merge-patch+json")],
+            r#"{"n":1,"n":2}"#,
+            r#""n""#,
+        ),
+        (
+            Method::POST,
+            "/v1/import",
+            &[("content-type", "application/x-ndjson")],
+            r#"{"path":"/u-3","value":{"c":1,"c":2}}"#,
+            r#""c""#,
+        ),
+    ];
+    for (method, uri, headers, body, names) in duplicates {
+        let message = server
+            .call(method.clone(), uri, headers, body.to_owned())
+            .await
+            .expect_error(
+                400,
+                if uri == "/v1/import" {
+                    "invalid_request"
+                } else {
+                    "invalid_json"
+                },
+            );
+        assert!(
+            message.contains("duplicate member name") && message.contains(names),
+            "{method} {uri} {body}: {message}"
+        );
+    }
+    for body in [r#""\ud800""#, r#"{"a":"x\udc00"}"#, r#"["\ud83d"]"#] {
+        let message = server
+            .put("/v1/items/u-2", body)
+            .await
+            .expect_error(400, "invalid_json");
+        assert!(message.contains("lone surrogate"), "{body}: {message}");
+        let tx = format!(r#"{{"ops":[{{"op":"put","path":"/u-2","value":{body}}}]}}"#);
+        let message = server
+            .call(Method::POST, "/v1/transact", &[], tx)
+            .await
+            .expect_error(400, "invalid_json");
+        assert!(message.contains("lone surrogate"), "{body}: {message}");
+    }
+    assert_eq!(server.export().await, before);
+    // A surrogate pair is one character, and the same name in sibling objects is fine.
+    server
+        .put_item(
+            "/u-4",
+            r#"{"e":"\ud83d\ude00","a":{"a":1},"b":[{"a":1},{"a":2}]}"#,
+        )
+        .await;
+}
+
 #[tokio::test]
 async fn unknown_routes_and_methods_use_the_error_shape() {
     let server = TestServer::new();

@@ -575,6 +575,8 @@ pub fn parse_import<E: std::fmt::Display>(
             Error::InvalidRequest(m) => Error::InvalidRequest(format!("line {n}: {m}")),
             other => Error::InvalidRequest(format!("line {n}: {other}")),
         };
+        // The whole line, not only its value: `{"path": .., "path": ..}` is refused too.
+        crate::strict::check(line).map_err(|e| at_line(Error::InvalidJson(e)))?;
         match ExportLine::parse(line).map_err(at_line)? {
             ExportLine::Record(r) => {
                 check_import_record(&r).map_err(at_line)?;

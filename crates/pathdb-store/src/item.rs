@@ -48,16 +48,14 @@ impl Json {
     /// [`Error::InvalidJson`] with serde_json's line and column, also for what serde_json cannot
     /// read into a `Value` (nesting beyond 127 levels, numbers beyond `f64`, a lone surrogate
     /// such as `"\ud800"`), so that [`Json::to_value`] never has to substitute `Null` for a
-    /// value the store accepted.
+    /// value the store accepted, and for an object that names a member twice (I-JSON, RFC
+    /// 7493; see [`check_json`](crate::check_json)).
     pub fn parse(text: &str) -> Result<Json, Error> {
-        let raw: &serde_json::value::RawValue =
-            serde_json::from_str(text).map_err(Error::InvalidJson)?;
-        let (minified, unusual) = minify(raw.get());
-        if unusual {
-            // Rare: let serde_json decide at its own limits, and say where it stopped.
-            serde_json::from_str::<serde_json::Value>(text).map_err(Error::InvalidJson)?;
-        }
-        Ok(Json(minified.into_boxed_str()))
+        // One read that checks the syntax, serde_json's limits (nesting, numbers that overflow
+        // an f64) and I-JSON (no duplicate names, no lone surrogates): what is stored is what
+        // every client reads back the same way.
+        crate::strict::check(text).map_err(Error::InvalidJson)?;
+        Ok(Json(minify(text).into_boxed_str()))
     }
 
     /// Serializes a value.
@@ -91,24 +89,14 @@ impl Json {
     }
 }
 
-/// Nesting from which [`Json::parse`] checks that serde_json can read the value back.
-const DEEP: usize = 64;
-/// Digits in a row from which [`Json::parse`] checks that the number fits an `f64`.
-const LONG_NUMBER: usize = 300;
-
-/// Drops whitespace outside strings from valid JSON text. Also says whether the value is
-/// unusual enough that serde_json might not read it into a `Value`: deep nesting, an exponent,
-/// a very long run of digits (a number that might overflow `f64`), or a `\u` escape.
-fn minify(text: &str) -> (String, bool) {
+/// Drops whitespace outside strings from valid JSON text.
+fn minify(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let (mut in_string, mut escaped) = (false, false);
-    let (mut depth, mut digits, mut unusual) = (0usize, 0usize, false);
     for c in text.chars() {
         if in_string {
             out.push(c);
             if escaped {
-                // `\u` may be half a surrogate pair, which serde_json cannot read into a String.
-                unusual |= c == 'u';
                 escaped = false;
             } else if c == '\\' {
                 escaped = true;
@@ -116,23 +104,11 @@ fn minify(text: &str) -> (String, bool) {
                 in_string = false;
             }
         } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
-            match c {
-                '[' | '{' => {
-                    depth += 1;
-                    unusual |= depth >= DEEP;
-                }
-                ']' | '}' => depth = depth.saturating_sub(1),
-                // After a digit, an 'e' is an exponent (in `true` it follows a 'u').
-                'e' | 'E' => unusual |= digits > 0,
-                _ => {}
-            }
-            digits = if c.is_ascii_digit() { digits + 1 } else { 0 };
-            unusual |= digits >= LONG_NUMBER;
             in_string = c == '"';
             out.push(c);
         }
     }
-    (out, unusual)
+    out
 }
 
 impl fmt::Display for Json {

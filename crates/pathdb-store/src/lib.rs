@@ -35,6 +35,7 @@ mod ops;
 mod options;
 mod patch;
 mod record;
+mod strict;
 mod token;
 mod waiters;
 // Writes: the pipeline of stages that turns operations into one batch.
@@ -71,4 +72,5 @@ pub use options::{
 };
 pub use patch::{MAX_EXACT_INTEGER, Patch, PatchError, PatchOp};
 pub use store::Store;
+pub use strict::check as check_json;
 pub use subtree::{PendingJob, SubtreeJob, SubtreeOp};

@@ -193,11 +193,7 @@ fn a_store_closed_on_a_full_disk_opens_read_only() {
     fill(&fs.path().join("filler"));
     // An import-sized batch: 1,000 records of 2 KB.
     let lines = (1_000..2_000).map(|n| {
-        Ok::<_, std::convert::Infallible>(format!(
-            r#"{{"path":"{}","value":{}}}"#,
-            at(n),
-            value(n)
-        ))
+        Ok::<_, std::convert::Infallible>(format!(r#"{{"path":"{}","value":{}}}"#, at(n), value(n)))
     });
     let records = pathdb_store::parse_import(lines, true).unwrap();
     let failed = store
@@ -212,6 +208,9 @@ fn a_store_closed_on_a_full_disk_opens_read_only() {
     let read_only = Store::open_read_only(&db, FileOptions::default(), options)
         .expect("a file closed on a full disk opens read-only");
     for n in 0..50 {
-        assert_eq!(read_only.get(&at(n)).unwrap().map(|i| i.value), Some(value(n)));
+        assert_eq!(
+            read_only.get(&at(n)).unwrap().map(|i| i.value),
+            Some(value(n))
+        );
     }
 }
