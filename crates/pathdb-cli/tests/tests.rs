@@ -3,6 +3,7 @@
 mod bench;
 mod counters;
 mod dynamodb;
+mod full_disk;
 mod key;
 mod read_only;
 mod scripts;

@@ -54,6 +54,7 @@ use std::sync::Arc;
 mod basic;
 mod changes;
 mod concurrency;
+pub mod disk;
 mod faults;
 mod groups;
 mod lifecycle;

@@ -1,12 +1,12 @@
 //! Storage faults: injected ones on memory and file (`pathdb_conformance::fault_injection`), and
 //! a real full disk (a small tmpfs) on the file backend.
 
+use pathdb_conformance::disk::{Tmpfs, fill};
 use pathdb_conformance::{FaultWorkload, fault_injection};
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::{Backend, FileBackend, FileOptions, InMemoryBackend};
 use pathdb_store::{Error, Json, PutOptions, StorageErrorKind, Store, StoreOptions};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -26,49 +26,6 @@ fn injected_faults_on_file() {
     eprintln!("file: {report}");
     assert!(report.injected.refused_writes > 0 && report.injected.lost_answers > 0);
     assert!(report.acknowledged > 0 && report.failed > 0 && report.unknown > 0);
-}
-
-/// A tmpfs of `megabytes` mounted on a new directory, unmounted when dropped.
-struct Tmpfs {
-    dir: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    /// `Err` with the reason where mounting is not allowed (not root, no tmpfs, a sandbox).
-    fn mount(megabytes: u64) -> Result<Tmpfs, String> {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={megabytes}m"), "tmpfs"])
-            .arg(dir.path())
-            .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "mount -t tmpfs failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(Tmpfs { dir })
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
-    }
-}
-
-/// Writes zeros to `file` until the file system refuses more.
-fn fill(file: &Path) {
-    use std::io::Write;
-    let mut out = std::fs::File::create(file).unwrap();
-    let chunk = vec![0u8; 64 << 10];
-    while out.write_all(&chunk).is_ok() {}
-    let _ = out.sync_all();
 }
 
 fn value(n: usize) -> Json {
