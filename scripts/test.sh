@@ -43,6 +43,11 @@ if $dynamo_available; then
     export PATHDB_DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
     export PATHDB_DYNAMODB_FLAVOR=moto
     echo "moto on $PATHDB_DYNAMODB_ENDPOINT"
+    # dynalite lacks TransactWriteItems: `serve --backend dynamodb` must refuse it at start.
+    step "start dynalite (an endpoint PathDB must refuse)"
+    dynalite_port=$(bash scripts/dynamodb-local.sh start dynalite | sed -n 's/^PORT=//p')
+    export PATHDB_DYNALITE_ENDPOINT="http://127.0.0.1:$dynalite_port"
+    echo "dynalite on $PATHDB_DYNALITE_ENDPOINT"
 else
     step "SKIPPED DynamoDB servers: python3, node or npm missing (the DynamoDB tests will skip)"
 fi
@@ -51,9 +56,10 @@ fi
 step "cargo test --workspace --all-targets"
 cargo test --workspace --all-targets
 
-# dynalite is not a test target any more: it has no TransactWriteItems, and every PathDB write
-# is one (the item and its change log entry commit together; docs/changes.md). It remains the
-# peer of `pathdb bench http`.
+# dynalite is not a backend PathDB runs on: it has no TransactWriteItems, and every PathDB write
+# is one (the item and its change log entry commit together; docs/changes.md). The tests only
+# check that `serve` refuses it at start (crates/pathdb-cli/tests/dynamodb_start.rs); it remains
+# the peer of `pathdb bench http`.
 
 step "cargo test --workspace --doc"
 cargo test --workspace --doc

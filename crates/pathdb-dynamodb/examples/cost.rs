@@ -40,6 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         table,
         endpoint: Some(endpoint),
         region: Some("us-east-1".into()),
+        ..DynamoOptions::default()
     })?;
     create_table(&backend)?;
     let metrics = backend.metrics();

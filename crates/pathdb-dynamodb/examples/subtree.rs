@@ -66,6 +66,7 @@ fn connect(endpoint: String) -> Result<DynamoBackend> {
         table: format!("pathdb-subtree-{}", std::process::id()),
         endpoint: Some(endpoint),
         region: Some("us-east-1".into()),
+        ..DynamoOptions::default()
     })?;
     create_table(&backend)?;
     Ok(backend)

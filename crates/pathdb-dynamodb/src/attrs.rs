@@ -8,6 +8,7 @@
 //! | `c`, `m` | N | created / modified, µs since the epoch |
 //! | `x` | N | expiry, µs since the epoch (absent: never) |
 //! | `val` | B | the value bytes (absent when empty) |
+//! | `w` | B | change log entries only: the id of the write that appended the entry |
 
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -47,6 +48,27 @@ pub(crate) fn item(k: &Key, r: &Record) -> Attrs {
         item.insert("val".into(), b(&r.value));
     }
     item
+}
+
+/// The attribute that names the write that appended a change log entry: 16 random bytes, the
+/// same as the write's `ClientRequestToken` (in hex). When a write's answer is lost, finding its
+/// id under the entry it would have appended is proof that it committed (`write.rs`). Records
+/// do not carry it: reads ignore it.
+pub(crate) const WRITE_ID: &str = "w";
+
+/// [`item`] for a change log entry appended by write `write_id`.
+pub(crate) fn entry_item(k: &Key, r: &Record, write_id: &[u8]) -> Attrs {
+    let mut item = item(k, r);
+    item.insert(WRITE_ID.into(), b(write_id));
+    item
+}
+
+/// The id of the write that appended the entry `item`, if it has one.
+pub(crate) fn write_id(item: &Attrs) -> Option<&[u8]> {
+    match item.get(WRITE_ID) {
+        Some(AttributeValue::B(blob)) => Some(blob.as_ref()),
+        _ => None,
+    }
 }
 
 fn corrupt(what: &str) -> StorageError {

@@ -10,12 +10,19 @@
 //! | `Reader::scan` | `Query` on `pk` with `BETWEEN`/`<`/`>` on `sk`, `ScanIndexForward` for reverse, `Limit` + `ExclusiveStartKey` until the asked count (a 1 MB page may need several) |
 //! | `Reader::scan_all` | `Scan`, resumable from the last key |
 //! | a one-operation batch | `PutItem` / `DeleteItem` with a `ConditionExpression`, or a consistent `GetItem` for a lone check |
-//! | a larger batch | `TransactWriteItems` (at most 100 operations) |
+//! | a larger batch, or any batch with a change log entry (every store write) | `TransactWriteItems` (at most 100 operations) |
 //! | expiry | the store's own expiry index and sweeper, as on every backend (not DynamoDB's TTL, which would delete the record that keeps the path's last version) |
 //!
 //! Reads are strongly consistent per request but a [`Reader`] is not a snapshot: DynamoDB has no
 //! multi-request snapshots. A listing page that needs several queries may see a write that
 //! committed between them; page tokens stay exact because they are positions, not offsets.
+//!
+//! Every request is sent again after throttling, a 5xx, a timeout or a lost connection, within
+//! a bounded [`RetryBudget`], then fails with `StorageErrorKind::Unavailable`. A write whose
+//! answer was lost is settled by reading what it would have written (write.rs): it is reported
+//! committed when it committed, and `StorageErrorKind::OutcomeUnknown` only when reading cannot
+//! tell. [`DynamoBackend::connect`] refuses an endpoint without `TransactWriteItems`
+//! (probe.rs). docs/dynamodb.md, "Faults and retries", has the whole story.
 //!
 //! The backend runs its own tokio runtime and blocks on it, so the store stays synchronous; call
 //! it from plain threads or `spawn_blocking`, never from inside an async task.
@@ -24,20 +31,22 @@
 
 mod attrs;
 mod metrics;
+mod probe;
+mod retry;
 mod table;
+mod write;
 
 pub use metrics::{Counts, Metrics};
+pub use retry::RetryBudget;
 pub use table::create_table;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Get, Put, TransactGetItem, TransactWriteItem,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, Get, TransactGetItem};
 use pathdb_store::StorageError;
 use pathdb_store::backend::{
-    Backend, Direction, Expect, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp,
+    Backend, Direction, Key, Reader, Record, SortRange, WriteBatch, WriteError,
 };
+use retry::{Class, Failure};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -56,6 +65,8 @@ pub struct DynamoOptions {
     pub endpoint: Option<String>,
     /// The region; otherwise the standard AWS chain decides (default `us-east-1` when unset).
     pub region: Option<String>,
+    /// Attempts, backoff and timeouts of every request.
+    pub retry: RetryBudget,
 }
 
 /// The DynamoDB backend. Credentials come from the standard AWS chain (environment, profile,
@@ -65,54 +76,18 @@ pub struct DynamoBackend {
     table: String,
     runtime: Option<tokio::runtime::Runtime>,
     metrics: Arc<Metrics>,
-}
-
-fn sdk_error<
-    E: std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug + Send + Sync + 'static,
->(
-    what: &'static str,
-) -> impl Fn(SdkError<E, R>) -> StorageError {
-    move |e| {
-        let detail = match &e {
-            SdkError::ServiceError(s) => format!("{what}: {}", s.err()),
-            other => format!("{what}: {other}"),
-        };
-        StorageError::new(detail, e)
-    }
-}
-
-/// A PutItem or DeleteItem outcome: a failed ConditionExpression is the batch's only op failing.
-fn single_write_result<O, E, R>(
-    result: Result<O, SdkError<E, R>>,
-    what: &'static str,
-) -> Result<(), WriteError>
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug + Send + Sync + 'static,
-{
-    match result {
-        Ok(_) => Ok(()),
-        Err(e)
-            if e.as_service_error().and_then(|s| s.code())
-                == Some("ConditionalCheckFailedException") =>
-        {
-            Err(WriteError::ConditionFailed { index: 0 })
-        }
-        Err(e) => Err(sdk_error(what)(e).into()),
-    }
-}
-
-/// Appends are numbered by `transact_appending` before any request is built.
-fn unnumbered_append() -> StorageError {
-    StorageError::msg("internal error: an append reached DynamoDB without its number")
+    retry: RetryBudget,
 }
 
 impl DynamoBackend {
-    /// Connects to the table (it must exist: see [`create_table`]).
+    /// Connects to the table (it must exist before the store opens: see [`create_table`]) and
+    /// checks that the endpoint implements `TransactWriteItems`, which every PathDB write is:
+    /// one request that writes nothing (probe.rs).
     ///
     /// # Errors
-    /// The runtime cannot start.
+    /// The runtime cannot start; the endpoint cannot be reached within the retry budget (kind
+    /// `Unavailable`); the endpoint has no `TransactWriteItems` (dynalite, ScyllaDB Alternator:
+    /// the message names it).
     pub fn connect(options: &DynamoOptions) -> Result<DynamoBackend, StorageError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -121,12 +96,15 @@ impl DynamoBackend {
             .build()
             .map_err(|e| StorageError::new("cannot start the DynamoDB client runtime", e))?;
         let client = runtime.block_on(client_for(options));
-        Ok(DynamoBackend {
+        let backend = DynamoBackend {
             client,
             table: options.table.clone(),
             runtime: Some(runtime),
             metrics: Arc::new(Metrics::default()),
-        })
+            retry: options.retry.clone(),
+        };
+        backend.block_on(backend.check_transactions())?;
+        Ok(backend)
     }
 
     /// Requests sent so far, by kind.
@@ -134,7 +112,8 @@ impl DynamoBackend {
         Arc::clone(&self.metrics)
     }
 
-    /// The SDK client (for table administration).
+    /// The SDK client (for table administration). It does not retry: the backend does
+    /// (`RetryBudget`).
     pub fn client(&self) -> &Client {
         &self.client
     }
@@ -155,18 +134,36 @@ impl DynamoBackend {
         attrs::key(key)
     }
 
+    /// Sends a request that changes nothing within the retry budget (retry.rs): `send` makes
+    /// one attempt.
+    async fn read<T, F, Fut>(&self, what: &'static str, send: F) -> Result<T, Failure>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, Failure>>,
+    {
+        retry::read(&self.retry, &self.metrics, what, send).await
+    }
+
     async fn get_async(&self, key: &Key) -> Result<Option<Record>, StorageError> {
         self.metrics.count_get();
-        let out = self
+        let request = self
             .client
             .get_item()
             .table_name(&self.table)
             .set_key(Some(self.key_map(key)))
             .consistent_read(true)
-            .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(sdk_error("GetItem"))?;
+            .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total);
+        let out = self
+            .read("GetItem", || {
+                let request = request.clone();
+                async move {
+                    request
+                        .send()
+                        .await
+                        .map_err(|e| retry::classify("GetItem", e))
+                }
+            })
+            .await?;
         self.metrics
             .add_read_units(out.consumed_capacity().and_then(|c| c.capacity_units()));
         out.item()
@@ -193,20 +190,35 @@ impl DynamoBackend {
                     .map_err(|e| StorageError::new("building TransactGetItems", e))?;
                 items.push(TransactGetItem::builder().get(get).build());
             }
-            let response = match self
+            let request = self
                 .client
                 .transact_get_items()
-                .set_transact_items(Some(items))
-                .send()
+                .set_transact_items(Some(items));
+            let response = match self
+                .read("TransactGetItems", || {
+                    let request = request.clone();
+                    async move {
+                        request.send().await.map_err(|e| {
+                            let failure = retry::classify("TransactGetItems", e);
+                            // Cancelled because a transaction was writing one of the items at
+                            // that moment (or throttled): it reads fine a moment later.
+                            if failure.code.as_deref() == Some("TransactionCanceledException") {
+                                Failure {
+                                    class: Class::Refused,
+                                    ..failure
+                                }
+                            } else {
+                                failure
+                            }
+                        })
+                    }
+                })
                 .await
             {
                 Ok(r) => r,
                 // DynamoDB and moto have TransactGetItems; dynalite does not. There, read the
                 // keys one by one: each read is consistent, the group is not atomic.
-                Err(e)
-                    if e.as_service_error().and_then(|s| s.meta().code())
-                        == Some("UnknownOperationException") =>
-                {
+                Err(e) if e.code.as_deref() == Some("UnknownOperationException") => {
                     tracing::warn!(
                         "this DynamoDB endpoint has no TransactGetItems; get_many reads key by key"
                     );
@@ -215,7 +227,7 @@ impl DynamoBackend {
                     }
                     continue;
                 }
-                Err(e) => return Err(sdk_error("TransactGetItems")(e)),
+                Err(e) => return Err(e.into()),
             };
             let responses = response.responses();
             if responses.len() != chunk.len() {
@@ -236,213 +248,6 @@ impl DynamoBackend {
         Ok(out)
     }
 
-    async fn write_async(&self, batch: WriteBatch) -> Result<(), WriteError> {
-        let appends = batch
-            .ops
-            .iter()
-            .any(|op| matches!(op, WriteOp::Append { .. }));
-        match batch.ops.len() {
-            0 => Ok(()),
-            n if n > MAX_TRANSACTION_ITEMS => Err(StorageError::msg(format!(
-                "a batch of {n} operations exceeds DynamoDB's {MAX_TRANSACTION_ITEMS}-item transactions"
-            ))
-            .into()),
-            _ if appends => self.transact_appending(&batch).await,
-            1 => self.write_one(batch.ops.into_iter().next().expect("one op")).await,
-            _ => self.transact(batch).await,
-        }
-    }
-
-    /// A batch with appends: each append becomes a put at the next number of its log, read
-    /// (strongly consistent) just before the transaction and conditional on that number being
-    /// free. When only such a condition fails, another writer appended first: number again and
-    /// retry. The log's end is read after every entry before it committed, so entries become
-    /// visible in number order, as [`WriteOp::Append`] promises.
-    async fn transact_appending(&self, batch: &WriteBatch) -> Result<(), WriteError> {
-        let mut attempt = 0u32;
-        loop {
-            let mut next: HashMap<&Key, u64> = HashMap::new();
-            let mut ops = Vec::with_capacity(batch.ops.len());
-            let mut numbered = Vec::new();
-            for (index, op) in batch.ops.iter().enumerate() {
-                let WriteOp::Append { log, record } = op else {
-                    ops.push(op.clone());
-                    continue;
-                };
-                let n = match next.get(log) {
-                    Some(n) => n + 1,
-                    None => self.last_log_number(log).await? + 1,
-                };
-                next.insert(log, n);
-                numbered.push(index);
-                ops.push(WriteOp::Put {
-                    key: Key {
-                        partition: log.partition.clone(),
-                        sort: pathdb_store::backend::log_entry(&log.sort, n),
-                    },
-                    record: record.clone(),
-                    expect: Some(Expect::Absent),
-                });
-            }
-            match self.transact(WriteBatch { ops }).await {
-                Err(WriteError::ConditionFailed { index }) if numbered.contains(&index) => {
-                    // Writers racing for one log: a short random pause spreads them out.
-                    attempt += 1;
-                    let jitter = std::hash::BuildHasher::hash_one(
-                        &std::collections::hash_map::RandomState::new(),
-                        attempt,
-                    ) % (1000 << attempt.min(6));
-                    tokio::time::sleep(std::time::Duration::from_micros(jitter)).await;
-                }
-                other => return other,
-            }
-        }
-    }
-
-    async fn last_log_number(&self, log: &Key) -> Result<u64, StorageError> {
-        let (first, last) = pathdb_store::backend::log_bounds(&log.sort);
-        let range = SortRange {
-            start: std::ops::Bound::Included(first),
-            end: std::ops::Bound::Included(last),
-        };
-        let newest = self
-            .query(&log.partition, &range, Direction::Reverse, 1)
-            .await?;
-        Ok(newest
-            .first()
-            .and_then(|(sort, _)| pathdb_store::backend::log_number(sort))
-            .unwrap_or(0))
-    }
-
-    async fn write_one(&self, op: WriteOp) -> Result<(), WriteError> {
-        match op {
-            WriteOp::Put {
-                key,
-                record,
-                expect,
-            } => {
-                self.metrics.count_write();
-                let (cond, names, values) = attrs::condition(expect);
-                let result = self
-                    .client
-                    .put_item()
-                    .table_name(&self.table)
-                    .set_item(Some(attrs::item(&key, &record)))
-                    .set_condition_expression(cond)
-                    .set_expression_attribute_names(names)
-                    .set_expression_attribute_values(values)
-                    .send()
-                    .await;
-                single_write_result(result, "PutItem")
-            }
-            WriteOp::Delete { key, expect } => {
-                self.metrics.count_write();
-                let (cond, names, values) = attrs::condition(expect);
-                let result = self
-                    .client
-                    .delete_item()
-                    .table_name(&self.table)
-                    .set_key(Some(self.key_map(&key)))
-                    .set_condition_expression(cond)
-                    .set_expression_attribute_names(names)
-                    .set_expression_attribute_values(values)
-                    .send()
-                    .await;
-                single_write_result(result, "DeleteItem")
-            }
-            WriteOp::Check { key, expect } => {
-                // A lone check writes nothing: one consistent read decides it.
-                let current = self.get_async(&key).await?.map(|r| r.version);
-                let holds = expect.holds(current);
-                if holds {
-                    Ok(())
-                } else {
-                    Err(WriteError::ConditionFailed { index: 0 })
-                }
-            }
-            WriteOp::Append { .. } => Err(unnumbered_append().into()),
-        }
-    }
-
-    async fn transact(&self, batch: WriteBatch) -> Result<(), WriteError> {
-        self.metrics.count_transaction();
-        let mut items = Vec::with_capacity(batch.ops.len());
-        let build =
-            |e: aws_sdk_dynamodb::error::BuildError| StorageError::new("building a transaction", e);
-        for op in batch.ops {
-            let item = match op {
-                WriteOp::Put {
-                    key,
-                    record,
-                    expect,
-                } => {
-                    let (cond, names, values) = attrs::condition(expect);
-                    let put = Put::builder()
-                        .table_name(&self.table)
-                        .set_item(Some(attrs::item(&key, &record)))
-                        .set_condition_expression(cond)
-                        .set_expression_attribute_names(names)
-                        .set_expression_attribute_values(values)
-                        .build()
-                        .map_err(build)?;
-                    TransactWriteItem::builder().put(put).build()
-                }
-                WriteOp::Delete { key, expect } => {
-                    let (cond, names, values) = attrs::condition(expect);
-                    let delete = Delete::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(self.key_map(&key)))
-                        .set_condition_expression(cond)
-                        .set_expression_attribute_names(names)
-                        .set_expression_attribute_values(values)
-                        .build()
-                        .map_err(build)?;
-                    TransactWriteItem::builder().delete(delete).build()
-                }
-                WriteOp::Check { key, expect } => {
-                    let (cond, names, values) = attrs::condition(Some(expect));
-                    let check = ConditionCheck::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(self.key_map(&key)))
-                        .set_condition_expression(cond)
-                        .set_expression_attribute_names(names)
-                        .set_expression_attribute_values(values)
-                        .build()
-                        .map_err(build)?;
-                    TransactWriteItem::builder().condition_check(check).build()
-                }
-                WriteOp::Append { .. } => return Err(unnumbered_append().into()),
-            };
-            items.push(item);
-        }
-        let result = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                if let Some(aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c)) =
-                    e.as_service_error()
-                {
-                    let reasons = c.cancellation_reasons();
-                    if let Some(index) = reasons.iter().position(|r| r.code() == Some("ConditionalCheckFailed")) {
-                        return Err(WriteError::ConditionFailed { index });
-                    }
-                    // Cancelled because a concurrent transaction held one of the items: name it, so
-                    // that a conflict over a change log entry is retried (transact_appending) and
-                    // one over an item names that item.
-                    if let Some(index) = reasons.iter().position(|r| r.code() == Some("TransactionConflict")) {
-                        return Err(WriteError::ConditionFailed { index });
-                    }
-                }
-                Err(sdk_error("TransactWriteItems")(e).into())
-            }
-        }
-    }
-
     async fn query(
         &self,
         partition: &[u8],
@@ -461,7 +266,7 @@ impl DynamoBackend {
             let page =
                 i32::try_from((limit - out.len()).saturating_add(2).min(1000)).unwrap_or(1000);
             self.metrics.count_query();
-            let response = self
+            let request = self
                 .client
                 .query()
                 .table_name(&self.table)
@@ -471,10 +276,18 @@ impl DynamoBackend {
                 .consistent_read(true)
                 .limit(page)
                 .set_exclusive_start_key(start_key.take())
-                .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total)
-                .send()
-                .await
-                .map_err(sdk_error("Query"))?;
+                .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total);
+            let response = self
+                .read("Query", || {
+                    let request = request.clone();
+                    async move {
+                        request
+                            .send()
+                            .await
+                            .map_err(|e| retry::classify("Query", e))
+                    }
+                })
+                .await?;
             self.metrics.add_read_units(
                 response
                     .consumed_capacity()
@@ -528,16 +341,19 @@ impl DynamoBackend {
         let mut start_key = after.map(attrs::key);
         while out.len() < limit {
             self.metrics.count_scan();
-            let response = self
+            let request = self
                 .client
                 .scan()
                 .table_name(&self.table)
                 .consistent_read(true)
                 .limit(i32::try_from((limit - out.len()).min(1000)).unwrap_or(1000))
-                .set_exclusive_start_key(start_key.take())
-                .send()
-                .await
-                .map_err(sdk_error("Scan"))?;
+                .set_exclusive_start_key(start_key.take());
+            let response = self
+                .read("Scan", || {
+                    let request = request.clone();
+                    async move { request.send().await.map_err(|e| retry::classify("Scan", e)) }
+                })
+                .await?;
             for item in response.items() {
                 match self.pathdb_record(item) {
                     Some(found) => out.push(found),
@@ -567,16 +383,19 @@ impl DynamoBackend {
         let mut start_key = None;
         loop {
             self.metrics.count_scan();
-            let response = self
+            let request = self
                 .client
                 .scan()
                 .table_name(&self.table)
                 .consistent_read(true)
                 .projection_expression("pk")
-                .set_exclusive_start_key(start_key.take())
-                .send()
-                .await
-                .map_err(sdk_error("Scan"))?;
+                .set_exclusive_start_key(start_key.take());
+            let response = self
+                .read("Scan", || {
+                    let request = request.clone();
+                    async move { request.send().await.map_err(|e| retry::classify("Scan", e)) }
+                })
+                .await?;
             for item in response.items() {
                 match item.get("pk") {
                     Some(AttributeValue::B(blob)) => {
@@ -600,8 +419,17 @@ impl DynamoBackend {
     }
 }
 
+/// The SDK client. Its own retries are off, since the backend retries (retry.rs says why);
+/// its timeouts are the budget's: connecting, and one attempt from sending to the whole answer.
 async fn client_for(options: &DynamoOptions) -> Client {
-    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    let budget = &options.retry;
+    let timeouts = aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
+        .connect_timeout(budget.connect_timeout)
+        .operation_attempt_timeout(budget.attempt_timeout)
+        .build();
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+        .timeout_config(timeouts);
     if let Some(region) = &options.region {
         loader = loader.region(aws_config::Region::new(region.clone()));
     }
@@ -660,13 +488,18 @@ impl Backend for DynamoBackend {
     /// One `DescribeTable`: the table is reachable with these credentials and `ACTIVE`.
     fn ready(&self) -> Result<(), StorageError> {
         self.block_on(async {
+            let request = self.client.describe_table().table_name(&self.table);
             let out = self
-                .client
-                .describe_table()
-                .table_name(&self.table)
-                .send()
-                .await
-                .map_err(sdk_error("DescribeTable"))?;
+                .read("DescribeTable", || {
+                    let request = request.clone();
+                    async move {
+                        request
+                            .send()
+                            .await
+                            .map_err(|e| retry::classify("DescribeTable", e))
+                    }
+                })
+                .await?;
             match out.table().and_then(|t| t.table_status()) {
                 Some(aws_sdk_dynamodb::types::TableStatus::Active) => Ok(()),
                 status => Err(StorageError::msg(format!(

@@ -1,6 +1,7 @@
 //! Request counters: what one store operation costs in DynamoDB requests and read units. Each
 //! count also goes to the `metrics` facade (`pathdb_dynamodb_requests_total` by request kind,
-//! `pathdb_dynamodb_read_units` per request), which a server exports.
+//! `pathdb_dynamodb_read_units` per request, `pathdb_dynamodb_retries_total` by request kind,
+//! `pathdb_dynamodb_lost_answers_settled_total`), which a server exports.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -16,6 +17,10 @@ pub struct Metrics {
     read_milli_units: AtomicU64,
     /// Listed items that were not PathDB records (written by another tool), skipped.
     foreign: AtomicU64,
+    /// Attempts after the first, of any request.
+    retries: AtomicU64,
+    /// Writes whose answer was lost, settled by reading what they would have written.
+    settled: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -35,6 +40,12 @@ pub struct Counts {
     pub read_units: f64,
     /// Listed items skipped because they are not PathDB records.
     pub foreign: u64,
+    /// Requests sent again after throttling, a server error, a timeout or a lost connection
+    /// (attempts after the first).
+    pub retries: u64,
+    /// Writes whose answer was lost (a timeout, a reset connection, a 5xx) and whose outcome
+    /// was then settled by reading (committed, or certainly not).
+    pub settled: u64,
 }
 
 impl Metrics {
@@ -63,6 +74,14 @@ impl Metrics {
         ::metrics::counter!("pathdb_dynamodb_requests_total", "request" => "TransactItems")
             .increment(1);
     }
+    pub(crate) fn count_retry(&self, request: &'static str) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+        ::metrics::counter!("pathdb_dynamodb_retries_total", "request" => request).increment(1);
+    }
+    pub(crate) fn count_settled(&self) {
+        self.settled.fetch_add(1, Ordering::Relaxed);
+        ::metrics::counter!("pathdb_dynamodb_lost_answers_settled_total").increment(1);
+    }
     pub(crate) fn add_read_units(&self, units: Option<f64>) {
         if let Some(u) = units {
             ::metrics::histogram!("pathdb_dynamodb_read_units").record(u);
@@ -81,6 +100,8 @@ impl Metrics {
             transactions: self.transactions.load(Ordering::Relaxed),
             read_units: self.read_milli_units.load(Ordering::Relaxed) as f64 / 1000.0,
             foreign: self.foreign.load(Ordering::Relaxed),
+            retries: self.retries.load(Ordering::Relaxed),
+            settled: self.settled.load(Ordering::Relaxed),
         }
     }
 }

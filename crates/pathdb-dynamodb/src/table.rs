@@ -1,7 +1,7 @@
 //! Creating the table: Binary `pk` (HASH) and `sk` (RANGE), on-demand billing. No DynamoDB TTL:
 //! expiry is the store's (it leaves a tombstone that keeps the path's last version).
 
-use crate::DynamoBackend;
+use crate::{DynamoBackend, retry};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
 };
@@ -33,42 +33,44 @@ pub fn create_table(backend: &DynamoBackend) -> Result<bool, StorageError> {
                 .build()
                 .map_err(build)
         };
-        let created = match client
+        let request = client
             .create_table()
             .table_name(table)
             .attribute_definitions(attribute("pk")?)
             .attribute_definitions(attribute("sk")?)
             .key_schema(element("pk", KeyType::Hash)?)
             .key_schema(element("sk", KeyType::Range)?)
-            .billing_mode(BillingMode::PayPerRequest)
-            .send()
-            .await
+            .billing_mode(BillingMode::PayPerRequest);
+        // Sent again like a read: a second attempt after a lost answer finds the table made by
+        // the first (ResourceInUseException), and reports it as already there.
+        let created = match retry::read(&backend.retry, &backend.metrics, "CreateTable", || {
+            let request = request.clone();
+            async move {
+                request
+                    .send()
+                    .await
+                    .map_err(|e| retry::classify("CreateTable", e))
+            }
+        })
+        .await
         {
             Ok(_) => true,
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_in_use_exception()) =>
-            {
-                false
-            }
-            Err(e) => {
-                return Err(StorageError::new(
-                    format!(
-                        "CreateTable {table}: {}",
-                        e.as_service_error()
-                            .map_or_else(|| e.to_string(), ToString::to_string)
-                    ),
-                    e,
-                ));
-            }
+            Err(failure) if failure.code.as_deref() == Some("ResourceInUseException") => false,
+            Err(failure) => return Err(failure.error.context(format!("table {table}"))),
         };
         for _ in 0..600 {
-            let described = client
-                .describe_table()
-                .table_name(table)
-                .send()
-                .await
-                .map_err(|e| StorageError::new(format!("DescribeTable {table}"), e))?;
+            let request = client.describe_table().table_name(table);
+            let described = retry::read(&backend.retry, &backend.metrics, "DescribeTable", || {
+                let request = request.clone();
+                async move {
+                    request
+                        .send()
+                        .await
+                        .map_err(|e| retry::classify("DescribeTable", e))
+                }
+            })
+            .await
+            .map_err(|failure| failure.error.context(format!("table {table}")))?;
             if described.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
                 break;
             }

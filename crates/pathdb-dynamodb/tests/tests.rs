@@ -5,6 +5,8 @@
 
 mod compare;
 mod conformance;
+mod fault_proxy;
+mod faults;
 mod foreign;
 
 use pathdb_conformance::{Harness, TestStore};
@@ -80,6 +82,7 @@ impl Dynamo {
             table,
             endpoint: Some(self.endpoint.clone()),
             region: Some("us-east-1".into()),
+            ..DynamoOptions::default()
         };
         let backend = DynamoBackend::connect(&options).expect("client starts");
         create_table(&backend).expect("table created");
@@ -106,6 +109,7 @@ impl Harness for Dynamo {
             table,
             endpoint: Some(self.endpoint.clone()),
             region: Some("us-east-1".into()),
+            ..DynamoOptions::default()
         })
         .expect("client starts");
         Some(TestStore::new(
@@ -127,6 +131,7 @@ fn ready_means_the_table_is_reachable_and_active() {
         table: format!("pathdb-missing-{}", std::process::id()),
         endpoint: Some(endpoint),
         region: Some("us-east-1".into()),
+        ..DynamoOptions::default()
     })
     .expect("client starts");
     let error = missing.ready().expect_err("no such table");

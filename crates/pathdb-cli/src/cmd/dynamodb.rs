@@ -44,6 +44,8 @@ mod enabled {
             table: args.table_name()?.to_owned(),
             endpoint: args.endpoint.clone(),
             region: args.region.clone(),
+            // The default budget (docs/dynamodb.md, "Faults and retries").
+            ..DynamoOptions::default()
         };
         Ok(DynamoBackend::connect(&options)?)
     }

@@ -1,0 +1,123 @@
+//! `pathdb serve --backend dynamodb` checks at start that the endpoint implements
+//! `TransactWriteItems` (every PathDB write is one) and refuses one that does not, exiting
+//! non-zero with a message naming the operation: against a stand-in that answers every request
+//! as dynalite answers `TransactWriteItems` (always run), and against dynalite itself when
+//! `PATHDB_DYNALITE_ENDPOINT` names one (`scripts/dynamodb-local.sh start dynalite`).
+
+use crate::pathdb_command;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Output;
+
+/// A DynamoDB endpoint that knows no operation: every request is answered 400
+/// `UnknownOperationException`, as dynalite answers `TransactWriteItems`. Lives as long as the
+/// test process.
+fn endpoint_without_transactions() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
+    let url = format!("http://{}", listener.local_addr().expect("bound address"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || answer_unknown_operation(stream));
+        }
+    });
+    url
+}
+
+/// Answers each request on `stream` (HTTP/1.1, kept alive) until the client closes it.
+fn answer_unknown_operation(stream: TcpStream) {
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut length = 0;
+        let mut lines = 0;
+        loop {
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            lines += 1;
+            if let Some((name, value)) = line.split_once(':')
+                && name.trim().eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        if lines == 0 {
+            return;
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let body = r#"{"__type":"com.amazon.coral.service#UnknownOperationException"}"#;
+        let answer = format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.0\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if writer.write_all(answer.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// `pathdb serve --backend dynamodb` on `endpoint`: it must exit by itself (it never listens).
+fn serve(endpoint: &str) -> Output {
+    pathdb_command()
+        .args([
+            "serve",
+            "--backend",
+            "dynamodb",
+            "--addr",
+            "127.0.0.1:0",
+            "--table",
+            "pathdb-start-check",
+            "--endpoint",
+            endpoint,
+            "--region",
+            "us-east-1",
+        ])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("pathdb runs")
+}
+
+fn assert_refused(out: &Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "exit status 4 (unavailable); stderr: {stderr}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("listening on"),
+        "it must not listen"
+    );
+    assert!(
+        stderr.contains("does not implement TransactWriteItems"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn serve_refuses_an_endpoint_without_transact_write_items() {
+    assert_refused(&serve(&endpoint_without_transactions()));
+}
+
+#[test]
+fn serve_refuses_dynalite() {
+    let Ok(endpoint) = std::env::var("PATHDB_DYNALITE_ENDPOINT") else {
+        eprintln!(
+            "skipped: PATHDB_DYNALITE_ENDPOINT is not set (scripts/dynamodb-local.sh start dynalite)"
+        );
+        return;
+    };
+    assert_refused(&serve(&endpoint));
+}
