@@ -10,7 +10,8 @@
 //! requests sent and, for the loop, the 412s. Afterwards each counter is read back: its value
 //! must equal the increments acknowledged, or the run fails.
 
-use crate::http::{Body, HttpClient, client, histogram, send};
+use crate::http::histogram;
+use crate::transport::{Body, HttpClient, client, send};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use hdrhistogram::Histogram;

@@ -7,6 +7,11 @@
 //! a random group. The report gives requests/s and p50/p99/p999 latency overall and per
 //! operation; any non-2xx answer (or a transport error, or a get that finds nothing) is an error.
 //!
+//! With `--sse N` and `--long-polls N`, the load runs twice against the same server: first
+//! alone, then with that many change-feed followers (event streams, long polls) open, each on a
+//! group the load never writes; both reports are printed, and the p50/p99 of each operation side
+//! by side (docs/reliability.md: what followers cost writes).
+//!
 //! `--target pathdb` speaks PathDB's `/v1` API. `--target dynamodb` sends the same logical mix
 //! to a DynamoDB-compatible server (e.g. dynalite, `scripts/dynalite.sh`) in the DynamoDB JSON
 //! protocol, on a single-table design: partition key `pk = "BENCH#<group>"`, sort key
@@ -17,15 +22,14 @@
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Method, Request, StatusCode, Uri, header};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::transport::{Body, HttpClient, client, send};
 
 /// Which API the server speaks.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +88,15 @@ pub struct HttpArgs {
     /// DynamoDB region named in the request credential scope (--target dynamodb).
     #[arg(long, default_value = "us-east-1")]
     region: String,
+    /// Change event streams (Server-Sent Events) held open during a second run of the load
+    /// (after one without), each on a group of its own that the load does not write (--target
+    /// pathdb).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    sse: usize,
+    /// Long polls (`wait=60`, polled again as each ends) held open during the second run, each
+    /// on a group of its own that the load does not write (--target pathdb).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    long_polls: usize,
 }
 
 /// Operation weights, e.g. `get=70,put=20,list=10`.
@@ -182,11 +195,6 @@ impl Rng {
         z ^ (z >> 31)
     }
 }
-
-/// A request body.
-pub(crate) type Body = Full<Bytes>;
-/// The pooled HTTP/1.1 client every benchmark here uses.
-pub(crate) type HttpClient = Client<HttpConnector, Body>;
 
 /// How to phrase the logical operations for one server API.
 enum Api {
@@ -371,26 +379,6 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// A client keeping up to `connections` connections open to one server.
-pub(crate) fn client(connections: usize) -> HttpClient {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    Client::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(connections)
-        .build(connector)
-}
-
-/// Sends `request` and reads the whole response.
-pub(crate) async fn send(
-    client: &HttpClient,
-    request: Request<Body>,
-) -> Result<(StatusCode, Bytes)> {
-    let response = client.request(request).await?;
-    let status = response.status();
-    let body = response.into_body().collect().await?.to_bytes();
-    Ok((status, body))
-}
-
 /// `X-Amz-Date` (`20250102T030405Z`) and its day (`20250102`) for `now`.
 fn amz_date(now: SystemTime) -> (String, String) {
     let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -479,6 +467,12 @@ pub fn run(args: HttpArgs, token: Option<String>, json: bool) -> Result<()> {
     if args.list_limit == 0 {
         bail!("--list-limit must be at least 1");
     }
+    let followers = args.sse + args.long_polls;
+    if followers > 0 && args.target != Target::Pathdb {
+        bail!("--sse and --long-polls follow a PathDB server's change feed (--target pathdb)");
+    }
+    let base = args.url.trim_end_matches('/').to_owned();
+    let follower_token = token.clone();
     let api = Arc::new(Api::new(&args, token)?);
     let value = Arc::new(Value {
         payload: "x".repeat(args.value_bytes),
@@ -504,42 +498,126 @@ pub fn run(args: HttpArgs, token: Option<String>, json: bool) -> Result<()> {
             Some(started.elapsed())
         };
 
+        // With followers, the same load first without them: the two reports compare what
+        // being followed costs the load, in one run against one server.
+        let baseline = if followers > 0 {
+            eprintln!(
+                "running {} workers for {} s without followers...",
+                args.concurrency, args.duration
+            );
+            Some(load(&client, &api, &value, &args).await?)
+        } else {
+            None
+        };
+        let watchers = if followers > 0 {
+            eprintln!(
+                "opening {} event streams and {} long polls on other groups...",
+                args.sse, args.long_polls
+            );
+            let watchers = crate::watchers::Watchers::open(
+                &base,
+                follower_token.as_deref(),
+                args.sse,
+                args.long_polls,
+            )
+            .await?;
+            // The long polls' first requests are on their way: let the server take them in.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Some(watchers)
+        } else {
+            None
+        };
         eprintln!(
             "running {} workers for {} s...",
             args.concurrency, args.duration
         );
-        let started = Instant::now();
-        let deadline = started + Duration::from_secs_f64(args.duration);
-        let mut workers = Vec::with_capacity(args.concurrency);
-        for w in 0..args.concurrency {
-            let (client, api, value) = (client.clone(), api.clone(), value.clone());
-            let (mix, keys, groups) = (args.mix, args.keys, args.groups);
-            let seed = 0x5EED_0000_u64 + w as u64;
-            workers.push(tokio::spawn(async move {
-                worker(&client, &api, &value, mix, keys, groups, seed, deadline).await
-            }));
-        }
-        let mut stats = Stats::new();
-        for w in workers {
-            stats.merge(w.await.context("a worker failed")?);
-        }
-        let elapsed = started.elapsed();
+        let (stats, elapsed) = load(&client, &api, &value, &args).await?;
+        let follower_failures = match watchers {
+            Some(watchers) => {
+                let failures = watchers.failures();
+                watchers.close().await;
+                Some(failures)
+            }
+            None => None,
+        };
         let report = Report {
             args: &args,
             preload,
             elapsed,
             stats: &stats,
+            follower_failures,
         };
+        let baseline = baseline.as_ref().map(|(stats, elapsed)| Report {
+            args: &args,
+            preload: None,
+            elapsed: *elapsed,
+            stats,
+            follower_failures: None,
+        });
         if json {
-            println!("{}", report.json());
+            let mut out = report.json();
+            if let (Some(b), Some(out)) = (&baseline, out.as_object_mut()) {
+                out.insert("baseline".to_owned(), b.json());
+            }
+            println!("{out}");
         } else {
+            if let Some(b) = &baseline {
+                print!("without followers:\n{}\nwith followers:\n", b.text());
+            }
             print!("{}", report.text());
+            if let Some(b) = &baseline {
+                print!("{}", compare(b, &report));
+            }
         }
-        if let Some(e) = &stats.first_error {
-            eprintln!("first error: {e}");
+        for stats in baseline.iter().map(|b| b.stats).chain([&stats]) {
+            if let Some(e) = &stats.first_error {
+                eprintln!("first error: {e}");
+            }
         }
         anyhow::Ok(())
     })
+}
+
+/// Runs `args.concurrency` workers for `args.duration`: their stats and how long they ran.
+async fn load(
+    client: &HttpClient,
+    api: &Arc<Api>,
+    value: &Arc<Value>,
+    args: &HttpArgs,
+) -> Result<(Stats, Duration)> {
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(args.duration);
+    let mut workers = Vec::with_capacity(args.concurrency);
+    for w in 0..args.concurrency {
+        let (client, api, value) = (client.clone(), api.clone(), value.clone());
+        let (mix, keys, groups) = (args.mix, args.keys, args.groups);
+        let seed = 0x5EED_0000_u64 + w as u64;
+        workers.push(tokio::spawn(async move {
+            worker(&client, &api, &value, mix, keys, groups, seed, deadline).await
+        }));
+    }
+    let mut stats = Stats::new();
+    for w in workers {
+        stats.merge(w.await.context("a worker failed")?);
+    }
+    Ok((stats, started.elapsed()))
+}
+
+/// One line per operation: its p50 and p99 without followers and with them, and the ratio of
+/// the p99s.
+fn compare(without: &Report<'_>, with: &Report<'_>) -> String {
+    let mut s = String::from("\nwithout -> with followers:\n");
+    for (a, b) in without.rows().iter().zip(with.rows()) {
+        if let (Some([a50, a99, ..]), Some([b50, b99, ..])) = (a.latency, b.latency) {
+            let _ = writeln!(
+                s,
+                "{:<5} p50 {a50:.3} -> {b50:.3} ms, p99 {a99:.3} -> {b99:.3} ms ({:.2}x)",
+                a.name,
+                b99 / a99
+            );
+        }
+    }
+    s
 }
 
 /// Writes items 0..keys with `concurrency` connections; any failure stops the run.
@@ -627,6 +705,9 @@ struct Report<'a> {
     preload: Option<Duration>,
     elapsed: Duration,
     stats: &'a Stats,
+    /// With followers open (`--sse`, `--long-polls`): their requests that failed during the
+    /// run; `None` for a run without them.
+    follower_failures: Option<u64>,
 }
 
 /// Requests, errors, requests/s and latency (ms) of one row.
@@ -703,6 +784,13 @@ impl Report<'_> {
                 a.keys as f64 / p.as_secs_f64()
             );
         }
+        if let Some(failed) = self.follower_failures {
+            let _ = writeln!(
+                s,
+                "followers:   {} event streams, {} long polls on other groups ({failed} failed)",
+                a.sse, a.long_polls
+            );
+        }
         let _ = writeln!(s, "requests:    {}", rows[0].requests);
         let _ = writeln!(s, "errors:      {}", rows[0].errors);
         let _ = writeln!(s, "requests/s:  {:.1}", rows[0].per_second);
@@ -759,6 +847,9 @@ impl Report<'_> {
             "list_limit": a.list_limit,
             "value_bytes": a.value_bytes,
             "preload_s": self.preload.map(|p| p.as_secs_f64()),
+            "sse": if self.follower_failures.is_some() { a.sse } else { 0 },
+            "long_polls": if self.follower_failures.is_some() { a.long_polls } else { 0 },
+            "follower_failures": self.follower_failures,
             "ops": ops,
         });
         if let (Some(report), serde_json::Value::Object(extra)) = (report.as_object_mut(), extra) {

@@ -16,6 +16,8 @@
 pub mod codecs;
 pub mod counter;
 pub mod http;
+mod transport;
+mod watchers;
 
 #[cfg(feature = "peers")]
 pub use codecs::*;

@@ -85,13 +85,22 @@ fn a_full_disk_is_507_and_the_server_recovers_without_a_restart() {
     assert_eq!(ready.status(), 503);
     let ready: Value = ready.body_mut().read_json().unwrap();
     assert!(
-        ready["error"]["message"].as_str().unwrap_or_default().contains("disk full"),
+        ready["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("disk full"),
         "{ready}"
     );
     // Reads go on.
-    let mut got = agent.get(format!("{url}/v1/items/disk-1/item-7")).call().unwrap();
+    let mut got = agent
+        .get(format!("{url}/v1/items/disk-1/item-7"))
+        .call()
+        .unwrap();
     assert_eq!(got.status(), 200);
-    assert_eq!(got.body_mut().read_json::<Value>().unwrap()["value"]["n"], 7);
+    assert_eq!(
+        got.body_mut().read_json::<Value>().unwrap()["value"]["n"],
+        7
+    );
     let mut metrics = agent.get(format!("{url}/metrics")).call().unwrap();
     let metrics = metrics.body_mut().read_to_string().unwrap();
     assert!(
@@ -118,7 +127,10 @@ fn a_full_disk_is_507_and_the_server_recovers_without_a_restart() {
         freed.elapsed()
     );
     acknowledged.push(n);
-    assert_eq!(agent.get(format!("{url}/readyz")).call().unwrap().status(), 200);
+    assert_eq!(
+        agent.get(format!("{url}/readyz")).call().unwrap().status(),
+        200
+    );
     for n in &acknowledged {
         let mut got = agent
             .get(format!("{url}/v1/items/disk-1/item-{n}"))
@@ -151,5 +163,8 @@ fn the_cli_on_a_full_disk_exits_4_saying_disk_full_and_leaves_the_file_readable(
     assert_eq!(error.matches("storage error").count(), 0, "{error}");
     // Read-only commands open the file the failed write left.
     let read = ok(&db_args(&db, &["get", "/disk-1/item-1"]));
-    assert!(read.contains(r#""n":1"#) || read.contains(r#""n": 1"#), "{read}");
+    assert!(
+        read.contains(r#""n":1"#) || read.contains(r#""n": 1"#),
+        "{read}"
+    );
 }

@@ -1,8 +1,10 @@
 //! End-to-end tests of the `pathdb` binary: what a user types, what they see.
 
 mod bench;
+mod connections;
 mod counters;
 mod dynamodb;
+mod dynamodb_start;
 mod full_disk;
 mod key;
 mod read_only;
@@ -116,8 +118,25 @@ pub struct Served {
 impl Served {
     /// Starts `pathdb ARGS` and waits for its "listening on" line.
     pub fn start(args: &[&str]) -> Served {
-        let mut child = pathdb_command()
-            .args(args)
+        let mut command = pathdb_command();
+        command.args(args);
+        Served::spawn(command)
+    }
+
+    /// [`Served::start`] under an open-file limit of `files`, soft and hard (`ulimit -n`), so
+    /// that the server cannot raise it.
+    pub fn start_with_file_limit(files: u32, args: &[&str]) -> Served {
+        let mut command = Command::new("bash");
+        command
+            .args(["-c", &format!(r#"ulimit -n {files} && exec "$0" "$@""#)])
+            .arg(env!("CARGO_BIN_EXE_pathdb"))
+            .args(args);
+        Served::spawn(command)
+    }
+
+    /// Runs `command` (a `pathdb serve`) and waits for its "listening on" line.
+    fn spawn(mut command: Command) -> Served {
+        let mut child = command
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -136,6 +155,19 @@ impl Served {
             url: url.to_owned(),
             child,
         }
+    }
+
+    /// The server's `host:port`.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.url
+            .trim_start_matches("http://")
+            .parse()
+            .expect("the listening line names an address")
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// `pathdb serve --backend dynamodb` with `table`'s arguments (`--table T --endpoint E

@@ -239,3 +239,81 @@ fn an_export_into_a_full_disk_is_unavailable() {
     let zero = pathdb(&["--db", &a, "get", "/t-1", "--version", "0"]);
     assert_eq!(zero.status.code(), Some(2));
 }
+
+/// `serve --max-imports 1`: while one import's body is still arriving, a second is refused
+/// with 503 and Retry-After before its body is read; once the first ends, imports run again.
+/// An import's body is parsed as it arrives, so a bad line is answered with its number.
+#[test]
+fn imports_at_once_are_capped() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("imports.pathdb");
+    let server = crate::Served::start(&[
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--db",
+        db.to_str().unwrap(),
+        "--max-imports",
+        "1",
+    ]);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let import = |body: &str| {
+        let mut response = agent
+            .post(format!("{}/v1/import", server.url))
+            .header("Content-Type", "application/x-ndjson")
+            .send(body.to_owned())
+            .unwrap();
+        let retry_after = response.headers().get("retry-after").is_some();
+        let body: serde_json::Value = response.body_mut().read_json().unwrap();
+        (response.status().as_u16(), body, retry_after)
+    };
+    // The first import: headers and one line of a body announced as much longer.
+    let mut first = std::net::TcpStream::connect(server.addr()).unwrap();
+    let line = "{\"path\":\"/imp-1/a-1\",\"value\":1}\n";
+    write!(
+        first,
+        "POST /v1/import HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n\
+         Content-Length: 1000000\r\n\r\n{line}"
+    )
+    .unwrap();
+    first.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (status, body, retry_after) = loop {
+        let answer = import(line);
+        // The first request may not have reached the handler yet.
+        if answer.0 != 200 || Instant::now() > deadline {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    assert!(retry_after, "a refused import says when to retry");
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body, _) = import(line);
+        if status == 200 {
+            assert_eq!(body["imported"], 1, "{body}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slot was never given back: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, body, _) = import(&format!("{line}{line}not json\n"));
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("line 3: invalid JSON"),
+        "{body}"
+    );
+}

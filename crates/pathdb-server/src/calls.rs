@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use pathdb_store::backend::Backend;
 use pathdb_store::{Parent, Store};
 
-fn task_failed() -> ApiError {
+pub(crate) fn task_failed() -> ApiError {
     ApiError::new(
         StatusCode::INTERNAL_SERVER_ERROR,
         "internal",

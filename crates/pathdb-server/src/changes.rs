@@ -18,7 +18,9 @@ use pathdb_store::{
     Parent, Store,
 };
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 /// Bumped by [`crate::close_change_streams`] at shutdown: event streams end and long polls answer
@@ -30,9 +32,81 @@ pub(crate) static SHUTDOWN: std::sync::LazyLock<tokio::sync::watch::Sender<u64>>
 /// How long an idle event stream waits before reading again when nothing wakes it (a backend
 /// other processes write is read every `changes_poll_interval` instead).
 const STREAM_IDLE: Duration = Duration::from_secs(15);
+/// The `Retry-After` of a stream refused at the cap, in seconds: long polls end within a minute
+/// and clients come and go, so a slot is likely free by then.
+const STREAM_RETRY_AFTER: u64 = 5;
+/// The cap of [`ChangeStreams::default`] (`pathdb serve` sizes its own from its connection cap).
+pub const DEFAULT_MAX_CHANGE_STREAMS: usize = 1024;
+
+/// The cap on the change feed's event streams and long polls open at once (issue 22). Each
+/// holds a connection, a task and a listener that its group's commits wake; beyond the cap, a
+/// request that would open one answers 503 `unavailable` with `Retry-After`, so followers
+/// cannot crowd out writes and probes. Clones share the cap.
+#[derive(Clone, Debug)]
+pub struct ChangeStreams {
+    slots: Arc<Semaphore>,
+    max: usize,
+}
+
+impl ChangeStreams {
+    /// At most `max` streams and long polls at once (at least 1).
+    pub fn new(max: usize) -> ChangeStreams {
+        let max = max.clamp(1, Semaphore::MAX_PERMITS);
+        ChangeStreams {
+            slots: Arc::new(Semaphore::new(max)),
+            max,
+        }
+    }
+
+    /// The cap.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// A slot for one stream or long poll, held until it ends; or the 503 that refuses it.
+    fn admit(&self) -> Result<StreamSlot, ApiError> {
+        match Arc::clone(&self.slots).try_acquire_owned() {
+            Ok(permit) => {
+                metrics::gauge!("pathdb_change_streams_open").increment(1.0);
+                Ok(StreamSlot { _permit: permit })
+            }
+            Err(_) => {
+                metrics::counter!("pathdb_change_streams_refused_total").increment(1);
+                Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    format!(
+                        "the server already follows {} change streams and long polls, its limit; retry later",
+                        self.max
+                    ),
+                )
+                .retry_after(STREAM_RETRY_AFTER))
+            }
+        }
+    }
+}
+
+impl Default for ChangeStreams {
+    fn default() -> ChangeStreams {
+        ChangeStreams::new(DEFAULT_MAX_CHANGE_STREAMS)
+    }
+}
+
+/// An open stream's or long poll's place under the cap, given back when dropped.
+struct StreamSlot {
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        metrics::gauge!("pathdb_change_streams_open").decrement(1.0);
+    }
+}
 
 /// Changes under a prefix after a token: the current position without `since`; a long poll with
 /// `wait`; Server-Sent Events with `Accept: text/event-stream` (resumable with `Last-Event-ID`).
+/// Event streams and long polls are capped (`pathdb serve --max-streams`): beyond the cap, 503
+/// with `Retry-After`.
 #[utoipa::path(get, path = "/v1/changes/{prefix}", tag = "items", operation_id = "getChanges",
     params(("prefix" = String, Path, description = "Key path of the subtree to follow (at least a group), without its leading '/'", example = "user-7"), ChangesQuery,
         ("Last-Event-ID" = Option<String>, Header, description = "With Accept: text/event-stream: resume after this event (a change token)")),
@@ -43,7 +117,8 @@ const STREAM_IDLE: Duration = Duration::from_secs(15);
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody),
         (status = 410, description = "The token's changes are no longer kept (`token_expired`): list again and follow from the listing's changes_token", body = ErrorBody),
-        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 413, body = ErrorBody),
+        (status = 503, description = "The storage is unavailable, or the server follows as many streams and long polls as it allows (`unavailable`, with `Retry-After`)", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn changes<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -76,18 +151,26 @@ pub async fn changes<B: Backend>(
                 .map_err(|_| ApiError::bad_request("Last-Event-ID is not text"))?;
             since = Some(text.parse()?);
         }
-        return event_stream(state.store, prefix, since, limit).await;
+        let slot = state.change_streams.admit()?;
+        return event_stream(state.store, prefix, since, limit, slot).await;
     }
     let Some(mut since) = since else {
         let store = state.store.clone();
         let page = store_call("changes", move || Ok(store.changes(&prefix, None, limit)?)).await?;
         return Ok(axum::Json(ChangesOut::from(page)).into_response());
     };
+    // Held until the answer: a poll that may wait is one of the streams.
+    let _slot = if wait.is_zero() {
+        None
+    } else {
+        Some(state.change_streams.admit()?)
+    };
     let deadline = Instant::now() + wait;
     let mut shutdown = SHUTDOWN.subscribe();
     loop {
-        // Listen before reading: a commit between the read and the wait still wakes it.
-        let listener = state.store.commit_listener();
+        // Listen before reading: a commit between the read and the wait still wakes it. Only
+        // commits of the prefix's group do (the feed reads no other).
+        let listener = state.store.commit_listener(&prefix);
         let page = read(&state.store, &prefix, since, limit).await?;
         let now = Instant::now();
         if !page.changes.is_empty() || now >= deadline {
@@ -145,6 +228,7 @@ async fn event_stream<B: Backend>(
     prefix: KeyPath,
     since: Option<ChangeToken>,
     limit: usize,
+    slot: StreamSlot,
 ) -> Result<Response, ApiError> {
     let mut token = match since {
         Some(t) => t,
@@ -153,7 +237,7 @@ async fn event_stream<B: Backend>(
             store_call("changes", move || Ok(s.changes_token(&p)?)).await?
         }
     };
-    let mut listener = store.commit_listener();
+    let mut listener = store.commit_listener(&prefix);
     let mut page = read(&store, &prefix, token, limit).await?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
     let mut shutdown = SHUTDOWN.subscribe();
@@ -161,6 +245,8 @@ async fn event_stream<B: Backend>(
     // the client has none yet.
     let mut told = since;
     tokio::spawn(async move {
+        // The stream's place under the cap, until the task ends (the client gone, shutdown).
+        let _slot = slot;
         loop {
             for entry in page.changes {
                 let data = serde_json::to_string(&ChangeOut::from(entry.change))
@@ -195,7 +281,7 @@ async fn event_stream<B: Backend>(
                     _ = shutdown.changed() => return,
                 }
             }
-            listener = store.commit_listener();
+            listener = store.commit_listener(&prefix);
             page = match read(&store, &prefix, token, limit).await {
                 Ok(page) => page,
                 Err(e) => {
@@ -231,7 +317,8 @@ async fn event_stream<B: Backend>(
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 413, body = ErrorBody),
         (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        (status = 503, body = ErrorBody),
+        (status = 507, description = "Disk full (`insufficient_storage`): nothing was written; retry once space is freed", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn create_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,

@@ -81,7 +81,8 @@ pub async fn get_item<B: Backend>(
         (status = 412, description = "If-Match or If-None-Match did not hold; nothing written", body = ErrorBody),
         (status = 413, body = ErrorBody),
         (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        (status = 503, body = ErrorBody),
+        (status = 507, description = "Disk full (`insufficient_storage`): nothing was written; retry once space is freed", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn put_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -178,7 +179,8 @@ fn http_condition(e: pathdb_store::Error) -> ApiError {
         (status = 412, description = "If-Match or If-None-Match did not hold; nothing written", body = ErrorBody),
         (status = 413, body = ErrorBody),
         (status = 415, description = "The body is not declared as application/merge-patch+json or application/json-patch+json", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        (status = 503, body = ErrorBody),
+        (status = 507, description = "Disk full (`insufficient_storage`): nothing was written; retry once space is freed", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn patch_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -249,7 +251,8 @@ fn json_patch(
         (status = 404, description = "No such item (with `recursive=true`: nothing at or below the path)", body = ErrorBody),
         (status = 409, description = "A concurrent write changed the item: retry", body = ErrorBody),
         (status = 412, description = "If-Match did not hold; nothing deleted", body = ErrorBody),
-        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody),
+        (status = 507, description = "Disk full (`insufficient_storage`): nothing was written; retry once space is freed", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn delete_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -297,7 +300,8 @@ pub async fn delete_item<B: Backend>(
         (status = 409, description = "`destination_not_empty`: an item exists at or below `to`", body = ErrorBody),
         (status = 413, body = ErrorBody),
         (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        (status = 503, body = ErrorBody),
+        (status = 507, description = "Disk full (`insufficient_storage`): nothing was written; retry once space is freed", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn move_subtree<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -317,7 +321,8 @@ pub async fn move_subtree<B: Backend>(
         (status = 409, description = "`destination_not_empty`: an item exists at or below `to`", body = ErrorBody),
         (status = 413, body = ErrorBody),
         (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        (status = 503, body = ErrorBody),
+        (status = 507, description = "Disk full (`insufficient_storage`): nothing was written; retry once space is freed", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn copy_subtree<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -453,7 +458,8 @@ fn condition_of(
         (status = 409, description = "An operation's condition failed (`condition_failed`), a patch's `test` failed (`patch_test_failed`) or did not fit the value (`patch_conflict`), or a concurrent write changed what the transaction read (`conflict`: retry). Nothing was written.", body = ErrorBody),
         (status = 413, body = ErrorBody),
         (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        (status = 503, body = ErrorBody),
+        (status = 507, description = "Disk full (`insufficient_storage`): nothing was written; retry once space is freed", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn transact<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -608,7 +614,8 @@ impl std::io::Write for ChannelWriter {
         (status = 403, body = ErrorBody), (status = 408, body = ErrorBody), (status = 409, body = ErrorBody),
         (status = 413, body = ErrorBody),
         (status = 415, description = "The body is not declared as application/x-ndjson or application/jsonl", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        (status = 503, body = ErrorBody),
+        (status = 507, description = "Disk full (`insufficient_storage`): nothing was written; retry once space is freed", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn import<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
@@ -617,57 +624,30 @@ pub async fn import<B: Backend>(
 ) -> Result<axum::Json<ImportOut>, ApiError> {
     let on_existing: pathdb_store::OnExisting =
         params.on_existing.as_deref().unwrap_or("replace").parse()?;
-    let body = read_body_idle(request.into_body(), crate::MAX_IMPORT_BYTES).await?;
+    // Before the body is read: a refused import costs no memory.
+    let _slot = state.imports.admit()?;
+    let records = crate::import::read_records(
+        request.into_body(),
+        crate::MAX_IMPORT_BYTES,
+        crate::REQUEST_TIMEOUT,
+        params.partial.unwrap_or(false),
+    )
+    .await?;
     let report = blocking(move || {
-        let text =
-            std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("body is not UTF-8"))?;
-        let records = pathdb_store::parse_import(
-            text.lines()
-                .map(|l| Ok::<_, std::convert::Infallible>(l.to_owned())),
-            params.partial.unwrap_or(false),
-        )?;
-        state
+        let report = state
             .store
             .import(&records, on_existing, &mut |_| {})
             .map_err(|e| {
                 let message = format!("{e}: {}", e.error);
                 tracing::error!(error = %message, "import stopped");
                 ApiError::from(e.error).with_message(message)
-            })
+            });
+        drop(records);
+        crate::import::release_memory();
+        report
     })
     .await?;
     Ok(axum::Json(report.into()))
-}
-
-/// Reads a whole body, allowing [`crate::REQUEST_TIMEOUT`] between chunks rather than for the
-/// whole upload: a large import is not cut off while it is still arriving.
-async fn read_body_idle(body: axum::body::Body, limit: usize) -> Result<Vec<u8>, ApiError> {
-    use http_body_util::BodyExt as _;
-    let mut body = body;
-    let mut out = Vec::new();
-    loop {
-        let frame = tokio::time::timeout(crate::REQUEST_TIMEOUT, body.frame())
-            .await
-            .map_err(|_| {
-                ApiError::new(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "timeout",
-                    format!("no data for {} s", crate::REQUEST_TIMEOUT.as_secs()),
-                )
-            })?;
-        let Some(frame) = frame else { return Ok(out) };
-        let frame = frame.map_err(|e| ApiError::bad_request(format!("reading the body: {e}")))?;
-        if let Ok(data) = frame.into_data() {
-            if out.len() + data.len() > limit {
-                return Err(ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "too_large",
-                    format!("the body exceeds {limit} bytes; import in several parts"),
-                ));
-            }
-            out.extend_from_slice(&data);
-        }
-    }
 }
 
 /// Liveness: the process answers. Needs no token.

@@ -13,20 +13,30 @@ mod browse;
 mod calls;
 mod changes;
 pub mod config;
+mod connection;
 mod error;
 mod extract;
 mod gate;
 mod handlers;
+mod import;
 mod media;
 pub mod origin;
 mod precondition;
 mod telemetry;
+mod timeouts;
 pub mod ui;
 mod wire;
 
 pub use auth::{Auth, Scope};
+pub use changes::{ChangeStreams, DEFAULT_MAX_CHANGE_STREAMS};
 pub use config::{ConfigError, DEFAULT_ADDR, ServerConfig, TokenConfig};
+pub use connection::{
+    ConnectionLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, MAX_DEFAULT_CONNECTIONS,
+    connections_within, default_max_connections, open_file_limit, raise_open_file_limit,
+    reserved_files, serve_with,
+};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
+pub use import::{DEFAULT_MAX_IMPORTS, Imports};
 pub use origin::{AllowedOrigins, InvalidOrigin};
 
 use axum::Router;
@@ -58,12 +68,30 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct AppState<B: Backend> {
     /// The data.
     pub store: Store<B>,
+    /// The cap on change streams and long polls.
+    pub change_streams: ChangeStreams,
+    /// The cap on imports running at once.
+    pub imports: Imports,
+}
+
+impl<B: Backend> AppState<B> {
+    /// The state for `store`, with the default caps on change streams
+    /// ([`DEFAULT_MAX_CHANGE_STREAMS`]) and imports ([`DEFAULT_MAX_IMPORTS`]).
+    pub fn new(store: Store<B>) -> AppState<B> {
+        AppState {
+            store,
+            change_streams: ChangeStreams::default(),
+            imports: Imports::default(),
+        }
+    }
 }
 
 impl<B: Backend> Clone for AppState<B> {
     fn clone(&self) -> Self {
         AppState {
             store: self.store.clone(),
+            change_streams: self.change_streams.clone(),
+            imports: self.imports.clone(),
         }
     }
 }
@@ -267,7 +295,8 @@ pub fn app<B: Backend>(
 }
 
 /// Serves until `shutdown` completes, then stops accepting, finishes in-flight requests and
-/// returns. Dropping the state afterwards lets the store finish its queued commits.
+/// returns, within the default [`ConnectionLimits`] (see [`serve_with`]). Dropping the state
+/// afterwards lets the store finish its queued commits.
 ///
 /// # Errors
 /// The listener fails.
@@ -276,9 +305,7 @@ pub async fn serve(
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with(listener, app, shutdown, ConnectionLimits::default()).await
 }
 
 /// Finishes, on a thread of its own, the subtree jobs an earlier process left part-way (a crash

@@ -289,6 +289,9 @@ async fn malformed_json_is_invalid_json() {
     assert_eq!(server.export().await, before);
 }
 
+/// A request that must be refused: method, route, headers, body, and what its message names.
+type Refused<'a> = (Method, &'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
+
 /// I-JSON (RFC 7493): a member name twice, anywhere in a body, or a lone surrogate escape is a
 /// 400 that names it, on every route that takes JSON, and writes nothing.
 #[tokio::test]
@@ -296,7 +299,7 @@ async fn duplicate_names_and_lone_surrogates_are_refused() {
     let server = TestServer::new();
     server.put_item("/u-1", "1").await;
     let before = server.export().await;
-    let duplicates: [(Method, &str, &[(&str, &str)], &str, &str); 7] = [
+    let duplicates: [Refused; 7] = [
         (
             Method::PUT,
             "/v1/items/u-2",

@@ -61,12 +61,7 @@ async fn start() -> Running {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let app = router(
-        AppState {
-            store: store.clone(),
-        },
-        Auth::default(),
-    );
+    let app = router(AppState::new(store.clone()), Auth::default());
     let (stop, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(pathdb_server::serve(listener, app, async move {
         let _ = stopped.await;

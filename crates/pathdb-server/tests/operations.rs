@@ -37,7 +37,7 @@ impl Backend for Unready {
 async fn readyz_answers_503_when_the_backend_cannot_serve_and_healthz_stays_200() {
     let store =
         Store::new(Unready(InMemoryBackend::new()), StoreOptions::default()).expect("store");
-    let app = router(AppState { store }, Auth::default());
+    let app = router(AppState::new(store), Auth::default());
     let get = |uri: &str| {
         app.clone()
             .oneshot(Request::get(uri).body(Body::empty()).expect("request"))
@@ -147,12 +147,7 @@ fn a_blocking_backend_is_never_called_on_an_async_worker() {
         .build()
         .expect("runtime");
     server.block_on(async {
-        let app = router(
-            AppState {
-                store: store.clone(),
-            },
-            Auth::default(),
-        );
+        let app = router(AppState::new(store.clone()), Auth::default());
         let send = |method: Method, uri: &str, body: &str| {
             let request = Request::builder()
                 .method(method)

@@ -154,9 +154,7 @@ impl TestServer {
         let tokens: HashMap<String, Scope> =
             tokens.iter().map(|(t, s)| ((*t).to_owned(), *s)).collect();
         let app = app(
-            AppState {
-                store: store.clone(),
-            },
+            AppState::new(store.clone()),
             Auth::new(tokens),
             AllowedOrigins::new(origins).expect("valid origins"),
             console,

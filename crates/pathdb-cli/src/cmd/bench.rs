@@ -16,6 +16,11 @@ pub enum BenchCommand {
 }
 
 pub fn run(cmd: BenchCommand, token: Option<String>, out: Output) -> Result<()> {
+    // Thousands of connections (`--concurrency`, `--sse`, `--long-polls`) need more than the
+    // usual soft limit of 1,024 open files; the hard limit is the real one.
+    if let Err(e) = pathdb_server::raise_open_file_limit() {
+        eprintln!("warning: could not raise the open-file limit: {e}");
+    }
     match cmd {
         BenchCommand::Http(args) => pathdb_bench::http::run(args, token, out.json),
         BenchCommand::Counter(args) => pathdb_bench::counter::run(args, token, out.json),

@@ -2,9 +2,13 @@
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use pathdb_server::{AllowedOrigins, AppState, Auth, Console, DEFAULT_ADDR, ServerConfig, app};
+use pathdb_server::{
+    AllowedOrigins, AppState, Auth, ChangeStreams, ConnectionLimits, Console, DEFAULT_ADDR,
+    Imports, ServerConfig, app,
+};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -35,6 +39,81 @@ pub struct ServeArgs {
     /// token_expired (docs/changes.md).
     #[arg(long, value_name = "DAYS", default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..=3650))]
     change_retention_days: u64,
+    /// Open connections at most; more wait in the listen backlog until one closes. At start the
+    /// server raises its open-file limit to the hard limit; the default is that limit less a
+    /// quarter kept for the database and other files (64 to 4,096 of them), at most 16,384, and
+    /// a larger value is lowered to it [default: 768 under `ulimit -n 1024`].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections: Option<u64>,
+    /// Change streams (Server-Sent Events) and long polls (`wait`) open at once, at most; more
+    /// answer 503 unavailable with Retry-After [default: half the connection cap].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_streams: Option<u64>,
+    /// Imports (`POST /v1/import`) running at once, at most; more answer 503 unavailable with
+    /// Retry-After. Each holds its parsed records in memory until its last line (a body is at
+    /// most 256 MiB).
+    #[arg(long, value_name = "N", default_value_t = pathdb_server::DEFAULT_MAX_IMPORTS as u64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    max_imports: u64,
+    /// Seconds a connection has to send a request's complete headers, from its start or from
+    /// the first byte of a later request; a slower one (slowloris) is closed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    header_timeout: u64,
+    /// Seconds a kept-alive connection may wait for its next request before it is closed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    idle_timeout: u64,
+    /// The database file's page cache (redb's), in MiB: a ceiling that fills as pages are read,
+    /// so a server's memory reaches it only once it has read that much of a larger database
+    /// (embedded backend only).
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_CACHE_MIB, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    cache_size: u64,
+}
+
+/// `--cache-size`'s default: redb's own, 1 GiB.
+const DEFAULT_CACHE_MIB: u64 = 1024;
+
+/// The [`pathdb_store::backend::FileOptions`] `args` ask for.
+fn file_options(args: &ServeArgs) -> pathdb_store::backend::FileOptions {
+    let bytes = args.cache_size.saturating_mul(1 << 20);
+    pathdb_store::backend::FileOptions {
+        cache_size: Some(usize::try_from(bytes).unwrap_or(usize::MAX)),
+        ..Default::default()
+    }
+}
+
+/// The connection and stream limits `args` ask for, within the open-file limit `file_limit`.
+struct Limits {
+    connections: ConnectionLimits,
+    streams: usize,
+    imports: u64,
+    /// A `--max-connections` above what the file limit leaves room for, lowered.
+    lowered_from: Option<usize>,
+}
+
+fn limits(args: &ServeArgs, file_limit: Option<u64>) -> Limits {
+    let within = pathdb_server::connections_within(file_limit);
+    let asked = args
+        .max_connections
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let max_connections = match asked {
+        // More connections than files would fail accepts with "Too many open files".
+        Some(n) => n.min(within),
+        None => pathdb_server::default_max_connections(file_limit),
+    };
+    let streams = match args.max_streams {
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        // The other half stays for writes, reads and probes.
+        None => (max_connections / 2).max(1),
+    };
+    Limits {
+        connections: ConnectionLimits {
+            max_connections,
+            header_timeout: Duration::from_secs(args.header_timeout),
+            idle_timeout: Duration::from_secs(args.idle_timeout),
+        },
+        streams,
+        imports: args.max_imports,
+        lowered_from: asked.filter(|n| *n > within),
+    }
 }
 
 /// The storage engine behind the server.
@@ -81,6 +160,32 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 
+    let file_limit = match pathdb_server::raise_open_file_limit() {
+        Ok(limit) => Some(limit),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not raise the open-file limit");
+            pathdb_server::open_file_limit()
+        }
+    };
+    let limits = limits(&args, file_limit);
+    if let Some(asked) = limits.lowered_from {
+        tracing::warn!(
+            asked,
+            max_connections = limits.connections.max_connections,
+            file_limit,
+            "--max-connections lowered to what the open-file limit leaves room for"
+        );
+    }
+    tracing::info!(
+        max_connections = limits.connections.max_connections,
+        max_streams = limits.streams,
+        header_timeout_s = args.header_timeout,
+        idle_timeout_s = args.idle_timeout,
+        cache_mib = args.cache_size,
+        file_limit,
+        "limits"
+    );
+
     let console = if args.no_ui {
         Console::Off
     } else {
@@ -92,10 +197,11 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
     };
     match args.backend {
         BackendKind::Embedded => {
+            let file = file_options(&args);
             let store = if args.read_only {
-                pathdb_store::Store::open_read_only(&db, Default::default(), options)
+                pathdb_store::Store::open_read_only(&db, file, options)
             } else {
-                pathdb_store::Store::open(&db, Default::default(), options)
+                pathdb_store::Store::open(&db, file, options)
             }
             .with_context(|| format!("opening {}", db.display()))?;
             if !args.read_only {
@@ -105,9 +211,9 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
             serve(
                 store,
                 addr,
-                auth,
-                origins,
+                Access { auth, origins },
                 console,
+                &limits,
                 &format!("{}{mode}", db.display()),
             )
         }
@@ -122,27 +228,36 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
             serve(
                 store,
                 addr,
-                auth,
-                origins,
+                Access { auth, origins },
                 console,
+                &limits,
                 &format!("dynamodb table {}", args.dynamodb.table_name()?),
             )
         }
     }
 }
 
+/// Who may call the server.
+struct Access {
+    auth: Auth,
+    origins: AllowedOrigins,
+}
+
 fn serve<B: pathdb_store::backend::Backend>(
     store: pathdb_store::Store<B>,
     addr: SocketAddr,
-    auth: Auth,
-    origins: AllowedOrigins,
+    access: Access,
     console: Console,
+    limits: &Limits,
     data: &str,
 ) -> Result<()> {
+    let Access { auth, origins } = access;
     let data = data.to_owned();
+    let (connections, streams) = (limits.connections, limits.streams);
+    let imports = usize::try_from(limits.imports).unwrap_or(usize::MAX);
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+        let listener = listen(addr).with_context(|| format!("binding {addr}"))?;
         let local = listener.local_addr()?;
         if auth.enabled() {
             tracing::info!(%local, %data, "PathDB listening; bearer tokens required");
@@ -151,14 +266,37 @@ fn serve<B: pathdb_store::backend::Backend>(
         }
         // Printed for scripts that bind port 0.
         println!("listening on http://{local}");
-        let app = app(AppState { store }, auth, origins, console);
+        let state = AppState {
+            store,
+            change_streams: ChangeStreams::new(streams),
+            imports: Imports::new(imports),
+        };
+        let app = app(state, auth, origins, console);
         let shutdown = async {
             pathdb_server::shutdown_signal().await;
             // Open event streams and long polls would hold the graceful shutdown up.
             pathdb_server::close_change_streams();
         };
-        pathdb_server::serve(listener, app, shutdown).await?;
+        pathdb_server::serve_with(listener, app, shutdown, connections).await?;
         tracing::info!("shut down: in-flight requests finished");
         anyhow::Ok(())
     })
+}
+
+/// Connections the kernel completes and queues for the server beyond its cap (the kernel takes
+/// at most `net.core.somaxconn`). std's and tokio's 128 made clients beyond it wait a second for
+/// a retried handshake; the queue is where connections wait while the server is at its cap.
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// A listener on `addr` with [`LISTEN_BACKLOG`].
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As std and tokio do: a restarted server can bind while its old connections linger.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }

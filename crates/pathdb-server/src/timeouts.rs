@@ -1,0 +1,191 @@
+//! A connection's header-read and idle timeouts (issue 22): a new connection must send a
+//! request's complete headers within the header timeout; after an answer, a kept-alive
+//! connection may wait for the idle timeout for its next request, and once that request's first
+//! byte arrives, its headers are due within the header timeout. A connection that misses either
+//! is closed. Without them, silent sockets, slowloris clients (a header byte a second) and idle
+//! keep-alive connections stayed open for good, until the server ran out of file descriptors.
+//!
+//! hyper has one such deadline, `header_read_timeout`: its timer runs while the connection
+//! waits for a request head, from the connection's start or the end of the previous answer until
+//! the head is complete, and never while a request is being answered (so a long poll or an
+//! event stream is not cut). [`HeadTimer`] is the timer it runs on, one per connection: it gives
+//! the first wait the header timeout and later ones the idle timeout, moved to the header
+//! timeout after the first byte, which [`Watched`] (the connection's socket) reports.
+
+use hyper::rt::{Sleep, Timer};
+use pin_project_lite::pin_project;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// The two timeouts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timeouts {
+    /// For a request's headers, from the connection's start or the request's first byte.
+    pub(crate) header: Duration,
+    /// For the next request on a kept-alive connection, from the end of the previous answer.
+    pub(crate) idle: Duration,
+}
+
+/// What a connection's socket tells its timer.
+#[derive(Default)]
+struct Activity {
+    /// Reads that returned data, so far.
+    reads: AtomicU64,
+}
+
+/// A connection's socket and its timer, for hyper (set the timer with
+/// `header_read_timeout(timeouts.header)`).
+pub(crate) fn watch<T>(io: T, timeouts: Timeouts) -> (Watched<T>, HeadTimer) {
+    let activity = Arc::new(Activity::default());
+    let timer = HeadTimer {
+        activity: Arc::clone(&activity),
+        timeouts,
+        started: AtomicBool::new(false),
+    };
+    (Watched { io, activity }, timer)
+}
+
+/// hyper's timer for one connection (see the module's docs).
+pub(crate) struct HeadTimer {
+    activity: Arc<Activity>,
+    timeouts: Timeouts,
+    /// Whether the connection's first wait for a head has begun (later ones are keep-alive).
+    started: AtomicBool,
+}
+
+impl Timer for HeadTimer {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Sleep>> {
+        // Not a head's deadline (hyper's HTTP/1 server asks for none of these): a plain sleep.
+        Box::pin(HeadWait {
+            sleep: tokio::time::sleep(duration),
+            rearm: None,
+        })
+    }
+
+    /// hyper asks for `deadline` (now + the header timeout) when it starts waiting for a
+    /// request head.
+    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn Sleep>> {
+        if !self.started.swap(true, Ordering::Relaxed) {
+            return Box::pin(HeadWait {
+                sleep: tokio::time::sleep_until(deadline.into()),
+                rearm: None,
+            });
+        }
+        let reads = self.activity.reads.load(Ordering::Relaxed);
+        Box::pin(HeadWait {
+            sleep: tokio::time::sleep(self.timeouts.idle),
+            rearm: Some(Rearm {
+                activity: Arc::clone(&self.activity),
+                reads,
+                header: self.timeouts.header,
+            }),
+        })
+    }
+
+    fn reset(&self, sleep: &mut Pin<Box<dyn Sleep>>, new_deadline: Instant) {
+        // hyper resets a head's deadline only to begin another wait for a head.
+        *sleep = self.sleep_until(new_deadline);
+    }
+
+    fn now(&self) -> Instant {
+        tokio::time::Instant::now().into()
+    }
+}
+
+/// When an idle wait turns into a header wait.
+struct Rearm {
+    activity: Arc<Activity>,
+    /// The socket's reads when the wait began.
+    reads: u64,
+    header: Duration,
+}
+
+pin_project! {
+    /// A wait for a request head: until its deadline, or, for a keep-alive wait, until the idle
+    /// deadline or the header timeout after the first byte.
+    struct HeadWait {
+        #[pin]
+        sleep: tokio::time::Sleep,
+        rearm: Option<Rearm>,
+    }
+}
+
+impl Sleep for HeadWait {}
+
+impl Future for HeadWait {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut this = self.project();
+        // hyper polls the deadline each time a read leaves the head incomplete, so the first
+        // byte is seen here as soon as it is read.
+        if let Some(rearm) = this.rearm
+            && rearm.activity.reads.load(Ordering::Relaxed) != rearm.reads
+        {
+            let deadline = tokio::time::Instant::now() + rearm.header;
+            this.sleep.as_mut().reset(deadline);
+            *this.rearm = None;
+        }
+        this.sleep.poll(cx)
+    }
+}
+
+pin_project! {
+    /// A connection's socket, counting the reads that return data for its [`HeadTimer`].
+    pub(crate) struct Watched<T> {
+        #[pin]
+        io: T,
+        activity: Arc<Activity>,
+    }
+}
+
+impl<T: AsyncRead> AsyncRead for Watched<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.project();
+        let before = buf.filled().len();
+        let read = this.io.poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.activity.reads.fetch_add(1, Ordering::Relaxed);
+        }
+        read
+    }
+}
+
+impl<T: AsyncWrite> AsyncWrite for Watched<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.project().io.poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        self.project().io.poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.project().io.poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.project().io.poll_shutdown(cx)
+    }
+}
