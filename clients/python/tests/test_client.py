@@ -23,11 +23,13 @@ from pathdb import (
     Desc,
     DestinationNotEmpty,
     Forbidden,
+    InsufficientStorage,
     InvalidRequest,
     Item,
     KeyPath,
     Node,
     NotFound,
+    OutcomeUnknown,
     PathDBError,
     Put,
     Unauthorized,
@@ -370,6 +372,18 @@ def test_conflicts_and_503_are_retried_with_backoff() -> None:
         with pytest.raises(Unavailable) as unavailable:
             c.get("/a-1")
     assert len(calls) == 2 and unavailable.value.status == 503
+
+    # A write that may have been made is not retried (an increment would apply twice), and a
+    # full disk is not retried either: each is raised at once, as its own kind.
+    calls.clear()
+    answers = [error(503, "outcome_unknown"), error(507, "insufficient_storage")]
+    with Client("http://db", backoff=0.001, transport=scripted(answers, calls)) as c:
+        with pytest.raises(OutcomeUnknown) as unknown:
+            c.put("/a-1", 1)
+        with pytest.raises(InsufficientStorage) as full:
+            c.put("/a-1", 1)
+    assert len(calls) == 2 and unknown.value.status == 503 and full.value.status == 507
+    assert isinstance(unknown.value, Unavailable) and isinstance(full.value, Unavailable)
 
     answers = [
         error(412, "condition_failed"),

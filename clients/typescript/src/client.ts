@@ -1,6 +1,6 @@
 /** The HTTP client: global `fetch`, no dependencies; Node 20+ and browsers. */
 
-import { Conflict, PathDBError, Unavailable, errorFor } from "./errors.js";
+import { Conflict, OutcomeUnknown, PathDBError, Unavailable, errorFor } from "./errors.js";
 import { KeyPath, formatId, toPath, type PathLike } from "./keypath.js";
 
 /** A JSON document at a key path, with its metadata (times UTC; `*Micros` exact, in µs since the epoch). */
@@ -510,6 +510,8 @@ export class Client {
 
   async #shouldRetry(request: Request, response: Response): Promise<boolean> {
     if (response.status === 503) {
+      // A write whose outcome is unknown may have been made: retrying could apply it twice.
+      if ((await Client.#error(response.clone())) instanceof OutcomeUnknown) return false;
       await response.body?.cancel();
       return true;
     }

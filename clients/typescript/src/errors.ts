@@ -78,9 +78,29 @@ export class TokenExpired extends PathDBError {
   override name = "TokenExpired";
 }
 
-/** The server could not be reached or could not serve the request (HTTP 503 and other 5xx); 503 is retried first. */
+/**
+ * The server could not be reached or could not serve the request (HTTP 503 and other 5xx); 503 is
+ * retried first, except `outcome_unknown`.
+ */
 export class Unavailable extends PathDBError {
   override name = "Unavailable";
+}
+
+/**
+ * The server's disk is full (HTTP 507 `insufficient_storage`): nothing was written. Not retried:
+ * space has to be freed first; the server recovers on its own once it is.
+ */
+export class InsufficientStorage extends Unavailable {
+  override name = "InsufficientStorage";
+}
+
+/**
+ * The storage failed after the write was sent, so it may or may not have been made (HTTP 503
+ * `outcome_unknown`). Not retried by the client, since a retried increment or create could apply
+ * twice: read the item to find out.
+ */
+export class OutcomeUnknown extends Unavailable {
+  override name = "OutcomeUnknown";
 }
 
 /** The error for an error answer. */
@@ -97,6 +117,8 @@ export function errorFor(status: number, code: string, message: string): PathDBE
   if (status === 400 || status === 413 || status === 415 || status === 422) {
     return new InvalidRequest(message, code, status);
   }
+  if (code === "insufficient_storage" || status === 507) return new InsufficientStorage(message, code, status);
+  if (code === "outcome_unknown") return new OutcomeUnknown(message, code, status);
   if (status >= 500) return new Unavailable(message, code, status);
   return new PathDBError(message, code, status);
 }

@@ -14,9 +14,11 @@ import {
   Desc,
   DestinationNotEmpty,
   Forbidden,
+  InsufficientStorage,
   InvalidRequest,
   KeyPath,
   NotFound,
+  OutcomeUnknown,
   PathDBError,
   Put,
   Unauthorized,
@@ -387,6 +389,15 @@ describe("errors", () => {
     c = new Client("http://db", { retries: 1, backoffMs: 1, fetch: scripted([error(503, "unavailable"), error(503, "unavailable")], calls) });
     assert.equal((await rejects(c.get("/a-1"), Unavailable)).status, 503);
     assert.equal(calls.length, 2);
+
+    // A write that may have been made is not retried (an increment would apply twice), and a full
+    // disk is not retried either: each is raised at once, as its own kind.
+    calls = [];
+    c = new Client("http://db", { backoffMs: 1, fetch: scripted([error(503, "outcome_unknown"), error(507, "insufficient_storage")], calls) });
+    const unknown = await rejects(c.put("/a-1", 1), OutcomeUnknown);
+    const full = await rejects(c.put("/a-1", 1), InsufficientStorage);
+    assert.deepEqual([calls.length, unknown.status, full.status], [2, 503, 507]);
+    assert.ok(unknown instanceof Unavailable && full instanceof Unavailable);
 
     const answers = [
       error(412, "condition_failed"),

@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ._errors import Conflict, PathDBError, Unavailable, error_for
+from ._errors import Conflict, OutcomeUnknown, PathDBError, Unavailable, error_for
 from ._keypath import KeyPath, PathLike, format_id, to_path
 from ._model import (
     Change,
@@ -279,7 +279,8 @@ class _Api:
     @staticmethod
     def should_retry(request: _Request, response: httpx.Response) -> bool:
         if response.status_code == 503:
-            return True
+            # A write whose outcome is unknown may have been made: retrying could apply it twice.
+            return not isinstance(_Api.error(response), OutcomeUnknown)
         if response.status_code == 409 and request.retry_conflict:
             return isinstance(_Api.error(response), Conflict)
         return False

@@ -75,7 +75,18 @@ class TokenExpired(PathDBError):
 
 class Unavailable(PathDBError):
     """The server could not be reached or could not serve the request (HTTP 503 and other
-    5xx); 503 is retried by the client before this is raised."""
+    5xx); 503 is retried by the client before this is raised, except `outcome_unknown`."""
+
+
+class InsufficientStorage(Unavailable):
+    """The server's disk is full (HTTP 507 `insufficient_storage`): nothing was written. Not
+    retried: space has to be freed first; the server recovers on its own once it is."""
+
+
+class OutcomeUnknown(Unavailable):
+    """The storage failed after the write was sent, so it may or may not have been made (HTTP
+    503 `outcome_unknown`). Not retried by the client, since a retried increment or create could
+    apply twice: read the item to find out."""
 
 
 def error_for(status: int, code: str, message: str) -> PathDBError:
@@ -101,6 +112,10 @@ def error_for(status: int, code: str, message: str) -> PathDBError:
         kind = NotFound
     elif status in (400, 413, 415, 422):
         kind = InvalidRequest
+    elif code == "insufficient_storage" or status == 507:
+        kind = InsufficientStorage
+    elif code == "outcome_unknown":
+        kind = OutcomeUnknown
     elif status >= 500:
         kind = Unavailable
     else:
