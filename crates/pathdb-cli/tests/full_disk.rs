@@ -9,17 +9,6 @@ use pathdb_conformance::disk::{Tmpfs, fill};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-/// A tmpfs, or `None` after printing why the test cannot have one.
-fn small_disk() -> Option<Tmpfs> {
-    match Tmpfs::mount(16) {
-        Ok(fs) => Some(fs),
-        Err(reason) => {
-            eprintln!("skipped: a full disk needs a small tmpfs, and {reason}");
-            None
-        }
-    }
-}
-
 /// A 2 KB value that names `n`.
 fn value(n: usize) -> String {
     format!(r#"{{"n":{n},"pad":"{}"}}"#, "x".repeat(2000))
@@ -51,7 +40,9 @@ fn put(agent: &ureq::Agent, url: &str, n: usize) -> (u16, Value, Option<String>)
 
 #[test]
 fn a_full_disk_is_507_and_the_server_recovers_without_a_restart() {
-    let Some(fs) = small_disk() else { return };
+    let Some(fs) = Tmpfs::mount_or_skip(16) else {
+        return;
+    };
     let db = fs.path().join("served.pathdb");
     let server = Served::file(&db);
     let (url, agent) = (&server.url, agent());
@@ -144,7 +135,9 @@ fn a_full_disk_is_507_and_the_server_recovers_without_a_restart() {
 
 #[test]
 fn the_cli_on_a_full_disk_exits_4_saying_disk_full_and_leaves_the_file_readable() {
-    let Some(fs) = small_disk() else { return };
+    let Some(fs) = Tmpfs::mount_or_skip(16) else {
+        return;
+    };
     let db = fs.path().join("cli.pathdb");
     let v = value(1);
     ok(&db_args(&db, &["put", "/disk-1/item-1", &v]));

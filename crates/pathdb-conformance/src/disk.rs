@@ -27,6 +27,17 @@ impl Tmpfs {
         Ok(Tmpfs { dir })
     }
 
+    /// [`Tmpfs::mount`], or `None` after printing why a test that needs a full disk skips.
+    pub fn mount_or_skip(megabytes: u64) -> Option<Tmpfs> {
+        match Tmpfs::mount(megabytes) {
+            Ok(fs) => Some(fs),
+            Err(reason) => {
+                eprintln!("skipped: a full disk needs a small tmpfs, and {reason}");
+                None
+            }
+        }
+    }
+
     /// Where it is mounted.
     pub fn path(&self) -> &Path {
         self.dir.path()

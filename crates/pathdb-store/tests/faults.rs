@@ -38,12 +38,8 @@ fn value(n: usize) -> Json {
 /// cleanly (a read-only open accepts it).
 #[test]
 fn a_full_disk_is_named_and_recovered_from_without_a_restart() {
-    let fs = match Tmpfs::mount(16) {
-        Ok(fs) => fs,
-        Err(reason) => {
-            eprintln!("skipped: a full disk needs a small tmpfs, and {reason}");
-            return;
-        }
+    let Some(fs) = Tmpfs::mount_or_skip(16) else {
+        return;
     };
     let db: PathBuf = fs.path().join("full.pathdb");
     let options = StoreOptions {
@@ -130,12 +126,8 @@ fn a_full_disk_is_named_and_recovered_from_without_a_restart() {
 /// pages behind for the close to trip on.
 #[test]
 fn a_store_closed_on_a_full_disk_opens_read_only() {
-    let fs = match Tmpfs::mount(16) {
-        Ok(fs) => fs,
-        Err(reason) => {
-            eprintln!("skipped: a full disk needs a small tmpfs, and {reason}");
-            return;
-        }
+    let Some(fs) = Tmpfs::mount_or_skip(16) else {
+        return;
     };
     let db: PathBuf = fs.path().join("full.pathdb");
     let options = StoreOptions {
