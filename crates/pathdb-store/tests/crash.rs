@@ -136,12 +136,16 @@ fn acknowledged_writes_survive_sigkill() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
+    let mut verified = 0;
     for round in 0..rounds {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("crash.redb");
         let acks = run_and_kill(&db);
         verify(&db, &acks).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        verified += acks.len();
     }
+    // The figure docs/reliability.md records (`-- --nocapture` shows it).
+    eprintln!("{rounds} SIGKILLs: {verified} acknowledged writes, every one found after reopening");
 }
 
 /// Starts the child, lets it acknowledge a random number of writes, then SIGKILLs it a random
