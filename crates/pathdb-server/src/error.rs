@@ -162,3 +162,6 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+#[cfg(test)]
+mod test;
