@@ -5,7 +5,7 @@ use crate::AppState;
 use crate::auth::Scope;
 use crate::calls::store_call;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Query, UrlPath};
+use crate::extract::{NoQuery, Query, UrlPath};
 use axum::Extension;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -18,7 +18,14 @@ use utoipa::{IntoParams, ToSchema};
 /// Options of `GET /v1/groups`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+// Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
+#[serde(deny_unknown_fields)]
 pub struct GroupsQuery {
+    /// Only the groups whose namespace starts with this (`user` lists `/user-7`, `/users-2`
+    /// and `/user_old-1`; compared byte for byte, so case-sensitive). Namespace characters only
+    /// (letters, digits, `_`): it never matches into the id. Empty or absent: every group.
+    #[param(pattern = "^[A-Za-z0-9_]{0,64}$", example = "user")]
+    pub prefix: Option<String>,
     /// Groups per page, 1..=1000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<usize>,
@@ -36,9 +43,10 @@ pub struct GroupsOut {
     pub next_page_token: Option<String>,
 }
 
-/// Lists the groups (first elements of stored paths) in key order, one page at a time. A group
-/// whose items are all deleted is listed while its tombstones are stored. On DynamoDB every
-/// page scans the table's keys.
+/// Lists the groups (first elements of stored paths) in key order, one page at a time, all of
+/// them or those whose namespace starts with `prefix`. A page token continues only the listing
+/// (and prefix) that returned it. A group whose items are all deleted is listed while its
+/// tombstones are stored. On DynamoDB every page scans the table's keys.
 #[utoipa::path(get, path = "/v1/groups", tag = "items", operation_id = "listGroups",
     params(GroupsQuery),
     responses((status = 200, body = GroupsOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
@@ -56,7 +64,11 @@ pub async fn groups<B: Backend>(
         )));
     }
     let page = store_call("groups", move || {
-        Ok(state.store.groups(limit, q.page_token.as_deref())?)
+        Ok(state.store.groups_with_prefix(
+            q.prefix.as_deref().unwrap_or(""),
+            limit,
+            q.page_token.as_deref(),
+        )?)
     })
     .await?;
     Ok(axum::Json(GroupsOut {
@@ -128,7 +140,7 @@ fn sort_range(range: KeyRange) -> SortRangeOut {
         (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody),
         (status = 413, body = ErrorBody)),
     security((), ("bearer" = [])))]
-pub async fn explain_key(UrlPath(path): UrlPath) -> axum::Json<KeyOut> {
+pub async fn explain_key(_: NoQuery, UrlPath(path): UrlPath) -> axum::Json<KeyOut> {
     let explained = path.explain();
     let sizes = [
         ("encoded", explained.encoded.len()),
@@ -176,10 +188,13 @@ pub struct SessionOut {
 /// What the request's token (or, without tokens configured, anyone) may do, so a client can
 /// hide what it may not.
 #[utoipa::path(get, path = "/v1/session", tag = "meta", operation_id = "getSession",
-    responses((status = 200, body = SessionOut), (status = 401, body = ErrorBody),
+    responses((status = 200, body = SessionOut),
+        (status = 400, description = "A query parameter (this route takes none)", body = ErrorBody),
+        (status = 401, body = ErrorBody),
         (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn session(
+    _: NoQuery,
     Extension(granted): Extension<crate::auth::Granted>,
 ) -> axum::Json<SessionOut> {
     axum::Json(SessionOut {

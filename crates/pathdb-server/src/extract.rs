@@ -49,7 +49,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Preconditions {
     }
 }
 
-/// Query parameters.
+/// Query parameters. `T` refuses unknown parameters (`#[serde(deny_unknown_fields)]` on every
+/// query struct, none of which flattens), so a misspelt or unsupported option is a 400
+/// `invalid_request` naming it, not silently ignored.
 pub struct Query<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
@@ -59,7 +61,38 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|q| Query(q.0))
-            .map_err(|e: QueryRejection| ApiError::bad_request(e.body_text()))
+            .map_err(|e: QueryRejection| ApiError::bad_request(query_message(&e.body_text())))
+    }
+}
+
+/// serde's "unknown field `x`" in the words of a URL: a query parameter.
+fn query_message(text: &str) -> String {
+    match text.split_once("unknown field ") {
+        Some((_, rest)) => format!("unknown query parameter {rest}"),
+        None => text.to_owned(),
+    }
+}
+
+/// For routes that take no query parameters: refuses any (400 `invalid_request`), as
+/// [`Query`] refuses unknown ones, so that no route ignores what it was asked.
+pub struct NoQuery;
+
+impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        // `?` alone (an empty query) asks nothing.
+        match parts.uri.query().filter(|q| !q.is_empty()) {
+            None => Ok(NoQuery),
+            Some(query) => {
+                let name = query.split('&').next().unwrap_or(query);
+                let name = name.split_once('=').map_or(name, |(name, _)| name);
+                Err(ApiError::bad_request(format!(
+                    "unknown query parameter `{name}`: {} takes no query parameters",
+                    parts.uri.path()
+                )))
+            }
+        }
     }
 }
 

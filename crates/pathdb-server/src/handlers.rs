@@ -5,7 +5,7 @@
 use crate::AppState;
 use crate::calls::{blocking, create_target, item_response, point_read, put_options, store_call};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Body, Json, Preconditions, Query, UrlPath};
+use crate::extract::{Body, Json, NoQuery, Preconditions, Query, UrlPath};
 use crate::precondition::{self, WritePrecondition};
 use crate::telemetry;
 use crate::wire::*;
@@ -305,6 +305,7 @@ pub async fn delete_item<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn move_subtree<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    _: NoQuery,
     Json(body): Json<SubtreeIn>,
 ) -> Result<axum::Json<MovedOut>, ApiError> {
     let job = SubtreeJob::relocate(parse_path(&body.from)?, parse_path(&body.to)?);
@@ -326,6 +327,7 @@ pub async fn move_subtree<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn copy_subtree<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    _: NoQuery,
     Json(body): Json<SubtreeIn>,
 ) -> Result<axum::Json<CopiedOut>, ApiError> {
     let job = SubtreeJob::copy(parse_path(&body.from)?, parse_path(&body.to)?);
@@ -354,6 +356,7 @@ async fn run_subtree_job<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn get_many<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    _: NoQuery,
     Json(body): Json<GetManyIn>,
 ) -> Result<axum::Json<ItemsOut>, ApiError> {
     let paths = body
@@ -463,6 +466,7 @@ fn condition_of(
     security((), ("bearer" = [])))]
 pub async fn transact<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    _: NoQuery,
     Json(body): Json<TransactIn>,
 ) -> Result<axum::Json<TransactOut>, ApiError> {
     let mut tx = Transaction::new();
@@ -557,9 +561,11 @@ pub async fn transact<B: Backend>(
 #[utoipa::path(get, path = "/v1/export", tag = "transfer", operation_id = "exportItems",
     responses((status = 200, description = "JSON lines; the last line is `{\"export\": \"complete\"|\"incomplete\", \"records\": N, \"skipped\": K}`: \
         without a complete last line the export was cut short", content_type = "application/x-ndjson", body = String),
+        (status = 400, description = "A query parameter (this route takes none)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn export<B: Backend>(
+    _: NoQuery,
     axum::extract::State(state): axum::extract::State<AppState<B>>,
 ) -> Response {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
@@ -652,8 +658,9 @@ pub async fn import<B: Backend>(
 
 /// Liveness: the process answers. Needs no token.
 #[utoipa::path(get, path = "/healthz", tag = "meta", operation_id = "healthz",
-    responses((status = 200, description = "The server is running", body = HealthOut)))]
-pub async fn healthz() -> axum::Json<HealthOut> {
+    responses((status = 200, description = "The server is running", body = HealthOut),
+        (status = 400, description = "A query parameter (this route takes none)", body = ErrorBody)))]
+pub async fn healthz(_: NoQuery) -> axum::Json<HealthOut> {
     axum::Json(HealthOut {
         status: "ok".to_owned(),
     })
@@ -663,8 +670,10 @@ pub async fn healthz() -> axum::Json<HealthOut> {
 /// table is reachable and ACTIVE). Needs no token.
 #[utoipa::path(get, path = "/readyz", tag = "meta", operation_id = "readyz",
     responses((status = 200, description = "Ready to serve", body = HealthOut),
+        (status = 400, description = "A query parameter (this route takes none)", body = ErrorBody),
         (status = 503, description = "The storage cannot serve requests", body = ErrorBody)))]
 pub async fn readyz<B: Backend>(
+    _: NoQuery,
     axum::extract::State(state): axum::extract::State<AppState<B>>,
 ) -> Result<axum::Json<HealthOut>, ApiError> {
     blocking(move || {
@@ -688,9 +697,10 @@ pub async fn readyz<B: Backend>(
 /// configured.
 #[utoipa::path(get, path = "/metrics", tag = "meta", operation_id = "metrics",
     responses((status = 200, description = "Prometheus text exposition format", content_type = "text/plain", body = String),
+        (status = 400, description = "A query parameter (this route takes none)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
-pub async fn metrics() -> Result<Response, ApiError> {
+pub async fn metrics(_: NoQuery) -> Result<Response, ApiError> {
     let handle = telemetry::prometheus().ok_or_else(|| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,

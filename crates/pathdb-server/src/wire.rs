@@ -95,6 +95,8 @@ pub struct ListOut {
 /// Options of `GET /v1/changes/{prefix}`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+// Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
+#[serde(deny_unknown_fields)]
 pub struct ChangesQuery {
     /// A token from a previous answer (`next_token`), a listing (`changes_token`) or an event id;
     /// without it, the answer is the current position and no changes.
@@ -149,6 +151,8 @@ pub struct ChangesOut {
 /// Options of `POST /v1/items/{parent}/{namespace}`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+// Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
+#[serde(deny_unknown_fields)]
 pub struct CreateQuery {
     /// How the id is generated: `uuid` (random v4), `rand53` (random integer in [1, 2^53)) or
     /// `sequence` (the next integer for this parent and namespace, never reused).
@@ -172,6 +176,8 @@ pub struct GetManyIn {
 /// Options of `PATCH /v1/items/{path}`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+// Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
+#[serde(deny_unknown_fields)]
 pub struct PatchQuery {
     /// Keep the new version in the item's history.
     pub history: Option<bool>,
@@ -184,6 +190,8 @@ pub struct PatchQuery {
 /// Options of `DELETE /v1/items/{path}`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+// Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
+#[serde(deny_unknown_fields)]
 pub struct DeleteQuery {
     /// Delete the item, if any, and every live item below it, and answer
     /// `{"deleted": N}`: atomic when it fits in one write, in resumable batches when not.
@@ -241,6 +249,8 @@ pub struct CopiedOut {
 /// Options of `PUT /v1/items/{path}`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+// Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
+#[serde(deny_unknown_fields)]
 pub struct PutQuery {
     /// Keep this version in the item's history.
     pub history: Option<bool>,
@@ -251,6 +261,8 @@ pub struct PutQuery {
 /// Options of `GET /v1/items/{path}`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+// Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
+#[serde(deny_unknown_fields)]
 pub struct GetQuery {
     /// A past version from the item's history.
     pub version: Option<u64>,
@@ -259,6 +271,8 @@ pub struct GetQuery {
 /// Options of `GET /v1/history/{path}`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+// Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
+#[serde(deny_unknown_fields)]
 pub struct HistoryQuery {
     /// At most this many revisions (default 100, at most 1000).
     #[param(minimum = 1, maximum = 1000)]
@@ -268,6 +282,8 @@ pub struct HistoryQuery {
 /// Options of `GET /v1/list/{prefix}`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+// Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
+#[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Only the direct children of the prefix.
     pub children: Option<bool>,
@@ -543,6 +559,8 @@ pub struct TransactOut {
 /// `POST /v1/import` query.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+// Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
+#[serde(deny_unknown_fields)]
 pub struct ImportParams {
     /// What to do with a record whose path holds another live item: `replace` (the default;
     /// written above the stored version), `skip`, or `fail` (409, nothing of its batch written).

@@ -461,3 +461,70 @@ async fn openapi_document_states_the_limits() {
         .expect("If-Match");
     assert!(if_match["schema"]["pattern"].is_string());
 }
+
+/// An unknown query parameter is a 400 naming it on every route, those with options (a typo
+/// must not look applied: `/v1/groups?prefx=user` would list every group) and those without.
+#[tokio::test]
+async fn unknown_query_parameters_are_refused_by_name() {
+    let server = TestServer::new();
+    server.put_item("/u-1/p-1", "1").await;
+    let before = server.export().await;
+    let transact = json!({"ops": [{"op": "put", "path": "/u-1/p-2", "value": 1}]}).to_string();
+    let subtree = json!({"from": "/u-1", "to": "/u-2"}).to_string();
+    let get_many = json!({"paths": ["/u-1/p-1"]}).to_string();
+    let requests: [(Method, &str, String); 19] = [
+        (Method::GET, "/v1/groups?prefx=user", String::new()),
+        (Method::GET, "/v1/items/u-1/p-1?versoin=1", String::new()),
+        (
+            Method::PUT,
+            "/v1/items/u-1/p-1?histroy=true",
+            "2".to_owned(),
+        ),
+        (
+            Method::POST,
+            "/v1/items/u-1/p?id=uuid&ttl=5",
+            "2".to_owned(),
+        ),
+        (
+            Method::DELETE,
+            "/v1/items/u-1/p-1?recurse=true",
+            String::new(),
+        ),
+        (Method::GET, "/v1/list/u-1?childern=true", String::new()),
+        (Method::GET, "/v1/history/u-1/p-1?max=3", String::new()),
+        (Method::GET, "/v1/changes/u-1?from=x", String::new()),
+        (Method::POST, "/v1/import?mode=skip", String::new()),
+        (Method::GET, "/v1/export?format=csv", String::new()),
+        (Method::POST, "/v1/transact?dry_run=true", transact),
+        (Method::POST, "/v1/move?force=1", subtree.clone()),
+        (Method::POST, "/v1/copy?force", subtree),
+        (Method::POST, "/v1/get?fields=a", get_many),
+        (Method::GET, "/v1/keys/u-1?format=hex", String::new()),
+        (Method::GET, "/v1/session?x=1", String::new()),
+        (Method::GET, "/healthz?x=1", String::new()),
+        (Method::GET, "/readyz?x=1", String::new()),
+        (Method::GET, "/metrics?x=1", String::new()),
+    ];
+    for (method, uri, body) in requests {
+        let content_type = if uri.starts_with("/v1/import") {
+            "application/x-ndjson"
+        } else {
+            "application/json"
+        };
+        let reply = server
+            .call(method.clone(), uri, &[("content-type", content_type)], body)
+            .await;
+        let message = reply.expect_error(400, "invalid_request");
+        // The unknown parameter is the query's last.
+        let last = uri.rsplit(['?', '&']).next().expect("a query");
+        let name = last.split_once('=').map_or(last, |(name, _)| name);
+        assert!(
+            message.starts_with(&format!("unknown query parameter `{name}`")),
+            "{method} {uri}: {message}"
+        );
+    }
+    assert_eq!(server.export().await, before, "nothing was written");
+    // Known parameters, and an empty query, still work.
+    server.get("/v1/groups?limit=5").await.expect(200);
+    server.get("/v1/session?").await.expect(200);
+}

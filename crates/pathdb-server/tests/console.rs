@@ -135,6 +135,73 @@ async fn groups_are_listed_in_key_order_and_paged() {
         .expect_error(400, "invalid_page_token");
 }
 
+/// `?prefix=` lists the groups whose namespace starts with it, in key order, paged, and its
+/// page tokens continue only the same prefix.
+#[tokio::test]
+async fn groups_are_listed_by_namespace_prefix() {
+    let server = TestServer::new();
+    for path in [
+        "/user-10/post-1",
+        "/user-2",
+        "/users-1",
+        "/user_old-!3",
+        "/use-1",
+        "/User-1",
+        "/season-2026-spring",
+        "/zebra-1",
+    ] {
+        server.put_item(path, "1").await;
+    }
+    let groups = |reply: serde_json::Value| reply["groups"].clone();
+    assert_eq!(
+        groups(server.get("/v1/groups?prefix=user").await.expect(200)),
+        serde_json::json!(["/user-2", "/user-10", "/user_old-!3", "/users-1"]),
+        "namespaces starting with `user`, case-sensitive, in key order"
+    );
+    assert_eq!(
+        groups(server.get("/v1/groups?prefix=users").await.expect(200)),
+        serde_json::json!(["/users-1"])
+    );
+    assert_eq!(
+        groups(server.get("/v1/groups?prefix=nobody").await.expect(200)),
+        serde_json::json!([])
+    );
+    assert_eq!(
+        groups(server.get("/v1/groups?prefix=").await.expect(200)),
+        groups(server.get("/v1/groups").await.expect(200)),
+        "an empty prefix is every group"
+    );
+    let mut listed = Vec::new();
+    let mut uri = "/v1/groups?prefix=user&limit=1".to_owned();
+    let mut first_token = None;
+    loop {
+        let page = server.get(&uri).await.expect(200);
+        listed.extend(page["groups"].as_array().unwrap().iter().cloned());
+        match page["next_page_token"].as_str() {
+            Some(token) => {
+                first_token.get_or_insert_with(|| token.to_owned());
+                uri = format!("/v1/groups?prefix=user&limit=1&page_token={token}");
+            }
+            None => break,
+        }
+    }
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    let token = first_token.expect("more than one page");
+    server
+        .get(&format!("/v1/groups?prefix=use&page_token={token}"))
+        .await
+        .expect_error(400, "invalid_page_token");
+    server
+        .get(&format!("/v1/groups?page_token={token}"))
+        .await
+        .expect_error(400, "invalid_page_token");
+    let message = server
+        .get("/v1/groups?prefix=user-7")
+        .await
+        .expect_error(400, "invalid_request");
+    assert!(message.contains("namespace"), "{message}");
+}
+
 #[tokio::test]
 async fn a_key_is_explained_as_the_cli_explains_it_with_its_stored_keys() {
     let server = TestServer::new();

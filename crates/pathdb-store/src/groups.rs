@@ -27,10 +27,34 @@ pub struct GroupPage {
     pub next_page_token: Option<String>,
 }
 
-/// Up to `limit` groups of `backend` in key order ([`Store::groups`](crate::Store::groups)).
+/// Most characters in a groups prefix: a namespace's length.
+const MAX_PREFIX_CHARS: usize = 64;
+
+/// Checks a groups prefix: the start of a namespace, so only namespace characters.
+fn check_prefix(prefix: &str) -> Result<(), Error> {
+    if prefix.len() > MAX_PREFIX_CHARS {
+        return Err(Error::InvalidRequest(format!(
+            "prefix is the start of a namespace: at most {MAX_PREFIX_CHARS} characters"
+        )));
+    }
+    if let Some(c) = prefix
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
+    {
+        return Err(Error::InvalidRequest(format!(
+            "prefix is the start of a namespace (letters, digits, '_'), not a key path: \
+             {c:?} is not allowed"
+        )));
+    }
+    Ok(())
+}
+
+/// Up to `limit` groups of `backend` whose namespace starts with `prefix` (every group for
+/// `""`), in key order ([`Store::groups_with_prefix`](crate::Store::groups_with_prefix)).
 pub(crate) fn groups<B: Backend>(
     backend: &B,
     tokens: &TokenKey,
+    prefix: &str,
     limit: usize,
     page_token: Option<&str>,
 ) -> Result<GroupPage, Error> {
@@ -39,24 +63,42 @@ pub(crate) fn groups<B: Backend>(
             "limit must be 1..={MAX_GROUPS_LIMIT}, got {limit}"
         )));
     }
+    check_prefix(prefix)?;
+    // A group's encoding starts with its namespace's bytes (docs/key-format.md), and namespace
+    // bytes are never the separator `01`: the groups of a prefix are exactly the partitions
+    // that start with its bytes, one contiguous run. The prefix's own bytes are never a
+    // partition (a group always has an id), so "strictly after them" starts the run.
+    let prefix = prefix.as_bytes();
+    // The token is bound to the prefix, so a token of one prefix is refused for another; the
+    // empty prefix's binding is the one tokens had before prefixes.
+    let bound = [prefix];
+    let context: &[&[u8]] = if prefix.is_empty() { &[] } else { &bound };
     let mut after = page_token
         .map(|token| {
             tokens
-                .open(Kind::GroupsPage, &[], token)
+                .open(Kind::GroupsPage, context, token)
                 .filter(|partition| !partition.is_empty())
                 .ok_or(Error::InvalidPageToken(
-                    "not a groups page token (altered, or from another call or database)",
+                    "not a groups page token (altered, or from another call, prefix or database)",
                 ))
         })
         .transpose()?;
+    if after.is_none() && !prefix.is_empty() {
+        after = Some(prefix.to_vec());
+    }
     let reader = backend.reader()?;
     let mut groups = Vec::with_capacity(limit.min(128));
     loop {
         // One more than needed tells whether another page follows without an extra call.
         let want = limit + 1 - groups.len();
         let batch = reader.partitions(after.as_deref(), want)?;
-        let exhausted = batch.len() < want;
+        let mut exhausted = batch.len() < want;
         for partition in batch {
+            if !partition.starts_with(prefix) {
+                // Past the prefix's run: nothing after it matches.
+                exhausted = true;
+                break;
+            }
             after = Some(partition.clone());
             if partition == layout::SYSTEM_PARTITION {
                 continue;
@@ -77,7 +119,7 @@ pub(crate) fn groups<B: Backend>(
         groups.truncate(limit);
         groups
             .last()
-            .map(|(_, partition)| tokens.seal(Kind::GroupsPage, &[], partition))
+            .map(|(_, partition)| tokens.seal(Kind::GroupsPage, context, partition))
     } else {
         None
     };

@@ -597,7 +597,32 @@ impl<B: Backend> Store<B> {
     /// 1..=[`MAX_GROUPS_LIMIT`](crate::MAX_GROUPS_LIMIT); [`Error::InvalidPageToken`] for a
     /// token that did not come from this call; storage failures.
     pub fn groups(&self, limit: usize, page_token: Option<&str>) -> Result<GroupPage, Error> {
-        crate::groups::groups(&self.inner.backend, &self.inner.tokens, limit, page_token)
+        self.groups_with_prefix("", limit, page_token)
+    }
+
+    /// Up to `limit` groups whose namespace starts with `prefix` (`"user"` lists `/user-7`,
+    /// `/users-2` and `/user_old-1`; `""` lists every group), in key order, after the page that
+    /// returned `page_token`. The prefix is the start of a namespace, compared byte for byte
+    /// (so case-sensitive), never an id.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRequest`] for a limit outside
+    /// 1..=[`MAX_GROUPS_LIMIT`](crate::MAX_GROUPS_LIMIT) or a prefix with a character no
+    /// namespace has (or longer than a namespace); [`Error::InvalidPageToken`] for a token that
+    /// did not come from this call with this prefix; storage failures.
+    pub fn groups_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+        page_token: Option<&str>,
+    ) -> Result<GroupPage, Error> {
+        crate::groups::groups(
+            &self.inner.backend,
+            &self.inner.tokens,
+            prefix,
+            limit,
+            page_token,
+        )
     }
 
     /// The current position of the change feed of `prefix`'s group: following from it delivers
