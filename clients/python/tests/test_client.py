@@ -29,6 +29,7 @@ from pathdb import (
     KeyPath,
     Node,
     NotFound,
+    NotPathDB,
     OutcomeUnknown,
     PathDBError,
     Put,
@@ -387,16 +388,16 @@ def test_conflicts_and_503_are_retried_with_backoff() -> None:
 
     answers = [
         error(412, "condition_failed"),
-        httpx.Response(500, text="boom"),
+        error(500, "internal"),
         error(415, "unsupported_media_type"),
-        httpx.Response(418, text="teapot"),
+        error(418, "teapot"),
     ]
     with Client("http://db", transport=scripted(answers, calls)) as c:
         with pytest.raises(ConditionFailed):
             c.put("/a-1", 1, if_version=3)
         with pytest.raises(Unavailable) as boom:
             c.get("/a-1")
-        assert (boom.value.status, boom.value.message) == (500, "boom")
+        assert (boom.value.status, boom.value.code) == (500, "internal")
         with pytest.raises(InvalidRequest) as media:
             c.put("/a-1", 1)
         assert (media.value.status, media.value.code) == (415, "unsupported_media_type")
@@ -404,6 +405,55 @@ def test_conflicts_and_503_are_retried_with_backoff() -> None:
             c.get("/a-1")
         assert type(other.value) is PathDBError and other.value.status == 418
     assert issubclass(Unavailable, PathDBError) and issubclass(NotFound, PathDBError)
+
+
+def html(status: int) -> httpx.Response:
+    page = "<!DOCTYPE html>\n<html><body><h1>Welcome to nginx!</h1></body></html>"
+    return httpx.Response(status, text=page, headers={"Content-Type": "text/html"})
+
+
+def test_a_server_that_is_not_pathdb_is_named_as_such() -> None:
+    """An error without PathDB's JSON error body, or a success that is not JSON, comes from
+    another program: `NotPathDB` (an `Unavailable`), never "not found" or a parse error."""
+    calls: List[httpx.Request] = []
+    answers = [
+        html(404),  # get: not "no item"
+        html(200),  # get
+        html(404),  # put
+        html(200),  # list
+        httpx.Response(500, text="boom"),  # not retried as PathDB's 503 would be
+        httpx.Response(200, text="not json", headers={"Content-Type": "application/json"}),
+    ]
+    messages = []
+    with Client("http://db:8080", transport=scripted(answers, calls)) as c:
+        for call in (
+            lambda: c.get("/a-1"),
+            lambda: c.get("/a-1"),
+            lambda: c.put("/a-1", 1),
+            lambda: c.list_page("/a-1"),
+            lambda: c.get("/a-1"),
+            lambda: c.get("/a-1"),
+        ):
+            with pytest.raises(NotPathDB) as raised:
+                call()
+            assert str(raised.value).startswith("http://db:8080 is not a PathDB server (it answered HTTP ")
+            assert isinstance(raised.value, Unavailable)
+            messages.append(str(raised.value))
+    assert "HTTP 404, text/html: '<!DOCTYPE html> <html><body><h1>Welcome to nginx!</h1></body..." in messages[0]
+    assert "HTTP 500, no content type" in messages[4] or "HTTP 500, text/plain" in messages[4]
+    assert len(calls) == 6
+
+    async def main() -> None:
+        transport = httpx.MockTransport(lambda r: html(404))
+        async with AsyncClient("http://db:8080", transport=transport) as c:
+            with pytest.raises(NotPathDB) as raised:
+                await c.get("/a-1")
+            assert "HTTP 404, text/html" in str(raised.value) and raised.value.status == 404
+
+    asyncio.run(main())
+    # PathDB's own 404 still means no item.
+    with Client("http://db", transport=scripted([error(404, "not_found")], calls)) as c:
+        assert c.get("/a-1") is None
 
 
 def test_requests_carry_media_types_and_conditions() -> None:

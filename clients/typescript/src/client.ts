@@ -1,6 +1,6 @@
 /** The HTTP client: global `fetch`, no dependencies; Node 20+ and browsers. */
 
-import { Conflict, OutcomeUnknown, PathDBError, Unavailable, errorFor } from "./errors.js";
+import { Conflict, NotFound, NotPathDB, OutcomeUnknown, PathDBError, Unavailable, errorFor, notPathDB } from "./errors.js";
 import { KeyPath, formatId, toPath, type PathLike } from "./keypath.js";
 
 /** A JSON document at a key path, with its metadata (times UTC; `*Micros` exact, in µs since the epoch). */
@@ -511,12 +511,12 @@ export class Client {
   async #shouldRetry(request: Request, response: Response): Promise<boolean> {
     if (response.status === 503) {
       // A write whose outcome is unknown may have been made: retrying could apply it twice.
-      if ((await Client.#error(response.clone())) instanceof OutcomeUnknown) return false;
+      if ((await this.#error(response.clone())) instanceof OutcomeUnknown) return false;
       await response.body?.cancel();
       return true;
     }
     if (response.status === 409 && request.retryConflict) {
-      const error = await Client.#error(response.clone());
+      const error = await this.#error(response.clone());
       if (error instanceof Conflict) {
         await response.body?.cancel();
         return true;
@@ -525,33 +525,45 @@ export class Client {
     return false;
   }
 
-  static async #error(response: Response): Promise<PathDBError> {
+  /** The error for an error answer: PathDB's own, or `NotPathDB` without its JSON error body. */
+  async #error(response: Response): Promise<PathDBError> {
     const text = await response.text();
-    let code = "";
-    let message = text || response.statusText || `HTTP ${response.status}`;
     try {
       const detail = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown } }).error;
       if (detail && typeof detail.code === "string" && typeof detail.message === "string") {
-        code = detail.code;
-        message = detail.message;
+        return errorFor(response.status, detail.code, detail.message);
       }
     } catch {
-      // Not our error shape: keep the text.
+      // Not JSON: not PathDB's error shape either.
     }
-    return errorFor(response.status, code, message);
+    return this.#foreign(response, text);
   }
 
-  static async #json(response: Response): Promise<Wire> {
-    if (response.status >= 400 || response.status === 304) throw await Client.#error(response);
-    return (await response.json()) as Wire;
+  #foreign(response: Response, text: string): NotPathDB {
+    return notPathDB(this.url, response.status, response.headers.get("Content-Type") ?? "", text);
+  }
+
+  /** A success's JSON body; a success that is not JSON comes from another program. */
+  async #json(response: Response): Promise<Wire> {
+    if (response.status >= 400 || response.status === 304) throw await this.#error(response);
+    const contentType = (response.headers.get("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
+    const text = await response.text();
+    if (contentType !== "application/json") throw this.#foreign(response, text);
+    try {
+      return JSON.parse(text) as Wire;
+    } catch {
+      throw this.#foreign(response, text);
+    }
   }
 
   async #itemOrNull<T>(response: Response): Promise<Item<T> | null> {
     if (response.status === 404) {
-      await response.body?.cancel();
-      return null;
+      const error = await this.#error(response);
+      // Only PathDB's 404 means "no item"; another server's 404 page is not an answer.
+      if (error instanceof NotFound) return null;
+      throw error;
     }
-    return itemFromWire<T>(await Client.#json(response));
+    return itemFromWire<T>(await this.#json(response));
   }
 
   /** Creates or replaces the item at `path`. Throws `ConditionFailed` if `mustNotExist` or `ifVersion` does not hold. */
@@ -587,7 +599,7 @@ export class Client {
       body: JSON.stringify(body === undefined ? null : body),
       retryConflict: true,
     });
-    return itemFromWire<T>(await Client.#json(response));
+    return itemFromWire<T>(await this.#json(response));
   }
 
   /**
@@ -639,7 +651,7 @@ export class Client {
       route: "/v1/items/" + urlPath(toPath(path)),
       params: { version: String(version) },
     });
-    return itemFromWire<T>(await Client.#json(response));
+    return itemFromWire<T>(await this.#json(response));
   }
 
   /** Deletes the item at `path`: the deleted item, or null if there was none. */
@@ -669,7 +681,7 @@ export class Client {
       unbounded: true,
       signal: options.signal,
     });
-    return (await Client.#json(response)).deleted as number;
+    return (await this.#json(response)).deleted as number;
   }
 
   /**
@@ -696,7 +708,7 @@ export class Client {
       unbounded: true,
       signal,
     });
-    return Client.#json(response);
+    return this.#json(response);
   }
 
   /** The items at `paths` (at most 100), read from one snapshot, null where missing. */
@@ -709,7 +721,7 @@ export class Client {
       body: JSON.stringify({ paths: keyPaths.map(String) }),
     });
     const found = new Map<string, Item<T>>();
-    for (const body of (await Client.#json(response)).items as Wire[]) {
+    for (const body of (await this.#json(response)).items as Wire[]) {
       const item = itemFromWire<T>(body);
       found.set(item.path.toString(), item);
     }
@@ -735,7 +747,7 @@ export class Client {
     if (options.pageSize !== undefined) params.limit = String(options.pageSize);
     if (options.pageToken != null) params.page_token = options.pageToken;
     const response = await this.#send({ method: "GET", route: "/v1/list/" + urlPath(toPath(prefix)), params });
-    const body = await Client.#json(response);
+    const body = await this.#json(response);
     return {
       items: (body.items as Wire[]).map((i) => entryFromWire<T>(i)),
       nextPageToken: (body.next_page_token as string | null | undefined) ?? null,
@@ -786,7 +798,7 @@ export class Client {
       body: JSON.stringify(value === undefined ? null : value),
       retryConflict: true, // a create that met a concurrent write wrote nothing; again draws a new id
     });
-    return itemFromWire<T>(await Client.#json(response));
+    return itemFromWire<T>(await this.#json(response));
   }
 
   /**
@@ -808,7 +820,7 @@ export class Client {
       }
     }
     if (options.limit !== undefined) params.limit = String(options.limit);
-    const body = await Client.#json(await this.#send(request));
+    const body = await this.#json(await this.#send(request));
     return { changes: (body.changes as Wire[]).map((c) => changeFromWire<T>(c)), nextToken: body.next_token as string };
   }
 
@@ -827,7 +839,7 @@ export class Client {
     const params: Record<string, string> = {};
     if (options.limit !== undefined) params.limit = String(options.limit);
     const response = await this.#send({ method: "GET", route: "/v1/history/" + urlPath(toPath(path)), params });
-    return ((await Client.#json(response)).items as Wire[]).map((i) => itemFromWire<T>(i));
+    return ((await this.#json(response)).items as Wire[]).map((i) => itemFromWire<T>(i));
   }
 
   /**
@@ -843,7 +855,7 @@ export class Client {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ ops: [...ops].map((op) => op.toWire()) }),
     });
-    return ((await Client.#json(response)).results as Wire[]).map((r) => {
+    return ((await this.#json(response)).results as Wire[]).map((r) => {
       if (r.op === "put") return itemFromWire(r.item as Wire);
       if (r.op === "delete" && r.deleted != null) return itemFromWire(r.deleted as Wire);
       return null;

@@ -103,6 +103,24 @@ export class OutcomeUnknown extends Unavailable {
   override name = "OutcomeUnknown";
 }
 
+/**
+ * The address answered, but not as PathDB does: an error without PathDB's JSON error body
+ * (`{"error": {"code", "message"}}`), or a success that is not JSON. Another program listens there
+ * (a web server, a proxy's own error page). The message names the server and quotes the start of
+ * its answer; `status` is its HTTP status.
+ */
+export class NotPathDB extends Unavailable {
+  override name = "NotPathDB";
+}
+
+/** The error for an answer that is not PathDB's. */
+export function notPathDB(server: string, status: number, contentType: string, body: string): NotPathDB {
+  const flat = body.split(/\s+/).filter((w) => w).join(" ");
+  const shown = flat.length > 60 ? flat.slice(0, 60) + "..." : flat;
+  const kind = contentType || "no content type";
+  return new NotPathDB(`${server} is not a PathDB server (it answered HTTP ${status}, ${kind}: ${JSON.stringify(shown)})`, "", status);
+}
+
 /** The error for an error answer. */
 export function errorFor(status: number, code: string, message: string): PathDBError {
   if (code === "condition_failed" || status === 412) return new ConditionFailed(message, code, status);

@@ -34,6 +34,7 @@ export {
   InsufficientStorage,
   InvalidRequest,
   NotFound,
+  NotPathDB,
   OutcomeUnknown,
   PatchConflict,
   PatchTestFailed,

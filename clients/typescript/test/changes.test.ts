@@ -16,6 +16,7 @@ import {
   InvalidKeyPath,
   InvalidRequest,
   KeyPath,
+  NotPathDB,
   PathDBError,
   Put,
   TokenExpired,
@@ -308,7 +309,7 @@ describe("scripted answers", () => {
     assert.deepEqual([error.status, error.code, error.name], [410, "token_expired", "TokenExpired"]);
     assert.ok(error instanceof PathDBError);
     await rejects(c.watch("/a-1", { since: "old" })[Symbol.asyncIterator]().next(), TokenExpired);
-    await rejects(c.changes("/a-1", { since: "old" }), TokenExpired); // a 410 without the code too
+    await rejects(c.changes("/a-1", { since: "old" }), NotPathDB); // a 410 without PathDB's body: another server
     assert.equal(new URL(calls[0]!.url).searchParams.get("since"), "old");
   });
 

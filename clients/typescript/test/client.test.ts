@@ -18,6 +18,7 @@ import {
   InvalidRequest,
   KeyPath,
   NotFound,
+  NotPathDB,
   OutcomeUnknown,
   PathDBError,
   Put,
@@ -401,19 +402,55 @@ describe("errors", () => {
 
     const answers = [
       error(412, "condition_failed"),
-      new Response("boom", { status: 500 }),
+      error(500, "internal"),
       error(415, "unsupported_media_type"),
-      new Response("teapot", { status: 418 }),
+      error(418, "teapot"),
     ];
     c = new Client("http://db", { fetch: scripted(answers, calls) });
     await rejects(c.put("/a-1", 1, { ifVersion: 3 }), ConditionFailed);
     const boom = await rejects(c.get("/a-1"), Unavailable);
-    assert.deepEqual([boom.status, boom.message], [500, "boom"]);
+    assert.deepEqual([boom.status, boom.code], [500, "internal"]);
     const media = await rejects(c.put("/a-1", 1), InvalidRequest);
     assert.deepEqual([media.status, media.code], [415, "unsupported_media_type"]);
     const other = await rejects(c.get("/a-1"), PathDBError);
     assert.deepEqual([other.constructor, other.status], [PathDBError, 418]);
     assert.ok(new NotFound("x") instanceof PathDBError);
+  });
+
+  test("a server that is not PathDB is named as such", async () => {
+    // An error without PathDB's JSON error body, or a success that is not JSON, comes from
+    // another program: NotPathDB (an Unavailable), never "not found" or a parse error.
+    const page = "<!DOCTYPE html>\n<html><body><h1>Welcome to nginx!</h1></body></html>";
+    const html = (status: number) => new Response(page, { status, headers: { "Content-Type": "text/html" } });
+    const calls: { url: string; init: RequestInit }[] = [];
+    const answers = [
+      html(404), // get: not "no item"
+      html(200), // get
+      html(404), // put
+      html(200), // listPage
+      new Response("boom", { status: 500 }),
+      new Response("not json", { status: 200, headers: { "Content-Type": "application/json" } }),
+    ];
+    const c = new Client("http://db:8080", { retries: 0, fetch: scripted(answers, calls) });
+    const messages: string[] = [];
+    for (const call of [
+      () => c.get("/a-1"),
+      () => c.get("/a-1"),
+      () => c.put("/a-1", 1),
+      () => c.listPage("/a-1"),
+      () => c.get("/a-1"),
+      () => c.get("/a-1"),
+    ]) {
+      const error = await rejects(call(), NotPathDB);
+      assert.ok(error instanceof Unavailable);
+      assert.ok(error.message.startsWith("http://db:8080 is not a PathDB server (it answered HTTP "), error.message);
+      messages.push(error.message);
+    }
+    assert.ok(messages[0]!.includes('HTTP 404, text/html: "<!DOCTYPE html> <html><body><h1>Welcome to nginx!</h1></body..."'), messages[0]);
+    assert.equal(calls.length, 6);
+    // PathDB's own 404 still means no item.
+    const real = new Client("http://db", { fetch: scripted([error(404, "not_found")], calls) });
+    assert.equal(await real.get("/a-1"), null);
   });
 
   test("requests carry media types, conditions and encoded paths", async () => {

@@ -131,6 +131,14 @@ struct ErrorDetailIn {
     message: String,
 }
 
+/// Whether a content type is JSON (or JSON lines), as every PathDB answer but the console is.
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
+        || essence.eq_ignore_ascii_case("application/x-ndjson")
+        || essence.eq_ignore_ascii_case("application/jsonl")
+}
+
 /// Characters a key path may keep in a URL path; everything else is percent-encoded.
 fn url_path(path: &KeyPath) -> String {
     let mut out = String::new();
@@ -168,39 +176,77 @@ impl Client {
         }
     }
 
-    /// Turns a response into its body text, or the server's error into ours.
+    /// Turns a response into its status and body text, or the server's error into ours. A
+    /// 404 with PathDB's error body comes back as an answer (not found is the caller's to
+    /// read); an answer that is not PathDB's (an error without its JSON error body, a success
+    /// that is not JSON) is [`Failure::NotPathdb`].
     fn read(
+        &self,
         response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
         what: &str,
     ) -> Result<(u16, String)> {
         let mut response = response.with_context(|| format!("{what}: cannot reach the server"))?;
         let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
         let body = response
             .body_mut()
             .read_to_string()
             .with_context(|| format!("{what}: reading the response"))?;
-        if status >= 400 && status != 404 {
+        if status >= 400 {
+            let Ok(e) = serde_json::from_str::<ErrorIn>(&body) else {
+                return Err(self.not_pathdb(status, &content_type, &body));
+            };
+            if status == 404 {
+                return Ok((status, body));
+            }
             // Typed, so that the exit status is the one a local store error of the same kind
             // gives (`exit.rs`).
-            return Err(match serde_json::from_str::<ErrorIn>(&body) {
-                Ok(e) => Failure::Server {
-                    status,
-                    code: e.error.code,
-                    message: e.error.message,
-                },
-                Err(_) => Failure::Server {
-                    status,
-                    code: format!("http_{status}"),
-                    message: format!("{what}: HTTP {status}: {body}"),
-                },
+            return Err(Failure::Server {
+                status,
+                code: e.error.code,
+                message: e.error.message,
             }
             .into());
+        }
+        if !(200..300).contains(&status) || !is_json(&content_type) {
+            return Err(self.not_pathdb(status, &content_type, &body));
         }
         Ok((status, body))
     }
 
+    /// A success body as `T`; a body of another shape means another kind of server.
+    fn parse<T: serde::de::DeserializeOwned>(&self, status: u16, body: &str) -> Result<T> {
+        serde_json::from_str(body).map_err(|_| self.not_pathdb(status, "application/json", body))
+    }
+
+    /// Names the server and quotes the start of what it answered.
+    fn not_pathdb(&self, status: u16, content_type: &str, body: &str) -> anyhow::Error {
+        const SHOWN: usize = 60;
+        let flat: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut shown: String = flat.chars().take(SHOWN).collect();
+        if flat.chars().count() > SHOWN {
+            shown.push_str("...");
+        }
+        let content_type = if content_type.is_empty() {
+            "no content type".to_owned()
+        } else {
+            content_type.to_owned()
+        };
+        Failure::NotPathdb {
+            server: self.base.clone(),
+            answered: format!("HTTP {status}, {content_type}: {shown:?}"),
+        }
+        .into()
+    }
+
     /// Sends an item write (put or create) with its history and expiry options; the item written.
     fn send_item(
+        &self,
         mut request: ureq::RequestBuilder<ureq::typestate::WithBody>,
         value: Json,
         options: &PutOptions,
@@ -218,7 +264,7 @@ impl Client {
             }
             None => {}
         }
-        match Self::read(request.send(value.as_str()), what)? {
+        match self.read(request.send(value.as_str()), what)? {
             // A patch of a missing item; anything else answering 404 is not PathDB's item route.
             (404, body) => match serde_json::from_str::<ErrorIn>(&body) {
                 Ok(e) if e.error.code == "not_found" => {
@@ -226,7 +272,7 @@ impl Client {
                 }
                 _ => bail!("{what}: HTTP 404: {body}"),
             },
-            (_, body) => Self::item(&body),
+            (status, body) => self.item(status, &body),
         }
     }
 
@@ -246,10 +292,8 @@ impl Client {
         })
     }
 
-    fn item(body: &str) -> Result<Item> {
-        serde_json::from_str::<ItemIn>(body)
-            .context("server sent an invalid item")?
-            .into_item()
+    fn item(&self, status: u16, body: &str) -> Result<Item> {
+        self.parse::<ItemIn>(status, body)?.into_item()
     }
 }
 
@@ -259,9 +303,9 @@ impl Db for Client {
         if let Some(v) = version {
             request = request.query("version", v.to_string());
         }
-        match Self::read(request.call(), "get")? {
+        match self.read(request.call(), "get")? {
             (404, _) => Ok(None),
-            (_, body) => Self::item(&body).map(Some),
+            (status, body) => self.item(status, &body).map(Some),
         }
     }
 
@@ -270,7 +314,7 @@ impl Db for Client {
             .auth(self.agent.put(self.url("/v1/items", path)))
             .header("Content-Type", "application/json");
         let request = Self::precondition(request, options.condition, "put")?;
-        Self::send_item(request, value, &options, "put")
+        self.send_item(request, value, &options, "put")
     }
 
     fn patch(
@@ -292,7 +336,7 @@ impl Db for Client {
         }
         let request = Self::precondition(request, options.condition, "patch")?;
         let document = Json::from_value(&patch.document());
-        Self::send_item(request, document, &options, "patch")
+        self.send_item(request, document, &options, "patch")
     }
 
     fn create(
@@ -314,7 +358,7 @@ impl Db for Client {
         if options.condition.is_some() {
             bail!("a create takes no condition");
         }
-        Self::send_item(request, value, &options, "create")
+        self.send_item(request, value, &options, "create")
     }
 
     fn changes(
@@ -329,8 +373,8 @@ impl Db for Client {
                 .query("since", t)
                 .query("wait", wait.as_secs().min(60).to_string());
         }
-        let (_, body) = Self::read(request.call(), "changes")?;
-        let page: ChangesIn = serde_json::from_str(&body).context("server sent invalid changes")?;
+        let (status, body) = self.read(request.call(), "changes")?;
+        let page: ChangesIn = self.parse(status, &body)?;
         Ok(Changes {
             changes: page
                 .changes
@@ -346,9 +390,9 @@ impl Db for Client {
         if let Some(Condition::IfVersion(v)) = condition {
             request = request.header("If-Match", &v.to_string());
         }
-        match Self::read(request.call(), "delete")? {
+        match self.read(request.call(), "delete")? {
             (404, _) => Ok(None),
-            (_, body) => Self::item(&body).map(Some),
+            (status, body) => self.item(status, &body).map(Some),
         }
     }
 
@@ -371,9 +415,8 @@ impl Db for Client {
             }
             (_, None) => bail!("a {what} needs a destination"),
         };
-        let (status, body) = Self::read(response, what)?;
-        let answer: serde_json::Value =
-            serde_json::from_str(&body).with_context(|| format!("{what}: server sent {body}"))?;
+        let (status, body) = self.read(response, what)?;
+        let answer: serde_json::Value = self.parse(status, &body)?;
         if status == 404 {
             let message = answer["error"]["message"].as_str().unwrap_or(&body);
             return Err(Failure::NotFound(message.to_owned()).into());
@@ -383,14 +426,18 @@ impl Db for Client {
             .with_context(|| format!("{what}: server sent {body}"))
     }
 
-    fn groups(&self, limit: usize, page_token: Option<&str>) -> Result<GroupPage> {
+    fn groups(&self, prefix: &str, limit: usize, page_token: Option<&str>) -> Result<GroupPage> {
         let mut request = self.auth(self.agent.get(format!("{}/v1/groups", self.base)));
         request = request.query("limit", limit.to_string());
+        if !prefix.is_empty() {
+            // Only when asked: a server older than `prefix` refuses it as unknown.
+            request = request.query("prefix", prefix);
+        }
         if let Some(t) = page_token {
             request = request.query("page_token", t);
         }
-        let (_, body) = Self::read(request.call(), "list groups")?;
-        let page: GroupsIn = serde_json::from_str(&body).context("server sent an invalid page")?;
+        let (status, body) = self.read(request.call(), "list groups")?;
+        let page: GroupsIn = self.parse(status, &body)?;
         Ok(GroupPage {
             groups: page
                 .groups
@@ -423,8 +470,8 @@ impl Db for Client {
         if let Some(t) = &r.page_token {
             request = request.query("page_token", t);
         }
-        let (_, body) = Self::read(request.call(), "list")?;
-        let page: ListIn = serde_json::from_str(&body).context("server sent an invalid page")?;
+        let (status, body) = self.read(request.call(), "list")?;
+        let page: ListIn = self.parse(status, &body)?;
         Ok(ListPage {
             items: page
                 .items
@@ -444,8 +491,8 @@ impl Db for Client {
         let request = self
             .auth(self.agent.get(self.url("/v1/history", path)))
             .query("limit", limit.to_string());
-        let (_, body) = Self::read(request.call(), "history")?;
-        let page: ItemsIn = serde_json::from_str(&body).context("server sent invalid items")?;
+        let (status, body) = self.read(request.call(), "history")?;
+        let page: ItemsIn = self.parse(status, &body)?;
         page.items.into_iter().map(ItemIn::into_item).collect()
     }
 
@@ -456,8 +503,14 @@ impl Db for Client {
     ) -> Result<ExportEnd> {
         let request = self.auth(self.agent.get(format!("{}/v1/export", self.base)));
         let mut response = request.call().context("export: cannot reach the server")?;
-        if response.status().as_u16() != 200 {
-            let (_, body) = Self::read(Ok(response), "export")?;
+        let json = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(is_json);
+        // Anything but a JSON lines stream: `read` names the error (or the other server).
+        if response.status().as_u16() != 200 || !json {
+            let (_, body) = self.read(Ok(response), "export")?;
             bail!("export: {body}");
         }
         // Copy line by line, keeping the last: the stream is whole only if it says so.
@@ -517,7 +570,7 @@ impl Db for Client {
             progress,
         };
         let sent = request.send(ureq::SendBody::from_reader(&mut reader));
-        let (_, body) = Self::read(sent, "import")?;
+        let (status, body) = self.read(sent, "import")?;
         #[derive(Deserialize)]
         struct ReportIn {
             imported: u64,
@@ -525,8 +578,7 @@ impl Db for Client {
             skipped: u64,
             last_path: Option<String>,
         }
-        let r: ReportIn = serde_json::from_str(&body)
-            .with_context(|| format!("import: unexpected answer {body}"))?;
+        let r: ReportIn = self.parse(status, &body)?;
         Ok(ImportReport {
             imported: r.imported,
             unchanged: r.unchanged,

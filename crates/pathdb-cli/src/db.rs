@@ -62,8 +62,9 @@ pub trait Db {
     fn subtree(&self, job: &SubtreeJob, progress: &mut dyn FnMut(u64)) -> Result<u64>;
     /// One page of a listing.
     fn list(&self, request: &ListRequest) -> Result<ListPage>;
-    /// One page of the groups, in key order.
-    fn groups(&self, limit: usize, page_token: Option<&str>) -> Result<GroupPage>;
+    /// One page of the groups whose namespace starts with `prefix` (`""`: every group), in key
+    /// order.
+    fn groups(&self, prefix: &str, limit: usize, page_token: Option<&str>) -> Result<GroupPage>;
     /// Revisions, newest first.
     fn history(&self, path: &KeyPath, limit: usize) -> Result<Vec<Item>>;
     /// Writes every record as a JSON line, then the line that says the export is complete;
@@ -148,8 +149,8 @@ impl<B: Backend> Db for Store<B> {
         Ok(Store::list(self, request)?)
     }
 
-    fn groups(&self, limit: usize, page_token: Option<&str>) -> Result<GroupPage> {
-        Ok(Store::groups(self, limit, page_token)?)
+    fn groups(&self, prefix: &str, limit: usize, page_token: Option<&str>) -> Result<GroupPage> {
+        Ok(Store::groups_with_prefix(self, prefix, limit, page_token)?)
     }
 
     fn history(&self, path: &KeyPath, limit: usize) -> Result<Vec<Item>> {

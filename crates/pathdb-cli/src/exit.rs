@@ -18,7 +18,8 @@ pub enum Status {
     /// 3: a condition (`--must-not-exist`, `--if-version`) failed, a write conflicted, or a
     /// patch did not apply to the value.
     Condition = 3,
-    /// 4: the server or storage is unavailable: cannot connect to `--server`, 5xx, a database
+    /// 4: the server or storage is unavailable: cannot connect to `--server`, 5xx, a
+    /// `--server` that answers but is not PathDB, a database
     /// file held by another process, DynamoDB unreachable, I/O errors.
     Unavailable = 4,
     /// 5: refused: the token is missing or lacks the scope, the database is read-only, or the
@@ -37,8 +38,9 @@ Exit status:
   3  condition failed (--must-not-exist, --if-version), write conflict, a `mv`/`cp`
      destination that is not empty, or a patch that does not apply (a failed `test`, an
      increment of a non-number)
-  4  unavailable: cannot reach --server, server error (5xx), database file in use by another
-     process, storage or DynamoDB failure, an export that did not complete
+  4  unavailable: cannot reach --server, server error (5xx), a --server that is not PathDB,
+     database file in use by another process, storage or DynamoDB failure, an export that did
+     not complete
   5  refused: missing or read-only access token, read-only database, or no permission to
      open the file (e.g. a write to a file you may only read)";
 
@@ -65,13 +67,20 @@ pub enum Failure {
         message: String,
     },
     /// The database file is locked by another process.
-    #[error(
-        "{} is in use by another process (is `pathdb serve` running on it?); use --server http://127.0.0.1:7070 to go through the server",
-        path.display()
-    )]
+    #[error("{}", in_use_message(path, server.as_deref()))]
     InUse {
         /// The file.
         path: std::path::PathBuf,
+        /// The URL a live `pathdb serve` recorded for it (see `address_file`), if any.
+        server: Option<String>,
+    },
+    /// `--server` answered, but not as PathDB does: another program listens there.
+    #[error("{server} is not a PathDB server (it answered {answered})")]
+    NotPathdb {
+        /// The server's base URL.
+        server: String,
+        /// The status, content type and start of the body.
+        answered: String,
     },
     /// An export stream that did not end with its complete last line: what arrived is a prefix.
     #[error("export incomplete: {0}")]
@@ -87,11 +96,29 @@ pub enum Failure {
     },
 }
 
+/// Names the server only when one recorded its address and still answers there: the lock is
+/// also held by a local `pathdb watch` or any other pathdb command on the file.
+fn in_use_message(path: &std::path::Path, server: Option<&str>) -> String {
+    let path = path.display();
+    match server {
+        Some(url) => format!(
+            "{path} is in use by `pathdb serve` at {url}; use --server {url} to go through the server"
+        ),
+        None => format!(
+            "{path} is in use by another pathdb process (a `pathdb watch`, another command, or \
+             a server); stop it or wait for it, give this command another file with --db, or \
+             if a server runs on the file, go through it with --server URL"
+        ),
+    }
+}
+
 impl Failure {
     fn status(&self) -> Status {
         match self {
             Failure::NotFound(_) => Status::NotFound,
-            Failure::InUse { .. } | Failure::IncompleteExport(_) => Status::Unavailable,
+            Failure::InUse { .. } | Failure::NotPathdb { .. } | Failure::IncompleteExport(_) => {
+                Status::Unavailable
+            }
             Failure::NoDatabase { .. } => Status::Usage,
             Failure::Server { status, code, .. } => http_status(*status, code),
         }
@@ -126,6 +153,82 @@ fn store_status(error: &pathdb_store::Error) -> Status {
         E::Storage(_) => Status::Unavailable,
         _ => Status::Usage,
     }
+}
+
+/// The stable code of a store error: the one the server answers for it (`pathdb-server`'s
+/// `ApiError`), so that `--json` errors read the same from a file and through `--server`.
+fn store_code(error: &pathdb_store::Error) -> &'static str {
+    use pathdb_store::Error as E;
+    use pathdb_store::StorageErrorKind as K;
+    match error {
+        E::ConditionFailed { .. } => "condition_failed",
+        E::Conflict { .. } => "conflict",
+        E::KeyTooLarge { .. } | E::ItemTooLarge { .. } => "too_large",
+        E::InvalidJson(_) => "invalid_json",
+        E::InvalidPageToken(_) => "invalid_page_token",
+        E::InvalidChangeToken(_) => "invalid_change_token",
+        E::ChangesExpired(_) => "token_expired",
+        E::NothingBelow { .. } | E::ItemNotFound { .. } => "not_found",
+        E::PatchTestFailed { .. } => "patch_test_failed",
+        E::PatchConflict { .. } => "patch_conflict",
+        E::DestinationNotEmpty { .. } => "destination_not_empty",
+        E::ReadOnly => "read_only",
+        E::Storage(e) => match e.kind() {
+            K::Full => "insufficient_storage",
+            K::OutcomeUnknown => "outcome_unknown",
+            K::InUse => "in_use",
+            K::PermissionDenied => "permission_denied",
+            _ => "unavailable",
+        },
+        _ => "invalid_request",
+    }
+}
+
+/// The stable code of a failed command (`--json` errors): the first cause in the chain that
+/// names one, else the kind of its exit status.
+pub fn code_of(error: &anyhow::Error) -> String {
+    for cause in error.chain() {
+        if let Some(failure) = cause.downcast_ref::<Failure>() {
+            return match failure {
+                Failure::NotFound(_) => "not_found",
+                Failure::Server { code, .. } => return code.clone(),
+                Failure::InUse { .. } => "in_use",
+                Failure::NotPathdb { .. } => "not_pathdb",
+                Failure::IncompleteExport(_) => "export_incomplete",
+                Failure::NoDatabase { .. } => "no_database",
+            }
+            .to_owned();
+        }
+        if let Some(store) = cause.downcast_ref::<pathdb_store::Error>() {
+            return store_code(store).to_owned();
+        }
+        if cause.downcast_ref::<pathdb_keys::ParseError>().is_some() {
+            return "invalid_path".to_owned();
+        }
+        if cause.downcast_ref::<ureq::Error>().is_some() {
+            return "unreachable".to_owned();
+        }
+        if cause.downcast_ref::<pathdb_store::StorageError>().is_some() {
+            return "unavailable".to_owned();
+        }
+    }
+    match status_of(error) {
+        Status::NotFound => "not_found",
+        Status::Condition => "condition_failed",
+        Status::Unavailable => "unavailable",
+        Status::Refused => "forbidden",
+        Status::Ok | Status::Usage => "invalid_request",
+    }
+    .to_owned()
+}
+
+/// A failed command as `--json` prints it on stderr: one line,
+/// `{"error": {"code": "...", "message": "...", "exit": N}}`.
+pub fn json_error(code: &str, message: &str, status: Status) -> String {
+    serde_json::json!({
+        "error": {"code": code, "message": message, "exit": status as u8}
+    })
+    .to_string()
 }
 
 /// The exit status for a failed command: the first cause in the chain that says.

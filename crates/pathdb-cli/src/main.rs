@@ -1,25 +1,55 @@
 //! `pathdb`: PathDB's command-line tool. `main` only parses arguments and maps the outcome to an
 //! exit status (`exit.rs`); each subcommand lives in `cmd/`.
 
+mod address_file;
 mod client;
 mod cmd;
 mod db;
 mod exit;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // clap's own usage errors exit with 2 (`exit::Status::Usage`) before we get here.
-    let cli = cmd::Cli::parse();
+    // `--json` is read before parsing, so that a usage error is JSON too.
+    let json = std::env::args_os().skip(1).any(|arg| arg == "--json");
+    let cli = match cmd::parse() {
+        Ok(cli) => cli,
+        // Help and version are output, not errors; clap prints them (and its own usage
+        // errors without --json) and exits with 0 or 2 (`exit::Status::Usage`).
+        Err(e) if !json || !e.use_stderr() => e.exit(),
+        Err(e) => {
+            // clap's rendering is "error: ..." then tips and the usage: the first line says it.
+            let text = e.to_string();
+            let message = first_line(&text).trim_start_matches("error: ").trim();
+            eprintln!(
+                "{}",
+                exit::json_error("usage", message, exit::Status::Usage)
+            );
+            return exit::Status::Usage.into();
+        }
+    };
     match cmd::run(cli) {
         Ok(()) => exit::Status::Ok.into(),
         Err(err) if is_broken_pipe(&err) => exit::Status::Ok.into(),
         Err(err) => {
-            eprintln!("error: {err:#}");
-            exit::status_of(&err).into()
+            let status = exit::status_of(&err);
+            if json {
+                let message = format!("{err:#}");
+                eprintln!(
+                    "{}",
+                    exit::json_error(&exit::code_of(&err), &message, status)
+                );
+            } else {
+                eprintln!("error: {err:#}");
+            }
+            status.into()
         }
     }
+}
+
+/// The first line of clap's error (its own words, without the usage that follows).
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text)
 }
 
 /// `pathdb ... | head` closes our stdout early; that is not a failure.

@@ -542,6 +542,23 @@ fn item_commands_print_the_same_through_server() {
             "/file-a%/b\n/s-1\n/u-1\n/u-10\n/user-café\n"
         );
     }
+    // `ls / --prefix`: the groups whose namespace starts with it, paged, both ways; a prefix
+    // that is not the start of a namespace, or --prefix on a subtree, is a usage error.
+    for args in [&local_args[..], &remote_args[..]] {
+        assert_eq!(
+            ok(&[args, &["ls", "/", "--prefix", "u", "--all", "--limit", "1"]].concat()),
+            "/u-1\n/u-10\n/user-café\n"
+        );
+        assert_eq!(
+            ok(&[args, &["ls", "/", "--prefix", "us"]].concat()),
+            "/user-café\n"
+        );
+        assert_eq!(ok(&[args, &["ls", "/", "--prefix", "zz"]].concat()), "");
+        let stderr = crate::fails(&[args, &["ls", "/", "--prefix", "u-1"]].concat());
+        assert!(stderr.contains("namespace"), "{stderr}");
+        let stderr = crate::fails(&[args, &["ls", "/u-1", "--prefix", "u"]].concat());
+        assert!(stderr.contains("ls /"), "{stderr}");
+    }
     // A page token continues the listing, through the server as locally; in both modes it is
     // the one line on stderr. Each database seals its own tokens, so each mode uses its own.
     let second_page = |args: &[&str]| {
@@ -817,24 +834,86 @@ fn serve_read_only_refuses_writes_and_leaves_the_file_alone() {
     );
 }
 
-/// A file held by `pathdb serve` is locked: the CLI says so and points at --server.
+/// A file held by `pathdb serve` is locked: the CLI says so and names the address the server
+/// really listens on (here a port of its choosing, not the default 7070), which `serve` records
+/// beside the file and removes at a clean exit.
 #[test]
-fn a_file_held_by_a_server_says_use_server() {
+fn a_file_held_by_a_server_names_its_real_address() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("held.pathdb");
     let db_text = db.to_str().expect("utf-8");
-    let _server = Server::start(&db);
+    let server = Server::start(&db);
+    let url = server.url();
+    assert_ne!(server.addr.port(), 7070);
     for command in [&["get", "/u-1"][..], &["put", "/u-1", "1"], &["ls", "/u-1"]] {
         let out = pathdb(&[&["--db", db_text][..], command].concat());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{command:?}: {stderr}");
         assert!(
-            stderr.contains("held.pathdb is in use by another process")
-                && stderr.contains("pathdb serve")
-                && stderr.contains("--server http://"),
+            stderr.contains("held.pathdb is in use by `pathdb serve`")
+                && stderr.contains(&format!("--server {url} ")),
             "{command:?}: {stderr}"
         );
     }
+    let recorded = dir.path().join("held.pathdb.server");
+    assert!(recorded.exists(), "the address is recorded beside the file");
+    assert_eq!(server.terminate(), Some(0));
+    assert!(!recorded.exists(), "a clean exit removes the address");
+}
+
+/// A local `pathdb watch` also holds the file: the error then names no server, and a stale
+/// address (a server killed with -9) is not believed either.
+#[test]
+fn a_file_held_by_a_watch_does_not_blame_a_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("watched.pathdb");
+    let db_text = db.to_str().expect("utf-8");
+    ok(&["--db", db_text, "put", "/u-1", "1"]);
+    // A stale address, as a killed server leaves it.
+    let server = Server::start(&db);
+    let url = server.url();
+    server.kill_9();
+    assert!(dir.path().join("watched.pathdb.server").exists());
+    // A read-write open recovers the killed server's file, which the watch reads read-only.
+    ok(&["--db", db_text, "put", "/u-1", "2"]);
+    let spawn_watch = || {
+        Command::new(env!("CARGO_BIN_EXE_pathdb"))
+            .args(["--db", db_text, "watch", "/u-1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("pathdb watch starts")
+    };
+    // Nothing tells when the watch holds the file: give it time, and start again a watch that
+    // lost the race to the put (both fail on a file held by the other).
+    let mut watch = spawn_watch();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let stderr = loop {
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(Instant::now() < deadline, "the watch never held the file");
+        if watch.try_wait().expect("try_wait").is_some() {
+            watch = spawn_watch();
+            continue;
+        }
+        let out = pathdb(&["--db", db_text, "put", "/u-1", "2"]);
+        if out.status.code() == Some(4) {
+            break String::from_utf8_lossy(&out.stderr).into_owned();
+        }
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(
+        stderr.contains("watched.pathdb is in use by another pathdb process")
+            && stderr.contains("pathdb watch")
+            && !stderr.contains(&url)
+            && !stderr.contains("`pathdb serve`"),
+        "{stderr}"
+    );
 }
 
 /// Every item at or below `prefix`, path to value, read with `pathdb ls --all`.

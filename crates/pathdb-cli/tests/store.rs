@@ -241,4 +241,60 @@ fn demo_runs_on_a_temporary_database() {
         text.contains("v3 {\"auditor\":\"Lee\",\"status\":\"pass\"}"),
         "{text}"
     );
+    // One item per row: each PathDB path next to its own string key (with that key's rank).
+    let row = text
+        .lines()
+        .find(|l| l.contains("/post-2 "))
+        .expect("a row for post 2");
+    assert!(row.trim_end().ends_with(" 8. POST#2"), "{row}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("player-ace_pilot"))
+        .expect("a row for ace_pilot");
+    assert!(
+        row.trim_end().ends_with(" 1. 10#1719100800#ace_pilot"),
+        "{row}"
+    );
+}
+
+/// `--server URL demo` loads the scenarios into that server, not a temporary file.
+#[test]
+fn demo_uses_the_server_when_given() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = crate::Served::file(&dir.path().join("served.pathdb"));
+    let text = ok(&["--server", &server.url, "demo"]);
+    assert!(
+        text.starts_with(&format!("PathDB demo: server {}\n", server.url)),
+        "{text}"
+    );
+    assert_eq!(
+        ok(&["--server", &server.url, "ls", "/", "--prefix", "season"]),
+        "/season-2026-spring\n"
+    );
+}
+
+/// `ls` takes a trailing slash as the same path (a shell completes folders that way); an
+/// escaped `%/` stays part of the id, and other commands keep the key path grammar.
+#[test]
+fn ls_takes_a_trailing_slash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("slash.pathdb");
+    ok(&db_args(&db, &["put", "/user-7/post-1", "1"]));
+    ok(&db_args(&db, &["put", "/file-a%//x-1", "2"]));
+    assert_eq!(
+        ok(&db_args(&db, &["--json", "ls", "/user-7/"])),
+        ok(&db_args(&db, &["--json", "ls", "/user-7"]))
+    );
+    assert_eq!(
+        ok(&db_args(&db, &["ls", "/user-7/", "--children"])),
+        ok(&db_args(&db, &["ls", "/user-7", "--children"]))
+    );
+    // `/file-a%/` is the group whose id is "a/", not `/file-a` with a slash.
+    let listed = json_lines(&ok(&db_args(&db, &["--json", "ls", "/file-a%/"])));
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["path"], "/file-a%//x-1");
+    let stderr = fails(&db_args(&db, &["ls", "/user-7//"]));
+    assert!(stderr.contains("namespace"), "{stderr}");
+    let stderr = fails(&db_args(&db, &["get", "/user-7/"]));
+    assert!(stderr.contains("namespace"), "{stderr}");
 }

@@ -29,7 +29,15 @@ from urllib.parse import quote
 
 import httpx
 
-from ._errors import Conflict, OutcomeUnknown, PathDBError, Unavailable, error_for
+from ._errors import (
+    Conflict,
+    NotFound,
+    OutcomeUnknown,
+    PathDBError,
+    Unavailable,
+    error_for,
+    not_pathdb,
+)
 from ._keypath import KeyPath, PathLike, format_id, to_path
 from ._model import (
     Change,
@@ -168,7 +176,7 @@ class _Api:
 
     @staticmethod
     def count(response: httpx.Response, name: str) -> int:
-        return int(_Api.checked(response).json()[name])
+        return int(_Api.body(response)[name])
 
     @staticmethod
     def get_many(paths: Sequence[KeyPath]) -> _Request:
@@ -243,7 +251,7 @@ class _Api:
 
     @staticmethod
     def change_page(response: httpx.Response) -> ChangePage:
-        body = _Api.checked(response).json()
+        body = _Api.body(response)
         return ChangePage(
             changes=[change_from_wire(c) for c in body["changes"]],
             next_token=str(body["next_token"]),
@@ -267,14 +275,21 @@ class _Api:
 
     @staticmethod
     def error(response: httpx.Response) -> PathDBError:
-        code, message = "", response.reason_phrase or f"HTTP {response.status_code}"
+        """The exception for an error answer: PathDB's own, or `NotPathDB` for an answer
+        without PathDB's JSON error body (another program on the address)."""
         try:
             detail = response.json()["error"]
             code, message = str(detail["code"]), str(detail["message"])
         except (ValueError, KeyError, TypeError):
-            if response.text:
-                message = response.text
+            return _Api.foreign(response)
         return error_for(response.status_code, code, message)
+
+    @staticmethod
+    def foreign(response: httpx.Response) -> PathDBError:
+        url = response.request.url
+        server = f"{url.scheme}://{url.netloc.decode('ascii')}"
+        content_type = response.headers.get("content-type", "")
+        return not_pathdb(server, response.status_code, content_type, response.text)
 
     @staticmethod
     def should_retry(request: _Request, response: httpx.Response) -> bool:
@@ -288,8 +303,12 @@ class _Api:
     @staticmethod
     def item_or_none(response: httpx.Response) -> Optional[Item]:
         if response.status_code == 404:
-            return None
-        return Item.from_wire(_Api.checked(response).json())
+            error = _Api.error(response)
+            # Only PathDB's 404 means "no item"; another server's 404 page is not an answer.
+            if isinstance(error, NotFound):
+                return None
+            raise error
+        return Item.from_wire(_Api.body(response))
 
     @staticmethod
     def checked(response: httpx.Response) -> httpx.Response:
@@ -298,16 +317,28 @@ class _Api:
         return response
 
     @staticmethod
+    def body(response: httpx.Response) -> Any:
+        """A success's JSON body. A success that is not JSON comes from another program."""
+        _Api.checked(response)
+        essence = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if essence != "application/json":
+            raise _Api.foreign(response)
+        try:
+            return response.json()
+        except ValueError:
+            raise _Api.foreign(response) from None
+
+    @staticmethod
     def many(paths: Sequence[KeyPath], response: httpx.Response) -> List[Optional[Item]]:
         found = {}
-        for body in _Api.checked(response).json()["items"]:
+        for body in _Api.body(response)["items"]:
             item = Item.from_wire(body)
             found[item.path] = item
         return [found.get(p) for p in paths]
 
     @staticmethod
     def page(response: httpx.Response) -> Page[Entry]:
-        body = _Api.checked(response).json()
+        body = _Api.body(response)
         return Page(
             items=[entry_from_wire(i) for i in body["items"]],
             next_page_token=body.get("next_page_token"),
@@ -317,7 +348,7 @@ class _Api:
     @staticmethod
     def results(response: httpx.Response) -> List[Optional[Item]]:
         out: List[Optional[Item]] = []
-        for result in _Api.checked(response).json()["results"]:
+        for result in _Api.body(response)["results"]:
             if result["op"] == "put":
                 out.append(Item.from_wire(result["item"]))
             elif result["op"] == "delete" and result.get("deleted") is not None:
@@ -537,7 +568,7 @@ class Client(_Base):
         """Creates or replaces the item at `path`. Raises `ConditionFailed` if `must_not_exist`
         or `if_version` does not hold."""
         request = _Api.put(path, value, must_not_exist, if_version, history, ttl_seconds)
-        return Item.from_wire(_Api.checked(self._send(request)).json())
+        return Item.from_wire(_Api.body(self._send(request)))
 
     def patch(
         self,
@@ -566,7 +597,7 @@ class Client(_Base):
             history,
             ttl_seconds,
         )
-        return Item.from_wire(_Api.checked(self._send(request)).json())
+        return Item.from_wire(_Api.body(self._send(request)))
 
     def merge(
         self,
@@ -585,7 +616,7 @@ class Client(_Base):
         request = _Api.patch(
             path, MERGE_PATCH, document, must_not_exist, if_version, create, history, ttl_seconds
         )
-        return Item.from_wire(_Api.checked(self._send(request)).json())
+        return Item.from_wire(_Api.body(self._send(request)))
 
     def increment(
         self,
@@ -621,7 +652,7 @@ class Client(_Base):
 
     def get_version(self, path: PathLike, version: int) -> Item:
         """A past version of the item at `path` from its history. Raises `NotFound`."""
-        return Item.from_wire(_Api.checked(self._send(_Api.get(path, version))).json())
+        return Item.from_wire(_Api.body(self._send(_Api.get(path, version))))
 
     def delete(self, path: PathLike, *, if_version: Optional[int] = None) -> Optional[Item]:
         """Deletes the item at `path`: the deleted item, or None if there was none. Raises
@@ -816,7 +847,7 @@ class Client(_Base):
         a new group `/{namespace}-{id}`. `id` is "uuid" (random), "rand53" (a random integer
         in [1, 2^53)) or "sequence" (1, 2, 3, ... per parent and namespace, never reused)."""
         request = _Api.create(parent, namespace, value, id, history, ttl_seconds)
-        return Item.from_wire(_Api.checked(self._send(request)).json())
+        return Item.from_wire(_Api.body(self._send(request)))
 
     def changes(
         self,
@@ -851,8 +882,8 @@ class Client(_Base):
 
     def history(self, path: PathLike, *, limit: Optional[int] = None) -> List[Item]:
         """The kept revisions of `path`, newest first (100 by default, at most 1000)."""
-        response = _Api.checked(self._send(_Api.history(path, limit)))
-        return [Item.from_wire(i) for i in response.json()["items"]]
+        body = _Api.body(self._send(_Api.history(path, limit)))
+        return [Item.from_wire(i) for i in body["items"]]
 
     def transact(self, ops: Iterable[Op]) -> List[Optional[Item]]:
         """Applies `Put`, `Delete`, `Check`, `Create`, `Patch`, `Merge` and `Increment`
@@ -931,7 +962,7 @@ class AsyncClient(_Base):
     ) -> Item:
         """See `Client.put`."""
         request = _Api.put(path, value, must_not_exist, if_version, history, ttl_seconds)
-        return Item.from_wire(_Api.checked(await self._send(request)).json())
+        return Item.from_wire(_Api.body(await self._send(request)))
 
     async def patch(
         self,
@@ -955,7 +986,7 @@ class AsyncClient(_Base):
             history,
             ttl_seconds,
         )
-        return Item.from_wire(_Api.checked(await self._send(request)).json())
+        return Item.from_wire(_Api.body(await self._send(request)))
 
     async def merge(
         self,
@@ -972,7 +1003,7 @@ class AsyncClient(_Base):
         request = _Api.patch(
             path, MERGE_PATCH, document, must_not_exist, if_version, create, history, ttl_seconds
         )
-        return Item.from_wire(_Api.checked(await self._send(request)).json())
+        return Item.from_wire(_Api.body(await self._send(request)))
 
     async def increment(
         self,
@@ -1003,7 +1034,7 @@ class AsyncClient(_Base):
 
     async def get_version(self, path: PathLike, version: int) -> Item:
         """See `Client.get_version`."""
-        return Item.from_wire(_Api.checked(await self._send(_Api.get(path, version))).json())
+        return Item.from_wire(_Api.body(await self._send(_Api.get(path, version))))
 
     async def delete(self, path: PathLike, *, if_version: Optional[int] = None) -> Optional[Item]:
         """See `Client.delete`."""
@@ -1184,7 +1215,7 @@ class AsyncClient(_Base):
     ) -> Item:
         """See `Client.create`."""
         request = _Api.create(parent, namespace, value, id, history, ttl_seconds)
-        return Item.from_wire(_Api.checked(await self._send(request)).json())
+        return Item.from_wire(_Api.body(await self._send(request)))
 
     async def changes(
         self,
@@ -1210,8 +1241,8 @@ class AsyncClient(_Base):
 
     async def history(self, path: PathLike, *, limit: Optional[int] = None) -> List[Item]:
         """See `Client.history`."""
-        response = _Api.checked(await self._send(_Api.history(path, limit)))
-        return [Item.from_wire(i) for i in response.json()["items"]]
+        body = _Api.body(await self._send(_Api.history(path, limit)))
+        return [Item.from_wire(i) for i in body["items"]]
 
     async def transact(self, ops: Iterable[Op]) -> List[Optional[Item]]:
         """See `Client.transact`."""

@@ -89,6 +89,24 @@ class OutcomeUnknown(Unavailable):
     apply twice: read the item to find out."""
 
 
+class NotPathDB(Unavailable):
+    """The address answered, but not as PathDB does: an error without PathDB's JSON error body
+    (`{"error": {"code", "message"}}`), or a success that is not JSON. Another program listens
+    there (a web server, a proxy's own error page). `message` names the server and quotes the
+    start of its answer; `status` is its HTTP status."""
+
+
+def not_pathdb(server: str, status: int, content_type: str, body: str) -> NotPathDB:
+    """The error for an answer that is not PathDB's."""
+    flat = " ".join(body.split())
+    shown = flat[:60] + ("..." if len(flat) > 60 else "")
+    kind = content_type or "no content type"
+    return NotPathDB(
+        f"{server} is not a PathDB server (it answered HTTP {status}, {kind}: {shown!r})",
+        status=status,
+    )
+
+
 def error_for(status: int, code: str, message: str) -> PathDBError:
     """The exception for an error answer."""
     kind: type[PathDBError]

@@ -1,24 +1,49 @@
 //! `pathdb demo`: the four seed scenarios, each query's answer next to what a hand-built string
 //! sort key (the seeds' `USER#..#POST#..` designs) returns for the same data.
 
+use crate::db::Db;
 use anyhow::{Context, Result};
 use pathdb_keys::KeyPath;
-use pathdb_store::backend::Backend;
-use pathdb_store::{Json, ListRequest, PutOptions, Store};
+use pathdb_store::{Json, ListRequest, PutOptions};
 use std::io::Write;
 use std::path::Path;
 
-/// Runs the demo against `db` if one was named, else a temporary file removed afterwards.
-pub fn run(db: Option<&Path>) -> Result<()> {
+/// Where the demo writes: a server (`--server`), the file `--db` names, or a temporary file
+/// removed afterwards.
+pub enum Target<'a> {
+    /// `--server URL`, with its token.
+    Server(&'a str, Option<String>),
+    /// `--db FILE`, or a temporary file without it.
+    File(Option<&'a Path>),
+}
+
+/// Runs the demo on `target`.
+pub fn run(target: Target<'_>) -> Result<()> {
     let temp = tempfile::tempdir().context("creating a temporary directory")?;
-    let db = db.map_or_else(|| temp.path().join("demo.pathdb"), Path::to_path_buf);
-    let store = super::open(&db)?;
+    let (store, place): (Box<dyn Db>, String) = match target {
+        Target::Server(url, token) => (
+            Box::new(crate::client::Client::new(url, token)),
+            format!("server {url}"),
+        ),
+        Target::File(db) => {
+            let db = db.map_or_else(|| temp.path().join("demo.pathdb"), Path::to_path_buf);
+            let kept = if db.starts_with(temp.path()) {
+                " (temporary, removed at exit)"
+            } else {
+                ""
+            };
+            (
+                Box::new(super::open(&db)?),
+                format!("database {}{kept}", db.display()),
+            )
+        }
+    };
     let mut out = std::io::stdout().lock();
-    writeln!(out, "PathDB demo: database {}\n", db.display())?;
-    timeline(&store, &mut out)?;
-    file_tree(&store, &mut out)?;
-    leaderboard(&store, &mut out)?;
-    audits(&store, &mut out)?;
+    writeln!(out, "PathDB demo: {place}\n")?;
+    timeline(&*store, &mut out)?;
+    file_tree(&*store, &mut out)?;
+    leaderboard(&*store, &mut out)?;
+    audits(&*store, &mut out)?;
     Ok(())
 }
 
@@ -26,12 +51,7 @@ fn path(text: &str) -> Result<KeyPath> {
     text.parse().with_context(|| format!("demo path {text}"))
 }
 
-fn put<B: Backend>(
-    store: &Store<B>,
-    text: &str,
-    value: serde_json::Value,
-    history: bool,
-) -> Result<()> {
+fn put(store: &dyn Db, text: &str, value: serde_json::Value, history: bool) -> Result<()> {
     let options = PutOptions {
         history,
         ..PutOptions::default()
@@ -40,7 +60,7 @@ fn put<B: Backend>(
     Ok(())
 }
 
-fn list<B: Backend>(store: &Store<B>, request: ListRequest) -> Result<Vec<String>> {
+fn list(store: &dyn Db, request: ListRequest) -> Result<Vec<String>> {
     Ok(store
         .list(&request)?
         .items
@@ -49,20 +69,52 @@ fn list<B: Backend>(store: &Store<B>, request: ListRequest) -> Result<Vec<String
         .collect())
 }
 
-/// Prints two answers side by side.
+/// What each answer row of PathDB is under the string design: its sort key there.
+type Keys = std::collections::HashMap<String, String>;
+
+/// Prints two answers side by side, one item per row: PathDB's answer in its order, each next
+/// to the same item's string key and that key's rank in the string design's answer; then what
+/// only the string design returned, at its ranks. So a row reads across, and the ranks show
+/// how the two orders differ.
 fn compare(
     out: &mut impl Write,
     query: &str,
     pathdb: &[String],
     label: &str,
     strings: &[String],
+    keys: &Keys,
 ) -> Result<()> {
+    let ranked = |rank: usize, text: &str| format!("{:>2}. {text}", rank + 1);
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let mut shown = vec![false; strings.len()];
+    for (i, item) in pathdb.iter().enumerate() {
+        let rank = keys
+            .get(item)
+            .and_then(|key| strings.iter().position(|s| s == key));
+        let right = match rank {
+            Some(j) => {
+                shown[j] = true;
+                ranked(j, &strings[j])
+            }
+            None => "  -  (not returned)".to_owned(),
+        };
+        rows.push((ranked(i, item), right));
+    }
+    for (j, key) in strings.iter().enumerate() {
+        if !shown[j] {
+            rows.push((String::new(), ranked(j, key)));
+        }
+    }
     writeln!(out, "  query: {query}")?;
-    let width = pathdb.iter().map(String::len).max().unwrap_or(0).max(14);
+    // Paths and keys are ASCII here, but count characters as a terminal does.
+    let width = rows
+        .iter()
+        .map(|(left, _)| left.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(14);
     writeln!(out, "    {:<width$}  | {label}", "PathDB")?;
-    for i in 0..pathdb.len().max(strings.len()) {
-        let left = pathdb.get(i).map_or("", String::as_str);
-        let right = strings.get(i).map_or("", String::as_str);
+    for (left, right) in rows {
         writeln!(out, "    {left:<width$}  | {right}")?;
     }
     writeln!(out)?;
@@ -75,13 +127,14 @@ fn byte_sorted(mut keys: Vec<String>) -> Vec<String> {
     keys
 }
 
-fn timeline<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
+fn timeline(store: &dyn Db, out: &mut impl Write) -> Result<()> {
     writeln!(
         out,
         "1. Social timeline (seed 002): users, posts, comments, reactions in one group"
     )?;
     let user = "/user-4c9d36e5-6b19-4e6a-828c-226ed667458a";
     let mut strings = Vec::new();
+    let mut keys = Keys::new();
     for post in [1, 2, 9, 10, 100] {
         put(
             store,
@@ -90,6 +143,7 @@ fn timeline<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
             false,
         )?;
         strings.push(format!("POST#{post}"));
+        keys.insert(format!("{user}/post-{post}"), format!("POST#{post}"));
     }
     for (comment, react) in [(1678901234, 42), (1678905678, 7)] {
         put(
@@ -106,6 +160,14 @@ fn timeline<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
         )?;
         strings.push(format!("POST#10#COMMENT#{comment}"));
         strings.push(format!("POST#10#COMMENT#{comment}#REACT#{react}"));
+        keys.insert(
+            format!("{user}/post-10/comment-{comment}"),
+            format!("POST#10#COMMENT#{comment}"),
+        );
+        keys.insert(
+            format!("{user}/post-10/comment-{comment}/react-{react}"),
+            format!("POST#10#COMMENT#{comment}#REACT#{react}"),
+        );
     }
     let all = list(store, ListRequest::new(path(user)?))?;
     compare(
@@ -114,6 +176,7 @@ fn timeline<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
         &all,
         "string SK, begins_with(\"\")",
         &byte_sorted(strings.clone()),
+        &keys,
     )?;
     let post1 = list(store, ListRequest::new(path(&format!("{user}/post-1"))?))?;
     let naive: Vec<String> = byte_sorted(strings)
@@ -126,11 +189,12 @@ fn timeline<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
         &post1,
         "begins_with(SK, \"POST#1\")",
         &naive,
+        &keys,
     )?;
     Ok(())
 }
 
-fn file_tree<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
+fn file_tree(store: &dyn Db, out: &mut impl Write) -> Result<()> {
     writeln!(
         out,
         "2. File tree (seed 003): subtree and direct-children listing"
@@ -170,6 +234,10 @@ fn file_tree<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
         )?;
     }
     let strings: Vec<String> = files.iter().map(|(_, s)| (*s).to_owned()).collect();
+    let keys: Keys = files
+        .iter()
+        .map(|(p, s)| ((*p).to_owned(), (*s).to_owned()))
+        .collect();
     let photos = list(
         store,
         ListRequest::new(path("/drive-a91/dir-root/dir-photos")?),
@@ -184,6 +252,7 @@ fn file_tree<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
         &photos,
         "begins_with(SK, \"root/photos\")",
         &naive,
+        &keys,
     )?;
     let mut children = ListRequest::new(path("/drive-a91/dir-root")?);
     children.children_only = true;
@@ -198,11 +267,12 @@ fn file_tree<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
         &kids,
         "begins_with(SK, \"root/\"): every level",
         &one_level,
+        &keys,
     )?;
     Ok(())
 }
 
-fn leaderboard<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
+fn leaderboard(store: &dyn Db, out: &mut impl Write) -> Result<()> {
     writeln!(
         out,
         "3. Leaderboard (seed 004): descending score, ascending timestamp tie-break"
@@ -215,6 +285,7 @@ fn leaderboard<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()>
         (1500, 1719100500, "p_8842"),
     ];
     let mut strings = Vec::new();
+    let mut keys = Keys::new();
     for (score, ts, player) in runs {
         put(
             store,
@@ -223,6 +294,10 @@ fn leaderboard<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()>
             false,
         )?;
         strings.push(format!("{score}#{ts}#{player}"));
+        keys.insert(
+            format!("/season-2026-spring/score-!{score}/ts-{ts}/player-{player}"),
+            format!("{score}#{ts}#{player}"),
+        );
     }
     let mut top = ListRequest::new(path("/season-2026-spring")?);
     top.limit = 10;
@@ -233,11 +308,12 @@ fn leaderboard<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()>
         &board,
         "unpadded rankKey \"<score>#<ts>#<player>\"",
         &byte_sorted(strings),
+        &keys,
     )?;
     Ok(())
 }
 
-fn audits<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
+fn audits(store: &dyn Db, out: &mut impl Write) -> Result<()> {
     writeln!(
         out,
         "4. Equipment audits (seed 001): full history without v0_/vN copies"
@@ -252,7 +328,7 @@ fn audits<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
         )?;
     }
     let latest = store
-        .get(&path(audit)?)?
+        .get(&path(audit)?, None)?
         .map(|i| format!("v{} {}", i.version, i.value))
         .unwrap_or_default();
     let history: Vec<String> = store
@@ -261,6 +337,14 @@ fn audits<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
         .map(|i| format!("v{} {}", i.version, i.value))
         .collect();
     writeln!(out, "  get {audit}  (latest: one read)\n    {latest}")?;
+    // Revision vN is the item vN_Audit of seed 001.
+    let keys: Keys = history
+        .iter()
+        .filter_map(|row| {
+            let version = row.split(' ').next()?;
+            Some((row.clone(), format!("{version}_Audit")))
+        })
+        .collect();
     compare(
         out,
         &format!("history {audit}  (newest first: one range read)"),
@@ -272,6 +356,7 @@ fn audits<B: Backend>(store: &Store<B>, out: &mut impl Write) -> Result<()> {
             "v2_Audit".to_owned(),
             "v3_Audit".to_owned(),
         ],
+        &keys,
     )?;
     Ok(())
 }

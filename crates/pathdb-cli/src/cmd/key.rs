@@ -49,6 +49,14 @@ pub enum Format {
 }
 
 impl Format {
+    /// The name `--format` takes.
+    fn name(self) -> &'static str {
+        match self {
+            Format::Hex => "hex",
+            Format::Base64 => "base64",
+        }
+    }
+
     fn print(self, bytes: &[u8]) -> String {
         match self {
             Format::Hex => hex::encode(bytes),
@@ -77,7 +85,8 @@ const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::n
         .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
 );
 
-pub fn run(cmd: KeyCommand) -> Result<()> {
+/// Runs a key command; with `--json` (`output.json`) each prints one JSON object.
+pub fn run(cmd: KeyCommand, output: super::Output) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match cmd {
         KeyCommand::Encode {
@@ -86,7 +95,19 @@ pub fn run(cmd: KeyCommand) -> Result<()> {
             split,
         } => {
             let path: KeyPath = path.parse()?;
-            if split {
+            if output.json {
+                let mut object = serde_json::json!({
+                    "path": path.to_string(),
+                    "format": format.name(),
+                });
+                if split {
+                    object["pk"] = format.print(&path.partition_key()).into();
+                    object["sk"] = format.print(&path.sort_key()).into();
+                } else {
+                    object["encoded"] = format.print(&path.encode()).into();
+                }
+                writeln!(out, "{object}")?;
+            } else if split {
                 writeln!(out, "pk {}", format.print(&path.partition_key()))?;
                 writeln!(out, "sk {}", format.print(&path.sort_key()))?;
             } else {
@@ -99,21 +120,66 @@ pub fn run(cmd: KeyCommand) -> Result<()> {
             format,
         } => {
             let bytes = format.parse(&key)?;
-            let text = match partition {
-                Some(pk) => super::storekey::explain(&format.parse(&pk)?, &bytes)?,
+            // A key path, or (the text of) one of the store's own keys.
+            let (text, is_path) = match partition {
+                Some(pk) => (
+                    super::storekey::explain(&format.parse(&pk)?, &bytes)?,
+                    false,
+                ),
                 None => match KeyPath::decode(&bytes) {
-                    Ok(path) => path.to_string(),
+                    Ok(path) => (path.to_string(), true),
                     // Not a whole path: maybe one of the store's own sort keys.
                     Err(error) => match super::storekey::explain_sort_only(&bytes) {
-                        Some(text) => text,
+                        Some(text) => (text, false),
                         None => return Err(error.into()),
                     },
                 },
             };
-            writeln!(out, "{text}")?;
+            if output.json {
+                let field = if is_path { "path" } else { "stored_key" };
+                writeln!(out, "{}", serde_json::json!({ field: text }))?;
+            } else {
+                writeln!(out, "{text}")?;
+            }
         }
+        KeyCommand::Explain { path } if output.json => explain_json(&path, &mut out)?,
         KeyCommand::Explain { path } => explain(&path, &mut out)?,
     }
+    Ok(())
+}
+
+/// `key explain --json`: the shape of the server's `GET /v1/keys/{path}` (without the stored
+/// keys), so that a script reads either.
+fn explain_json(text: &str, out: &mut impl Write) -> Result<()> {
+    let path: KeyPath = text.parse()?;
+    let explained = path.explain();
+    let segments: Vec<serde_json::Value> = explained
+        .segments
+        .iter()
+        .map(|seg| {
+            serde_json::json!({
+                "text": seg.text,
+                "kind": seg.kind,
+                "bytes_hex": hex::encode(&seg.bytes),
+                "meta_hex": hex::encode(&seg.meta),
+                "type_code": seg.type_code,
+            })
+        })
+        .collect();
+    let object = serde_json::json!({
+        "path": explained.path,
+        "segments": segments,
+        "encoded_hex": hex::encode(&explained.encoded),
+        "sizes": {
+            "encoded": explained.encoded.len(),
+            "segment": explained.segment_bytes(),
+            "separator": explained.separators(),
+            "terminator": 1,
+            "metadata": explained.meta_bytes(),
+            "text": explained.path.len(),
+        },
+    });
+    writeln!(out, "{object}")?;
     Ok(())
 }
 

@@ -13,7 +13,8 @@ use std::io::Write;
 #[derive(Args, Debug)]
 pub struct LsArgs {
     /// The item at PREFIX (if any), then its subtree in key order; `/` lists the groups (the
-    /// first elements of the stored paths) in key order.
+    /// first elements of the stored paths) in key order. A trailing `/` is ignored
+    /// (`/user-7/` is `/user-7`).
     prefix: Target,
     /// Only the direct children of PREFIX.
     #[arg(long)]
@@ -42,6 +43,10 @@ pub struct LsArgs {
     /// Follow every page to the end (--limit is then the page size); prints no page token.
     #[arg(long)]
     all: bool,
+    /// With `ls /`: only the groups whose namespace starts with this (`--prefix user` lists
+    /// /user-7, /users-2 and /user_old-1; case-sensitive; namespace characters only).
+    #[arg(long = "prefix", value_name = "NAMESPACE_START")]
+    group_prefix: Option<String>,
 }
 
 /// What `ls` lists.
@@ -56,12 +61,27 @@ pub enum Target {
 impl std::str::FromStr for Target {
     type Err = pathdb_keys::ParseError;
 
+    /// `/` is the root; any other text is a key path, where `ls` also takes a trailing `/`
+    /// (`/user-7/`, as a shell completes folders) as the same path. Only here: the key path
+    /// grammar itself has no trailing slash (an empty namespace).
     fn from_str(text: &str) -> Result<Target, Self::Err> {
-        match text {
-            "/" => Ok(Target::Root),
-            _ => text.parse().map(Target::Path),
+        if text == "/" {
+            return Ok(Target::Root);
+        }
+        match (text.parse(), without_trailing_slash(text)) {
+            (Ok(path), _) => Ok(Target::Path(path)),
+            (Err(_), Some(shorter)) => shorter.parse().map(Target::Path),
+            (Err(e), None) => Err(e),
         }
     }
+}
+
+/// `text` without its last character when that is a `/` that is not escaped (`%/` is the
+/// character `/` inside an id; `%%/` an escaped `%` and then a separator).
+fn without_trailing_slash(text: &str) -> Option<&str> {
+    let rest = text.strip_suffix('/')?;
+    let percents = rest.chars().rev().take_while(|c| *c == '%').count();
+    (percents % 2 == 0 && !rest.is_empty()).then_some(rest)
 }
 
 pub fn ls(store: &dyn Db, args: LsArgs, out: Output) -> Result<()> {
@@ -69,6 +89,10 @@ pub fn ls(store: &dyn Db, args: LsArgs, out: Output) -> Result<()> {
         Target::Path(prefix) => prefix,
         Target::Root => return ls_groups(store, &args, out),
     };
+    if args.group_prefix.is_some() {
+        // A subtree is already narrowed by its path: say so rather than ignore the flag.
+        bail!("--prefix selects groups: it goes with `ls /` (to narrow a subtree, use --gte/--lt)");
+    }
     let mut request = ListRequest {
         prefix,
         children_only: args.children,
@@ -116,12 +140,13 @@ fn ls_groups(store: &dyn Db, args: &LsArgs, out: Output) -> Result<()> {
         args.gt.is_some() || args.gte.is_some() || args.lt.is_some() || args.lte.is_some();
     if args.children || args.reverse || bounded {
         // Groups are always the root's children, listed forward: say so rather than ignore.
-        bail!("ls / takes only --limit, --page-token and --all");
+        bail!("ls / takes only --prefix, --limit, --page-token and --all");
     }
+    let prefix = args.group_prefix.as_deref().unwrap_or("");
     let mut stdout = std::io::stdout().lock();
     let mut token = args.page_token.clone();
     loop {
-        let page = store.groups(args.limit, token.as_deref())?;
+        let page = store.groups(prefix, args.limit, token.as_deref())?;
         for group in &page.groups {
             if out.json {
                 writeln!(

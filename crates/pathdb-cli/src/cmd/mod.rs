@@ -25,12 +25,15 @@ use std::path::{Path, PathBuf};
 /// PathDB: a document database addressed by typed key paths that sort the way people mean them.
 #[derive(Parser, Debug)]
 #[command(name = "pathdb", version, about, long_about = None, after_help = crate::exit::HELP)]
+// Under their own heading in every subcommand's help, not interleaved with its options.
+#[command(next_help_heading = "Global options")]
 pub struct Cli {
     /// The database file, created by a write if missing [default: pathdb.db; `demo`: a temporary
     /// file]. Reads (get, ls, history, export) open it read-only and never change it.
     #[arg(long, global = true, env = "PATHDB_DB")]
     db: Option<PathBuf>,
-    /// Print JSON: one object per item, one per line.
+    /// Print JSON: one object per item, one per line (every command's output is JSON), and
+    /// an error as one JSON object on stderr: {"error": {"code", "message", "exit"}}.
     #[arg(long, global = true)]
     json: bool,
     /// Send item commands to this server instead of a local file: a URL
@@ -84,15 +87,48 @@ enum Command {
     /// Load generators: `bench http` measures a server's requests/s and latency.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
-    /// Load the four seed scenarios into a database and show what key paths return next to a
-    /// string sort key.
+    /// Load the four seed scenarios into a database (--db, --server, or a temporary file) and
+    /// show what key paths return next to a string sort key.
     Demo,
-    /// Print a shell completion script, e.g. `pathdb completions bash > ~/.local/share/bash-completion/completions/pathdb`.
+    /// Print a shell completion script (`completions --help` says where it goes).
+    ///
+    /// For bash (the folder may not exist yet on a fresh account):
+    /// `mkdir -p ~/.local/share/bash-completion/completions && pathdb completions bash >
+    /// ~/.local/share/bash-completion/completions/pathdb`, then open a new shell.
     Completions {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// The command line as `pathdb` parses it: [`Cli`], where `serve` does not list the global
+/// options that mean nothing to it (`--json`, `--server`, `--token`: it is the server) in its
+/// help or completions. clap has no per-subcommand exception to a global option, but copies a
+/// global only to subcommands without an argument of that id: `serve` gets hidden ones, which
+/// it accepts (so that `PATHDB_SERVER` in the environment does not stop a server) and ignores.
+pub fn command() -> clap::Command {
+    use clap::{Arg, ArgAction};
+    Cli::command().mut_subcommand("serve", |serve| {
+        serve
+            .arg(
+                Arg::new("json")
+                    .long("json")
+                    .action(ArgAction::SetTrue)
+                    .hide(true),
+            )
+            .arg(Arg::new("server").long("server").hide(true))
+            .arg(Arg::new("token").long("token").hide(true))
+    })
+}
+
+/// Parses the process's arguments with [`command`].
+///
+/// # Errors
+/// clap's: a usage error, or `--help`/`--version` (which clap prints and exits for).
+pub fn parse() -> Result<Cli, clap::Error> {
+    let matches = command().try_get_matches()?;
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
 }
 
 /// The database file when `--db` and `PATHDB_DB` are not given.
@@ -112,16 +148,23 @@ pub fn run(cli: Cli) -> Result<()> {
     let db = cli.db.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
     let connect = |access| connect(&cli.server, cli.token.clone(), &db, access);
     match cli.command {
-        Command::Key(cmd) => key::run(cmd),
+        Command::Key(cmd) => key::run(cmd, out),
         Command::Serve(args) => serve::run(args, cli.db),
         Command::Bench(cmd) => bench::run(cmd, cli.token, out),
         Command::Dynamodb(cmd) => dynamodb::run(cmd),
-        Command::Demo => demo::run(cli.db.as_deref()),
+        // A side-by-side comparison for reading: refused rather than printed as text.
+        Command::Demo if out.json => anyhow::bail!(
+            "demo has no --json form: it prints a side-by-side comparison for reading"
+        ),
+        Command::Demo => demo::run(match &cli.server {
+            Some(url) => demo::Target::Server(url, cli.token.clone()),
+            None => demo::Target::File(cli.db.as_deref()),
+        }),
         Command::Completions { shell } => {
             // clap_complete panics on a write error; writing the script ourselves turns a
             // closed pipe (`pathdb completions bash | head`) into the usual quiet exit.
             let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "pathdb", &mut script);
+            clap_complete::generate(shell, &mut command(), "pathdb", &mut script);
             std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
             Ok(())
         }
@@ -135,8 +178,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Ls(args) => list::ls(&*connect(Read)?, args, out),
         Command::History(args) => item::history(&*connect(Read)?, args, out),
         Command::Watch(args) => watch::watch(&*connect(Read)?, args, out),
-        Command::Export => transfer::export(&*connect(Read)?),
-        Command::Import(args) => transfer::import(&*connect(Write)?, args),
+        Command::Export => transfer::export(&*connect(Read)?, out),
+        Command::Import(args) => transfer::import(&*connect(Write)?, args, out),
     }
 }
 
@@ -190,12 +233,14 @@ pub fn open_read_only(path: &Path) -> Result<Store<FileBackend>> {
     Store::open_read_only(path, FileOptions::default(), one_shot()).map_err(|e| open_error(path, e))
 }
 
-/// A file held by a server is the likely case worth a hint; other failures keep their cause.
+/// A file held by another process is worth a hint (the server to go through, when one
+/// recorded its address); other failures keep their cause.
 fn open_error(path: &Path, error: pathdb_store::Error) -> anyhow::Error {
     match &error {
         pathdb_store::Error::Storage(e) if e.kind() == StorageErrorKind::InUse => {
             anyhow::Error::new(error).context(Failure::InUse {
                 path: path.to_owned(),
+                server: crate::address_file::live_server(path),
             })
         }
         _ => anyhow::Error::new(error).context(format!("opening {}", path.display())),

@@ -215,6 +215,7 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
                 console,
                 &limits,
                 &format!("{}{mode}", db.display()),
+                Some(&db),
             )
         }
         BackendKind::Dynamodb => {
@@ -232,6 +233,7 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
                 console,
                 &limits,
                 &format!("dynamodb table {}", args.dynamodb.table_name()?),
+                None,
             )
         }
     }
@@ -243,6 +245,8 @@ struct Access {
     origins: AllowedOrigins,
 }
 
+/// Serves `store` on `addr` until a shutdown signal. With `file` (the embedded backend's
+/// database), records the address beside it for the commands that find the file locked.
 fn serve<B: pathdb_store::backend::Backend>(
     store: pathdb_store::Store<B>,
     addr: SocketAddr,
@@ -250,6 +254,7 @@ fn serve<B: pathdb_store::backend::Backend>(
     console: Console,
     limits: &Limits,
     data: &str,
+    file: Option<&std::path::Path>,
 ) -> Result<()> {
     let Access { auth, origins } = access;
     let data = data.to_owned();
@@ -264,6 +269,13 @@ fn serve<B: pathdb_store::backend::Backend>(
         } else {
             tracing::warn!(%local, %data, "PathDB listening in local-only mode: no tokens configured, loopback only");
         }
+        // Recorded before the line below, so that whoever waits for it finds the file. Removed
+        // when this block ends: a clean exit leaves no address behind.
+        let _recorded = file.and_then(|db| {
+            crate::address_file::record(db, &format!("http://{local}"))
+                .map_err(|e| tracing::warn!(error = %e, "could not record the address beside the database"))
+                .ok()
+        });
         // Printed for scripts that bind port 0.
         println!("listening on http://{local}");
         let state = AppState {

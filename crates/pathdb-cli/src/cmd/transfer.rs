@@ -24,7 +24,7 @@ pub struct ImportArgs {
     partial: bool,
 }
 
-pub fn export(store: &dyn Db) -> Result<()> {
+pub fn export(store: &dyn Db, out: super::Output) -> Result<()> {
     let bar = bar("{spinner} exported {pos} records ({per_sec})");
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let result = store.export(&mut stdout, &mut |n| bar.set_position(n));
@@ -33,6 +33,14 @@ pub fn export(store: &dyn Db) -> Result<()> {
     stdout
         .flush()
         .map_err(|e| pathdb_store::StorageError::new("writing the export", e))?;
+    if out.json {
+        // stdout is the export itself: the count goes to stderr, as one JSON line.
+        eprintln!(
+            "{}",
+            serde_json::json!({"exported": end.records, "skipped": end.skipped})
+        );
+        return Ok(());
+    }
     eprint!("exported {} records", end.records);
     if end.skipped > 0 {
         eprint!(
@@ -44,7 +52,7 @@ pub fn export(store: &dyn Db) -> Result<()> {
     Ok(())
 }
 
-pub fn import(store: &dyn Db, args: ImportArgs) -> Result<()> {
+pub fn import(store: &dyn Db, args: ImportArgs, out: super::Output) -> Result<()> {
     let mut input = String::new();
     match &args.file {
         Some(p) if p.as_os_str() != "-" => std::fs::File::open(p)
@@ -64,6 +72,15 @@ pub fn import(store: &dyn Db, args: ImportArgs) -> Result<()> {
     });
     bar.finish_and_clear();
     let report = result?;
+    if out.json {
+        let last = report.last_path.as_ref().map(ToString::to_string);
+        eprintln!(
+            "{}",
+            serde_json::json!({"imported": report.imported, "unchanged": report.unchanged,
+                "skipped": report.skipped, "last_path": last})
+        );
+        return Ok(());
+    }
     eprint!(
         "imported {} records ({} unchanged, {} skipped)",
         report.imported, report.unchanged, report.skipped
