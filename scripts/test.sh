@@ -9,7 +9,8 @@
 #
 #   bash scripts/test.sh
 #
-# Every part after the cargo tests reuses their build (target/debug/pathdb).
+# Every part after the cargo tests reuses their build (target/debug/pathdb), starting with
+# scripts/readme.sh, which runs the docs' console blocks.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -63,6 +64,11 @@ cargo test --workspace --all-targets
 
 step "cargo test --workspace --doc"
 cargo test --workspace --doc
+
+# The docs as a reader runs them: every console block of README.md and docs/*.md, in order, on
+# a fresh directory, output compared where the docs show it (target/debug/pathdb, built above).
+step "bash scripts/readme.sh (the docs' console blocks)"
+bash scripts/readme.sh
 
 if [[ -f fuzz/Cargo.toml ]]; then
     # Stable only checks that the targets compile; fuzzing needs nightly (see fuzz/README.md).

@@ -26,7 +26,8 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 URL, RW, RO, SHOTS, RESULTS = sys.argv[1:6]
 N = int(sys.argv[6])
 BIG_PAGE = min(N, 1000)
-WIDE = (1280, 800)
+# Viewports (the page's size, without the browser's own bars): a laptop and a phone.
+WIDE = (1280, 900)
 PHONE = (390, 844)
 results = {}
 
@@ -58,12 +59,25 @@ def make_driver():
         "--user-data-dir=" + PROFILE,
     ]:
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    driver.set_window_size(*WIDE)
-    return driver
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def set_viewport(size):
+    """Sizes the window so that the page gets exactly SIZE (the window's bars take some)."""
+    width, height = size
+    driver.set_window_size(width, height)
+    for _ in range(3):
+        inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+        if inner == [width, height]:
+            return
+        outer = driver.get_window_size()
+        driver.set_window_size(outer["width"] + width - inner[0], outer["height"] + height - inner[1])
+    inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+    assert inner == [width, height], f"viewport {inner}, wanted {size}"
 
 
 driver = make_driver()
+set_viewport(WIDE)
 wait = WebDriverWait(driver, 10, poll_frequency=0.05)
 
 
@@ -138,6 +152,16 @@ def test_sign_in_and_groups_in_key_order():
     sign_in(RW)
     assert children() == ["/big-1", "/season-2026-spring", "/user-7", "/user-42"], children()
     assert by_id("scope").text == "read-write token"
+    # The page says "Groups" once (its title), and the list starts right below its panel's top.
+    headings = driver.execute_script(
+        "return [...document.querySelectorAll('h1, h2, h3')].filter(h => h.offsetParent && h.textContent === 'Groups').length")
+    assert headings == 1, headings
+    gap = driver.execute_script(
+        "return document.querySelector('#children li').getBoundingClientRect().top"
+        " - document.getElementById('children-panel').getBoundingClientRect().top")
+    assert gap < 30, f"{gap}px of blank space above the groups"
+    # Creating keeps no history unless asked, as with the CLI and the API.
+    assert not by_id("new-history").is_selected()
     screenshot("groups")
 
 
@@ -166,6 +190,11 @@ def test_navigation_down_to_a_leaf_and_back():
     wait.until(lambda d: d.current_url.endswith("/ui/user-7/post-2/comment-1"))
     shown("children-empty")
     assert by_id("node-path").text == "/user-7/post-2/comment-1"
+    # "Nothing here." follows the list's controls without a blank band.
+    gap = driver.execute_script(
+        "return document.getElementById('children-empty').getBoundingClientRect().top"
+        " - document.getElementById('list-form').getBoundingClientRect().bottom")
+    assert gap < 30, f"{gap}px of blank space above 'Nothing here.'"
     wait.until(lambda d: '"text": "first!"' in by_id("value").text)
     # Back: the browser's back button, then `u` (up one element), then the crumbs to the root.
     driver.back()
@@ -248,6 +277,26 @@ def test_deep_link_to_the_seed_leaderboard_shows_scores_descending():
     assert "c2Vhc29uATIwMjYtc3ByaW5nADBY" in dynamo and "BETWEEN :a AND :z" in dynamo, dynamo
     assert "pathdb --server" in by_id("eq-cli").text and "'/season-2026-spring/score-!2300'" in by_id("eq-cli").text
     assert "curl -s" in by_id("eq-curl").text
+    # The equivalent requests wrap: nothing hides behind a horizontal scrollbar.
+    hidden = driver.execute_script(
+        "return [...document.querySelectorAll('pre.cmd')].filter(p => p.scrollWidth > p.clientWidth).map(p => p.id)")
+    assert hidden == [], f"cut off: {hidden}"
+    # Hex wraps between bytes, never inside one: each byte is one text box, on one line.
+    split = driver.execute_script("""
+        const split = [];
+        if (document.querySelectorAll('#key .hex').length !== 5) split.push('(not 4 segments and the key in .hex)');
+        for (const hex of document.querySelectorAll('#key .hex')) {
+          for (const node of hex.childNodes) {
+            if (node.nodeType !== Node.TEXT_NODE) continue;
+            const range = document.createRange();
+            range.selectNodeContents(node);
+            if (node.textContent.length !== 2 || range.getClientRects().length !== 1) split.push(node.textContent);
+          }
+        }
+        return split;""")
+    assert split == [], f"bytes split across lines: {split}"
+    assert driver.execute_script("return document.getElementById('key-sizes').textContent").endswith(
+        "hex 736561736f6e01323032362d737072696e670173636f72650116f703003058281c"), by_id("key-sizes").text
     # Scrolled to the equivalent requests: the segments above, the DynamoDB Query below.
     driver.execute_script("document.querySelector('#key h3').scrollIntoView()")
     screenshot("key")
@@ -311,6 +360,9 @@ def test_create_edit_with_a_conflict_history_and_delete():
     Select(by_id("new-type")).select_by_value("int")
     by_id("new-id").send_keys("99")
     assert by_id("new-path-preview").text == "/user-7/post-99"
+    # History is off by default (as with the CLI and the API); this item keeps it.
+    assert not by_id("new-history").is_selected()
+    by_id("new-history").click()
     value = by_id("new-value")
     value.clear()
     value.send_keys('{"title": "draft"}')
@@ -556,7 +608,7 @@ def test_no_layout_jumps_while_a_node_loads():
 
 
 def test_readable_at_phone_width_without_horizontal_scrolling():
-    driver.set_window_size(*PHONE)
+    set_viewport(PHONE)
     try:
         open_page("/ui/season-2026-spring/score-!2300")
         shown("key")
@@ -570,7 +622,7 @@ def test_readable_at_phone_width_without_horizontal_scrolling():
             raise AssertionError(f"{overflow}px wider than the screen: {wide}")
         screenshot("phone")
     finally:
-        driver.set_window_size(*WIDE)
+        set_viewport(WIDE)
 
 
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]

@@ -268,10 +268,11 @@ async function render() {
   document.title = (path || "Groups") + " · PathDB";
   renderCrumbs();
   $("node-path").textContent = path || "Groups";
-  $("children-title").textContent = path ? "Children" : "Groups";
-  // At the root there are no bounds or reverse (groups list forward): hide, not remove, so the
-  // layout does not jump between views.
-  $("list-form").classList.toggle("invisible", !path);
+  // At the root the page's title says "Groups" already, and there are no bounds or reverse
+  // (groups list forward): the panel has neither title nor form there.
+  $("children-title").textContent = "Children";
+  $("children-title").hidden = !path;
+  $("list-form").hidden = !path;
   $("key").hidden = !path;
   $("history").hidden = true;
   $("item").hidden = true;
@@ -446,21 +447,48 @@ async function fetchKey() {
   return () => showKey(key);
 }
 
+/** Hex that wraps only between bytes: one text node a byte, a <wbr> between them (copying it
+ * gives the hex without spaces). */
+function hexNode(hex) {
+  const span = document.createElement("span");
+  span.className = "hex";
+  (hex.match(/../g) || []).forEach((pair, i) => {
+    if (i > 0) span.append(document.createElement("wbr"));
+    span.append(pair);
+  });
+  return span;
+}
+
+/** Shows a command per line, each its own block, so that a long one wraps with a hanging
+ * indent instead of hiding behind a scrollbar. */
+function showLines(pre, text) {
+  pre.replaceChildren(
+    ...text.split("\n").map((line) => {
+      const span = document.createElement("span");
+      span.className = "line";
+      span.textContent = line;
+      return span;
+    }),
+  );
+}
+
 function showKey(key) {
   const rows = key.segments.map((s) => {
     const tr = document.createElement("tr");
-    for (const text of [s.text, s.kind, s.bytes_hex, `${s.meta_hex} (len ${s.bytes_hex.length / 2}, type ${s.type_code})`]) {
+    for (const text of [s.text, s.kind, hexNode(s.bytes_hex), `${s.meta_hex} (len ${s.bytes_hex.length / 2}, type ${s.type_code})`]) {
       const td = document.createElement("td");
-      td.textContent = text;
+      td.append(text);
       tr.append(td);
     }
     return tr;
   });
   $("segments").replaceChildren(...rows);
   const z = key.sizes;
-  $("key-sizes").textContent =
+  $("key-sizes").replaceChildren(
     `encoded: ${z.encoded} bytes (${z.segment} segment, ${z.separator} separator, 1 terminator, ` +
-    `${z.metadata} metadata); text: ${z.text} bytes; hex ${key.encoded_hex}`;
+      `${z.metadata} metadata); text: ${z.text} bytes; hex `,
+    hexNode(key.encoded_hex),
+  );
   const q = listQuery();
   const origin = location.origin;
   const auth = state.session && state.session.auth_required ? ` -H "Authorization: Bearer $PATHDB_TOKEN"` : "";
@@ -468,21 +496,21 @@ function showKey(key) {
   if (q.reverse) listParams.set("reverse", "true");
   if (q.gt) listParams.set("gt", q.gt);
   if (q.lt) listParams.set("lt", q.lt);
-  $("eq-curl").textContent = [
+  showLines($("eq-curl"), [
     `# the item`,
     `curl -s${auth} ${sh(origin + "/v1/items/" + urlPath(key.path))}`,
     `# its children, as listed here`,
     `curl -s${auth} ${sh(origin + "/v1/list/" + urlPath(key.path) + "?" + listParams)}`,
-  ].join("\n");
+  ].join("\n"));
   const lsFlags = ["--children", "--limit", q.limit];
   if (q.reverse) lsFlags.push("--reverse");
   if (q.gt) lsFlags.push("--gt", sh(q.gt));
   if (q.lt) lsFlags.push("--lt", sh(q.lt));
-  $("eq-cli").textContent = [
+  showLines($("eq-cli"), [
     `pathdb --server ${origin} get ${sh(key.path)}`,
     `pathdb --server ${origin} ls ${sh(key.path)} ${lsFlags.join(" ")}`,
     `pathdb key explain ${sh(key.path)}`,
-  ].join("\n");
+  ].join("\n"));
   const values = (pairs) => sh(JSON.stringify(Object.fromEntries(pairs.map(([k, v]) => [k, { B: v }]))));
   const query = (comment, range) =>
     [
@@ -492,13 +520,13 @@ function showKey(key) {
       `  --filter-expression 'attribute_exists(val)' \\`,
       `  --expression-attribute-values ${values([[":pk", key.pk_base64], [":a", range.start_base64], [":z", range.end_base64]])}`,
     ].join("\n");
-  $("eq-dynamodb").textContent = [
+  showLines($("eq-dynamodb"), [
     `# the item (pk ${key.pk_base64}, sk ${key.sk_base64})`,
     `aws dynamodb get-item --table-name pathdb --consistent-read \\`,
     `  --key ${values([["pk", key.pk_base64], ["sk", key.sk_base64]])}`,
     query("the node and its subtree (tombstones have no val)", key.subtree),
     query("the descendants; the store keeps the direct children by seeking past each one's subtree", key.descendants),
-  ].join("\n");
+  ].join("\n"));
 }
 
 // ---------------------------------------------------------------------------------------------
