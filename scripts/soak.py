@@ -226,7 +226,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
-    work = tempfile.mkdtemp(prefix="pathdb-soak-")
+    work = tempfile.mkdtemp(prefix="soak-")
     serve = [args.pathdb, "--db", os.path.join(work, "soak.db"), "serve", "--addr", "127.0.0.1:0"]
     if args.cache_size is not None:
         serve += ["--cache-size", str(args.cache_size)]
