@@ -197,9 +197,10 @@ def plot(rows, out):
     axes[0].plot(minutes, [r["rss_mb"] for r in rows], color="tab:blue")
     axes[0].set_ylabel("RSS (MB)")
     axes[0].set_ylim(bottom=0)
-    axes[1].plot(minutes, [r["open_files"] for r in rows], color="tab:green")
+    files = [r["open_files"] for r in rows]
+    axes[1].plot(minutes, files, color="tab:green")
     axes[1].set_ylabel("open files")
-    axes[1].set_ylim(bottom=0)
+    axes[1].set_ylim(0, max(files) * 1.25 + 1)
     axes[2].plot(minutes, [r["p99_ms"] for r in rows], label="p99", color="tab:red")
     axes[2].plot(minutes, [r["p50_ms"] for r in rows], label="p50", color="tab:orange")
     axes[2].set_ylabel("latency (ms)")
@@ -223,7 +224,14 @@ def main():
     parser.add_argument("--streams", type=int, default=50)
     parser.add_argument("--polls", type=int, default=50)
     parser.add_argument("--cache-size", type=int, default=None, help="MB, passed to serve")
+    parser.add_argument("--replot", action="store_true",
+                        help="only draw soak.png again from the soak.csv in --out")
     args = parser.parse_args()
+    if args.replot:
+        with open(os.path.join(args.out, "soak.csv"), newline="") as f:
+            rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        plot(rows, os.path.join(args.out, "soak.png"))
+        return
     os.makedirs(args.out, exist_ok=True)
 
     work = tempfile.mkdtemp(prefix="soak-")
