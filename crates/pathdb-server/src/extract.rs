@@ -106,11 +106,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
             .map_err(bytes_rejection)?;
-        // I-JSON first (duplicate names, lone surrogates), which typed deserializing would
-        // silently resolve one way or another.
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|e| invalid_json(format!("the body is not UTF-8: {e}")))?;
-        pathdb_store::check_json(text).map_err(|e| invalid_json(e.to_string()))?;
+        let text = strict_json_text(&bytes)?;
         serde_json::from_str(text).map(Json).map_err(|e| {
             invalid_json(format!(
                 "Failed to deserialize the JSON body into the target type: {e}"
@@ -133,8 +129,17 @@ impl<S: Send + Sync> FromRequest<S> for Body {
     }
 }
 
+/// A JSON body's text, once it is UTF-8 and I-JSON (no duplicate names, no lone surrogates: what
+/// deserializing would silently resolve one way or another); else 400 `invalid_json`.
+pub(crate) fn strict_json_text(bytes: &[u8]) -> Result<&str, ApiError> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| invalid_json(format!("the body is not UTF-8: {e}")))?;
+    pathdb_store::check_json(text).map_err(|e| invalid_json(e.to_string()))?;
+    Ok(text)
+}
+
 /// 400 `invalid_json`.
-fn invalid_json(message: String) -> ApiError {
+pub(crate) fn invalid_json(message: String) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", message)
 }
 

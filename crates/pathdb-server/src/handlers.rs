@@ -191,13 +191,9 @@ pub async fn patch_item<B: Backend>(
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let precondition = precondition::write_precondition(&headers)?;
-    let invalid = |message: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", message);
-    let text =
-        std::str::from_utf8(&body).map_err(|e| invalid(format!("the body is not UTF-8: {e}")))?;
-    // Duplicate names and lone surrogates are refused, not resolved one way (I-JSON).
-    pathdb_store::check_json(text).map_err(|e| invalid(e.to_string()))?;
+    let text = crate::extract::strict_json_text(&body)?;
     let document: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        serde_json::from_str(text).map_err(|e| crate::extract::invalid_json(e.to_string()))?;
     // The route accepts only the two patch media types (`media::PATCH`).
     let patch = if crate::media::headers_declare(&request_headers, &[crate::media::JSON_PATCH]) {
         json_patch(&document, "")?

@@ -28,6 +28,19 @@ fn injected_faults_on_file() {
     assert!(report.acknowledged > 0 && report.failed > 0 && report.unknown > 0);
 }
 
+/// The store options of the full-disk tests: no sweeper writing on its own.
+fn options() -> StoreOptions {
+    StoreOptions {
+        sweep_interval: None,
+        ..StoreOptions::default()
+    }
+}
+
+/// Item `n` of the full-disk tests.
+fn at(n: usize) -> KeyPath {
+    format!("/disk-1/item-{n}").parse().unwrap()
+}
+
 fn value(n: usize) -> Json {
     Json::parse(&format!(r#"{{"n":{n},"pad":"{}"}}"#, "x".repeat(2000))).unwrap()
 }
@@ -42,12 +55,8 @@ fn a_full_disk_is_named_and_recovered_from_without_a_restart() {
         return;
     };
     let db: PathBuf = fs.path().join("full.pathdb");
-    let options = StoreOptions {
-        sweep_interval: None,
-        ..StoreOptions::default()
-    };
+    let options = options();
     let store = Store::open(&db, FileOptions::default(), options.clone()).unwrap();
-    let at = |n: usize| -> KeyPath { format!("/disk-1/item-{n}").parse().unwrap() };
     let mut acknowledged = Vec::new();
     for n in 0..100 {
         store.put(&at(n), value(n), PutOptions::default()).unwrap();
@@ -130,12 +139,8 @@ fn a_store_closed_on_a_full_disk_opens_read_only() {
         return;
     };
     let db: PathBuf = fs.path().join("full.pathdb");
-    let options = StoreOptions {
-        sweep_interval: None,
-        ..StoreOptions::default()
-    };
+    let options = options();
     let store = Store::open(&db, FileOptions::default(), options.clone()).unwrap();
-    let at = |n: usize| -> KeyPath { format!("/disk-1/item-{n}").parse().unwrap() };
     for n in 0..50 {
         store.put(&at(n), value(n), PutOptions::default()).unwrap();
     }
