@@ -6,6 +6,7 @@ use crate::AppState;
 use crate::calls::{create_target, item_response, put_options, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Body, Query, UrlPath};
+use crate::slots::Slots;
 use crate::wire::{ChangeOut, ChangesOut, ChangesQuery, CreateQuery};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -18,9 +19,8 @@ use pathdb_store::{
     Parent, Store,
 };
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 /// Bumped by [`crate::close_change_streams`] at shutdown: event streams end and long polls answer
@@ -44,43 +44,37 @@ pub const DEFAULT_MAX_CHANGE_STREAMS: usize = 1024;
 /// cannot crowd out writes and probes. Clones share the cap.
 #[derive(Clone, Debug)]
 pub struct ChangeStreams {
-    slots: Arc<Semaphore>,
-    max: usize,
+    slots: Slots,
 }
 
 impl ChangeStreams {
     /// At most `max` streams and long polls at once (at least 1).
     pub fn new(max: usize) -> ChangeStreams {
-        let max = max.clamp(1, Semaphore::MAX_PERMITS);
         ChangeStreams {
-            slots: Arc::new(Semaphore::new(max)),
-            max,
+            slots: Slots::new(max),
         }
     }
 
     /// The cap.
     pub fn max(&self) -> usize {
-        self.max
+        self.slots.max()
     }
 
     /// A slot for one stream or long poll, held until it ends; or the 503 that refuses it.
     fn admit(&self) -> Result<StreamSlot, ApiError> {
-        match Arc::clone(&self.slots).try_acquire_owned() {
+        let permit = self.slots.take(STREAM_RETRY_AFTER, |max| {
+            format!(
+                "the server already follows {max} change streams and long polls, its limit; retry later"
+            )
+        });
+        match permit {
             Ok(permit) => {
                 metrics::gauge!("pathdb_change_streams_open").increment(1.0);
                 Ok(StreamSlot { _permit: permit })
             }
-            Err(_) => {
+            Err(refused) => {
                 metrics::counter!("pathdb_change_streams_refused_total").increment(1);
-                Err(ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "unavailable",
-                    format!(
-                        "the server already follows {} change streams and long polls, its limit; retry later",
-                        self.max
-                    ),
-                )
-                .retry_after(STREAM_RETRY_AFTER))
+                Err(refused)
             }
         }
     }

@@ -8,10 +8,10 @@
 //! [`DEFAULT_MAX_IMPORTS`] run at once (issue 22).
 
 use crate::error::ApiError;
+use crate::slots::Slots;
 use axum::http::StatusCode;
 use pathdb_store::ImportRecord;
-use std::sync::Arc;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 /// Imports at once, by default: each holds its records in memory until its last line.
 pub const DEFAULT_MAX_IMPORTS: usize = 2;
@@ -23,33 +23,24 @@ const CHUNKS: usize = 8;
 /// The cap on imports running at once. Clones share it.
 #[derive(Clone, Debug)]
 pub struct Imports {
-    slots: Arc<Semaphore>,
-    max: usize,
+    slots: Slots,
 }
 
 impl Imports {
     /// At most `max` imports at once (at least 1).
     pub fn new(max: usize) -> Imports {
-        let max = max.clamp(1, Semaphore::MAX_PERMITS);
         Imports {
-            slots: Arc::new(Semaphore::new(max)),
-            max,
+            slots: Slots::new(max),
         }
     }
 
     /// A slot for one import, held until it ends; or the 503 that refuses it. Taken before the
     /// body is read, so a refused import costs no memory.
     pub(crate) fn admit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
-        Arc::clone(&self.slots).try_acquire_owned().map_err(|_| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                format!(
-                    "{} imports are already running, the server's limit; retry when one has finished",
-                    self.max
-                ),
+        self.slots.take(RETRY_AFTER, |max| {
+            format!(
+                "{max} imports are already running, the server's limit; retry when one has finished"
             )
-            .retry_after(RETRY_AFTER)
         })
     }
 }

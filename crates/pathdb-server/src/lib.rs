@@ -22,6 +22,7 @@ mod import;
 mod media;
 pub mod origin;
 mod precondition;
+mod slots;
 mod telemetry;
 mod timeouts;
 pub mod ui;
