@@ -11,6 +11,7 @@
 //! | `Reader::scan_all` | `Scan`, resumable from the last key |
 //! | a one-operation batch | `PutItem` / `DeleteItem` with a `ConditionExpression`, or a consistent `GetItem` for a lone check |
 //! | a larger batch, or any batch with a change log entry (every store write) | `TransactWriteItems` (at most 100 operations) |
+//! | batches appending to one group's change log, arriving while another is in flight | one `TransactWriteItems` for all that fit: group commit (group.rs) |
 //! | expiry | the store's own expiry index and sweeper, as on every backend (not DynamoDB's TTL, which would delete the record that keeps the path's last version) |
 //!
 //! Reads are strongly consistent per request but a [`Reader`] is not a snapshot: DynamoDB has no
@@ -30,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod attrs;
+mod group;
 mod metrics;
 mod probe;
 mod retry;
@@ -77,6 +79,8 @@ pub struct DynamoBackend {
     runtime: Option<tokio::runtime::Runtime>,
     metrics: Arc<Metrics>,
     retry: RetryBudget,
+    /// Per change log: its group commit and last entry number (group.rs).
+    logs: group::Logs,
 }
 
 impl DynamoBackend {
@@ -102,6 +106,7 @@ impl DynamoBackend {
             runtime: Some(runtime),
             metrics: Arc::new(Metrics::default()),
             retry: options.retry.clone(),
+            logs: group::Logs::default(),
         };
         backend.block_on(backend.check_transactions())?;
         Ok(backend)

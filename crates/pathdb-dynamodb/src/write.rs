@@ -24,16 +24,13 @@
 //! answer is final: the entry read tells whether it was this write's own earlier attempt.
 
 use crate::retry::{self, Attempt, Class, Failure, Sent};
-use crate::{DynamoBackend, MAX_TRANSACTION_ITEMS, attrs};
+use crate::{DynamoBackend, MAX_TRANSACTION_ITEMS, attrs, group};
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{ConditionCheck, Delete, Put, TransactWriteItem};
-use pathdb_store::backend::{
-    Direction, Expect, Key, Record, SortRange, WriteBatch, WriteError, WriteOp,
-};
+use pathdb_store::backend::{Direction, Key, Record, SortRange, WriteBatch, WriteError, WriteOp};
 use pathdb_store::{StorageError, StorageErrorKind};
-use std::collections::HashMap;
 
 /// The id of one write request: its `ClientRequestToken` (in hex) and the `w` attribute of the
 /// change log entries it appends.
@@ -166,7 +163,17 @@ impl DynamoBackend {
                 "a batch of {n} operations exceeds DynamoDB's {MAX_TRANSACTION_ITEMS}-item transactions"
             ))
             .into()),
-            _ if appends => self.transact_appending(&batch).await,
+            _ if appends => match group::single_log(&batch) {
+                Some(log) => {
+                    let log = log.clone();
+                    self.group_commit(&log, batch).await
+                }
+                None => self
+                    .commit_appending(std::slice::from_ref(&batch))
+                    .await
+                    .pop()
+                    .unwrap_or(Ok(())),
+            },
             1 => match batch.ops.into_iter().next() {
                 Some(op) => self.write_one(op).await,
                 None => Ok(()),
@@ -175,50 +182,8 @@ impl DynamoBackend {
         }
     }
 
-    /// A batch with appends: each append becomes a put at the next number of its log, read
-    /// (strongly consistent) just before the transaction and conditional on that number being
-    /// free. When only such a condition fails, another writer appended first: number again and
-    /// retry. The log's end is read after every entry before it committed, so entries become
-    /// visible in number order, as [`WriteOp::Append`] promises.
-    async fn transact_appending(&self, batch: &WriteBatch) -> Result<(), WriteError> {
-        let mut attempt = 0u32;
-        loop {
-            let mut next: HashMap<&Key, u64> = HashMap::new();
-            let mut ops = Vec::with_capacity(batch.ops.len());
-            let mut numbered = Vec::new();
-            for (index, op) in batch.ops.iter().enumerate() {
-                let WriteOp::Append { log, record } = op else {
-                    ops.push(op.clone());
-                    continue;
-                };
-                let n = match next.get(log) {
-                    Some(n) => n + 1,
-                    None => self.last_log_number(log).await? + 1,
-                };
-                next.insert(log, n);
-                numbered.push(index);
-                ops.push(WriteOp::Put {
-                    key: Key {
-                        partition: log.partition.clone(),
-                        sort: pathdb_store::backend::log_entry(&log.sort, n),
-                    },
-                    record: record.clone(),
-                    expect: Some(Expect::Absent),
-                });
-            }
-            match self.transact(ops, &numbered).await {
-                Err(WriteError::ConditionFailed { index }) if numbered.contains(&index) => {
-                    // Writers racing for one log: a short random pause spreads them out.
-                    attempt += 1;
-                    let jitter = retry::random_u64() % (1000 << attempt.min(6));
-                    tokio::time::sleep(std::time::Duration::from_micros(jitter)).await;
-                }
-                other => return other,
-            }
-        }
-    }
-
-    async fn last_log_number(&self, log: &Key) -> Result<u64, StorageError> {
+    /// The number of the last entry of `log` (0 when it has none), read.
+    pub(crate) async fn last_log_number(&self, log: &Key) -> Result<u64, StorageError> {
         let (first, last) = pathdb_store::backend::log_bounds(&log.sort);
         let range = SortRange {
             start: std::ops::Bound::Included(first),
@@ -292,7 +257,11 @@ impl DynamoBackend {
 
     /// One TransactWriteItems of `ops`; the puts at `entries` are change log entries, marked
     /// with the write's id.
-    async fn transact(&self, ops: Vec<WriteOp>, entries: &[usize]) -> Result<(), WriteError> {
+    pub(crate) async fn transact(
+        &self,
+        ops: Vec<WriteOp>,
+        entries: &[usize],
+    ) -> Result<(), WriteError> {
         self.metrics.count_transaction();
         let id = WriteId::new()?;
         let proof = match entries.first().map(|&i| &ops[i]) {

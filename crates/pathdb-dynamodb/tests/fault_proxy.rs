@@ -18,6 +18,9 @@
 //! | [`Fault::ResetAfterForward`] | yes (applied) | the connection reset instead of the answer |
 //! | [`Fault::UnknownOperation`] | no | 400 `UnknownOperationException`, as dynalite answers `TransactWriteItems` |
 //!
+//! [`FaultProxy::set_latency`] adds a delay before every forwarded request, as a network farther
+//! away would (the hot-group benchmark in `hot_group.rs`).
+//!
 //! A test controls it with a schedule ([`FaultProxy::fail_next`]: the next `n` requests of an
 //! operation get a fault) and a seeded random rate ([`FaultProxy::fail_randomly`]); scheduled
 //! faults come first. [`FaultProxy::injected`] counts what was done. Blocking std threads, one per
@@ -26,7 +29,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -139,6 +142,8 @@ struct Shared {
     upstream: SocketAddr,
     plan: Mutex<Plan>,
     injected: Mutex<Injected>,
+    /// Added before forwarding each request, in microseconds.
+    latency_us: AtomicU64,
     stopped: AtomicBool,
 }
 
@@ -192,6 +197,7 @@ impl FaultProxy {
             upstream,
             plan: Mutex::default(),
             injected: Mutex::default(),
+            latency_us: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
         });
         let accepting = Arc::clone(&shared);
@@ -245,6 +251,13 @@ impl FaultProxy {
         });
     }
 
+    /// Every request forwarded from now on waits `latency` first (one way: a request costs the
+    /// client this much more than the server's own time).
+    pub fn set_latency(&self, latency: Duration) {
+        let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.shared.latency_us.store(us, Ordering::Relaxed);
+    }
+
     /// No more faults: scheduled and random ones are dropped.
     pub fn clear(&self) {
         *lock(&self.shared.plan) = Plan::default();
@@ -291,6 +304,10 @@ fn serve(shared: &Shared, client: TcpStream) {
             Ok(Some(request)) => request,
             Ok(None) | Err(_) => return,
         };
+        let latency = shared.latency_us.load(Ordering::Relaxed);
+        if latency > 0 {
+            std::thread::sleep(Duration::from_micros(latency));
+        }
         let answer = match shared.pick(&request.operation) {
             None => forward(shared.upstream, &request),
             Some(Fault::Throttling) => Ok(error_answer(
