@@ -102,9 +102,7 @@ impl From<pathdb_store::Error> for ApiError {
             E::Storage(storage) => return storage_error(storage),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
-        if status.is_server_error() {
-            tracing::error!(error = %e, "store error");
-        }
+        // A 5xx is logged with its request by gate::RequestIdLayer.
         ApiError::new(status, code, e.to_string())
     }
 }
@@ -115,7 +113,6 @@ fn storage_error(e: &pathdb_store::StorageError) -> ApiError {
     use pathdb_store::StorageErrorKind as K;
     let kind = e.kind();
     metrics::counter!("pathdb_storage_errors_total", "kind" => kind.as_str()).increment(1);
-    tracing::error!(error = %e, kind = kind.as_str(), "storage error");
     let error = match kind {
         K::Full => ApiError::new(
             StatusCode::INSUFFICIENT_STORAGE,
@@ -153,7 +150,17 @@ impl IntoResponse for ApiError {
                 message: self.message,
             },
         };
+        let failure = self
+            .status
+            .is_server_error()
+            .then(|| crate::gate::ServerFailure {
+                code: self.code,
+                message: body.error.message.clone(),
+            });
         let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(failure) = failure {
+            response.extensions_mut().insert(failure);
+        }
         if let Some(seconds) = self.retry_after {
             response
                 .headers_mut()

@@ -41,7 +41,7 @@ pub use import::{DEFAULT_MAX_IMPORTS, Imports};
 pub use origin::{AllowedOrigins, InvalidOrigin};
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -51,7 +51,6 @@ use pathdb_store::backend::Backend;
 use std::future::Future;
 use std::time::Duration;
 use tower::ServiceBuilder;
-use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use wire::TaggedUnions;
 
@@ -280,16 +279,13 @@ pub fn app<B: Backend>(
         .merge(api)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed);
-    // What every request passes, outermost first: a request id (before the span that logs it),
-    // the access log's span, the header-size, Host and Origin checks and `Connection: close`
-    // after a refusal (`gate::Edge`), then CORS. One `Router::layer` for all of them: each
-    // wraps every route (and the fallbacks) on its own, boxing once per layer per request.
+    // What every request passes, outermost first: a request id and the request log (5xx
+    // answers, and every request at debug level), the header-size, Host and Origin checks and
+    // `Connection: close` after a refusal (`gate::Edge`), then CORS. One `Router::layer` for all
+    // of them: each wraps every route (and the fallbacks) on its own, boxing once per layer per
+    // request.
     let edge = ServiceBuilder::new()
         .layer(RequestIdLayer)
-        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
-            let id = request.headers().get(&gate::REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
-            tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
-        }))
         .layer(CheckLayer(Edge { policy }))
         .layer(gate::CorsLayer(origins.cors_layer()));
     routes.layer(edge)

@@ -109,3 +109,97 @@ async fn timeout_answers_as_tower_http_does() {
         }
     }
 }
+
+/// Log lines written while a test's subscriber is the default.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// Runs `requests` through `RequestIdLayer` in front of a service answering each with `status`
+/// (an `ApiError` for errors), logging at `level`; returns the answers' request ids and the log.
+fn logged(level: tracing::Level, status: StatusCode, uri: &str) -> (String, String) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let service = RequestIdLayer.layer(tower::service_fn(move |_: Request| async move {
+        let response = if status.is_success() {
+            Response::new(Body::empty())
+        } else {
+            ApiError::new(status, "unavailable", "disk on fire").into_response()
+        };
+        Ok::<_, Infallible>(response)
+    }));
+    let request = Request::builder()
+        .method("PUT")
+        .uri(uri)
+        .body(Body::empty())
+        .unwrap();
+    let response = tracing::subscriber::with_default(subscriber, || {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(service.oneshot(request))
+            .unwrap()
+    });
+    let id = response.headers()[&REQUEST_ID].to_str().unwrap().to_owned();
+    (id, captured.text())
+}
+
+/// A 5xx answer is one error line naming the request and the cause; other answers log nothing
+/// unless the access log's debug level is on, which has a line per request.
+#[test]
+fn the_request_log_names_failed_requests() {
+    let (id, log) = logged(
+        tracing::Level::INFO,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/v1/items/a-1?x=1",
+    );
+    assert_eq!(log.lines().count(), 1, "{log}");
+    for part in [
+        "ERROR",
+        "request failed",
+        &format!("request_id=\"{id}\""),
+        "method=PUT",
+        "uri=/v1/items/a-1?x=1",
+        "status=503",
+        "code=\"unavailable\"",
+        "error=\"disk on fire\"",
+    ] {
+        assert!(log.contains(part), "{part:?} in {log}");
+    }
+    let (_, log) = logged(tracing::Level::INFO, StatusCode::OK, "/v1/items/a-1");
+    assert_eq!(log, "");
+    let (id, log) = logged(tracing::Level::DEBUG, StatusCode::OK, "/v1/items/a-1");
+    assert_eq!(log.lines().count(), 1, "{log}");
+    for part in [
+        "DEBUG",
+        "pathdb_server::access",
+        &format!("request_id=\"{id}\""),
+        "status=200",
+        "micros=",
+    ] {
+        assert!(log.contains(part), "{part:?} in {log}");
+    }
+}
