@@ -7,9 +7,10 @@
 //! leads: it sends its batch alone. Writes that arrive meanwhile queue; when the round is done,
 //! the leader answers its own caller and hands the lead to the first queued write, which sends
 //! everything queued that fits into one request (at most [`MAX_TRANSACTION_ITEMS`] operations,
-//! [`ROUND_BYTES`] of records, no key twice) as one `TransactWriteItems`, each write keeping its
-//! own log entry. A write is answered only once the request holding it was answered (or settled,
-//! write.rs), so nothing is acknowledged before its own commit.
+//! [`ROUND_BYTES`] of records, no key twice) as one `TransactWriteItems`, with one log entry
+//! holding all their changes (the store's [`join_log_entries`]; separate entries when a write's
+//! own changes span several). A write is answered only once the request holding it was answered
+//! (or settled, write.rs), so nothing is acknowledged before its own commit.
 //!
 //! Each log also remembers the last entry number this process committed: the next round numbers
 //! from it without reading, and the entries' condition (the number is free) is the check. Another
@@ -18,7 +19,9 @@
 
 use crate::{DynamoBackend, MAX_TRANSACTION_ITEMS, retry};
 use pathdb_store::StorageError;
-use pathdb_store::backend::{Expect, Key, WriteBatch, WriteError, WriteOp};
+use pathdb_store::backend::{
+    Expect, Key, Record, WriteBatch, WriteError, WriteOp, join_log_entries,
+};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use tokio::sync::oneshot;
@@ -344,47 +347,95 @@ impl DynamoBackend {
         results.into_iter().map(|r| r.unwrap_or(Ok(()))).collect()
     }
 
-    /// The request for the `pending` batches: their operations in order, appends numbered.
+    /// The request for the `pending` batches: their operations in order, appends numbered. When
+    /// each batch is one whole commit logged in the same log (a round's usual shape), their
+    /// entries are joined into one ([`join_log_entries`]): one entry per round, not per write,
+    /// which saves the log's partition a write per batch.
     async fn number(
         &self,
         batches: &[WriteBatch],
         pending: &[usize],
     ) -> Result<Numbered, StorageError> {
         let mut numbered = Numbered::default();
+        let joined = joined_entry(batches, pending);
+        let mut first_append = None;
         for &b in pending {
             for (local, op) in batches[b].ops.iter().enumerate() {
-                numbered.owners.push((b, local));
                 let WriteOp::Append { log, record } = op else {
+                    numbered.owners.push((b, local));
                     numbered.ops.push(op.clone());
                     continue;
                 };
-                let n = match numbered.ends.iter_mut().find(|(l, _)| l == log) {
-                    Some((_, n)) => {
-                        *n += 1;
-                        *n
-                    }
-                    None => {
-                        let last = match self.logs.last(log) {
-                            Some(last) => last,
-                            None => self.last_log_number(log).await?,
-                        };
-                        numbered.ends.push((log.clone(), last + 1));
-                        last + 1
-                    }
-                };
-                numbered.entries.push(numbered.ops.len());
-                numbered.ops.push(WriteOp::Put {
-                    key: Key {
-                        partition: log.partition.clone(),
-                        sort: pathdb_store::backend::log_entry(&log.sort, n),
-                    },
-                    record: record.clone(),
-                    expect: Some(Expect::Absent),
-                });
+                if joined.is_some() {
+                    first_append.get_or_insert((b, local));
+                    continue;
+                }
+                numbered.owners.push((b, local));
+                self.push_entry(&mut numbered, log, record).await?;
             }
+        }
+        if let (Some((log, record)), Some(owner)) = (&joined, first_append) {
+            numbered.owners.push(owner);
+            self.push_entry(&mut numbered, log, record).await?;
         }
         Ok(numbered)
     }
+
+    /// Adds the put of `record` at the next number of `log`.
+    async fn push_entry(
+        &self,
+        numbered: &mut Numbered,
+        log: &Key,
+        record: &Record,
+    ) -> Result<(), StorageError> {
+        let n = match numbered.ends.iter_mut().find(|(l, _)| l == log) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                let last = match self.logs.last(log) {
+                    Some(last) => last,
+                    None => self.last_log_number(log).await?,
+                };
+                numbered.ends.push((log.clone(), last + 1));
+                last + 1
+            }
+        };
+        numbered.entries.push(numbered.ops.len());
+        numbered.ops.push(WriteOp::Put {
+            key: Key {
+                partition: log.partition.clone(),
+                sort: pathdb_store::backend::log_entry(&log.sort, n),
+            },
+            record: record.clone(),
+            expect: Some(Expect::Absent),
+        });
+        Ok(())
+    }
+}
+
+/// The one entry for the `pending` batches' appends, when there are several batches, each
+/// appends exactly once, all to the same log, and their entries join.
+fn joined_entry(batches: &[WriteBatch], pending: &[usize]) -> Option<(Key, Record)> {
+    if pending.len() < 2 {
+        return None;
+    }
+    let mut log: Option<&Key> = None;
+    let mut records = Vec::with_capacity(pending.len());
+    for &b in pending {
+        let mut appends = batches[b].ops.iter().filter_map(|op| match op {
+            WriteOp::Append { log, record } => Some((log, record)),
+            _ => None,
+        });
+        let (this, record) = appends.next()?;
+        if appends.next().is_some() || log.is_some_and(|l| l != this) {
+            return None;
+        }
+        log = Some(this);
+        records.push(record);
+    }
+    Some((log?.clone(), join_log_entries(&records)?))
 }
 
 /// One request's operations, built from several batches.
@@ -402,7 +453,6 @@ struct Numbered {
 #[cfg(test)]
 mod test {
     use super::*;
-    use pathdb_store::backend::Record;
 
     fn key(sort: &str) -> Key {
         Key {

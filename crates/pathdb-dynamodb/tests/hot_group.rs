@@ -132,6 +132,32 @@ fn writes_to_one_hot_group_share_transactions() {
     for (path, versions) in &seen {
         assert_eq!(versions, &expected, "{path}: each write once, in order");
     }
+    // One change log entry per round, not per write: the entries are the table's keys under
+    // the log's prefix (`ff ff`, docs/changes.md) in the group's partition.
+    let partition = group.partition_key();
+    let entries = {
+        use pathdb_store::backend::{Backend, Reader};
+        let reader = checker.backend().reader().expect("reader");
+        let mut entries = 0u64;
+        let mut after = None;
+        loop {
+            let page = reader.scan_all(after.as_ref(), 1000).expect("scan");
+            let Some((last, _)) = page.last() else { break };
+            after = Some(last.clone());
+            entries += page
+                .iter()
+                .filter(|(key, _)| {
+                    key.partition == partition && key.sort.starts_with(&[0xff, 0xff])
+                })
+                .count() as u64;
+        }
+        entries
+    };
+    eprintln!("{entries} change log entries for {} writes", writes + 1);
+    assert!(
+        entries <= transactions + 1,
+        "{entries} log entries for {transactions} transactions: a round logs one"
+    );
     // Writers that arrive while a commit is in flight go together in the next one.
     assert!(
         transactions * 2 <= writes,

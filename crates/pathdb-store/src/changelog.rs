@@ -194,6 +194,37 @@ pub struct ChangePage {
     pub next_token: ChangeToken,
 }
 
+/// Bytes of changes per log entry before a commit's changes continue in another entry: one
+/// entry must stay under DynamoDB's 400 KB item limit. A single change is never split (an item
+/// fits in 400 KB, and so does its change with a path and a few numbers more).
+pub(crate) const ENTRY_BUDGET: usize = 200_000;
+
+/// One entry holding the changes of `records`, in order, when each is a whole commit's entry
+/// and the joined entry stays within [`ENTRY_BUDGET`]; see
+/// [`join_log_entries`](crate::backend::join_log_entries).
+pub(crate) fn join_entries(records: &[&Record]) -> Option<Record> {
+    let mut changes = Vec::new();
+    let mut size = 0;
+    for record in records {
+        let entry: Entry<'_> = serde_json::from_slice(&record.value).ok()?;
+        size += record.value.len();
+        if !entry.end || size > ENTRY_BUDGET {
+            return None;
+        }
+        changes.extend(entry.changes);
+    }
+    let value = serde_json::to_vec(&Entry { changes, end: true }).ok()?;
+    Some(Record {
+        version: 1,
+        // The entry's age decides when it is trimmed: the newest commit's, so no change is
+        // dropped before its retention is over.
+        created_at: records.iter().map(|r| r.created_at).max()?,
+        modified_at: records.iter().map(|r| r.modified_at).max()?,
+        expires_at: None,
+        value,
+    })
+}
+
 /// A change as the log stores it: a put has the item's metadata and value, a delete neither.
 /// (A plain struct: serde's internally tagged enums cannot hold a borrowed `RawValue`.)
 #[derive(Serialize, Deserialize)]
@@ -324,6 +355,51 @@ mod tests {
         assert_eq!(changes[1].path().to_string(), "/n-1/a-2");
         assert_eq!(put_value(&changes[2]), r#"{"x":[]}"#);
         assert!(matches!(changes[3], Change::Delete { version: 2, .. }));
+    }
+
+    fn record(value: &str, created_at: i64) -> Record {
+        Record {
+            version: 1,
+            created_at,
+            modified_at: created_at,
+            expires_at: None,
+            value: value.as_bytes().to_vec(),
+        }
+    }
+
+    /// Whole commits' entries join into one with their changes in order and the newest time;
+    /// an entry that continues in another, or a join past the budget, is refused.
+    #[test]
+    fn whole_commits_join_into_one_entry() {
+        let a = record(
+            r#"{"changes":[{"op":"put","path":"/n-1/a-1","version":1,"created_at":5,"modified_at":5,"value":1}],"end":true}"#,
+            5,
+        );
+        let b = record(
+            r#"{"changes":[{"op":"delete","path":"/n-1/a-2","version":4},{"op":"put","path":"/n-1/a-3","version":2,"created_at":3,"modified_at":7,"value":null}],"end":true}"#,
+            7,
+        );
+        let joined = join_entries(&[&a, &b]).expect("joined");
+        assert_eq!((joined.created_at, joined.modified_at), (7, 7));
+        let changes = read(std::str::from_utf8(&joined.value).unwrap());
+        let paths: Vec<String> = changes.iter().map(|c| c.path().to_string()).collect();
+        assert_eq!(paths, ["/n-1/a-1", "/n-1/a-2", "/n-1/a-3"]);
+        assert_eq!(put_value(&changes[0]), "1");
+        assert!(matches!(changes[1], Change::Delete { version: 4, .. }));
+        assert_eq!(put_value(&changes[2]), "null");
+
+        let part = record(r#"{"changes":[],"end":false}"#, 5);
+        assert!(join_entries(&[&a, &part]).is_none());
+        let big = record(
+            &format!(
+                r#"{{"changes":[{{"op":"put","path":"/n-1/a-9","version":1,"created_at":5,"modified_at":5,"value":"{}"}}],"end":true}}"#,
+                "x".repeat(ENTRY_BUDGET / 2)
+            ),
+            5,
+        );
+        assert!(join_entries(&[&big, &a]).is_some());
+        assert!(join_entries(&[&big, &big]).is_none());
+        assert!(join_entries(&[&a, &record("not json", 5)]).is_none());
     }
 
     #[test]

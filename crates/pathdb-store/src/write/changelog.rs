@@ -5,14 +5,10 @@
 
 use super::plan::{Context, Plan};
 use crate::backend::{Direction, Key, Reader, Record, WriteBatch, WriteOp};
-use crate::changelog::{Change, Entry, Logged, corrupt, logged};
+use crate::changelog::{Change, ENTRY_BUDGET, Entry, Logged, corrupt, logged};
 use crate::{Error, layout};
 use pathdb_keys::KeyPath;
 
-/// Bytes of changes per log entry before a commit's changes continue in another entry: one
-/// entry must stay under DynamoDB's 400 KB item limit. A single change is never split (an item
-/// fits in 400 KB, and so does its change with a path and a few numbers more).
-const ENTRY_BUDGET: usize = 200_000;
 /// One commit in this many also removes expired log entries (reading the log's oldest entries
 /// costs a query on DynamoDB; every commit paying it would be waste).
 const TRIM_EVERY: u64 = 8;
