@@ -5,7 +5,7 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{Condition, Error, Item, PutOptions, Store, Transaction, TxResult};
 use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 const WRITERS: usize = 8;
 
@@ -315,5 +315,53 @@ pub fn racing_deletes_and_updates<H: Harness>(harness: &H) {
                 "round {round}: the put won"
             ),
         }
+    }
+}
+
+/// A get made after a put was acknowledged sees that put (or a later one), whichever thread
+/// makes it: half the threads put their own item over and over and publish each acknowledged
+/// version; the other half keep reading every item and never find one older than what was
+/// published before their read began. (The file backend shares one snapshot between the reads
+/// of two commits; it must drop it before a commit's writers are answered.)
+pub fn reads_follow_acknowledged_writes<H: Harness>(harness: &H) {
+    let (_clock, store) = open_manual(harness);
+    let store: &Store<H::Backend> = &store;
+    const PUTS: i64 = 25;
+    let item = |writer: usize| path(&format!("/seen-1/w-{writer}"));
+    let writers: Vec<usize> = (0..WRITERS).step_by(2).collect();
+    let acknowledged: Vec<AtomicU64> = (0..WRITERS).map(|_| AtomicU64::new(0)).collect();
+    let finished = AtomicUsize::new(0);
+    let reads = race(|worker| {
+        if worker % 2 == 0 {
+            for n in 1..=PUTS {
+                let put = store
+                    .put(&item(worker), value(n), PutOptions::default())
+                    .unwrap();
+                acknowledged[worker].store(put.version, Ordering::SeqCst);
+                let read = store.get(&item(worker)).unwrap().map(|i| i.version);
+                assert_eq!(read, Some(put.version), "writer {worker}, put {n}");
+            }
+            finished.fetch_add(1, Ordering::SeqCst);
+            return 0;
+        }
+        let mut reads = 0u64;
+        while finished.load(Ordering::SeqCst) < writers.len() {
+            for &writer in &writers {
+                let before = acknowledged[writer].load(Ordering::SeqCst);
+                let read = store.get(&item(writer)).unwrap().map_or(0, |i| i.version);
+                assert!(
+                    read >= before,
+                    "reader {worker} saw version {read} of writer {writer}'s item after \
+                     version {before} was acknowledged"
+                );
+                reads += 1;
+            }
+        }
+        reads
+    });
+    assert!(reads.iter().sum::<u64>() > 0, "the readers read");
+    for &writer in &writers {
+        let last = store.get(&item(writer)).unwrap().unwrap();
+        assert_eq!(number(&last), PUTS);
     }
 }

@@ -26,7 +26,8 @@
 //!   [`dead_entries_between_pages`] (`listing`);
 //! - [`groups_in_key_order`] (`groups`);
 //! - [`racing_must_not_exist`], [`racing_if_version_counter`], [`racing_unconditional_puts`],
-//!   [`racing_transfers`], [`racing_deletes_and_updates`] (`concurrency`);
+//!   [`racing_transfers`], [`racing_deletes_and_updates`], [`reads_follow_acknowledged_writes`]
+//!   (`concurrency`);
 //! - [`transaction_results`], [`failed_transactions_leave_nothing`], [`history_retention`],
 //!   [`ttl_expiry`], [`scan_and_import`], [`versions_never_reused`],
 //!   [`import_never_goes_backwards`], [`import_keeps_history_consistent`] (`lifecycle`);
@@ -72,7 +73,7 @@ pub use changes::{
 };
 pub use concurrency::{
     racing_deletes_and_updates, racing_if_version_counter, racing_must_not_exist, racing_transfers,
-    racing_unconditional_puts,
+    racing_unconditional_puts, reads_follow_acknowledged_writes,
 };
 pub use faults::{
     FaultRates, FaultReport, FaultWorkload, Faulty, FaultyReader, Injected, fault_injection,
@@ -120,6 +121,7 @@ macro_rules! conformance_tests {
             racing_must_not_exist,
             racing_if_version_counter,
             racing_unconditional_puts,
+            reads_follow_acknowledged_writes,
             racing_transfers,
             racing_deletes_and_updates,
             transaction_results,

@@ -34,7 +34,7 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::{Bound, ControlFlow};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -116,6 +116,18 @@ struct Writable {
     health: Mutex<Health>,
     /// Signalled when a recovery ends, for readers waiting on it.
     recovered: Condvar,
+    /// The snapshot readers share until the next commit (see [`Writable::snapshot`]).
+    latest: Mutex<Latest>,
+}
+
+/// The shared snapshot: opening a read transaction and its table costs more than the B-tree
+/// lookup of a get (about 4,000 instructions and 14 allocations, issue 23), and every reader
+/// between two commits would see the same state anyway.
+#[derive(Default)]
+struct Latest {
+    /// Counts the commits and reopens that made the shared snapshot stale.
+    generation: u64,
+    snapshot: Option<FileReader>,
 }
 
 #[derive(Default)]
@@ -184,6 +196,7 @@ impl FileBackend {
             db: RwLock::new(Some(Arc::new(db))),
             health: Mutex::new(Health::default()),
             recovered: Condvar::new(),
+            latest: Mutex::new(Latest::default()),
         });
         let (queue, jobs) = mpsc::channel::<Job>();
         let committer_file = Arc::clone(&writable);
@@ -343,6 +356,9 @@ fn committer_loop(file: &Writable, jobs: &mpsc::Receiver<Job>, durability: Durab
         let results = match (file.fault(), file.current()) {
             (None, Some(db)) => {
                 let results = commit_group(&db, &mut group, durability);
+                // Before any writer is answered: a reader opened after an acknowledgement
+                // must see the write.
+                file.invalidate_snapshot();
                 if let Some(Err(WriteError::Storage(e))) = results
                     .iter()
                     .find(|r| matches!(r, Err(WriteError::Storage(_))))
@@ -429,10 +445,12 @@ impl Writable {
     /// Replaces the handle with a fresh open of the file.
     fn reopen(&self) -> Result<Arc<redb::Database>, StorageError> {
         // Readers now wait for the new handle (see `begin_read`); the old one closes when its
-        // last read transaction ends, and only then lets go of the file's lock.
+        // last read transaction ends, and only then lets go of the file's lock. The shared
+        // snapshot is one of those.
         if let Ok(mut db) = self.db.write() {
             db.take();
         }
+        self.invalidate_snapshot();
         let deadline = Instant::now() + REOPEN_WAIT;
         let db = loop {
             match open_writable(&self.path, self.cache_size) {
@@ -449,9 +467,41 @@ impl Writable {
         Ok(db)
     }
 
-    /// A snapshot, waiting (a little) for a recovery when the handle is broken or being
-    /// replaced, so that reads go on across a write failure.
+    /// The snapshot of the last commit, shared by the readers until the next one: a reader sees
+    /// every write acknowledged before it was made, since the committer drops the shared
+    /// snapshot before it answers the writers of a commit ([`Writable::invalidate_snapshot`]).
+    /// A snapshot opened while a commit landed is not shared (its generation is old): it may
+    /// predate the commit.
     fn snapshot(&self) -> Result<FileReader, StorageError> {
+        let generation = {
+            let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(shared) = &latest.snapshot {
+                return Ok(shared.clone());
+            }
+            latest.generation
+        };
+        let fresh = self.open_snapshot()?;
+        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        if latest.generation == generation && latest.snapshot.is_none() {
+            latest.snapshot = Some(fresh.clone());
+        }
+        Ok(fresh)
+    }
+
+    /// The shared snapshot is stale: a commit landed, or the handle is being replaced.
+    fn invalidate_snapshot(&self) {
+        let stale = {
+            let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+            latest.generation += 1;
+            latest.snapshot.take()
+        };
+        // Dropped outside the lock: ending a read transaction takes redb's own locks.
+        drop(stale);
+    }
+
+    /// A new snapshot, waiting (a little) for a recovery when the handle is broken or being
+    /// replaced, so that reads go on across a write failure.
+    fn open_snapshot(&self) -> Result<FileReader, StorageError> {
         let mut waited = false;
         loop {
             let seen = self.health.lock().map(|h| h.recoveries).unwrap_or(0);
@@ -488,7 +538,9 @@ fn snapshot(db: &impl ReadableDatabase) -> Result<FileReader, StorageError> {
     let table = txn
         .open_table(DATA)
         .map_err(|e| storage("open data table")(e.into()))?;
-    Ok(FileReader { table })
+    Ok(FileReader {
+        table: Arc::new(table),
+    })
 }
 
 /// A durable commit of [`PROBE_BYTES`]: whether writes work on this handle. A small one is not
@@ -727,14 +779,19 @@ type KeyGuard<'a> = redb::AccessGuard<'a, (&'static [u8], &'static [u8])>;
 /// A value of the table, borrowed from redb.
 type ValueGuard<'a> = redb::AccessGuard<'a, &'static [u8]>;
 
-/// A snapshot of a [`FileBackend`]: a redb read transaction.
+/// A snapshot of a [`FileBackend`]: a redb read transaction's data table, shared by the
+/// readers opened between two commits.
+#[derive(Clone)]
 pub struct FileReader {
-    table: redb::ReadOnlyTable<(&'static [u8], &'static [u8]), &'static [u8]>,
+    table: Arc<DataTable>,
 }
+
+/// The data table as a read transaction opened it.
+type DataTable = redb::ReadOnlyTable<(&'static [u8], &'static [u8]), &'static [u8]>;
 
 impl Reader for FileReader {
     fn get(&self, key: &Key) -> Result<Option<Record>, StorageError> {
-        TableReader(&self.table).get(key)
+        TableReader(&*self.table).get(key)
     }
 
     fn scan(
@@ -744,7 +801,7 @@ impl Reader for FileReader {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Record)>, StorageError> {
-        TableReader(&self.table).scan(partition, range, direction, limit)
+        TableReader(&*self.table).scan(partition, range, direction, limit)
     }
 
     fn scan_each(
@@ -755,7 +812,7 @@ impl Reader for FileReader {
         limit: usize,
         visit: &mut dyn FnMut(&[u8], RecordView<'_>) -> ControlFlow<()>,
     ) -> Result<(), StorageError> {
-        TableReader(&self.table).scan_each(partition, range, direction, limit, visit)
+        TableReader(&*self.table).scan_each(partition, range, direction, limit, visit)
     }
 
     fn scan_all(
@@ -763,11 +820,11 @@ impl Reader for FileReader {
         after: Option<&Key>,
         limit: usize,
     ) -> Result<Vec<(Key, Record)>, StorageError> {
-        TableReader(&self.table).scan_all(after, limit)
+        TableReader(&*self.table).scan_all(after, limit)
     }
 
     fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError> {
-        TableReader(&self.table).partitions(after, limit)
+        TableReader(&*self.table).partitions(after, limit)
     }
 }
 
