@@ -18,6 +18,7 @@ use crate::export::{
 use crate::groups::GroupPage;
 use crate::limits::{MAX_GET_MANY, MAX_TRANSACTION_OPS, check_key, checked_item_key};
 use crate::list::{ListPage, ListRequest};
+use crate::listed::ListedPage;
 use crate::namespaces::NamespaceHistory;
 use crate::ops::{IdKind, Parent, Transaction, TxOp, TxResult};
 use crate::options::{PutOptions, StoreOptions};
@@ -588,6 +589,18 @@ impl<B: Backend> Store<B> {
     /// listing; storage failures.
     pub fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
         crate::list::list(&self.inner.backend, &self.inner.tokens, self.now(), request)
+    }
+
+    /// [`Store::list`] with each entry's path kept in its binary form ([`EncodedPath`](crate::EncodedPath)) and
+    /// decoded only when asked for: the same entries, order and tokens, without building an owned
+    /// `KeyPath` per entry. For callers that read the values, write paths as text
+    /// (`EncodedPath` is `Display` and serializes as a `KeyPath` does) or decode only some paths;
+    /// [`ListedPage::into_page`](crate::ListedPage::into_page) gives the `ListPage`.
+    ///
+    /// # Errors
+    /// As [`Store::list`].
+    pub fn list_encoded(&self, request: &ListRequest) -> Result<ListedPage, Error> {
+        crate::listed::list_encoded(&self.inner.backend, &self.inner.tokens, self.now(), request)
     }
 
     /// Up to `limit` groups in key order, after the page that returned `page_token`.
