@@ -160,11 +160,14 @@ pub(crate) trait PageEntry: Sized {
     /// The entry for the live record under `sort` in a subtree scan, or `None` for a key outside
     /// the prefix's typed subtree or one that is not a key path. `found` is the page so far.
     fn from_subtree(
-        scan: &Self::Subtree<'_>,
+        scan: &mut Self::Subtree<'_>,
         found: &[Self],
         sort: &[u8],
         record: RecordView<'_>,
     ) -> Result<Option<Self>, Error>;
+
+    /// Completes the entries that the subtree scan found, once it is over.
+    fn finish(scan: Self::Subtree<'_>, found: &mut [Self]);
 
     /// An entry of a children listing, which finds its entries as owned ones (its seeks need the
     /// typed paths).
@@ -182,7 +185,7 @@ impl PageEntry for ListEntry {
     }
 
     fn from_subtree(
-        prefix: &&KeyPath,
+        prefix: &mut &KeyPath,
         found: &[ListEntry],
         sort: &[u8],
         record: RecordView<'_>,
@@ -197,6 +200,8 @@ impl PageEntry for ListEntry {
         }
         item_from_view(path, record).map(|item| Some(ListEntry::Item(item)))
     }
+
+    fn finish(_prefix: &KeyPath, _found: &mut [ListEntry]) {}
 
     fn from_owned(entry: ListEntry) -> ListEntry {
         entry
@@ -337,10 +342,11 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
         owned.into_iter().map(E::from_owned).collect()
     } else {
         let mut found = Vec::with_capacity(want.min(1024));
-        let scan = E::subtree(prefix, &partition)?;
-        collect_subtree(
-            &reader, &scan, &partition, range, direction, now, want, &mut found,
+        let mut scan = E::subtree(prefix, &partition)?;
+        collect_subtree::<_, E>(
+            &reader, &mut scan, &partition, range, direction, now, want, &mut found,
         )?;
+        E::finish(scan, &mut found);
         found
     };
     let next_page_token = if found.len() > request.limit {
@@ -613,7 +619,7 @@ impl<'a> Children<'a> {
 #[allow(clippy::too_many_arguments)]
 fn collect_subtree<R: Reader, E: PageEntry>(
     reader: &R,
-    scan: &E::Subtree<'_>,
+    scan: &mut E::Subtree<'_>,
     partition: &[u8],
     mut range: SortRange,
     direction: Direction,

@@ -14,14 +14,35 @@ use pathdb_keys::{DecodeError, IdRef, KeyPath, KeyPathRef, SEPARATOR, TERMINATOR
 use serde::{Serialize, Serializer};
 use smallvec::SmallVec;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// A valid key path in its binary form ([`KeyPath::encode`]), decoded when asked for.
 ///
 /// Only valid encodings are held (every constructor checks, or starts from a `KeyPath`), so the
 /// decoding methods cannot fail. Equality and order are those of the bytes, which are those of
 /// the paths (`KeyPath`'s order is its encoding's byte order).
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct EncodedPath(Box<[u8]>);
+///
+/// The paths of a [`ListedPage`] share one buffer of the page's keys (one allocation per page
+/// instead of one per entry): an `EncodedPath` kept from a page, or a clone of it, keeps that
+/// buffer (the page's key bytes, a few KiB) alive.
+#[derive(Clone)]
+pub struct EncodedPath(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// Bytes of its own.
+    Own(Box<[u8]>),
+    /// `len` bytes at `start` of a listed page's keys.
+    Page {
+        keys: Arc<Vec<u8>>,
+        start: u32,
+        len: u32,
+    },
+    /// `len` bytes at `start` of the keys of a page being listed, which become its `Page` when
+    /// the scan is over (`finish`): only ever inside `Store::list_encoded`.
+    Pending { start: u32, len: u32 },
+}
 
 impl EncodedPath {
     /// Encodes `path`.
@@ -29,7 +50,7 @@ impl EncodedPath {
         // Encoded on the stack first, so that the box is allocated once and at its exact size.
         let mut bytes = SmallVec::<[u8; 128]>::new();
         path.encode_into(&mut bytes);
-        EncodedPath(Box::from(&bytes[..]))
+        EncodedPath(Repr::Own(Box::from(&bytes[..])))
     }
 
     /// Checks that `bytes` are a canonical encoded key path and keeps them.
@@ -38,32 +59,88 @@ impl EncodedPath {
     /// What [`KeyPath::decode`] refuses, with the offset and the rule broken.
     pub fn from_bytes(bytes: &[u8]) -> Result<EncodedPath, DecodeError> {
         KeyPathRef::decode(bytes)?;
-        Ok(EncodedPath(Box::from(bytes)))
+        Ok(EncodedPath(Repr::Own(Box::from(bytes))))
     }
 
-    /// Bytes the caller has already checked to be a canonical encoded key path.
-    fn from_valid(bytes: Box<[u8]>) -> EncodedPath {
-        debug_assert!(
-            KeyPathRef::decode(&bytes).is_ok(),
-            "not a key path: {bytes:x?}"
-        );
-        EncodedPath(bytes)
+    /// A path of a page being listed, checked to be a canonical encoded key path, at
+    /// `start..end` of its keys: it has no bytes until [`EncodedPath::finish`].
+    fn pending(start: usize, end: usize) -> Result<EncodedPath, Error> {
+        // Far shorter than 4 GiB: at most `MAX_LIST_LIMIT` + 1 keys within the key size limits.
+        let offset = |n: usize| {
+            u32::try_from(n).map_err(|_| crate::StorageError::msg("a listed page over 4 GiB"))
+        };
+        Ok(EncodedPath(Repr::Pending {
+            start: offset(start)?,
+            len: offset(end - start)?,
+        }))
+    }
+
+    /// A pending path's bytes, now that its page's `keys` are complete.
+    fn finish(&mut self, keys: &Arc<Vec<u8>>) {
+        if let Repr::Pending { start, len } = self.0 {
+            self.0 = Repr::Page {
+                keys: Arc::clone(keys),
+                start,
+                len,
+            };
+            debug_assert!(
+                KeyPathRef::decode(self.as_bytes()).is_ok(),
+                "not a key path: {:x?}",
+                self.as_bytes()
+            );
+        }
     }
 
     /// The encoded bytes: what [`KeyPath::encode`] returns for the path.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            Repr::Own(bytes) => bytes,
+            Repr::Page { keys, start, len } => {
+                let start = *start as usize;
+                &keys[start..start + *len as usize]
+            }
+            // Never seen outside the listing that completes it.
+            Repr::Pending { .. } => &[],
+        }
     }
 
     /// The path as an owned [`KeyPath`] (decoded now, each time).
     pub fn decode(&self) -> KeyPath {
-        KeyPath::decode(&self.0).unwrap_or_else(|e| invalid(&self.0, &e))
+        let bytes = self.as_bytes();
+        KeyPath::decode(bytes).unwrap_or_else(|e| invalid(bytes, &e))
     }
 
     /// The path decoded without copying: elements that borrow namespaces and ids from the bytes
     /// (decoded now, each time).
     pub fn view(&self) -> KeyPathRef<'_> {
-        KeyPathRef::decode(&self.0).unwrap_or_else(|e| invalid(&self.0, &e))
+        let bytes = self.as_bytes();
+        KeyPathRef::decode(bytes).unwrap_or_else(|e| invalid(bytes, &e))
+    }
+}
+
+impl PartialEq for EncodedPath {
+    fn eq(&self, other: &EncodedPath) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for EncodedPath {}
+
+impl Hash for EncodedPath {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+impl PartialOrd for EncodedPath {
+    fn partial_cmp(&self, other: &EncodedPath) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for EncodedPath {
+    fn cmp(&self, other: &EncodedPath) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
     }
 }
 
@@ -316,7 +393,8 @@ pub(crate) fn list_encoded<B: Backend>(
 
 /// A subtree scan that keeps keys encoded. A stored entry has the partition key `Bp 00 Mp` (the
 /// group: body, terminator, metadata) and the sort key `Bs 00 Ms` (the rest), and its path's
-/// encoding is `Bp 01 Bs 00 Mp Ms`: spliced from the two without decoding either into elements.
+/// encoding is `Bp 01 Bs 00 Mp Ms`: spliced from the two without decoding either into elements,
+/// into one buffer for the whole page.
 pub(crate) struct EncodedSubtree<'a> {
     prefix: &'a KeyPath,
     partition: &'a [u8],
@@ -325,6 +403,8 @@ pub(crate) struct EncodedSubtree<'a> {
     /// The prefix's `Bs` and `Ms` (both empty for a group).
     prefix_body: Vec<u8>,
     prefix_meta: Vec<u8>,
+    /// The found entries' keys, one after another.
+    keys: Vec<u8>,
 }
 
 impl EncodedSubtree<'_> {
@@ -340,21 +420,20 @@ impl EncodedSubtree<'_> {
             || (meta.starts_with(&self.prefix_meta) && body.starts_with(&self.prefix_body))
     }
 
-    /// The encoded path of the entry whose sort key has the body `body` and the metadata `meta`.
-    fn path(&self, body: &[u8], meta: &[u8]) -> EncodedPath {
+    /// Appends the encoded path of the entry whose sort key has the body `body` and the
+    /// metadata `meta` to the page's keys.
+    fn push_key(&mut self, body: &[u8], meta: &[u8]) {
         let (group_body, group_meta) = (
             &self.partition[..self.partition_body],
             &self.partition[self.partition_body + 1..],
         );
-        // `partition.len() + sort.len()` bytes: one allocation of the final size.
-        let mut key = Vec::with_capacity(self.partition.len() + body.len() + 1 + meta.len());
+        let key = &mut self.keys;
         key.extend_from_slice(group_body);
         key.push(SEPARATOR);
         key.extend_from_slice(body);
         key.push(TERMINATOR);
         key.extend_from_slice(group_meta);
         key.extend_from_slice(meta);
-        EncodedPath::from_valid(key.into_boxed_slice())
     }
 }
 
@@ -370,49 +449,67 @@ impl PageEntry for ListedEntry {
                 .body()
                 .len(),
         };
-        // `Bs 00` is where the prefix's subtree starts (`00` alone for a group).
-        let mut prefix_body = prefix.sort_key_subtree_range().start;
-        prefix_body.pop();
-        let prefix_meta = prefix.sort_key()[prefix_body.len() + 1..].to_vec();
+        // `Bs 00` is where the prefix's subtree starts; a group has neither `Bs` nor `Ms`.
+        let (prefix_body, prefix_meta) = if prefix.len() == 1 {
+            (Vec::new(), Vec::new())
+        } else {
+            let mut body = prefix.sort_key_subtree_range().start;
+            body.pop();
+            let meta = prefix.sort_key()[body.len() + 1..].to_vec();
+            (body, meta)
+        };
         Ok(EncodedSubtree {
             prefix,
             partition,
             partition_body,
             prefix_body,
             prefix_meta,
+            // About what a page of the benchmark's keys takes; it grows if need be.
+            keys: Vec::with_capacity(crate::DEFAULT_LIST_LIMIT * 64),
         })
     }
 
     fn from_subtree(
-        scan: &EncodedSubtree<'_>,
+        scan: &mut EncodedSubtree<'_>,
         _found: &[ListedEntry],
         sort: &[u8],
         record: RecordView<'_>,
     ) -> Result<Option<ListedEntry>, Error> {
-        let path = match checked_body_len(sort) {
+        let start = scan.keys.len();
+        match checked_body_len(sort) {
             Some(len) => {
                 let (body, meta) = (&sort[..len], &sort[len + 1..]);
                 if !scan.covers(body, meta) {
                     return Ok(None);
                 }
-                scan.path(body, meta)
+                scan.push_key(body, meta);
             }
             // What the lean check leaves to the decoder (descending string and bytes ids, long
             // segments), the group's own key (`00`), and keys that are not key paths (skipped,
             // with a warning): the owned decoder, as `Store::list` does.
             None => match path_in_group(scan.prefix, sort, scan.prefix) {
-                Some(path) if scan.prefix.covers(&path) => EncodedPath::new(&path),
+                Some(path) if scan.prefix.covers(&path) => path.encode_into(&mut scan.keys),
                 _ => return Ok(None),
             },
-        };
+        }
         Ok(Some(ListedEntry::Item(ListedItem {
-            path,
+            path: EncodedPath::pending(start, scan.keys.len())?,
             version: record.version,
             created_at: Timestamp(record.created_at),
             modified_at: Timestamp(record.modified_at),
             expires_at: record.expires_at.map(Timestamp),
             value: Json::from_stored_slice(record.value)?,
         })))
+    }
+
+    fn finish(scan: EncodedSubtree<'_>, found: &mut [ListedEntry]) {
+        // One buffer for the page's keys, shared by its paths (moved, not copied).
+        let keys = Arc::new(scan.keys);
+        for entry in found {
+            if let ListedEntry::Item(item) = entry {
+                item.path.finish(&keys);
+            }
+        }
     }
 
     fn from_owned(entry: ListEntry) -> ListedEntry {
@@ -501,16 +598,18 @@ mod tests {
         let paths = paths();
         for prefix in &paths {
             let partition = prefix.partition_key();
-            let scan = ListedEntry::subtree(prefix, &partition).unwrap();
+            let mut scan = ListedEntry::subtree(prefix, &partition).unwrap();
             for entry in paths.iter().filter(|p| p.group() == prefix.group()) {
                 let sort = entry.sort_key();
-                let Ok(view) = KeyPathRef::decode(&sort) else {
-                    // One element without id, or the group: the owned decoder's (tested below).
-                    assert!(entry.len() == 1 || entry.len() == 2 && entry.last().id().is_none());
+                let Some(len) = checked_body_len(&sort) else {
+                    // The group's own key, descending string or bytes ids: the owned decoder's
+                    // (tested below).
                     continue;
                 };
-                let (body, meta) = (view.body(), &sort[view.body().len() + 1..]);
-                assert_eq!(scan.path(body, meta), *entry, "{entry} spliced");
+                let (body, meta) = (&sort[..len], &sort[len + 1..]);
+                let start = scan.keys.len();
+                scan.push_key(body, meta);
+                assert_eq!(scan.keys[start..], entry.encode(), "{entry} spliced");
                 assert_eq!(
                     scan.covers(body, meta),
                     prefix.covers(entry),
@@ -535,19 +634,35 @@ mod tests {
         let paths = paths();
         for prefix in &paths {
             let partition = prefix.partition_key();
-            let scan = ListedEntry::subtree(prefix, &partition).unwrap();
-            let owned_scan = ListEntry::subtree(prefix, &partition).unwrap();
             let entries = paths.iter().filter(|p| p.group() == prefix.group());
-            for sort in entries.map(KeyPath::sort_key).chain([b"junk".to_vec()]) {
-                let listed =
-                    ListedEntry::from_subtree(&scan, &[], &sort, record.as_view()).unwrap();
+            let sorts: Vec<Vec<u8>> = entries.map(KeyPath::sort_key).collect();
+            // Each entry alone, and all in one page (keys one after another in its buffer).
+            let (mut scan, mut all) = (ListedEntry::subtree(prefix, &partition).unwrap(), vec![]);
+            let mut owned_scan = ListEntry::subtree(prefix, &partition).unwrap();
+            let mut want = vec![];
+            for sort in sorts.iter().cloned().chain([b"junk".to_vec()]) {
+                let found = |scan: &mut EncodedSubtree<'_>| {
+                    ListedEntry::from_subtree(scan, &[], &sort, record.as_view()).unwrap()
+                };
+                let mut alone = ListedEntry::subtree(prefix, &partition).unwrap();
+                let listed = found(&mut alone).map(|entry| {
+                    let mut page = [entry];
+                    ListedEntry::finish(alone, &mut page);
+                    let [entry] = page;
+                    entry
+                });
+                all.extend(found(&mut scan));
                 let owned =
-                    ListEntry::from_subtree(&owned_scan, &[], &sort, record.as_view()).unwrap();
+                    ListEntry::from_subtree(&mut owned_scan, &[], &sort, record.as_view()).unwrap();
                 assert_eq!(listed.clone().map(ListEntry::from), owned);
                 if let Some(listed) = listed {
                     assert_eq!(listed.sort_key(), sort);
                 }
+                want.extend(owned);
             }
+            ListedEntry::finish(scan, &mut all);
+            let page: Vec<ListEntry> = all.into_iter().map(ListEntry::from).collect();
+            assert_eq!(page, want, "the page of {prefix}");
         }
     }
 
