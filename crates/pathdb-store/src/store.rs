@@ -597,6 +597,21 @@ impl<B: Backend> Store<B> {
     /// (`EncodedPath` is `Display` and serializes as a `KeyPath` does) or decode only some paths;
     /// [`ListedPage::into_page`](crate::ListedPage::into_page) gives the `ListPage`.
     ///
+    /// ```
+    /// use pathdb_store::backend::InMemoryBackend;
+    /// use pathdb_store::{Json, ListRequest, PutOptions, Store, StoreOptions};
+    ///
+    /// let store = Store::new(InMemoryBackend::new(), StoreOptions::default())?;
+    /// let path = "/user-7/post-1".parse()?;
+    /// store.put(&path, Json::parse(r#"{"title": "hi"}"#)?, PutOptions::default())?;
+    /// let page = store.list_encoded(&ListRequest::new("/user-7".parse()?))?;
+    /// let item = page.items[0].item().ok_or("not an item")?;
+    /// assert_eq!(item.path.to_string(), "/user-7/post-1"); // text, from the key's bytes
+    /// assert_eq!(item.path.decode(), path); // an owned `KeyPath`, when asked for
+    /// assert_eq!(item.value.as_str(), r#"{"title":"hi"}"#);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`Store::list`].
     pub fn list_encoded(&self, request: &ListRequest) -> Result<ListedPage, Error> {
