@@ -169,9 +169,9 @@ pub(crate) trait PageEntry: Sized {
     /// Completes the entries that the subtree scan found, once it is over.
     fn finish(scan: Self::Subtree<'_>, found: &mut [Self]);
 
-    /// An entry of a children listing, which finds its entries as owned ones (its seeks need the
+    /// The entries of a children listing, which finds them as owned ones (its seeks need the
     /// typed paths).
-    fn from_owned(entry: ListEntry) -> Self;
+    fn from_owned(entries: Vec<ListEntry>) -> Result<Vec<Self>, Error>;
 
     /// The sort key that a page ending with this entry continues after.
     fn sort_key(&self) -> Vec<u8>;
@@ -203,8 +203,8 @@ impl PageEntry for ListEntry {
 
     fn finish(_prefix: &KeyPath, _found: &mut [ListEntry]) {}
 
-    fn from_owned(entry: ListEntry) -> ListEntry {
-        entry
+    fn from_owned(entries: Vec<ListEntry>) -> Result<Vec<ListEntry>, Error> {
+        Ok(entries)
     }
 
     fn sort_key(&self) -> Vec<u8> {
@@ -339,7 +339,7 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
         let children = Children::new(prefix, &partition, &range, now);
         let scan = children.widen(range.clone());
         children.collect(&reader, scan, direction, want, &mut owned)?;
-        owned.into_iter().map(E::from_owned).collect()
+        E::from_owned(owned)?
     } else {
         let mut found = Vec::with_capacity(want.min(1024));
         let mut scan = E::subtree(prefix, &partition)?;

@@ -512,8 +512,38 @@ impl PageEntry for ListedEntry {
         }
     }
 
-    fn from_owned(entry: ListEntry) -> ListedEntry {
-        entry.into()
+    fn from_owned(entries: Vec<ListEntry>) -> Result<Vec<ListedEntry>, Error> {
+        // Encoded one after another into one buffer, shared as a subtree page's keys are.
+        let mut keys = Vec::with_capacity(entries.len() * 64);
+        let mut spans = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            let start = keys.len();
+            entry.path().encode_into(&mut keys);
+            spans.push((start, keys.len()));
+        }
+        let keys = Arc::new(keys);
+        entries
+            .into_iter()
+            .zip(spans)
+            .map(|(entry, (start, end))| {
+                let path = |start, end| {
+                    let mut path = EncodedPath::pending(start, end)?;
+                    path.finish(&keys);
+                    Ok::<_, Error>(path)
+                };
+                Ok(match entry {
+                    ListEntry::Item(item) => ListedEntry::Item(ListedItem {
+                        path: path(start, end)?,
+                        version: item.version,
+                        created_at: item.created_at,
+                        modified_at: item.modified_at,
+                        expires_at: item.expires_at,
+                        value: item.value,
+                    }),
+                    ListEntry::Node(_) => ListedEntry::Node(path(start, end)?),
+                })
+            })
+            .collect()
     }
 
     fn sort_key(&self) -> Vec<u8> {
