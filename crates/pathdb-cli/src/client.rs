@@ -6,7 +6,7 @@ use anyhow::{Context, Result, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
     Change, Condition, Expiry, ExportEnd, ExportLine, ExportStatus, GroupPage, IdKind,
-    ImportReport, Item, Json, ListEntry, ListPage, ListRequest, Patch, PutOptions, SubtreeJob,
+    ImportReport, Item, Json, ListEntry, ListRequest, ListedPage, Patch, PutOptions, SubtreeJob,
     SubtreeOp, Timestamp,
 };
 use serde::Deserialize;
@@ -448,7 +448,7 @@ impl Db for Client {
         })
     }
 
-    fn list(&self, r: &ListRequest) -> Result<ListPage> {
+    fn list(&self, r: &ListRequest) -> Result<ListedPage> {
         let mut request = self.auth(self.agent.get(self.url("/v1/list", &r.prefix)));
         request = request.query("limit", r.limit.to_string());
         if r.children_only {
@@ -472,11 +472,12 @@ impl Db for Client {
         }
         let (status, body) = self.read(request.call(), "list")?;
         let page: ListIn = self.parse(status, &body)?;
-        Ok(ListPage {
+        Ok(ListedPage {
+            // Parsed from text, then encoded: the local listing's form, which the printer takes.
             items: page
                 .items
                 .into_iter()
-                .map(|raw| entry_in(&raw))
+                .map(|raw| entry_in(&raw).map(Into::into))
                 .collect::<Result<_>>()?,
             next_page_token: page.next_page_token,
             changes_token: page

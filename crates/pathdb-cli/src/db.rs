@@ -6,7 +6,7 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     Change, ChangeToken, Condition, ExportEnd, GroupPage, IdKind, ImportReport, Item, Json,
-    ListPage, ListRequest, OnExisting, Patch, PutOptions, Store, SubtreeJob,
+    ListRequest, ListedPage, OnExisting, Patch, PutOptions, Store, SubtreeJob,
 };
 use std::time::Duration;
 
@@ -60,8 +60,8 @@ pub trait Db {
     /// items done in all. `progress` gets the count so far where the database tells it (a local
     /// file reports each batch; a server answers once, at the end).
     fn subtree(&self, job: &SubtreeJob, progress: &mut dyn FnMut(u64)) -> Result<u64>;
-    /// One page of a listing.
-    fn list(&self, request: &ListRequest) -> Result<ListPage>;
+    /// One page of a listing, its paths kept encoded (decoded only to be printed as text).
+    fn list(&self, request: &ListRequest) -> Result<ListedPage>;
     /// One page of the groups whose namespace starts with `prefix` (`""`: every group), in key
     /// order.
     fn groups(&self, prefix: &str, limit: usize, page_token: Option<&str>) -> Result<GroupPage>;
@@ -145,8 +145,8 @@ impl<B: Backend> Db for Store<B> {
         Ok(self.run_subtree_job(job, progress)?)
     }
 
-    fn list(&self, request: &ListRequest) -> Result<ListPage> {
-        Ok(Store::list(self, request)?)
+    fn list(&self, request: &ListRequest) -> Result<ListedPage> {
+        Ok(Store::list_encoded(self, request)?)
     }
 
     fn groups(&self, prefix: &str, limit: usize, page_token: Option<&str>) -> Result<GroupPage> {

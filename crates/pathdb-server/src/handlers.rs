@@ -401,7 +401,8 @@ pub async fn list<B: Backend>(
         limit,
         page_token: q.page_token,
     };
-    let page = store_call("list", move || Ok(state.store.list(&request)?)).await?;
+    // Paths stay encoded until they are written as text.
+    let page = store_call("list", move || Ok(state.store.list_encoded(&request)?)).await?;
     Ok(axum::Json(ListOut {
         items: page.items.into_iter().map(Into::into).collect(),
         next_page_token: page.next_page_token,

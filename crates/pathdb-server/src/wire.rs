@@ -1,7 +1,7 @@
 //! The JSON shapes of requests and responses. Private to the server: the store's types are not
 //! the wire format, so either can change without breaking the other silently.
 
-use pathdb_store::{Item, Json as JsonText, ListEntry, TxResult};
+use pathdb_store::{Item, Json as JsonText, ListedEntry, ListedItem, TxResult};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -66,11 +66,25 @@ pub enum EntryOut {
     Node(NodeOut),
 }
 
-impl From<ListEntry> for EntryOut {
-    fn from(entry: ListEntry) -> EntryOut {
+/// A listed item's path is written as text straight from its encoded form: no owned `KeyPath`.
+impl From<ListedItem> for ItemOut {
+    fn from(i: ListedItem) -> ItemOut {
+        ItemOut {
+            path: i.path.to_string(),
+            version: i.version,
+            created_at: i.created_at.micros(),
+            modified_at: i.modified_at.micros(),
+            expires_at: i.expires_at.map(|t| t.micros()),
+            value: i.value,
+        }
+    }
+}
+
+impl From<ListedEntry> for EntryOut {
+    fn from(entry: ListedEntry) -> EntryOut {
         match entry {
-            ListEntry::Item(item) => EntryOut::Item(item.into()),
-            ListEntry::Node(path) => EntryOut::Node(NodeOut {
+            ListedEntry::Item(item) => EntryOut::Item(item.into()),
+            ListedEntry::Node(path) => EntryOut::Node(NodeOut {
                 path: path.to_string(),
                 node: true,
             }),

@@ -249,10 +249,19 @@ pub(crate) fn position<R: Reader>(
     reader: &R,
     partition: &[u8],
 ) -> Result<ChangeToken, Error> {
-    let newest = reader.scan(partition, &layout::change_range(1), Direction::Reverse, 1)?;
-    let (last, previous) = newest
-        .first()
-        .and_then(|(sort, record)| Some((layout::change_number(sort)?, record.created_at)))
-        .unwrap_or((0, 0));
+    // Borrowed: only the newest entry's number and time are needed, not a copy of its record
+    // (every first page of a listing reads this).
+    let mut newest = None;
+    reader.scan_each(
+        partition,
+        &layout::change_range(1),
+        Direction::Reverse,
+        1,
+        &mut |sort, record| {
+            newest = layout::change_number(sort).map(|n| (n, record.created_at));
+            std::ops::ControlFlow::Break(())
+        },
+    )?;
+    let (last, previous) = newest.unwrap_or((0, 0));
     Ok(ChangeToken::mint(tokens, partition, last + 1, 0, previous))
 }

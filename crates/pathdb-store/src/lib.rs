@@ -35,6 +35,7 @@ mod ops;
 mod options;
 mod patch;
 mod record;
+mod sortkey;
 mod strict;
 mod token;
 mod waiters;
@@ -45,6 +46,7 @@ mod export;
 mod feed;
 mod groups;
 mod list;
+mod listed;
 mod subtree;
 mod ttl;
 // The facade.
@@ -66,6 +68,7 @@ pub use limits::{
     MAX_VERSION,
 };
 pub use list::{DEFAULT_LIST_LIMIT, ListEntry, ListPage, ListRequest, MAX_LIST_LIMIT};
+pub use listed::{EncodedPath, ListedEntry, ListedItem, ListedPage};
 pub use ops::{IdKind, Parent, Transaction, TxOp, TxResult, parse_create_target};
 pub use options::{
     Clock, DEFAULT_CHANGE_RETENTION, Expiry, ManualClock, PutOptions, StoreOptions, SystemClock,

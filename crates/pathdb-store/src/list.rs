@@ -2,7 +2,7 @@
 //! and page tokens. One snapshot per page; a page token is the position after the last item
 //! returned, bound to the listing it came from, so a listing resumes in either direction.
 
-use crate::backend::{Backend, Direction, Reader, SortRange};
+use crate::backend::{Backend, Direction, Reader, RecordView, SortRange};
 use crate::limits::check_key;
 use crate::record::{is_live, is_live_view, item_from_view, to_item};
 use crate::token::{Kind, TokenKey};
@@ -146,6 +146,81 @@ fn step_past(range: &mut SortRange, sort: Vec<u8>, direction: Direction) {
     }
 }
 
+/// What a listing's page holds: owned entries ([`ListEntry`], [`Store::list`](crate::Store::list))
+/// or entries that keep their keys encoded (`ListedEntry`,
+/// [`Store::list_encoded`](crate::Store::list_encoded)). One listing algorithm serves both; only
+/// turning a subtree's stored entry into a page entry differs.
+pub(crate) trait PageEntry: Sized {
+    /// What a page's subtree scan needs to make its entries.
+    type Subtree<'a>;
+
+    /// The subtree scan of `prefix`, whose partition key is `partition`.
+    fn subtree<'a>(prefix: &'a KeyPath, partition: &'a [u8]) -> Result<Self::Subtree<'a>, Error>;
+
+    /// The entry for the live record under `sort` in a subtree scan, or `None` for a key outside
+    /// the prefix's typed subtree or one that is not a key path. `found` is the page so far.
+    fn from_subtree(
+        scan: &mut Self::Subtree<'_>,
+        found: &[Self],
+        sort: &[u8],
+        record: RecordView<'_>,
+    ) -> Result<Option<Self>, Error>;
+
+    /// Completes the entries that the subtree scan found, once it is over.
+    fn finish(scan: Self::Subtree<'_>, found: &mut [Self]);
+
+    /// The entries of a children listing, which finds them as owned ones (its seeks need the
+    /// typed paths).
+    fn from_owned(entries: Vec<ListEntry>) -> Result<Vec<Self>, Error>;
+
+    /// The sort key that a page ending with this entry continues after.
+    fn sort_key(&self) -> Vec<u8>;
+}
+
+impl PageEntry for ListEntry {
+    type Subtree<'a> = &'a KeyPath;
+
+    fn subtree<'a>(prefix: &'a KeyPath, _partition: &'a [u8]) -> Result<&'a KeyPath, Error> {
+        Ok(prefix)
+    }
+
+    fn from_subtree(
+        prefix: &mut &KeyPath,
+        found: &[ListEntry],
+        sort: &[u8],
+        record: RecordView<'_>,
+    ) -> Result<Option<ListEntry>, Error> {
+        let like = found.last().map_or(*prefix, ListEntry::path);
+        let Some(path) = path_in_group(prefix, sort, like) else {
+            return Ok(None);
+        };
+        // Exact results even where bytes ids alias other types (docs/key-format.md).
+        if !prefix.covers(&path) {
+            return Ok(None);
+        }
+        item_from_view(path, record).map(|item| Some(ListEntry::Item(item)))
+    }
+
+    fn finish(_prefix: &KeyPath, _found: &mut [ListEntry]) {}
+
+    fn from_owned(entries: Vec<ListEntry>) -> Result<Vec<ListEntry>, Error> {
+        Ok(entries)
+    }
+
+    fn sort_key(&self) -> Vec<u8> {
+        // Stored keys are canonical (decoding checks it), so the path encodes back to the sort
+        // key it was read from; a node is at its path's own key.
+        self.path().sort_key()
+    }
+}
+
+/// A page of entries of type `E`, before it becomes a [`ListPage`] or a `ListedPage`.
+pub(crate) struct Page<E> {
+    pub(crate) items: Vec<E>,
+    pub(crate) next_page_token: Option<String>,
+    pub(crate) changes_token: Option<ChangeToken>,
+}
+
 /// One page of a listing ([`Store::list`](crate::Store::list)) of `backend` at `now`, its page
 /// tokens sealed with `tokens`.
 pub(crate) fn list<B: Backend>(
@@ -154,6 +229,22 @@ pub(crate) fn list<B: Backend>(
     now: i64,
     request: &ListRequest,
 ) -> Result<ListPage, Error> {
+    let page = list_with::<B, ListEntry>(backend, tokens, now, request)?;
+    Ok(ListPage {
+        items: page.items,
+        next_page_token: page.next_page_token,
+        changes_token: page.changes_token,
+    })
+}
+
+/// One page of a listing of `backend` at `now` with entries of type `E`, its page tokens sealed
+/// with `tokens`.
+pub(crate) fn list_with<B: Backend, E: PageEntry>(
+    backend: &B,
+    tokens: &TokenKey,
+    now: i64,
+    request: &ListRequest,
+) -> Result<Page<E>, Error> {
     let prefix = &request.prefix;
     check_key(prefix)?;
     if !(1..=MAX_LIST_LIMIT).contains(&request.limit) {
@@ -243,27 +334,30 @@ pub(crate) fn list<B: Backend>(
     };
     // One more than asked, to know whether a next page exists.
     let want = request.limit + 1;
-    let mut found: Vec<ListEntry> = Vec::with_capacity(want.min(1024));
-    if request.children_only {
+    let mut found: Vec<E> = if request.children_only {
+        let mut owned = Vec::with_capacity(want.min(1024));
         let children = Children::new(prefix, &partition, &range, now);
         let scan = children.widen(range.clone());
-        children.collect(&reader, scan, direction, want, &mut found)?;
+        children.collect(&reader, scan, direction, want, &mut owned)?;
+        E::from_owned(owned)?
     } else {
-        collect_subtree(
-            &reader, prefix, &partition, range, direction, now, want, &mut found,
+        let mut found = Vec::with_capacity(want.min(1024));
+        let mut scan = E::subtree(prefix, &partition)?;
+        collect_subtree::<_, E>(
+            &reader, &mut scan, &partition, range, direction, now, want, &mut found,
         )?;
-    }
+        E::finish(scan, &mut found);
+        found
+    };
     let next_page_token = if found.len() > request.limit {
         found.truncate(request.limit);
-        // Stored keys are canonical (decoding checks it), so the path encodes back to the
-        // sort key it was read from; a node is at its path's own key.
         found
             .last()
-            .map(|entry| tokens.seal(Kind::ListPage, &listing, &entry.path().sort_key()))
+            .map(|entry| tokens.seal(Kind::ListPage, &listing, &entry.sort_key()))
     } else {
         None
     };
-    Ok(ListPage {
+    Ok(Page {
         items: found,
         next_page_token,
         changes_token,
@@ -519,18 +613,19 @@ impl<'a> Children<'a> {
     }
 }
 
-/// The live items of `prefix`'s subtree in `range`, read with the backend's borrowing scan:
-/// each entry is copied once, into the item it becomes (a page is dominated by per-entry work).
+/// The live items of the subtree that `scan` lists in `range`, read with the backend's borrowing
+/// scan: each entry is copied once, into the entry it becomes (a page is dominated by per-entry
+/// work).
 #[allow(clippy::too_many_arguments)]
-fn collect_subtree<R: Reader>(
+fn collect_subtree<R: Reader, E: PageEntry>(
     reader: &R,
-    prefix: &KeyPath,
+    scan: &mut E::Subtree<'_>,
     partition: &[u8],
     mut range: SortRange,
     direction: Direction,
     now: i64,
     want: usize,
-    found: &mut Vec<ListEntry>,
+    found: &mut Vec<E>,
 ) -> Result<(), Error> {
     while found.len() < want {
         let mut last: Option<Vec<u8>> = None;
@@ -546,18 +641,12 @@ fn collect_subtree<R: Reader>(
             if !is_live_view(record, now) {
                 return ControlFlow::Continue(());
             }
-            let like = found.last().map_or(prefix, ListEntry::path);
-            let Some(path) = path_in_group(prefix, sort, like) else {
-                return ControlFlow::Continue(());
-            };
-            // Exact results even where bytes ids alias other types (docs/key-format.md).
-            if prefix.covers(&path) {
-                match item_from_view(path, record) {
-                    Ok(item) => found.push(ListEntry::Item(item)),
-                    Err(e) => {
-                        failed = Some(e);
-                        return ControlFlow::Break(());
-                    }
+            match E::from_subtree(scan, found, sort, record) {
+                Ok(Some(entry)) => found.push(entry),
+                Ok(None) => {}
+                Err(e) => {
+                    failed = Some(e);
+                    return ControlFlow::Break(());
                 }
             }
             if found.len() >= want {
@@ -584,7 +673,7 @@ fn collect_subtree<R: Reader>(
 ///
 /// `like` is a path decoded just before (the previous entry, or the prefix): the new path shares
 /// its namespaces where they are the same, instead of allocating them again for every entry.
-fn path_in_group(prefix: &KeyPath, sort: &[u8], like: &KeyPath) -> Option<KeyPath> {
+pub(crate) fn path_in_group(prefix: &KeyPath, sort: &[u8], like: &KeyPath) -> Option<KeyPath> {
     match prefix.with_sort_key_like(sort, like) {
         Ok(path) => Some(path),
         Err(e) => {

@@ -18,6 +18,7 @@ use crate::export::{
 use crate::groups::GroupPage;
 use crate::limits::{MAX_GET_MANY, MAX_TRANSACTION_OPS, check_key, checked_item_key};
 use crate::list::{ListPage, ListRequest};
+use crate::listed::ListedPage;
 use crate::namespaces::NamespaceHistory;
 use crate::ops::{IdKind, Parent, Transaction, TxOp, TxResult};
 use crate::options::{PutOptions, StoreOptions};
@@ -588,6 +589,33 @@ impl<B: Backend> Store<B> {
     /// listing; storage failures.
     pub fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
         crate::list::list(&self.inner.backend, &self.inner.tokens, self.now(), request)
+    }
+
+    /// [`Store::list`] with each entry's path kept in its binary form ([`EncodedPath`](crate::EncodedPath)) and
+    /// decoded only when asked for: the same entries, order and tokens, without building an owned
+    /// `KeyPath` per entry. For callers that read the values, write paths as text
+    /// (`EncodedPath` is `Display` and serializes as a `KeyPath` does) or decode only some paths;
+    /// [`ListedPage::into_page`](crate::ListedPage::into_page) gives the `ListPage`.
+    ///
+    /// ```
+    /// use pathdb_store::backend::InMemoryBackend;
+    /// use pathdb_store::{Json, ListRequest, PutOptions, Store, StoreOptions};
+    ///
+    /// let store = Store::new(InMemoryBackend::new(), StoreOptions::default())?;
+    /// let path = "/user-7/post-1".parse()?;
+    /// store.put(&path, Json::parse(r#"{"title": "hi"}"#)?, PutOptions::default())?;
+    /// let page = store.list_encoded(&ListRequest::new("/user-7".parse()?))?;
+    /// let item = page.items[0].item().ok_or("not an item")?;
+    /// assert_eq!(item.path.to_string(), "/user-7/post-1"); // text, from the key's bytes
+    /// assert_eq!(item.path.decode(), path); // an owned `KeyPath`, when asked for
+    /// assert_eq!(item.value.as_str(), r#"{"title":"hi"}"#);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Store::list`].
+    pub fn list_encoded(&self, request: &ListRequest) -> Result<ListedPage, Error> {
+        crate::listed::list_encoded(&self.inner.backend, &self.inner.tokens, self.now(), request)
     }
 
     /// Up to `limit` groups in key order, after the page that returned `page_token`.

@@ -20,8 +20,8 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     Change, ChangeToken, Condition, Error, Expiry, ExportRecord, Item, Json, ListEntry,
-    ListRequest, MAX_LIST_LIMIT, ManualClock, OnExisting, PutOptions, Store, StoreOptions,
-    Timestamp, Transaction, TxOp, TxResult, parse_import,
+    ListRequest, ListedPage, MAX_LIST_LIMIT, ManualClock, OnExisting, PutOptions, Store,
+    StoreOptions, Timestamp, Transaction, TxOp, TxResult, parse_import,
 };
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -613,6 +613,13 @@ fn pages<B: Backend>(store: &Store<B>, listing: &ListGen) -> Result<Vec<ListEntr
     let mut out = Vec::new();
     for page_number in 0.. {
         let page = store.list(&request).map_err(failure)?;
+        // The same page with its paths kept encoded (`Store::list_encoded`).
+        let encoded = store.list_encoded(&request).map_err(failure)?;
+        let texts: Vec<String> = encoded.items.iter().map(|e| e.path().to_string()).collect();
+        let want: Vec<String> = page.items.iter().map(|e| e.path().to_string()).collect();
+        assert_eq!(texts, want);
+        assert_eq!(encoded.clone().into_page(), page);
+        assert_eq!(ListedPage::from(page.clone()), encoded);
         assert!(page.items.len() <= request.limit);
         out.extend(page.items.iter().cloned());
         let Some(token) = page.next_page_token else {

@@ -1,13 +1,15 @@
 //! How items look on the terminal: a readable table, or JSON lines with `--json`.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use pathdb_keys::KeyPath;
-use pathdb_store::{Item, ListEntry, Timestamp};
+use pathdb_store::{EncodedPath, Item, ListedEntry, ListedItem, Timestamp};
+use serde::Serialize;
+use std::fmt::Display;
 use std::io::Write;
 
 /// One item as a JSON object: `{"path", "version", "created_at", "modified_at", "expires_at", "value"}`.
-pub fn item_json(item: &Item) -> String {
-    // Item serializes with the path in canonical text form and the value as stored.
+/// Takes an [`Item`] or a listing's [`ListedItem`], which serialize alike.
+pub fn item_json(item: &impl Serialize) -> String {
+    // Items serialize with the path in canonical text form and the value as stored.
     serde_json::to_string(item).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
 }
 
@@ -57,7 +59,7 @@ pub fn print_items(out: &mut impl Write, items: &[Item], json: bool) -> std::io:
 }
 
 /// One node as the API writes it: `{"path": "/a-1/b-2", "node": true}`.
-pub fn node_json(path: &KeyPath) -> String {
+pub fn node_json(path: &impl Display) -> String {
     serde_json::json!({"path": path.to_string(), "node": true}).to_string()
 }
 
@@ -65,20 +67,21 @@ pub fn node_json(path: &KeyPath) -> String {
 /// none of its own) prints as its path with a trailing `/`, or with `--json` as the API's object.
 pub fn print_entries(
     out: &mut impl Write,
-    entries: &[ListEntry],
+    entries: &[ListedEntry],
     json: bool,
 ) -> std::io::Result<()> {
     let rows = entries.iter().map(|entry| match entry {
-        ListEntry::Item(item) => Row::Item(item),
-        ListEntry::Node(path) => Row::Node(path),
+        ListedEntry::Item(item) => Row::Listed(item),
+        ListedEntry::Node(path) => Row::Node(path),
     });
     print_rows(out, rows, json)
 }
 
-/// What one printed line shows: an item, or a node.
+/// What one printed line shows: an item, a listed item (its path still encoded), or a node.
 enum Row<'a> {
     Item(&'a Item),
-    Node(&'a KeyPath),
+    Listed(&'a ListedItem),
+    Node(&'a EncodedPath),
 }
 
 fn print_rows<'a>(
@@ -90,6 +93,7 @@ fn print_rows<'a>(
         for row in rows {
             match row {
                 Row::Item(item) => writeln!(out, "{}", item_json(item))?,
+                Row::Listed(item) => writeln!(out, "{}", item_json(item))?,
                 Row::Node(path) => writeln!(out, "{}", node_json(path))?,
             }
         }
@@ -98,6 +102,13 @@ fn print_rows<'a>(
     let rows: Vec<[String; 5]> = rows
         .map(|row| match row {
             Row::Item(i) => [
+                i.path.to_string(),
+                i.version.to_string(),
+                rfc3339(i.modified_at),
+                i.expires_at.map(rfc3339).unwrap_or_default(),
+                i.value.to_string(),
+            ],
+            Row::Listed(i) => [
                 i.path.to_string(),
                 i.version.to_string(),
                 rfc3339(i.modified_at),

@@ -108,8 +108,11 @@ struct PathDbSession<'a> {
 }
 
 impl PathDbSession<'_> {
+    /// One page through `Store::list_encoded`, what the server and the CLI use: entries keep
+    /// their paths encoded (the key bytes, as raw redb copies them out), and this reads each
+    /// item's value, decoding no path.
     fn page(&self, request: &ListRequest) -> anyhow::Result<usize> {
-        let page = self.store.list(request)?;
+        let page = self.store.list_encoded(request)?;
         let bytes: usize = page
             .items
             .iter()
