@@ -38,7 +38,7 @@ pub use error::{BuildError, DecodeError, ParseError, Rule};
 pub use explain::{ExplainedSegment, Explanation};
 pub use id::{Desc, Id, SegmentType};
 pub use int::Int;
-pub use namespace::{MAX_NAMESPACE_LEN, Namespace};
+pub use namespace::{INTERN_CAP, MAX_NAMESPACE_LEN, Namespace};
 pub use path::{Element, KeyPath, KeyPathBuilder};
 pub use range::{GROUP_SORT_KEY, KeyRange};
 pub use text::format_id;

@@ -605,3 +605,151 @@ proptest::proptest! {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Namespace representations (issue 23)
+
+/// Namespaces interned in `interner`, and the distinct ones among them in order.
+fn intern_all<const SLOTS: usize>(
+    interner: &crate::namespace::Interner<SLOTS>,
+    names: &[String],
+) -> Vec<Option<&'static str>> {
+    names.iter().map(|n| interner.intern(n)).collect()
+}
+
+proptest::proptest! {
+    /// The interner returns exactly the asked name, the same string for equal names, interns
+    /// every distinct name until the cap and none after it (but still finds those it has), and
+    /// leaks at most the cap.
+    #[test]
+    fn interner_returns_exactly_the_asked_name_up_to_its_cap(
+        names in proptest::collection::vec(similar_names(), 1..60),
+        cap in 0..40usize,
+    ) {
+        let interner = crate::namespace::Interner::<64>::new(cap);
+        let first = intern_all(&interner, &names);
+        let mut distinct: Vec<&str> = Vec::new();
+        for (name, got) in names.iter().zip(&first) {
+            let known = distinct.contains(&name.as_str());
+            match got {
+                Some(s) => {
+                    proptest::prop_assert_eq!(*s, name.as_str());
+                    if !known {
+                        distinct.push(name);
+                    }
+                }
+                None => {
+                    proptest::prop_assert!(!known, "{} was interned before", name);
+                    proptest::prop_assert_eq!(distinct.len(), cap);
+                }
+            }
+        }
+        proptest::prop_assert_eq!(interner.leaked(), distinct.len());
+        proptest::prop_assert!(interner.leaked() <= cap);
+        // Asked again, every name gives what it gave the first time, the very same string.
+        let again = intern_all(&interner, &names);
+        for (a, b) in first.iter().zip(&again) {
+            match (a, b) {
+                (Some(a), Some(b)) => proptest::prop_assert!(std::ptr::eq(*a, *b)),
+                (None, None) => {}
+                _ => proptest::prop_assert!(false, "{:?} then {:?}", a, b),
+            }
+        }
+    }
+
+    /// A namespace from the interner and one from the reference-counted fallback are equal,
+    /// order and hash the same, whichever side each is on; and so are paths built from either.
+    #[test]
+    fn namespace_representations_compare_and_hash_alike(
+        a in similar_names(),
+        b in similar_names(),
+        id in proptest::prelude::any::<i64>(),
+    ) {
+        use std::hash::{BuildHasher, RandomState};
+        let interner = crate::namespace::Interner::<16>::new(8);
+        let interned = |n: &str| crate::Namespace::interned_in(&interner, n).expect("room");
+        let shared = crate::Namespace::shared;
+        let hash = RandomState::new();
+        let (ia, sa, ib, sb) = (interned(&a), shared(&a), interned(&b), shared(&b));
+        proptest::prop_assert!(ia.is_interned() && !sa.is_interned());
+        proptest::prop_assert_eq!(&ia, &sa);
+        proptest::prop_assert_eq!(hash.hash_one(&ia), hash.hash_one(&sa));
+        proptest::prop_assert_eq!(hash.hash_one(&ia), hash.hash_one(a.as_str()));
+        for (x, y) in [(&ia, &ib), (&ia, &sb), (&sa, &ib), (&sa, &sb)] {
+            proptest::prop_assert_eq!(x.cmp(y), a.cmp(&b));
+            proptest::prop_assert_eq!(x == y, a == b);
+        }
+        let path = |ns: &crate::Namespace, ns2: &crate::Namespace| {
+            KeyPath::from_elements(vec![
+                crate::Element::new(ns.clone(), Some(Id::from(id))).expect("valid"),
+                crate::Element::new(ns2.clone(), Some(Id::from(7))).expect("valid"),
+                crate::Element::new(ns.clone(), None).expect("valid"),
+            ])
+            .expect("valid")
+        };
+        let (p, q) = (path(&ia, &ib), path(&sa, &sb));
+        proptest::prop_assert_eq!(&p, &q);
+        proptest::prop_assert_eq!(p.cmp(&q), std::cmp::Ordering::Equal);
+        proptest::prop_assert_eq!(hash.hash_one(&p), hash.hash_one(&q));
+        proptest::prop_assert_eq!(p.encode(), q.encode());
+        proptest::prop_assert_eq!(p.to_string(), q.to_string());
+        proptest::prop_assert_eq!(KeyPath::decode(&q.encode()).expect("decodes"), p);
+    }
+}
+
+/// Concurrent interning of the same names gives every thread the same strings and leaks each
+/// name once, and never more than the cap.
+#[test]
+fn concurrent_interning_agrees_and_stays_under_the_cap() {
+    let interner = crate::namespace::Interner::<64>::new(20);
+    let names: Vec<String> = (0..40).map(|i| format!("ns_{i}")).collect();
+    let results: Vec<Vec<Option<&'static str>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let (interner, names) = (&interner, &names);
+                scope.spawn(move || {
+                    // Each thread its own order, so that threads race for the same slots.
+                    let mut order: Vec<usize> = (0..names.len()).collect();
+                    order.rotate_left(t * 7);
+                    let mut got = vec![None; names.len()];
+                    for i in order {
+                        got[i] = interner.intern(&names[i]);
+                    }
+                    got
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .collect()
+    });
+    assert!(interner.leaked() <= 20);
+    let mut interned = 0;
+    for (i, name) in names.iter().enumerate() {
+        let hits: Vec<&'static str> = results.iter().filter_map(|r| r[i]).collect();
+        assert!(hits.iter().all(|s| *s == name && std::ptr::eq(*s, hits[0])));
+        interned += usize::from(!hits.is_empty());
+    }
+    assert_eq!(interned, interner.leaked());
+}
+
+/// Process-wide: `Namespace::new` interns while there is room, and equal names then share one
+/// string, also with a decoded path. (Other tests of this process make thousands of random
+/// namespaces and may have filled the interner; then both are reference-counted and equal.)
+#[test]
+fn new_namespaces_are_interned_and_shared() {
+    let a = crate::Namespace::new("interned_in_this_test").expect("valid");
+    let b = crate::Namespace::new("interned_in_this_test").expect("valid");
+    assert_eq!(a, b);
+    assert_eq!(a.is_interned(), b.is_interned());
+    let decoded = KeyPath::decode(&path("/interned_in_this_test-1").encode()).expect("decodes");
+    assert_eq!(decoded.group().namespace(), &a);
+    if a.is_interned() {
+        assert!(std::ptr::eq(a.as_str(), b.as_str()));
+        assert!(std::ptr::eq(
+            decoded.group().namespace().as_str(),
+            a.as_str()
+        ));
+    }
+}
