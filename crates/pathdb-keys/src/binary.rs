@@ -31,6 +31,14 @@ pub trait Sink {
     fn put_slice(&mut self, bytes: &[u8]);
     /// Bytes written so far.
     fn written(&self) -> usize;
+    /// Appends the first `len` bytes of `word` (`len` <= 8). The encoder assembles short
+    /// segments in registers and hands them over 8 bytes at a time; a sink that can append all
+    /// 8 and then drop the bytes past `len` (as `Vec` and `SmallVec` do) saves the
+    /// variable-length copy of `put_slice`.
+    #[inline]
+    fn put_word(&mut self, word: [u8; 8], len: usize) {
+        self.put_slice(&word[..len]);
+    }
 }
 
 impl Sink for Vec<u8> {
@@ -46,6 +54,13 @@ impl Sink for Vec<u8> {
     fn written(&self) -> usize {
         self.len()
     }
+    #[inline]
+    fn put_word(&mut self, word: [u8; 8], len: usize) {
+        let keep = self.len() + len;
+        // A fixed-size copy (one 8-byte store), then a length update.
+        self.extend_from_slice(&word);
+        self.truncate(keep);
+    }
 }
 
 impl<const N: usize> Sink for SmallVec<[u8; N]> {
@@ -60,6 +75,12 @@ impl<const N: usize> Sink for SmallVec<[u8; N]> {
     #[inline]
     fn written(&self) -> usize {
         self.len()
+    }
+    #[inline]
+    fn put_word(&mut self, word: [u8; 8], len: usize) {
+        let keep = self.len() + len;
+        self.extend_from_slice(&word);
+        self.truncate(keep);
     }
 }
 
@@ -106,6 +127,17 @@ pub(crate) const STACK_META: usize = 32;
 
 /// Writes the full encoding of `elements` (segments, `00`, metadata) after `out`'s contents.
 pub(crate) fn encode_elements_into<S: Sink>(elements: &[Element], out: &mut S) {
+    if word_eligible(elements) {
+        encode_words(elements, out);
+    } else {
+        encode_long(elements, out);
+    }
+}
+
+/// [`encode_elements_into`] for what the word encoder does not take: the stack encoders, then
+/// the general one.
+#[inline]
+fn encode_long<S: Sink>(elements: &[Element], out: &mut S) {
     // Paths of more elements would mostly not fit the small buffer: skip the attempt.
     let done = (elements.len() <= SMALL_ELEMENTS
         && encode_on_stack::<S, { SMALL_KEY + STACK_META }>(elements, out))
@@ -113,6 +145,128 @@ pub(crate) fn encode_elements_into<S: Sink>(elements: &[Element], out: &mut S) {
     if !done {
         encode_general(elements, out);
     }
+}
+
+/// Paths of more elements than this go to the stack encoder: the word encoder keeps the
+/// metadata, one byte per segment, in one 8-byte word.
+const WORD_ELEMENTS: usize = 4;
+/// The longest namespace or string id the word encoder takes: its metadata varint is one byte
+/// (`15 << 3` is under 0x80), and it is at most two words.
+const WORD_SEGMENT: usize = 15;
+
+/// Whether [`encode_words`] takes `elements`: at most [`WORD_ELEMENTS`], every namespace and
+/// string id at most [`WORD_SEGMENT`] bytes, ids integers or strings (most keys: `/user-7`).
+#[inline]
+pub(crate) fn word_eligible(elements: &[Element]) -> bool {
+    !elements.is_empty()
+        && elements.len() <= WORD_ELEMENTS
+        && elements.iter().all(|e| {
+            e.namespace().as_str().len() <= WORD_SEGMENT
+                // Integers first: a test for one variant is cheaper than a `match` on all.
+                && (matches!(e.id(), Some(Id::Int(_)))
+                    || match e.id() {
+                        None | Some(Id::Int(_) | Id::DescInt(_)) => true,
+                        Some(Id::String(s)) => s.len() <= WORD_SEGMENT,
+                        Some(_) => false,
+                    })
+        })
+}
+
+/// The encoder for paths [`word_eligible`] takes, appending straight to `out`: each segment and
+/// the byte after it (separator or terminator) is assembled in one or two 8-byte words and
+/// handed to [`Sink::put_word`], and the metadata, one byte per segment, is collected in
+/// another word and written last. No stack buffer: assembling the key in memory and copying it
+/// out made the copy's wide loads wait for the narrow stores before them.
+#[inline]
+pub(crate) fn encode_words<S: Sink>(elements: &[Element], out: &mut S) {
+    debug_assert!(word_eligible(elements));
+    let mut metas: u64 = 0;
+    let mut n_meta = 0;
+    let last = elements.len() - 1;
+    for (i, element) in elements.iter().enumerate() {
+        let ns = element.namespace().as_str().as_bytes();
+        let id = element.id();
+        let after_ns = if i < last || id.is_some() {
+            SEPARATOR
+        } else {
+            TERMINATOR
+        };
+        put_short(ns, after_ns, out);
+        metas |= meta(ns.len(), SegmentType::String) << (8 * n_meta);
+        n_meta += 1;
+        let Some(id) = id else { continue };
+        let after_id = if i < last { SEPARATOR } else { TERMINATOR };
+        let (len, ty) = if let Id::Int(v) = id {
+            (put_int_word(*v, false, after_id, out), SegmentType::Int)
+        } else {
+            match id {
+                Id::DescInt(v) => (put_int_word(*v, true, after_id, out), SegmentType::DescInt),
+                Id::String(s) => {
+                    put_short(s.as_bytes(), after_id, out);
+                    (s.len(), SegmentType::String)
+                }
+                _ => unreachable!("word_eligible takes integer and string ids only"),
+            }
+        };
+        metas |= meta(len, ty) << (8 * n_meta);
+        n_meta += 1;
+    }
+    out.put_word(metas.to_le_bytes(), n_meta);
+}
+
+/// Appends `b` (1 to [`WORD_SEGMENT`] bytes) and then `end`: up to 7 bytes as one word built
+/// from two overlapping fixed-size loads (their shared bytes are equal, so OR-ing the shifted
+/// halves gives the bytes), longer ones as its first 8 bytes and then a word of the rest.
+#[inline(always)]
+fn put_short<S: Sink>(b: &[u8], end: u8, out: &mut S) {
+    let n = b.len();
+    debug_assert!((1..=WORD_SEGMENT).contains(&n));
+    let (word, tail) = if let Some(f) = b.first_chunk::<8>() {
+        out.put_word(*f, 8);
+        // The bytes past the first 8 are the top `n - 8` of the last 8.
+        let l = b.last_chunk::<8>().map_or(0, |l| u64::from_le_bytes(*l));
+        (l >> 8 >> (8 * (15 - n.min(15))), n - 8)
+    } else if let (Some(f), Some(l)) = (b.first_chunk::<4>(), b.last_chunk::<4>()) {
+        (
+            u64::from(u32::from_le_bytes(*f))
+                | (u64::from(u32::from_le_bytes(*l)) << (8 * (n - 4))),
+            n,
+        )
+    } else if let (Some(f), Some(l)) = (b.first_chunk::<2>(), b.last_chunk::<2>()) {
+        (
+            u64::from(u16::from_le_bytes(*f))
+                | (u64::from(u16::from_le_bytes(*l)) << (8 * (n - 2))),
+            n,
+        )
+    } else {
+        (b.first().map_or(0, |&x| u64::from(x)), n)
+    };
+    // tail <= 7, so `end` lands inside the word.
+    out.put_word(
+        (word | (u64::from(end) << (8 * tail))).to_le_bytes(),
+        tail + 1,
+    );
+}
+
+/// Appends an integer segment (sort byte, payload) and then `end`; returns the segment's
+/// length. Payloads up to 6 bytes (values below 2^48) take one word.
+#[inline(always)]
+fn put_int_word<S: Sink>(v: Int, descending: bool, end: u8, out: &mut S) -> usize {
+    let (sort, word, len) = int_word(v, descending);
+    // Little-endian: the sort byte, then the payload's bytes, whose bytes past `len` are zero.
+    let payload = word.swap_bytes();
+    let first = u64::from(sort) | (payload << 8);
+    if len <= 6 {
+        out.put_word(
+            (first | (u64::from(end) << (8 * (len + 1)))).to_le_bytes(),
+            len + 2,
+        );
+    } else {
+        out.put_word(first.to_le_bytes(), 8);
+        let rest = (payload >> 56) | (u64::from(end) << (8 * (len - 7)));
+        out.put_word(rest.to_le_bytes(), len - 6);
+    }
+    len + 1
 }
 
 /// The general encoder: any length, any id type.
@@ -209,7 +363,7 @@ fn put_int<const N: usize>(buf: &mut [u8; N], pos: usize, v: Int, descending: bo
 }
 
 /// Writes a UUID segment at `pos`, escaping low bytes; returns the offset after it.
-#[inline]
+#[inline(always)]
 fn put_uuid<const N: usize>(buf: &mut [u8; N], mut pos: usize, raw: &[u8; 16]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;

@@ -607,7 +607,7 @@ proptest::proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Namespace representations (issue 23)
+// Namespace representations and the word encoder (issue 23)
 
 /// Namespaces interned in `interner`, and the distinct ones among them in order.
 fn intern_all<const SLOTS: usize>(
@@ -695,6 +695,122 @@ proptest::proptest! {
         proptest::prop_assert_eq!(p.to_string(), q.to_string());
         proptest::prop_assert_eq!(KeyPath::decode(&q.encode()).expect("decodes"), p);
     }
+
+    /// Paths of 1 to 6 elements round trip through the binary and text forms, split into
+    /// partition and sort keys, and keep their elements through `parent`, `child` and
+    /// `from_elements`.
+    #[test]
+    fn paths_of_one_to_six_elements_round_trip(
+        elements in proptest::collection::vec(any_element(), 1..7),
+        bare_last in proptest::prelude::any::<bool>(),
+    ) {
+        let mut elements = elements;
+        if bare_last {
+            let ns = elements[0].namespace().clone();
+            elements.push(crate::Element::new(ns, None).expect("valid"));
+        }
+        let p = KeyPath::from_elements(elements.clone()).expect("valid");
+        proptest::prop_assert_eq!(p.elements(), &elements[..]);
+        proptest::prop_assert_eq!(&KeyPath::decode(&p.encode()).expect("decodes"), &p);
+        proptest::prop_assert_eq!(&p.to_string().parse::<KeyPath>().expect("parses"), &p);
+        proptest::prop_assert_eq!(
+            &KeyPath::from_partition_and_sort(&p.partition_key(), &p.sort_key()).expect("splits"),
+            &p
+        );
+        if let Some(parent) = p.parent() {
+            proptest::prop_assert_eq!(parent.elements(), &elements[..elements.len() - 1]);
+            let last = &elements[elements.len() - 1];
+            let again = match last.id() {
+                Some(id) => parent.child(last.namespace().as_str(), id.clone()),
+                None => parent.child_without_id(last.namespace().as_str()),
+            };
+            proptest::prop_assert_eq!(&again.expect("valid"), &p);
+        }
+    }
+
+    /// The word encoder writes exactly the general encoder's bytes, into a `Vec`, a `SmallVec`
+    /// and a sink that has only the required methods; and it takes exactly the paths it should.
+    #[test]
+    fn word_encoder_agrees_with_general_encoder(
+        elements in proptest::collection::vec(word_element(), 1..6),
+        bare_last in proptest::prelude::any::<bool>(),
+    ) {
+        use crate::binary::{encode_general, encode_words, word_eligible};
+        let mut elements = elements;
+        if bare_last {
+            let ns = elements[0].namespace().clone();
+            elements.push(crate::Element::new(ns, None).expect("valid"));
+        }
+        let eligible = elements.len() <= 4
+            && elements.iter().all(|e| {
+                e.namespace().as_str().len() <= 15
+                    && match e.id() {
+                        None | Some(Id::Int(_) | Id::DescInt(_)) => true,
+                        Some(Id::String(s)) => s.len() <= 15,
+                        Some(_) => false,
+                    }
+            });
+        proptest::prop_assert_eq!(word_eligible(&elements), eligible);
+        let mut general = vec![0xaa];
+        encode_general(&elements, &mut general);
+        if eligible {
+            let mut vec_sink = vec![0xaa];
+            encode_words(&elements, &mut vec_sink);
+            proptest::prop_assert_eq!(&vec_sink, &general);
+            let mut small = smallvec::SmallVec::<[u8; 128]>::from_slice(&[0xaa]);
+            encode_words(&elements, &mut small);
+            proptest::prop_assert_eq!(&small[..], &general[..]);
+            let mut plain = PlainSink(vec![0xaa]);
+            encode_words(&elements, &mut plain);
+            proptest::prop_assert_eq!(&plain.0, &general);
+        }
+    }
+}
+
+/// A sink with only the required methods: `put_word` is the trait's provided one.
+struct PlainSink(Vec<u8>);
+
+impl crate::Sink for PlainSink {
+    fn put(&mut self, byte: u8) {
+        self.0.push(byte);
+    }
+    fn put_slice(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+    fn written(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Elements around the word encoder's limits: namespaces and string ids of 1 to 17 bytes
+/// (multi-byte characters included), integers of every payload length, mostly eligible ids.
+fn word_element() -> impl proptest::strategy::Strategy<Value = crate::Element> {
+    use proptest::prelude::*;
+    let ns = prop_oneof![
+        3 => proptest::sample::select(vec!["a", "ab", "abc", "user", "comment", "abcdefgh", "abcdefghi"]).prop_map(str::to_owned),
+        2 => "[A-Za-z_][A-Za-z0-9_]{0,16}",
+    ];
+    let int = prop_oneof![
+        (0u32..=64)
+            .prop_flat_map(|bits| {
+                let top = if bits == 0 { 0 } else { (1u128 << bits) - 1 };
+                (0..=top, any::<bool>())
+            })
+            .prop_map(
+                |(m, neg)| Int::new(if neg { -(m as i128) } else { m as i128 }).expect("in range")
+            ),
+        proptest::sample::select(vec![Int::MIN, Int::MAX, Int::new(0).expect("zero")]),
+    ];
+    let id = prop_oneof![
+        4 => int.clone().prop_map(Id::Int),
+        2 => int.prop_map(Id::DescInt),
+        3 => "[a-z0-9é😀-]{1,16}".prop_map(Id::String),
+        1 => any::<[u8; 16]>().prop_map(|b| Id::Uuid(crate::Uuid::from_bytes(b))),
+        1 => "[a-z]{1,4}".prop_map(Id::DescString),
+    ];
+    (ns, id).prop_map(|(ns, id)| {
+        crate::Element::new(crate::Namespace::new(&ns).expect("valid"), Some(id)).expect("valid")
+    })
 }
 
 /// Concurrent interning of the same names gives every thread the same strings and leaks each
