@@ -1,6 +1,7 @@
 //! Binary codec: any input either fails to decode (with an error, never a panic) or is the
 //! canonical encoding of the path it decodes to. The same bytes, split in two, exercise the
-//! partition/sort-key reassembly.
+//! partition/sort-key reassembly; as a sort key, the fast check `sort_key_body_len` accepts
+//! only what the decoder accepts.
 
 #![no_main]
 
@@ -42,6 +43,19 @@ fuzz_target!(|data: &[u8]| {
         // the errors are the same, offset and rule.
         (Err(a), Err(b)) => assert_eq!(a, b, "KeyPath::decode and KeyPathRef::decode fail differently"),
         _ => panic!("KeyPath::decode ({owned:?}) and KeyPathRef::decode ({borrowed:?}) disagree"),
+    }
+
+    // The fast sort-key check may say "don't know", never accept what the decoder refuses, and
+    // agrees on the body's length.
+    if let Some(len) = pathdb_keys::sort_key_body_len(data) {
+        let group: KeyPath = "/g-1".parse().expect("a group");
+        let path = group
+            .with_sort_key(data)
+            .unwrap_or_else(|e| panic!("sort_key_body_len accepted {data:x?}, the decoder: {e}"));
+        let mut sort_body = path.sort_key();
+        sort_body.truncate(len);
+        assert_eq!(sort_body, data[..len], "body length of {path}");
+        assert_eq!(data.get(len), Some(&pathdb_keys::TERMINATOR), "{path}");
     }
 
     // Partition/sort split: the first byte picks where the rest is cut into (pk, sk).

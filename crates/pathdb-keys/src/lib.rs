@@ -22,6 +22,7 @@
 #![deny(missing_docs)]
 
 mod binary;
+mod check;
 mod error;
 mod explain;
 mod id;
@@ -34,6 +35,7 @@ mod serde_impl;
 mod text;
 
 pub use binary::{ESCAPE, ElementRef, IdRef, KeyPathRef, SEPARATOR, Segment, Sink, TERMINATOR};
+pub use check::sort_key_body_len;
 pub use error::{BuildError, DecodeError, ParseError, Rule};
 pub use explain::{ExplainedSegment, Explanation};
 pub use id::{Desc, Id, SegmentType};

@@ -35,7 +35,6 @@ mod ops;
 mod options;
 mod patch;
 mod record;
-mod sortkey;
 mod strict;
 mod token;
 mod waiters;

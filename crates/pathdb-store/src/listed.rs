@@ -7,9 +7,9 @@
 
 use crate::backend::{Backend, RecordView};
 use crate::list::{Page, PageEntry, list_with, path_in_group};
-use crate::sortkey::checked_body_len;
 use crate::token::TokenKey;
 use crate::{ChangeToken, Error, Item, Json, ListEntry, ListPage, ListRequest, Timestamp};
+use pathdb_keys::sort_key_body_len;
 use pathdb_keys::{DecodeError, IdRef, KeyPath, KeyPathRef, SEPARATOR, TERMINATOR, format_id};
 use serde::{Serialize, Serializer};
 use smallvec::SmallVec;
@@ -442,7 +442,7 @@ impl PageEntry for ListedEntry {
 
     fn subtree<'a>(prefix: &'a KeyPath, partition: &'a [u8]) -> Result<EncodedSubtree<'a>, Error> {
         // A partition key is one element, `ns 01 id 00 meta`: the lean check knows most.
-        let partition_body = match checked_body_len(partition) {
+        let partition_body = match sort_key_body_len(partition) {
             Some(len) => len,
             None => KeyPathRef::decode(partition)
                 .map_err(|e| crate::StorageError::new("a partition key does not decode", e))?
@@ -476,7 +476,7 @@ impl PageEntry for ListedEntry {
         record: RecordView<'_>,
     ) -> Result<Option<ListedEntry>, Error> {
         let start = scan.keys.len();
-        match checked_body_len(sort) {
+        match sort_key_body_len(sort) {
             Some(len) => {
                 let (body, meta) = (&sort[..len], &sort[len + 1..]);
                 if !scan.covers(body, meta) {
@@ -631,7 +631,7 @@ mod tests {
             let mut scan = ListedEntry::subtree(prefix, &partition).unwrap();
             for entry in paths.iter().filter(|p| p.group() == prefix.group()) {
                 let sort = entry.sort_key();
-                let Some(len) = checked_body_len(&sort) else {
+                let Some(len) = sort_key_body_len(&sort) else {
                     // The group's own key, descending string or bytes ids: the owned decoder's
                     // (tested below).
                     continue;

@@ -1,25 +1,27 @@
-//! A lean check of a stored sort key, for listings that keep keys encoded (listed.rs).
+//! A lean check of a stored sort key, for readers that keep keys encoded (the store's listing
+//! pages).
 //!
 //! A listing must skip a stored key that is not a key path (a row another tool wrote into a
-//! DynamoDB table), so it checks every key it returns. pathdb-keys checks keys only while
-//! decoding them: into an owned `KeyPath` (the cost the encoded listing avoids) or into a
+//! DynamoDB table), so it checks every key it returns. The decoders check keys only while
+//! decoding them: into an owned `KeyPath` (the cost an encoded listing avoids) or into a
 //! `KeyPathRef`, whose span and element vectors (several hundred bytes, moved on return) cost
 //! more per key than the rest of a listed entry. This checks the common shapes (namespaces and
 //! integer, string, UUID and bytes ids, the metadata varints of segments under 2 KiB) in place,
-//! exactly as pathdb-keys' decoder does (docs/key-format.md), and answers "don't know" for
-//! everything else, which the caller hands to the decoder. So it may only ever accept what the
-//! decoder accepts; the tests below check that against the decoder on valid, mutated and random
-//! keys. It belongs in pathdb-keys, as a checking counterpart of its decoder.
+//! exactly as the decoder does (docs/key-format.md), and answers "don't know" for everything
+//! else, which the caller hands to the decoder. So it may only ever accept what the decoder
+//! accepts; the tests below and the `decode_binary` fuzz target check that against the decoder
+//! on valid, mutated and random keys.
 
-use pathdb_keys::{ESCAPE, MAX_NAMESPACE_LEN, SEPARATOR, SegmentType, TERMINATOR};
+use crate::{ESCAPE, MAX_NAMESPACE_LEN, SEPARATOR, SegmentType, TERMINATOR};
 
 /// Segments this check reads (16 elements); longer keys go to the decoder.
 const MAX_SEGMENTS: usize = 32;
 
 /// The length of `sort`'s body (its segments and separators) when it is the canonical encoding of
-/// a sort key of the shapes this check knows; `None` when it is not, or when this check does not
-/// know (the caller then asks the decoder).
-pub(crate) fn checked_body_len(sort: &[u8]) -> Option<usize> {
+/// a sort key (a path's encoding after its group element, [`KeyPath::sort_key`](crate::KeyPath::sort_key))
+/// of the shapes this check knows; `None` when it is not, or when this check does not know (the
+/// caller then asks the decoder, [`KeyPath::with_sort_key`](crate::KeyPath::with_sort_key)).
+pub fn sort_key_body_len(sort: &[u8]) -> Option<usize> {
     // Backwards over the metadata, as the decoder reads it: one varint per segment, last segment
     // first, until the segments and separators exactly fill what is left before a terminator.
     let mut metas = [0u16; MAX_SEGMENTS];
@@ -172,7 +174,7 @@ fn unescaped_len(segment: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pathdb_keys::{KeyPath, KeyPathRef};
+    use crate::{KeyPath, KeyPathRef};
     use proptest::prelude::*;
 
     /// What the decoder says of `sort` as a sort key of the group `/g-1`: its body length, or
@@ -192,7 +194,7 @@ mod tests {
 
     /// This check accepts only what the decoder accepts, with the same body length.
     fn agrees(sort: &[u8]) {
-        if let Some(len) = checked_body_len(sort) {
+        if let Some(len) = sort_key_body_len(sort) {
             assert_eq!(decoder(sort), Some(len), "{sort:x?}");
         }
     }
@@ -219,10 +221,10 @@ mod tests {
         for text in VALID {
             let path: KeyPath = text.parse().unwrap();
             let sort = path.sort_key();
-            assert_eq!(checked_body_len(&sort), decoder(&sort), "{text}");
-            assert!(checked_body_len(&sort).is_some(), "{text}");
+            assert_eq!(sort_key_body_len(&sort), decoder(&sort), "{text}");
+            assert!(sort_key_body_len(&sort).is_some(), "{text}");
             if let Ok(view) = KeyPathRef::decode(&sort) {
-                assert_eq!(checked_body_len(&sort), Some(view.body().len()), "{text}");
+                assert_eq!(sort_key_body_len(&sort), Some(view.body().len()), "{text}");
             }
         }
     }
@@ -231,10 +233,10 @@ mod tests {
     fn leaves_the_rest_to_the_decoder() {
         for text in ["/g-1/p-!desc", "/g-1/p-!~AAEC"] {
             let path: KeyPath = text.parse().unwrap();
-            assert_eq!(checked_body_len(&path.sort_key()), None, "{text}");
+            assert_eq!(sort_key_body_len(&path.sort_key()), None, "{text}");
         }
         let long: KeyPath = format!("/g-1/p-{}", "x".repeat(3000)).parse().unwrap();
-        assert_eq!(checked_body_len(&long.sort_key()), None);
+        assert_eq!(sort_key_body_len(&long.sort_key()), None);
         for junk in [
             &b""[..],
             &[0],
@@ -243,7 +245,7 @@ mod tests {
             &[b'p', 0, 0x08, 0x80],
         ] {
             agrees(junk);
-            assert_eq!(checked_body_len(junk), None, "{junk:x?}");
+            assert_eq!(sort_key_body_len(junk), None, "{junk:x?}");
         }
     }
 
