@@ -18,10 +18,8 @@
 //! again. So a write costs its plan's reads and one `TransactWriteItems`.
 
 use crate::{DynamoBackend, MAX_TRANSACTION_ITEMS, retry};
-use pathdb_store::StorageError;
-use pathdb_store::backend::{
-    Expect, Key, Record, WriteBatch, WriteError, WriteOp, join_log_entries,
-};
+use pathdb_store::backend::{Expect, Key, Record, WriteBatch, WriteError, WriteOp};
+use pathdb_store::{StorageError, join_log_entries};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use tokio::sync::oneshot;

@@ -199,10 +199,15 @@ pub struct ChangePage {
 /// fits in 400 KB, and so does its change with a path and a few numbers more).
 pub(crate) const ENTRY_BUDGET: usize = 200_000;
 
-/// One entry holding the changes of `records`, in order, when each is a whole commit's entry
-/// and the joined entry stays within [`ENTRY_BUDGET`]; see
-/// [`join_log_entries`](crate::backend::join_log_entries).
-pub(crate) fn join_entries(records: &[&Record]) -> Option<Record> {
+/// Joins the change log entries that several batches append to one log into one entry, for a
+/// backend that commits those batches in one atomic write (DynamoDB's group commit): their
+/// changes in the order given, as if one commit had made them all. `None` when they cannot be
+/// joined (an entry that continues its commit in another, or a joined entry over the entry
+/// budget); the backend then stores them as separate entries.
+///
+/// Only the store's own change log entries can be joined: the records of
+/// [`WriteOp::Append`](crate::backend::WriteOp::Append)s the store planned.
+pub fn join_log_entries(records: &[&Record]) -> Option<Record> {
     let mut changes = Vec::new();
     let mut size = 0;
     for record in records {
@@ -379,7 +384,7 @@ mod tests {
             r#"{"changes":[{"op":"delete","path":"/n-1/a-2","version":4},{"op":"put","path":"/n-1/a-3","version":2,"created_at":3,"modified_at":7,"value":null}],"end":true}"#,
             7,
         );
-        let joined = join_entries(&[&a, &b]).expect("joined");
+        let joined = join_log_entries(&[&a, &b]).expect("joined");
         assert_eq!((joined.created_at, joined.modified_at), (7, 7));
         let changes = read(std::str::from_utf8(&joined.value).unwrap());
         let paths: Vec<String> = changes.iter().map(|c| c.path().to_string()).collect();
@@ -389,7 +394,7 @@ mod tests {
         assert_eq!(put_value(&changes[2]), "null");
 
         let part = record(r#"{"changes":[],"end":false}"#, 5);
-        assert!(join_entries(&[&a, &part]).is_none());
+        assert!(join_log_entries(&[&a, &part]).is_none());
         let big = record(
             &format!(
                 r#"{{"changes":[{{"op":"put","path":"/n-1/a-9","version":1,"created_at":5,"modified_at":5,"value":"{}"}}],"end":true}}"#,
@@ -397,9 +402,9 @@ mod tests {
             ),
             5,
         );
-        assert!(join_entries(&[&big, &a]).is_some());
-        assert!(join_entries(&[&big, &big]).is_none());
-        assert!(join_entries(&[&a, &record("not json", 5)]).is_none());
+        assert!(join_log_entries(&[&big, &a]).is_some());
+        assert!(join_log_entries(&[&big, &big]).is_none());
+        assert!(join_log_entries(&[&a, &record("not json", 5)]).is_none());
     }
 
     #[test]

@@ -53,7 +53,7 @@ mod store;
 
 pub use changelog::{
     Change, ChangeEntry, ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, MAX_CHANGES_LIMIT,
-    MAX_CHANGES_WAIT,
+    MAX_CHANGES_WAIT, join_log_entries,
 };
 pub use error::{Condition, Error, StorageError, StorageErrorKind};
 pub use export::{

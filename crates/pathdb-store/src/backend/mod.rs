@@ -168,18 +168,6 @@ pub fn log_entry(prefix: &[u8], n: u64) -> Vec<u8> {
     sort
 }
 
-/// Joins the change log entries that several batches append to one log into one entry, for a
-/// backend that commits those batches in one atomic write (DynamoDB's group commit): their
-/// changes in the order given, as if one commit had made them all. `None` when they cannot be
-/// joined (an entry that continues its commit in another, or a joined entry too large); the
-/// backend then stores them as separate entries.
-///
-/// Only the store's own change log entries can be joined: the records of [`WriteOp::Append`]s
-/// the store planned.
-pub fn join_log_entries(records: &[&Record]) -> Option<Record> {
-    crate::changelog::join_entries(records)
-}
-
 /// The number of a log entry, from its sort key (the last 8 bytes).
 pub fn log_number(sort: &[u8]) -> Option<u64> {
     let at = sort.len().checked_sub(8)?;
