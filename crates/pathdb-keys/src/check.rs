@@ -12,7 +12,7 @@
 //! accepts; the tests below and the `decode_binary` fuzz target check that against the decoder
 //! on valid, mutated and random keys.
 
-use crate::{ESCAPE, MAX_NAMESPACE_LEN, SEPARATOR, SegmentType, TERMINATOR};
+use crate::{ESCAPE, SEPARATOR, SegmentType, TERMINATOR};
 
 /// Segments this check reads (16 elements); longer keys go to the decoder.
 const MAX_SEGMENTS: usize = 32;
@@ -60,7 +60,7 @@ pub fn sort_key_body_len(sort: &[u8]) -> Option<usize> {
         at += segment.len();
         let ty = SegmentType::from_code((meta & 7) as u8)?;
         let ok = if i % 2 == 0 {
-            ty == SegmentType::String && namespace_ok(segment)
+            ty == SegmentType::String && crate::namespace::is_valid(segment)
         } else {
             match ty {
                 SegmentType::Int => int_ok(segment, false),
@@ -98,19 +98,6 @@ fn varint_before(bytes: &[u8], end: usize) -> Option<(u16, usize)> {
         }
         _ => Some((u16::from(last), end - 1)),
     }
-}
-
-/// A namespace: 1 to [`MAX_NAMESPACE_LEN`] ASCII letters, digits and `_`, not starting with a
-/// digit.
-fn namespace_ok(bytes: &[u8]) -> bool {
-    let Some(&first) = bytes.first() else {
-        return false;
-    };
-    bytes.len() <= MAX_NAMESPACE_LEN
-        && (first.is_ascii_alphabetic() || first == b'_')
-        && bytes
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// An integer segment in its one canonical form: a sort byte in range (`0x10..=0x1f`
