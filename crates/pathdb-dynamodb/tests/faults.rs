@@ -145,6 +145,8 @@ fn storage_kind(error: &Error) -> Option<StorageErrorKind> {
 /// its change is in the feed once. Lost answers after a commit are settled by reading.
 #[test]
 fn transient_faults_are_retried_and_each_write_lands_once() {
+    // Short retry budgets: no heavy load on moto meanwhile (hot_group.rs).
+    let _quiet = crate::quiet_moto();
     let Some(f) = faulty(test_budget()) else {
         return;
     };
@@ -220,6 +222,8 @@ fn transient_faults_are_retried_and_each_write_lands_once() {
 /// tell. Faults on the reads that plan a write end in `Unavailable`, whatever the fault.
 #[test]
 fn faults_past_the_budget_never_report_a_committed_write_as_failed() {
+    // Short retry budgets: no heavy load on moto meanwhile (hot_group.rs).
+    let _quiet = crate::quiet_moto();
     let Some(f) = faulty(test_budget()) else {
         return;
     };
@@ -294,6 +298,8 @@ fn faults_past_the_budget_never_report_a_committed_write_as_failed() {
 /// write is in the feed exactly once.
 #[test]
 fn a_write_held_past_its_retries_is_outcome_unknown_and_lands_once() {
+    // Short retry budgets: no heavy load on moto meanwhile (hot_group.rs).
+    let _quiet = crate::quiet_moto();
     let budget = RetryBudget {
         max_attempts: 3,
         ..test_budget()
@@ -359,6 +365,8 @@ struct Written {
 /// items never repeat or skip.
 #[test]
 fn random_faults_lose_nothing_and_duplicate_nothing() {
+    // Short retry budgets: no heavy load on moto meanwhile (hot_group.rs).
+    let _quiet = crate::quiet_moto();
     const WRITERS: usize = 4;
     const OPS: usize = 15;
     const GROUPS: usize = 3;
@@ -537,6 +545,8 @@ fn random_faults_lose_nothing_and_duplicate_nothing() {
 /// time), still with refused writes and lost answers.
 #[test]
 fn conformance_fault_injection_on_moto() {
+    // Short retry budgets: no heavy load on moto meanwhile (hot_group.rs).
+    let _quiet = crate::quiet_moto();
     let Some((url, _)) = endpoint() else {
         return;
     };
@@ -552,6 +562,8 @@ fn conformance_fault_injection_on_moto() {
 /// or reports as `Unavailable` / `OutcomeUnknown`. The run's checks are the same.
 #[test]
 fn conformance_fault_injection_through_the_fault_proxy() {
+    // Short retry budgets: no heavy load on moto meanwhile (hot_group.rs).
+    let _quiet = crate::quiet_moto();
     let Some((url, _)) = endpoint() else {
         return;
     };
@@ -623,6 +635,8 @@ fn assert_conformance_report(report: &FaultReport) {
 /// the backend connects, with a message that names the operation.
 #[test]
 fn an_endpoint_without_transact_write_items_is_refused() {
+    // Short retry budgets: no heavy load on moto meanwhile (hot_group.rs).
+    let _quiet = crate::quiet_moto();
     let Some((url, _)) = endpoint() else {
         return;
     };
@@ -655,6 +669,8 @@ fn an_endpoint_without_transact_write_items_is_refused() {
 /// (scripts/test.sh starts it; `scripts/dynamodb-local.sh start dynalite` prints its port).
 #[test]
 fn dynalite_is_refused_naming_transact_write_items() {
+    // Short retry budgets: no heavy load on moto meanwhile (hot_group.rs).
+    let _quiet = crate::quiet_moto();
     let Ok(url) = std::env::var("PATHDB_DYNALITE_ENDPOINT") else {
         eprintln!("skipped: PATHDB_DYNALITE_ENDPOINT is not set");
         return;

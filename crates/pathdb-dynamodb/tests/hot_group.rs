@@ -50,6 +50,8 @@ fn writes_to_one_hot_group_share_transactions() {
     let Some((url, _)) = endpoint() else {
         return;
     };
+    // It keeps moto busy for seconds: the tests with short retry budgets wait (faults.rs).
+    let _busy = crate::busy_moto();
     let writers = env_usize("PATHDB_HOT_GROUP_WRITERS", 32);
     let per_writer = env_usize("PATHDB_HOT_GROUP_WRITES", 8);
     let latency = Duration::from_millis(env_usize("PATHDB_HOT_GROUP_LATENCY_MS", 10) as u64);

@@ -45,6 +45,25 @@ pub fn endpoint() -> Option<(String, Flavor)> {
     Some((endpoint, flavor))
 }
 
+/// Tests that load moto for seconds (hot_group.rs) and tests whose retry budgets allow a few
+/// hundred milliseconds per request (faults.rs) do not run at the same time: a busy moto answers
+/// the latter past their timeouts. The rest run alongside either.
+static MOTO_LOAD: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held by a test with short timeouts.
+pub fn quiet_moto() -> std::sync::RwLockReadGuard<'static, ()> {
+    MOTO_LOAD
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Held by a test that loads moto heavily.
+pub fn busy_moto() -> std::sync::RwLockWriteGuard<'static, ()> {
+    MOTO_LOAD
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Local servers still want credentials to be present.
 fn dummy_credentials() {
     for (k, v) in [
