@@ -86,6 +86,39 @@ impl Logs {
         entry.last = Some(entry.last.map_or(n, |last| last.max(n)));
     }
 
+    /// Answers now, without sending them, the writes queued for `log` whose condition the puts
+    /// in `written` (key and new version) have made false: a condition on a put key expecting
+    /// another version, or expecting it absent. Versions only grow, so the condition can never
+    /// hold again; the store plans such a write anew. Without this, writers racing for one item
+    /// (a counter) queue behind each other and each stale one costs a round of its own.
+    pub(crate) fn fail_stale(&self, log: &Key, written: &HashMap<&Key, u64>) {
+        let mut state = self.lock();
+        let Some(entry) = state.get_mut(log) else {
+            return;
+        };
+        let queue = std::mem::take(&mut entry.queue);
+        for waiter in queue {
+            let stale = waiter.batch.ops.iter().position(|op| {
+                let Some(&version) = written.get(op.key()) else {
+                    return false;
+                };
+                match op.expect() {
+                    Some(Expect::Version(expected)) => expected != version,
+                    Some(Expect::Absent) => true,
+                    None => false,
+                }
+            });
+            match stale {
+                Some(index) => {
+                    let failed = Err(WriteError::ConditionFailed { index });
+                    // A writer that is gone has nobody to tell.
+                    let _ = waiter.turn.send(Turn::Done(failed));
+                }
+                None => entry.queue.push_back(waiter),
+            }
+        }
+    }
+
     /// What this process knows of `log`'s end may be stale (another writer appended, or a
     /// write's outcome is unknown): read it again before numbering.
     pub(crate) fn forget(&self, log: &Key) {
@@ -256,6 +289,20 @@ impl DynamoBackend {
             .unzip();
         let mut own = Ok(());
         let results = self.commit_appending(&batches).await;
+        // Before the lead is handed on: queued writes that this round's puts have made fail.
+        let written: HashMap<&Key, u64> = batches
+            .iter()
+            .zip(&results)
+            .filter(|(_, result)| result.is_ok())
+            .flat_map(|(batch, _)| &batch.ops)
+            .filter_map(|op| match op {
+                WriteOp::Put { key, record, .. } => Some((key, record.version)),
+                _ => None,
+            })
+            .collect();
+        if !written.is_empty() {
+            self.logs.fail_stale(log, &written);
+        }
         for (turn, result) in turns.into_iter().zip(results) {
             match turn {
                 None => own = result,
@@ -543,6 +590,55 @@ mod test {
             ops: vec![write("a", 1).ops.remove(0)],
         };
         assert_eq!(single_log(&none), None);
+    }
+
+    /// A write to `item` expecting `expect`, logged in the test log.
+    fn conditional(item: &str, expect: Expect) -> WriteBatch {
+        let mut batch = write(item, 1);
+        if let WriteOp::Put { expect: e, .. } = &mut batch.ops[0] {
+            *e = Some(expect);
+        }
+        batch
+    }
+
+    #[test]
+    fn queued_writes_a_round_made_stale_are_answered_at_once() {
+        let logs = Logs::default();
+        let log = key("log");
+        let mut receivers = Vec::new();
+        {
+            let mut state = logs.lock();
+            let entry = state.entry(log.clone()).or_default();
+            for batch in [
+                conditional("a", Expect::Version(3)), // stale: "a" is at 4 now
+                conditional("a", Expect::Version(4)), // holds
+                conditional("a", Expect::Absent),     // stale
+                conditional("b", Expect::Version(3)), // another item
+                write("a", 1),                        // no condition
+            ] {
+                let (turn, wait) = oneshot::channel();
+                entry.queue.push_back(Waiter { batch, turn });
+                receivers.push(wait);
+            }
+        }
+        let a = key("a");
+        logs.fail_stale(&log, &HashMap::from([(&a, 4)]));
+        let kept = {
+            let mut state = logs.lock();
+            let queue = &mut state.get_mut(&log).expect("the log").queue;
+            items(queue.make_contiguous())
+        };
+        assert_eq!(kept, ["a", "b", "a"]);
+        for (i, mut wait) in receivers.into_iter().enumerate() {
+            let answered = wait.try_recv();
+            match i {
+                0 | 2 => assert!(matches!(
+                    answered,
+                    Ok(Turn::Done(Err(WriteError::ConditionFailed { index: 0 })))
+                )),
+                _ => assert!(answered.is_err(), "write {i} was answered"),
+            }
+        }
     }
 
     #[test]
