@@ -99,14 +99,10 @@ impl Logs {
         let queue = std::mem::take(&mut entry.queue);
         for waiter in queue {
             let stale = waiter.batch.ops.iter().position(|op| {
-                let Some(&version) = written.get(op.key()) else {
-                    return false;
-                };
-                match op.expect() {
-                    Some(Expect::Version(expected)) => expected != version,
-                    Some(Expect::Absent) => true,
-                    None => false,
-                }
+                written.get(op.key()).is_some_and(|&version| {
+                    op.expect()
+                        .is_some_and(|expect| !expect.holds(Some(version)))
+                })
             });
             match stale {
                 Some(index) => {
