@@ -315,3 +315,70 @@ fn reopens_right_after_drop() {
         }
     }
 }
+
+/// Small commits go through the journal beside the file; closing checkpoints it into the file
+/// and removes it, so a closed database is one file, which a read-only open reads whole.
+#[test]
+fn a_closed_database_is_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("one.redb");
+    let store = Store::open(&db, FileOptions::default(), options()).unwrap();
+    for seq in 0..20 {
+        store
+            .put(&single(0, seq), value(seq), PutOptions::default())
+            .unwrap();
+    }
+    let journal = dir.path().join("one.redb-journal");
+    assert!(journal.exists(), "an open database journals its commits");
+    drop(store);
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(files, ["one.redb"]);
+    let read_only = Store::open_read_only(&db, FileOptions::default(), options()).unwrap();
+    for seq in 0..20 {
+        assert_eq!(
+            read_only.get(&single(0, seq)).unwrap().map(|i| i.value),
+            Some(value(seq))
+        );
+    }
+}
+
+/// The file and its journal copied while the store is open are what a crash leaves: a
+/// read-only open refuses them (it cannot replay), a read-write open replays every
+/// acknowledged commit.
+#[test]
+fn a_copy_taken_while_open_replays_its_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("live.redb");
+    let store = Store::open(&db, FileOptions::default(), options()).unwrap();
+    for seq in 0..20 {
+        store
+            .put(&single(1, seq), value(seq), PutOptions::default())
+            .unwrap();
+    }
+    let copy = dir.path().join("copy.redb");
+    std::fs::copy(&db, &copy).unwrap();
+    std::fs::copy(
+        dir.path().join("live.redb-journal"),
+        dir.path().join("copy.redb-journal"),
+    )
+    .unwrap();
+    drop(store);
+    let refused = Store::open_read_only(&copy, FileOptions::default(), options())
+        .err()
+        .expect("a read-only open cannot replay the journal");
+    assert!(
+        refused.to_string().contains("open it read-write once"),
+        "{refused}"
+    );
+    let store = Store::open(&copy, FileOptions::default(), options()).unwrap();
+    for seq in 0..20 {
+        assert_eq!(
+            store.get(&single(1, seq)).unwrap().map(|i| i.value),
+            Some(value(seq)),
+            "write {seq} is missing after the replay"
+        );
+    }
+}

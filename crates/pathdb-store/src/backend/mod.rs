@@ -9,6 +9,7 @@
 //! DynamoDB's TransactWriteItems).
 
 mod file;
+mod journal;
 mod memory;
 mod pending;
 mod reserved;
