@@ -350,9 +350,7 @@ fn check_journal_read_only(db: &redb::ReadOnlyDatabase, path: &Path) -> Result<(
 
 /// Creates the tables, checks the format version and returns the database's journal id.
 fn init(db: &redb::Database) -> Result<u64, StorageError> {
-    let txn = db
-        .begin_write()
-        .map_err(|e| storage("begin write")(e.into()))?;
+    let txn = begin_write(db)?;
     let id = {
         txn.open_table(DATA)
             .map_err(|e| storage("open data table")(e.into()))?;
@@ -417,9 +415,7 @@ fn replay(db: &redb::Database, journal: &mut Journal) -> Result<(), StorageError
         journal.restart();
         return Ok(());
     }
-    let txn = db
-        .begin_write()
-        .map_err(|e| storage("begin write")(e.into()))?;
+    let txn = begin_write(db)?;
     {
         let mut table = txn
             .open_table(DATA)
@@ -463,12 +459,15 @@ fn commit_durably(txn: redb::WriteTransaction, journal: &mut Journal) -> Result<
     Ok(())
 }
 
+fn begin_write(db: &redb::Database) -> Result<redb::WriteTransaction, StorageError> {
+    db.begin_write()
+        .map_err(|e| storage("begin write")(e.into()))
+}
+
 /// A durable commit of nothing but the journal's position: everything journaled is now in the
 /// file.
 fn checkpoint(db: &redb::Database, journal: &mut Journal) -> Result<(), StorageError> {
-    let txn = db
-        .begin_write()
-        .map_err(|e| storage("begin write")(e.into()))?;
+    let txn = begin_write(db)?;
     commit_durably(txn, journal)
 }
 
@@ -750,9 +749,7 @@ fn snapshot(db: &impl ReadableDatabase) -> Result<FileReader, StorageError> {
 /// enough: on a full disk the file's own free pages take a small write, and readiness would
 /// flap between a probe that fits and the writes that do not.
 fn probe(db: &redb::Database, journal: &mut Journal) -> Result<(), StorageError> {
-    let txn = db
-        .begin_write()
-        .map_err(|e| storage("begin write")(e.into()))?;
+    let txn = begin_write(db)?;
     {
         let mut probe = txn
             .open_table(PROBE)
@@ -779,9 +776,9 @@ fn commit_group(
             .map(|_| Err(WriteError::Storage(e.clone())))
             .collect()
     };
-    let mut txn = match db.begin_write() {
+    let mut txn = match begin_write(db) {
         Ok(t) => t,
-        Err(e) => return fail_all(storage("begin write")(e.into())),
+        Err(e) => return fail_all(e),
     };
     journal.begin();
     let mut results = Vec::with_capacity(group.len());
