@@ -219,7 +219,7 @@ impl FileBackend {
                 &e,
             )
         })?;
-        replay(&db, &mut journal)?;
+        replay(&db, &mut journal, None)?;
         let writable = Arc::new(Writable {
             path: path.to_owned(),
             cache_size: options.cache_size,
@@ -395,8 +395,15 @@ fn init(db: &redb::Database) -> Result<u64, StorageError> {
 }
 
 /// Applies the journaled commits that the file's last durable commit lacks (after a crash, or
-/// a failed commit that made redb drop what it held in memory), in one durable commit.
-fn replay(db: &redb::Database, journal: &mut Journal) -> Result<(), StorageError> {
+/// a failed commit that made redb drop what it held in memory), at most up to commit `upto`,
+/// in one commit. Not a durable one: the journal keeps the records until the next checkpoint,
+/// and on a full disk, where a durable commit may fail, a non-durable one still lets readers
+/// see every acknowledged write.
+fn replay(
+    db: &redb::Database,
+    journal: &mut Journal,
+    upto: Option<u64>,
+) -> Result<(), StorageError> {
     let applied = {
         let txn = db
             .begin_read()
@@ -409,13 +416,12 @@ fn replay(db: &redb::Database, journal: &mut Journal) -> Result<(), StorageError
             .map_or(0, |g| g.value())
     };
     let records = journal
-        .pending(applied)
+        .pending(applied, upto)
         .map_err(|e| StorageError::io("cannot read the journal", &e))?;
     if records.is_empty() {
-        journal.restart();
         return Ok(());
     }
-    let txn = begin_write(db)?;
+    let mut txn = begin_write(db)?;
     {
         let mut table = txn
             .open_table(DATA)
@@ -435,7 +441,16 @@ fn replay(db: &redb::Database, journal: &mut Journal) -> Result<(), StorageError
             }
         }
     }
-    commit_durably(txn, journal)?;
+    {
+        let mut meta = txn
+            .open_table(META)
+            .map_err(|e| storage("open meta table")(e.into()))?;
+        meta.insert(JOURNALED, journal.last())
+            .map_err(|e| storage("write meta")(e.into()))?;
+    }
+    txn.set_durability(redb::Durability::None)
+        .map_err(|e| StorageError::new("set durability", e))?;
+    txn.commit().map_err(|e| storage("commit")(e.into()))?;
     tracing::info!(commits = records.len(), "replayed the journal");
     Ok(())
 }
@@ -642,8 +657,10 @@ impl Writable {
     }
 
     /// Replaces the handle with a fresh open of the file. redb goes back to its last durable
-    /// commit, and the journal's commits after it are replayed before readers get the handle:
-    /// they never see acknowledged writes missing.
+    /// commit (closing a healthy handle makes its pending commits durable first; a broken one
+    /// loses them), and the journal's commits after it, up to the last this process counted,
+    /// are replayed before readers get the handle: they never see acknowledged writes missing,
+    /// nor a write whose writers were told it failed.
     fn reopen(&self, journal: &mut Journal) -> Result<Arc<redb::Database>, StorageError> {
         // Readers now wait for the new handle (see `begin_read`); the old one closes when its
         // last read transaction ends, and only then lets go of the file's lock. The shared
@@ -662,7 +679,8 @@ impl Writable {
                 Err(e) => return Err(e),
             }
         };
-        replay(&db, journal)?;
+        let counted = journal.last();
+        replay(&db, journal, Some(counted))?;
         if let Ok(mut slot) = self.db.write() {
             *slot = Some(Arc::clone(&db));
         }

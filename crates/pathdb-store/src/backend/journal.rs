@@ -95,16 +95,31 @@ impl Journal {
             // A new journal, or another database's: none of its records may follow our header.
             journal.file.set_len(0)?;
             journal.write_header()?;
+            journal.file.sync_data()?;
+            sync_directory(&journal.path)?;
         }
         Ok(journal)
     }
 
     /// The payloads of the journaled commits after commit `applied` (the file's last durable
-    /// one), in order, to replay. Appends go after them until the durable commit of their
-    /// replay [restarts](Journal::restart) the journal.
-    pub(super) fn pending(&mut self, applied: u64) -> io::Result<Vec<Vec<u8>>> {
+    /// one), in order and at most up to commit `upto`, to replay. Appends go after them; what
+    /// follows them in the file (a torn record, records of an abandoned history, a record whose
+    /// writers were told it failed) is cut off, so that no later replay can reach it.
+    pub(super) fn pending(&mut self, applied: u64, upto: Option<u64>) -> io::Result<Vec<Vec<u8>>> {
         let bytes = std::fs::read(&self.path)?;
-        let (records, end) = pending(&bytes, self.id, applied);
+        let mut records = pending(&bytes, self.id, applied);
+        if let Some(upto) = upto {
+            records.truncate(usize::try_from(upto.saturating_sub(applied)).unwrap_or(usize::MAX));
+        }
+        let end = FILE_HEADER
+            + records
+                .iter()
+                .map(|r| (RECORD_HEADER + r.len()) as u64)
+                .sum::<u64>();
+        if (bytes.len() as u64) > end {
+            self.file.set_len(end)?;
+            self.file.sync_data()?;
+        }
         self.last = applied + records.len() as u64;
         self.end = end;
         Ok(records)
@@ -114,7 +129,7 @@ impl Journal {
     /// commit `applied`, lacks. Reads only.
     pub(super) fn has_pending(db: &Path, id: u64, applied: u64) -> io::Result<bool> {
         match std::fs::read(path_for(db)) {
-            Ok(bytes) => Ok(!pending(&bytes, id, applied).0.is_empty()),
+            Ok(bytes) => Ok(!pending(&bytes, id, applied).is_empty()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e),
         }
@@ -214,9 +229,9 @@ impl Journal {
                 Ok(())
             }
             Err(e) => {
-                // A failed sync may still have put the record on the disk: spoil its header so
-                // that a replay never takes a commit whose writers were told it failed.
-                self.spoil(self.end);
+                // A failed sync may still have put the record on the disk: cut it off so that
+                // a replay never takes a commit whose writers were told it failed.
+                self.cut(self.end);
                 Err(e)
             }
         }
@@ -228,14 +243,16 @@ impl Journal {
         if self.end >= FILE_HEADER + len && self.last > 0 {
             self.end -= len;
             self.last -= 1;
-            self.spoil(self.end);
+            self.cut(self.end);
         }
     }
 
-    /// Zeroes the record header at `at` (best effort: the disk may be failing).
-    fn spoil(&self, at: u64) {
-        let _ =
-            write_at(&self.file, &[0u8; RECORD_HEADER], at).and_then(|()| self.file.sync_data());
+    /// Cuts the file at `at` (best effort: the disk may be failing). Shortening a file takes no
+    /// space, also where overwriting would (copy-on-write file systems on a full disk); a
+    /// replay capped at the commits this process counted ([`Journal::pending`]) covers a cut
+    /// that failed.
+    fn cut(&self, at: u64) {
+        let _ = self.file.set_len(at).and_then(|()| self.file.sync_data());
     }
 
     /// Removes the journal file after a checkpoint that left it empty (a clean close): a closed
@@ -268,32 +285,44 @@ pub(super) fn changes(payload: &[u8]) -> Option<Vec<Change<'_>>> {
     Some(out)
 }
 
-/// The payloads of the records after commit `applied`, in order, from a journal file's bytes,
-/// and where they end; nothing if the file belongs to another database.
-fn pending(bytes: &[u8], id: u64, applied: u64) -> (Vec<Vec<u8>>, u64) {
+/// The payloads of the records after commit `applied`, in order, from a journal file's bytes;
+/// nothing if the file belongs to another database.
+fn pending(bytes: &[u8], id: u64, applied: u64) -> Vec<Vec<u8>> {
     if !belongs(bytes, id) {
-        return (Vec::new(), FILE_HEADER);
+        return Vec::new();
     }
     let mut out = Vec::new();
     let mut at = FILE_HEADER as usize;
-    let mut expected = applied + 1;
-    while let Some(head) = bytes.get(at..at + RECORD_HEADER) {
+    let Some(mut expected) = applied.checked_add(1) else {
+        return out;
+    };
+    while let Some(head) = at
+        .checked_add(RECORD_HEADER)
+        .and_then(|head_end| bytes.get(at..head_end))
+    {
         let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
         let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
         let seq = u64::from_le_bytes([
             head[8], head[9], head[10], head[11], head[12], head[13], head[14], head[15],
         ]);
-        let Some(payload) = bytes.get(at + RECORD_HEADER..at + RECORD_HEADER + len) else {
+        let start = at + RECORD_HEADER;
+        let Some(payload) = start
+            .checked_add(len)
+            .and_then(|payload_end| bytes.get(start..payload_end))
+        else {
             break;
         };
         if seq != expected || checksum(seq, payload) != crc || changes(payload).is_none() {
             break;
         }
         out.push(payload.to_vec());
-        at += RECORD_HEADER + len;
-        expected += 1;
+        at = start + len;
+        let Some(next) = expected.checked_add(1) else {
+            break;
+        };
+        expected = next;
     }
-    (out, at as u64)
+    out
 }
 
 /// Whether a journal file's bytes start with the header of database `id`'s journal.
@@ -315,10 +344,26 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 fn take_bytes<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
-    let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-    let bytes = rest.get(4..4 + len)?;
-    *rest = &rest[4 + len..];
+    let len = usize::try_from(u32::from_le_bytes(rest.get(..4)?.try_into().ok()?)).ok()?;
+    let end = len.checked_add(4)?;
+    let bytes = rest.get(4..end)?;
+    *rest = &rest[end..];
     Some(bytes)
+}
+
+/// Makes a new file's directory entry durable: its records are synced, but a power loss could
+/// otherwise lose the file itself.
+#[cfg(unix)]
+fn sync_directory(file: &Path) -> io::Result<()> {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => File::open(dir)?.sync_all(),
+        _ => File::open(".")?.sync_all(),
+    }
+}
+
+#[cfg(not(unix))]
+fn sync_directory(_file: &Path) -> io::Result<()> {
+    Ok(())
 }
 
 #[cfg(unix)]

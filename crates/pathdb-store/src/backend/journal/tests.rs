@@ -18,13 +18,16 @@ fn commit(journal: &mut Journal, changes: Vec<Change<'_>>) {
 }
 
 fn replayed(db: &Path, id: u64, applied: u64) -> Vec<Vec<u8>> {
-    Journal::open(db, id).unwrap().pending(applied).unwrap()
+    Journal::open(db, id)
+        .unwrap()
+        .pending(applied, None)
+        .unwrap()
 }
 
 /// A journal ready for appends after commit `applied`.
 fn fresh(db: &Path, id: u64, applied: u64) -> Journal {
     let mut journal = Journal::open(db, id).unwrap();
-    assert!(journal.pending(applied).unwrap().is_empty());
+    assert!(journal.pending(applied, None).unwrap().is_empty());
     journal
 }
 
@@ -82,6 +85,25 @@ fn records_before_a_restart_are_not_replayed() {
     let replay = replayed(&db, 1, 5);
     assert_eq!(replay.len(), 1);
     assert_eq!(changes(&replay[0]).unwrap(), vec![set(b"p", b"new", b"")]);
+    // The replay cut the old records off: no later history can line up with them.
+    let len = std::fs::metadata(path_for(&db)).unwrap().len();
+    assert_eq!(len, FILE_HEADER + (RECORD_HEADER + replay[0].len()) as u64);
+}
+
+#[test]
+fn a_replay_stops_at_the_commits_this_process_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut journal = fresh(&db, 1, 0);
+    for n in 0..3u8 {
+        commit(&mut journal, vec![set(b"p", &[n], b"")]);
+    }
+    // Say the third one's writers were told it failed, and cutting it off failed too.
+    let mut reopened = Journal::open(&db, 1).unwrap();
+    assert_eq!(reopened.pending(0, Some(2)).unwrap().len(), 2);
+    assert_eq!(reopened.last(), 2);
+    drop(reopened);
+    assert_eq!(replayed(&db, 1, 0).len(), 2);
 }
 
 #[test]
