@@ -316,22 +316,11 @@ fn check_format_read_only(db: &redb::ReadOnlyDatabase, path: &Path) -> Result<()
 /// Refuses a file whose journal holds commits it lacks (a crash while it was open read-write):
 /// only a read-write open replays them.
 fn check_journal_read_only(db: &redb::ReadOnlyDatabase, path: &Path) -> Result<(), StorageError> {
-    let txn = db
-        .begin_read()
-        .map_err(|e| storage("begin read")(e.into()))?;
-    let meta = txn
-        .open_table(META)
-        .map_err(|e| storage("open meta table")(e.into()))?;
-    let read = |key: &str| {
-        meta.get(key)
-            .map(|g| g.map(|g| g.value()))
-            .map_err(|e| storage("read meta")(e.into()))
-    };
     // A file written before the journal existed has no id, and no journal.
-    let Some(id) = read(JOURNAL_ID)? else {
+    let Some(id) = meta_value(db, JOURNAL_ID)? else {
         return Ok(());
     };
-    let applied = read(JOURNALED)?.unwrap_or(0);
+    let applied = meta_value(db, JOURNALED)?.unwrap_or(0);
     let journal = journal::path_for(path);
     match Journal::has_pending(path, id, applied) {
         Ok(false) => Ok(()),
@@ -404,17 +393,7 @@ fn replay(
     journal: &mut Journal,
     upto: Option<u64>,
 ) -> Result<(), StorageError> {
-    let applied = {
-        let txn = db
-            .begin_read()
-            .map_err(|e| storage("begin read")(e.into()))?;
-        let meta = txn
-            .open_table(META)
-            .map_err(|e| storage("open meta table")(e.into()))?;
-        meta.get(JOURNALED)
-            .map_err(|e| storage("read meta")(e.into()))?
-            .map_or(0, |g| g.value())
-    };
+    let applied = meta_value(db, JOURNALED)?.unwrap_or(0);
     let records = journal
         .pending(applied, upto)
         .map_err(|e| StorageError::io("cannot read the journal", &e))?;
@@ -441,15 +420,7 @@ fn replay(
             }
         }
     }
-    {
-        let mut meta = txn
-            .open_table(META)
-            .map_err(|e| storage("open meta table")(e.into()))?;
-        meta.insert(JOURNALED, journal.last())
-            .map_err(|e| storage("write meta")(e.into()))?;
-    }
-    txn.set_durability(redb::Durability::None)
-        .map_err(|e| StorageError::new("set durability", e))?;
+    number(&mut txn, journal.last(), redb::Durability::None)?;
     txn.commit().map_err(|e| storage("commit")(e.into()))?;
     tracing::info!(commits = records.len(), "replayed the journal");
     Ok(())
@@ -457,21 +428,44 @@ fn replay(
 
 /// Commits `txn` durably, with the number of the last journaled commit, which it holds with
 /// every one before: the journal starts over.
-fn commit_durably(txn: redb::WriteTransaction, journal: &mut Journal) -> Result<(), StorageError> {
-    {
-        let mut meta = txn
-            .open_table(META)
-            .map_err(|e| storage("open meta table")(e.into()))?;
-        meta.insert(JOURNALED, journal.last())
-            .map_err(|e| storage("write meta")(e.into()))?;
-    }
-    let mut txn = txn;
-    txn.set_durability(redb::Durability::Immediate)
-        .map_err(|e| StorageError::new("set durability", e))?;
+fn commit_durably(
+    mut txn: redb::WriteTransaction,
+    journal: &mut Journal,
+) -> Result<(), StorageError> {
+    number(&mut txn, journal.last(), redb::Durability::Immediate)?;
     txn.set_quick_repair(true);
     txn.commit().map_err(|e| storage("commit")(e.into()))?;
     journal.restart();
     Ok(())
+}
+
+/// A `META` value as of the last commit.
+fn meta_value(db: &impl ReadableDatabase, key: &str) -> Result<Option<u64>, StorageError> {
+    let txn = db
+        .begin_read()
+        .map_err(|e| storage("begin read")(e.into()))?;
+    let meta = txn
+        .open_table(META)
+        .map_err(|e| storage("open meta table")(e.into()))?;
+    Ok(meta
+        .get(key)
+        .map_err(|e| storage("read meta")(e.into()))?
+        .map(|g| g.value()))
+}
+
+/// Records in `txn` that it holds every journaled commit up to `number`, and sets how durable
+/// its commit is.
+fn number(
+    txn: &mut redb::WriteTransaction,
+    number: u64,
+    durability: redb::Durability,
+) -> Result<(), StorageError> {
+    txn.open_table(META)
+        .map_err(|e| storage("open meta table")(e.into()))?
+        .insert(JOURNALED, number)
+        .map_err(|e| storage("write meta")(e.into()))?;
+    txn.set_durability(durability)
+        .map_err(|e| StorageError::new("set durability", e))
 }
 
 fn begin_write(db: &redb::Database) -> Result<redb::WriteTransaction, StorageError> {
@@ -838,19 +832,7 @@ fn commit_group(
             Err(e) => fail_all(e),
         };
     }
-    let numbered = txn
-        .open_table(META)
-        .map_err(|e| storage("open meta table")(e.into()))
-        .and_then(|mut meta| {
-            meta.insert(JOURNALED, journal.next())
-                .map(drop)
-                .map_err(|e| storage("write meta")(e.into()))
-        })
-        .and_then(|()| {
-            txn.set_durability(redb::Durability::None)
-                .map_err(|e| StorageError::new("set durability", e))
-        });
-    if let Err(e) = numbered {
+    if let Err(e) = number(&mut txn, journal.next(), redb::Durability::None) {
         return fail_all(e);
     }
     // The journal first: readers see the commit only once it is durable.

@@ -91,7 +91,9 @@ impl Journal {
             first: None,
             record: Vec::new(),
         };
-        if !belongs(&std::fs::read(&journal.path)?, id) {
+        let mut header = Vec::with_capacity(FILE_HEADER as usize);
+        io::Read::read_to_end(&mut io::Read::take(&journal.file, FILE_HEADER), &mut header)?;
+        if !belongs(&header, id) {
             // A new journal, or another database's: none of its records may follow our header.
             journal.file.set_len(0)?;
             journal.write_header()?;
