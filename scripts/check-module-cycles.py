@@ -30,18 +30,56 @@ USE_GROUP = re.compile(r"\b(crate|super|self)::((?:[A-Za-z_][A-Za-z0-9_]*::)*)\{
 REEXPORT = re.compile(r"pub(?:\([^)]*\))?\s+use\s+([A-Za-z_][A-Za-z0-9_]*)((?:::\w+)*)::(\{[^}]*\}|\w+)")
 
 
-def blank(match):
-    """A removed span, keeping its line breaks so that line numbers stay right."""
-    return " " + "\n" * match.group(0).count("\n") + " "
-
-
 def strip(code):
-    """The code without comments and string or char literals (their text could look like paths)."""
-    code = re.sub(r"/\*.*?\*/", blank, code, flags=re.S)
-    code = re.sub(r'r(#*)".*?"\1', blank, code, flags=re.S)
-    code = re.sub(r'"(?:\\.|[^"\\])*"', blank, code, flags=re.S)
-    code = re.sub(r"'(?:\\.|[^'\\])'", "' '", code)
-    return re.sub(r"//[^\n]*", "", code)
+    """The code without comments and string, byte-string or char literals (their text could look
+    like paths), read left to right as rustc does: a `/*` inside a string or a `//` comment
+    (`Accept: */*`) opens nothing, block comments nest, and a lifetime (`'a`) is not a char.
+    Line breaks are kept so that line numbers stay right."""
+    out = []
+    i, n = 0, len(code)
+
+    def skip_to(j):
+        """Blanks code[i:j], keeping its line breaks."""
+        out.append(" " + "\n" * code.count("\n", i, j) + " ")
+        return j
+
+    while i < n:
+        c = code[i]
+        two = code[i:i + 2]
+        if two == "//":
+            end = code.find("\n", i)
+            i = skip_to(n if end < 0 else end)
+        elif two == "/*":
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if code.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif code.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            i = skip_to(j)
+        elif (raw := RAW_STRING.match(code, i)) and (i == 0 or not IDENT_CHAR.match(code[i - 1])):
+            close = '"' + raw.group(1)
+            end = code.find(close, raw.end())
+            i = skip_to(n if end < 0 else end + len(close))
+        elif c == '"':
+            j = i + 1
+            while j < n and code[j] != '"':
+                j += 2 if code[j] == "\\" else 1
+            i = skip_to(j + 1)
+        elif c == "'" and (char := CHAR.match(code, i)):
+            i = skip_to(char.end())
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+RAW_STRING = re.compile(r'[bc]?r(#*)"')
+IDENT_CHAR = re.compile(r"[A-Za-z0-9_]")
+# A char literal, not a lifetime or label: one char or escape between quotes.
+CHAR = re.compile(r"'(?:\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F_]{1,6}\}|.)|[^'\\\n])'")
 
 
 def modules(src):
@@ -210,18 +248,50 @@ def self_test():
             "w/plan.rs": "pub struct Plan;\n",
             "w/stage.rs": "use super::plan::Plan;\npub fn go() { let _ = Plan; }\n",
         })
+        # The server's old cycle: `gate` imports `error` below a doc comment that says
+        # `Accept: */*` (which a regex stripper read as the start of a block comment that hid
+        # the imports), and `error` names `crate::gate::Failure` inline, in an expression.
+        crate("inline", {
+            "lib.rs": "mod error;\nmod gate;\n",
+            "error.rs": (
+                "pub struct ApiError;\n"
+                "fn into() -> Option<u8> { Some(1).map(|_| crate::gate::Failure { code: 1 }.code) }\n"
+            ),
+            "gate.rs": (
+                "//! Answers `Accept: */*` requests.\n"
+                "use crate::error::ApiError;\n"
+                "pub struct Failure { pub code: u8 }\n"
+                "/* a /* nested */ comment: crate::error::Hidden */\n"
+                "fn f<'a>(x: &'a str) -> char { let _ = ApiError; let _ = r#\"crate::x\"#; '\"' }\n"
+            ),
+        })
+        # Comments and literals with every shape that could look like code, and no cycle.
+        crate("tricky", {
+            "lib.rs": "mod a;\nmod b;\n",
+            "a.rs": (
+                "//! `*/*` and `/*` in a doc comment\n"
+                "pub fn a() -> (char, &'static str) { ('\\'', \"/* crate::b::b \\\" */\") }\n"
+                "pub fn c() -> &'static core::ffi::CStr { cr#\"crate::b::b \\\"#; c\"crate::b\" }\n"
+            ),
+            "b.rs": "pub fn b() { let _ = crate::a::a(); let _ = b'\"'; }\n",
+        })
         import io
         import contextlib
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer):
             n = check(tmp)
         text = buffer.getvalue()
-        assert n == 1, text
+        assert n == 2, text
         assert "cyclic: module cycle among a, b" in text, text
+        assert "inline: module cycle among error, gate" in text, text
+        assert "error -> gate  (crates/inline/src/error.rs:2)" in text, text
+        assert "gate -> error  (crates/inline/src/gate.rs:2)" in text, text
         assert "layered" not in text, text
+        assert "tricky" not in text, text
     print(
-        "self-test passed: a cycle through re-exports is found; layers, nested stages, "
-        "comments and strings are not cycles"
+        "self-test passed: cycles through re-exports and through inline paths are found, "
+        "after comments that hold `*/*`; layers, nested stages, comments and literals are "
+        "not cycles"
     )
 
 

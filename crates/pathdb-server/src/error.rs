@@ -142,6 +142,15 @@ impl From<pathdb_keys::ParseError> for ApiError {
     }
 }
 
+/// What a 5xx answer says about its cause, for the request log (`gate::RequestIdLayer`):
+/// `ApiError` puts it in the answer's extensions, and the log, above every handler, reads it
+/// there (so the log depends on this module, never the other way round).
+#[derive(Clone, Debug)]
+pub(crate) struct ServerFailure {
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
@@ -153,7 +162,7 @@ impl IntoResponse for ApiError {
         let failure = self
             .status
             .is_server_error()
-            .then(|| crate::gate::ServerFailure {
+            .then(|| ServerFailure {
                 code: self.code,
                 message: body.error.message.clone(),
             });

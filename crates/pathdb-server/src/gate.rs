@@ -9,7 +9,7 @@
 //! are composed into as few `Router::layer`s as their routes allow (see `crate::app`).
 
 use crate::auth::{self, Auth};
-use crate::error::ApiError;
+use crate::error::{ApiError, ServerFailure};
 use crate::media;
 use crate::origin::{self, OriginPolicy};
 use crate::{MAX_HEADER_BYTES, telemetry};
@@ -382,14 +382,6 @@ impl<S> Layer<S> for RequestIdLayer {
 #[derive(Clone)]
 pub(crate) struct RequestIds<S> {
     inner: S,
-}
-
-/// What a 5xx answer says about its cause, for the request log ([`RequestIdLayer`]):
-/// `ApiError` puts it in the answer's extensions.
-#[derive(Clone, Debug)]
-pub(crate) struct ServerFailure {
-    pub(crate) code: &'static str,
-    pub(crate) message: String,
 }
 
 /// The target of the per-request `debug` lines.
