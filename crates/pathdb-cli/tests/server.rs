@@ -435,6 +435,8 @@ fn item_commands_print_the_same_through_server() {
         &["put", "/u-1/folder-1/file-1", "1"],
         &["put", "/u-1/p-1/c-1", "null"],
         &["put", "/u-10/p-1", "true"],
+        // A whole group moved: `ls /` lists `/u-11`, never `/u-10` (only its tombstone is left).
+        &["mv", "/u-10", "/u-11"],
         &["put", "/file-a%/b", r#""slash in an id""#],
         &["put", "/user-café/doc-a b", "1"],
         &["put", "/s-1/t-1", "1", "--ttl", "3600"],
@@ -515,6 +517,11 @@ fn item_commands_print_the_same_through_server() {
             "pathdb {command:?} (json: {json})"
         );
     }
+    for args in [&local_args[..], &remote_args[..]] {
+        let groups = ok(&[args, &["--json", "ls", "/"]].concat());
+        assert!(groups.contains(r#"{"group":"/u-11"}"#), "{groups}");
+        assert!(!groups.contains(r#"{"group":"/u-10"}"#), "a group moved away: {groups}");
+    }
     // The subtree commands' failures have the same exit status both ways, and print the
     // count without --json.
     for args in [&local_args[..], &remote_args[..]] {
@@ -539,7 +546,7 @@ fn item_commands_print_the_same_through_server() {
     for args in [&local_args[..], &remote_args[..]] {
         assert_eq!(
             ok(&[args, &["ls", "/", "--all", "--limit", "1"]].concat()),
-            "/file-a%/b\n/s-1\n/u-1\n/u-10\n/user-café\n"
+            "/file-a%/b\n/s-1\n/u-1\n/u-11\n/user-café\n"
         );
     }
     // `ls / --prefix`: the groups whose namespace starts with it, paged, both ways; a prefix
@@ -547,7 +554,7 @@ fn item_commands_print_the_same_through_server() {
     for args in [&local_args[..], &remote_args[..]] {
         assert_eq!(
             ok(&[args, &["ls", "/", "--prefix", "u", "--all", "--limit", "1"]].concat()),
-            "/u-1\n/u-10\n/user-café\n"
+            "/u-1\n/u-11\n/user-café\n"
         );
         assert_eq!(
             ok(&[args, &["ls", "/", "--prefix", "us"]].concat()),

@@ -1,14 +1,18 @@
-//! Listing groups: key order across types, paging, the system partition, deleted groups.
+//! Listing groups: key order across types, paging, the system partition, groups with nothing
+//! left to read.
 
-use super::{Harness, open_manual, path, put};
-use pathdb_store::{Error, MAX_GROUPS_LIMIT};
+use super::{Harness, open_manual, path, put, value};
+use pathdb_store::{Error, Expiry, MAX_GROUPS_LIMIT, PutOptions};
+use std::time::Duration;
 
-/// [`pathdb_store::Store::groups`] lists every group once, in typed key order, page by page; never the
-/// system partition (written here by a namespace setting); and still lists a group whose only item was
-/// deleted (its tombstone and history remain: see `groups.rs`). A group is listed once however
-/// many items it holds, and a bad limit or token is refused.
+/// [`pathdb_store::Store::groups`] lists every group that holds a live item once, in typed key
+/// order, page by page; never the system partition (written here by a namespace setting); never a
+/// group left with nothing a read can see, though its partition still holds records: its items
+/// deleted (tombstones, history), moved away as a whole group, or expired. A group whose first
+/// and last many items are tombstones but which holds a live item between them is listed. A bad limit or
+/// token is refused.
 pub fn groups_in_key_order<H: Harness>(harness: &H) {
-    let (_clock, store) = open_manual(harness);
+    let (clock, store) = open_manual(harness);
     assert_eq!(
         store.groups(10, None).unwrap().groups,
         Vec::new(),
@@ -36,15 +40,51 @@ pub fn groups_in_key_order<H: Harness>(harness: &H) {
     // no put keeps a revision, which would need a transaction).
     store.set_namespace_history("audit", Some(2)).unwrap();
     put(&store, "/session-7", 1);
-    // A group whose only item is deleted: only its tombstone is stored.
+    // Groups with nothing left to read, though their partitions hold records. Only a
+    // tombstone (and the change log) is stored:
     put(&store, "/gone-1", 1);
     store.delete(&path("/gone-1"), None).unwrap();
+    // Tombstones, revisions and the change log, after a whole group moved away (the move
+    // creates `/moved-2`, which is listed):
+    for text in ["/moved-1/a-1", "/moved-1/a-2"] {
+        let history = PutOptions {
+            history: true,
+            ..PutOptions::default()
+        };
+        store.put(&path(text), value(1), history).unwrap();
+    }
+    store
+        .move_subtree(&path("/moved-1"), &path("/moved-2"), &mut |_| {})
+        .unwrap();
+    // An item whose expiry has passed, not yet swept:
+    let expiring = PutOptions {
+        expires: Some(Expiry::After(Duration::from_secs(5))),
+        ..PutOptions::default()
+    };
+    store.put(&path("/lapsed-1/a-1"), value(1), expiring).unwrap();
+    clock.advance(Duration::from_secs(10));
+    // More tombstones at each end than one probe reads, around the group's one live item:
+    for i in 0..12 {
+        for end in ["a", "z"] {
+            put(&store, &format!("/sparse-1/{end}-{i}"), i);
+            store
+                .delete(&path(&format!("/sparse-1/{end}-{i}")), None)
+                .unwrap();
+        }
+    }
+    put(&store, "/sparse-1/m-1", 1);
+    // ... and a group of tombstones only, as long.
+    for i in 0..20 {
+        put(&store, &format!("/sparse-2/a-{i}"), i);
+        store.delete(&path(&format!("/sparse-2/a-{i}")), None).unwrap();
+    }
 
     let expected = [
-        "/gone-1",
+        "/moved-2",
         "/orders-abc",
         "/season-2026-spring",
         "/session-7",
+        "/sparse-1",
         "/user-2",
         "/user-10",
         "/user-!30",

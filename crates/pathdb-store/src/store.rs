@@ -650,6 +650,7 @@ impl<B: Backend> Store<B> {
             prefix,
             limit,
             page_token,
+            self.now(),
         )
     }
 
