@@ -520,7 +520,10 @@ fn item_commands_print_the_same_through_server() {
     for args in [&local_args[..], &remote_args[..]] {
         let groups = ok(&[args, &["--json", "ls", "/"]].concat());
         assert!(groups.contains(r#"{"group":"/u-11"}"#), "{groups}");
-        assert!(!groups.contains(r#"{"group":"/u-10"}"#), "a group moved away: {groups}");
+        assert!(
+            !groups.contains(r#"{"group":"/u-10"}"#),
+            "a group moved away: {groups}"
+        );
     }
     // The subtree commands' failures have the same exit status both ways, and print the
     // count without --json.

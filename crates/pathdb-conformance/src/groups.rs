@@ -61,7 +61,9 @@ pub fn groups_in_key_order<H: Harness>(harness: &H) {
         expires: Some(Expiry::After(Duration::from_secs(5))),
         ..PutOptions::default()
     };
-    store.put(&path("/lapsed-1/a-1"), value(1), expiring).unwrap();
+    store
+        .put(&path("/lapsed-1/a-1"), value(1), expiring)
+        .unwrap();
     clock.advance(Duration::from_secs(10));
     // More tombstones at each end than one probe reads, around the group's one live item:
     for i in 0..12 {
@@ -76,7 +78,9 @@ pub fn groups_in_key_order<H: Harness>(harness: &H) {
     // ... and a group of tombstones only, as long.
     for i in 0..20 {
         put(&store, &format!("/sparse-2/a-{i}"), i);
-        store.delete(&path(&format!("/sparse-2/a-{i}")), None).unwrap();
+        store
+            .delete(&path(&format!("/sparse-2/a-{i}")), None)
+            .unwrap();
     }
 
     let expected = [
