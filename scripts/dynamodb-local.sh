@@ -45,36 +45,92 @@ start:moto)
     # client requests still race each other, but each one is atomic, as on DynamoDB.
     #
     # moto 5.2.5's TransactWriteItems deep-copies the whole table once per item of the
-    # transaction (its rollback backup), so a 100-item transaction on a 10,000-item table made
-    # a million item copies and grew moto past 20 GB. The shim below copies each table once per
-    # transaction: the same backup, the same semantics.
+    # transaction (its rollback backup): a 100-item transaction on a 10,000-item table made a
+    # million item copies, and even one copy per transaction makes every write to a large table
+    # cost a copy of it, while the single-threaded server makes every other request wait. The
+    # shim below backs up only the items the transaction names (a copy of each, or "absent")
+    # and puts them back when moto raises, which is when moto itself would restore its backup:
+    # the same all-or-nothing, at the cost of the transaction's own items. Below it, a Query
+    # reads its own partition instead of sorting the whole table.
     MOTO_PORT=$port "$dir/venv/bin/python" -c '
 import copy, sys
 from werkzeug.serving import run_simple
 from moto.server import DomainDispatcherApplication, create_backend_app, MotoRequestHandler
 import moto.dynamodb.models as models
+from moto.dynamodb.models.dynamo_type import DynamoType
 
-class OneCopyPerTable:
-    backups = {}
+class NoTableCopy:
+    """copy, as the models module sees it, except that a Table is not copied."""
     def deepcopy(self, obj, memo=None):
         if isinstance(obj, models.Table):
-            if id(obj) not in self.backups:
-                self.backups[id(obj)] = copy.deepcopy(obj)
-            return self.backups[id(obj)]
+            return obj
         return copy.deepcopy(obj, memo)
     def __getattr__(self, name):
         return getattr(copy, name)
 
-shim = OneCopyPerTable()
-models.copy = shim
+models.copy = NoTableCopy()
 transact = models.DynamoDBBackend.transact_write_items
-def transact_once(self, *args, **kwargs):
-    shim.backups.clear()
+
+def touched(backend, transact_items):
+    """(items of a table, hash key, range key, a copy of the item or None) per named item."""
+    out = []
+    for entry in transact_items:
+        try:
+            kind, op = next(iter(entry.items()))
+            table = backend.get_table(op["TableName"])
+            attrs = op["Item"] if kind == "Put" else op["Key"]
+            h = DynamoType(attrs[table.hash_key_attr])
+            r = DynamoType(attrs[table.range_key_attr]) if table.range_key_attr else None
+        except Exception:
+            continue  # moto refuses the request itself, before changing anything
+        found = table.items.get(h)
+        if r is not None:
+            found = found.get(r) if found is not None else None
+        out.append((table.items, h, r, copy.deepcopy(found)))
+    return out
+
+def transact_with_item_backups(self, transact_items, *args, **kwargs):
+    backups = touched(self, transact_items)
     try:
-        return transact(self, *args, **kwargs)
+        return transact(self, transact_items, *args, **kwargs)
+    except BaseException:
+        for items, h, r, item in reversed(backups):
+            if r is None:
+                if item is None:
+                    items.pop(h, None)
+                else:
+                    items[h] = item
+            elif item is None:
+                items.get(h, {}).pop(r, None)
+                if h in items and not items[h]:
+                    del items[h]
+            else:
+                items[h][r] = item
+        raise
+
+models.DynamoDBBackend.transact_write_items = transact_with_item_backups
+
+# A Query of the table (not of an index) reads one partition, but moto 5.2.5 sorts every item of
+# the table to find it: each page of a listing cost a sort of the whole table. Hand the query
+# only its partition (it filters by hash key and sorts by range key itself, as before).
+import inspect
+from moto.dynamodb.models.table import Table
+table_query = Table.query
+query_signature = inspect.signature(table_query)
+
+def query_one_partition(self, *args, **kwargs):
+    bound = query_signature.bind(self, *args, **kwargs)
+    hash_key = bound.arguments.get("hash_key")
+    if bound.arguments.get("index_name") or not self.range_key_attr:
+        return table_query(self, *args, **kwargs)
+    partition = list(self.items.get(hash_key, {}).values())
+    self.all_items = lambda: partition
+    try:
+        return table_query(self, *args, **kwargs)
     finally:
-        shim.backups.clear()
-models.DynamoDBBackend.transact_write_items = transact_once
+        del self.all_items
+
+Table.query = query_one_partition
 
 app = DomainDispatcherApplication(create_backend_app)
 run_simple("127.0.0.1", int(sys.argv[1]), app, threaded=False, request_handler=MotoRequestHandler)

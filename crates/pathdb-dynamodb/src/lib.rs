@@ -33,6 +33,7 @@
 mod attrs;
 mod group;
 mod metrics;
+mod paging;
 mod probe;
 mod retry;
 mod table;
@@ -44,6 +45,7 @@ pub use table::create_table;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, Get, TransactGetItem};
+use paging::PageSize;
 use pathdb_store::StorageError;
 use pathdb_store::backend::{
     Backend, Direction, Key, Reader, Record, SortRange, WriteBatch, WriteError,
@@ -71,6 +73,51 @@ pub struct DynamoOptions {
     pub retry: RetryBudget,
 }
 
+impl DynamoOptions {
+    /// The table `table` on AWS, with the region from the AWS configuration and the default
+    /// retry budget.
+    ///
+    /// ```
+    /// use pathdb_dynamodb::{DynamoOptions, RetryBudget};
+    /// use std::time::Duration;
+    ///
+    /// // A slow local endpoint: more time per attempt, and longer before giving up.
+    /// let options = DynamoOptions::new("pathdb")
+    ///     .with_endpoint("http://127.0.0.1:8000")
+    ///     .with_region("us-east-1")
+    ///     .with_retry(
+    ///         RetryBudget::default()
+    ///             .with_attempt_timeout(Duration::from_secs(10))
+    ///             .with_operation_timeout(Duration::from_secs(60)),
+    ///     );
+    /// assert_eq!(options.retry.attempt_timeout, Duration::from_secs(10));
+    /// ```
+    pub fn new(table: impl Into<String>) -> Self {
+        DynamoOptions {
+            table: table.into(),
+            ..DynamoOptions::default()
+        }
+    }
+
+    /// At an endpoint other than AWS's (a local DynamoDB-compatible server).
+    pub fn with_endpoint(mut self, url: impl Into<String>) -> Self {
+        self.endpoint = Some(url.into());
+        self
+    }
+
+    /// In this region.
+    pub fn with_region(mut self, region: impl Into<String>) -> Self {
+        self.region = Some(region.into());
+        self
+    }
+
+    /// With these attempts, backoff and timeouts.
+    pub fn with_retry(mut self, retry: RetryBudget) -> Self {
+        self.retry = retry;
+        self
+    }
+}
+
 /// The DynamoDB backend. Credentials come from the standard AWS chain (environment, profile,
 /// instance role).
 pub struct DynamoBackend {
@@ -81,6 +128,25 @@ pub struct DynamoBackend {
     retry: RetryBudget,
     /// Per change log: its group commit and last entry number (group.rs).
     logs: group::Logs,
+    /// Page sizes that shrink after timeouts (paging.rs), one per kind of paged read: their
+    /// items cost the endpoint differently.
+    pages: Pages,
+}
+
+struct Pages {
+    query: PageSize,
+    scan: PageSize,
+    partitions: PageSize,
+}
+
+impl Default for Pages {
+    fn default() -> Self {
+        Pages {
+            query: PageSize::new(MAX_PAGE),
+            scan: PageSize::new(MAX_PAGE),
+            partitions: PageSize::new(PARTITION_PAGE),
+        }
+    }
 }
 
 impl DynamoBackend {
@@ -107,6 +173,7 @@ impl DynamoBackend {
             metrics: Arc::new(Metrics::default()),
             retry: options.retry.clone(),
             logs: group::Logs::default(),
+            pages: Pages::default(),
         };
         backend.block_on(backend.check_transactions())?;
         Ok(backend)
@@ -147,6 +214,22 @@ impl DynamoBackend {
         Fut: std::future::Future<Output = Result<T, Failure>>,
     {
         retry::read(&self.retry, &self.metrics, what, send).await
+    }
+
+    /// One page of a `Scan` or `Query` within the retry budget, its `Limit` adapting to timeouts
+    /// (paging.rs): `send` makes one attempt with the `Limit` it is given.
+    async fn read_page<T, F, Fut>(
+        &self,
+        what: &'static str,
+        size: &PageSize,
+        wanted: u32,
+        send: F,
+    ) -> Result<T, Failure>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Failure>>,
+    {
+        retry::read_page(&self.retry, &self.metrics, what, size, wanted, send).await
     }
 
     async fn get_async(&self, key: &Key) -> Result<Option<Record>, StorageError> {
@@ -268,9 +351,9 @@ impl DynamoBackend {
         let mut start_key = None;
         loop {
             // Room for the (at most two) excluded bounds that BETWEEN returns.
-            let page =
-                i32::try_from((limit - out.len()).saturating_add(2).min(1000)).unwrap_or(1000);
-            self.metrics.count_query();
+            let wanted = u32::try_from((limit - out.len()).saturating_add(2))
+                .unwrap_or(MAX_PAGE)
+                .min(MAX_PAGE);
             let request = self
                 .client
                 .query()
@@ -279,12 +362,12 @@ impl DynamoBackend {
                 .set_expression_attribute_values(Some(condition.values.clone()))
                 .scan_index_forward(direction == Direction::Forward)
                 .consistent_read(true)
-                .limit(page)
                 .set_exclusive_start_key(start_key.take())
                 .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total);
+            self.metrics.count_query();
             let response = self
-                .read("Query", || {
-                    let request = request.clone();
+                .read_page("Query", &self.pages.query, wanted, |page| {
+                    let request = request.clone().limit(page_limit(page));
                     async move {
                         request
                             .send()
@@ -345,17 +428,19 @@ impl DynamoBackend {
         let mut foreign = 0;
         let mut start_key = after.map(attrs::key);
         while out.len() < limit {
-            self.metrics.count_scan();
+            let wanted = u32::try_from(limit - out.len())
+                .unwrap_or(MAX_PAGE)
+                .min(MAX_PAGE);
             let request = self
                 .client
                 .scan()
                 .table_name(&self.table)
                 .consistent_read(true)
-                .limit(i32::try_from((limit - out.len()).min(1000)).unwrap_or(1000))
                 .set_exclusive_start_key(start_key.take());
+            self.metrics.count_scan();
             let response = self
-                .read("Scan", || {
-                    let request = request.clone();
+                .read_page("Scan", &self.pages.scan, wanted, |page| {
+                    let request = request.clone().limit(page_limit(page));
                     async move { request.send().await.map_err(|e| retry::classify("Scan", e)) }
                 })
                 .await?;
@@ -387,7 +472,6 @@ impl DynamoBackend {
         let mut all = std::collections::BTreeSet::new();
         let mut start_key = None;
         loop {
-            self.metrics.count_scan();
             let request = self
                 .client
                 .scan()
@@ -395,9 +479,10 @@ impl DynamoBackend {
                 .consistent_read(true)
                 .projection_expression("pk")
                 .set_exclusive_start_key(start_key.take());
+            self.metrics.count_scan();
             let response = self
-                .read("Scan", || {
-                    let request = request.clone();
+                .read_page("Scan", &self.pages.partitions, PARTITION_PAGE, |page| {
+                    let request = request.clone().limit(page_limit(page));
                     async move { request.send().await.map_err(|e| retry::classify("Scan", e)) }
                 })
                 .await?;
@@ -422,6 +507,18 @@ impl DynamoBackend {
         }
         Ok(all.into_iter().take(limit).collect())
     }
+}
+
+/// The most items a `Query` or an item `Scan` asks for in one page.
+const MAX_PAGE: u32 = 1000;
+
+/// Keys per page of the partition listing's `Scan` before any timeout: it projects only `pk`,
+/// so a page this long stays well inside DynamoDB's 1 MB page.
+const PARTITION_PAGE: u32 = 10_000;
+
+/// A page size as the SDK takes it.
+fn page_limit(page: u32) -> i32 {
+    i32::try_from(page).unwrap_or(i32::MAX)
 }
 
 /// The SDK client. Its own retries are off, since the backend retries (retry.rs says why);

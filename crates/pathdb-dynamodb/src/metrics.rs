@@ -1,7 +1,8 @@
 //! Request counters: what one store operation costs in DynamoDB requests and read units. Each
 //! count also goes to the `metrics` facade (`pathdb_dynamodb_requests_total` by request kind,
 //! `pathdb_dynamodb_read_units` per request, `pathdb_dynamodb_retries_total` by request kind,
-//! `pathdb_dynamodb_lost_answers_settled_total`), which a server exports.
+//! `pathdb_dynamodb_lost_answers_settled_total`, `pathdb_dynamodb_page_shrinks_total` by request
+//! kind), which a server exports.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -21,6 +22,8 @@ pub struct Metrics {
     retries: AtomicU64,
     /// Writes whose answer was lost, settled by reading what they would have written.
     settled: AtomicU64,
+    /// Pages asked again for fewer items after a timeout.
+    page_shrinks: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -40,12 +43,14 @@ pub struct Counts {
     pub read_units: f64,
     /// Listed items skipped because they are not PathDB records.
     pub foreign: u64,
-    /// Requests sent again after throttling, a server error, a timeout or a lost connection
-    /// (attempts after the first).
+    /// Requests sent again after throttling, a server error, a timeout or a lost connection,
+    /// and pages asked again for fewer items (attempts after the first).
     pub retries: u64,
     /// Writes whose answer was lost (a timeout, a reset connection, a 5xx) and whose outcome
     /// was then settled by reading (committed, or certainly not).
     pub settled: u64,
+    /// `Scan` or `Query` pages that timed out and were asked again for fewer items (paging.rs).
+    pub page_shrinks: u64,
 }
 
 impl Metrics {
@@ -78,6 +83,11 @@ impl Metrics {
         self.retries.fetch_add(1, Ordering::Relaxed);
         ::metrics::counter!("pathdb_dynamodb_retries_total", "request" => request).increment(1);
     }
+    pub(crate) fn count_page_shrink(&self, request: &'static str) {
+        self.page_shrinks.fetch_add(1, Ordering::Relaxed);
+        ::metrics::counter!("pathdb_dynamodb_page_shrinks_total", "request" => request)
+            .increment(1);
+    }
     pub(crate) fn count_settled(&self) {
         self.settled.fetch_add(1, Ordering::Relaxed);
         ::metrics::counter!("pathdb_dynamodb_lost_answers_settled_total").increment(1);
@@ -102,6 +112,7 @@ impl Metrics {
             foreign: self.foreign.load(Ordering::Relaxed),
             retries: self.retries.load(Ordering::Relaxed),
             settled: self.settled.load(Ordering::Relaxed),
+            page_shrinks: self.page_shrinks.load(Ordering::Relaxed),
         }
     }
 }

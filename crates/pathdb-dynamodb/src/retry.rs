@@ -15,6 +15,7 @@
 //! validation error, a missing table, no permission: retrying cannot help).
 
 use crate::Metrics;
+use crate::paging::{AfterTimeout, PageSize};
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use pathdb_store::{StorageError, StorageErrorKind};
@@ -27,7 +28,9 @@ use std::time::{Duration, Instant};
 /// A request is sent at most `max_attempts` times, pausing between attempts for a random time
 /// up to `initial_backoff` × 2ⁿ (at most `max_backoff`: "full jitter"), and no attempt starts
 /// after `operation_timeout`; an attempt that runs longer than `attempt_timeout` is abandoned.
-/// So a request gives up after at most `operation_timeout` + `attempt_timeout`.
+/// So a request gives up after at most `operation_timeout` + `attempt_timeout`, except a `Scan`
+/// or `Query` page that timed out: each time it is asked again for half as many items (down to
+/// 16), it starts a budget of its own (paging.rs; docs/dynamodb.md, "Slow endpoints").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RetryBudget {
     /// Attempts per request, the first included (default 6). At least 1.
@@ -59,6 +62,31 @@ impl Default for RetryBudget {
 }
 
 impl RetryBudget {
+    /// With `n` attempts per request, the first included (at least 1).
+    pub fn with_max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = n.max(1);
+        self
+    }
+
+    /// With this per-attempt timeout: a `Scan` or `Query` page that takes longer is asked again
+    /// for fewer items, any other request is retried.
+    pub fn with_attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = timeout;
+        self
+    }
+
+    /// With no attempt starting later than `timeout` after a request's first.
+    pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
+        self
+    }
+
+    /// With this timeout for opening a connection.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
     /// The pause before retry number `retry` (1 for the second attempt): full jitter.
     fn backoff(&self, retry: u32) -> Duration {
         let ceiling = self
@@ -105,6 +133,9 @@ pub(crate) struct Failure {
     pub(crate) class: Class,
     pub(crate) error: StorageError,
     pub(crate) code: Option<String>,
+    /// No answer came within the attempt timeout (a [`Class::MaybeApplied`] failure): for a
+    /// paged read, a sign that the page asked for more than the endpoint answers in time.
+    pub(crate) timed_out: bool,
 }
 
 impl From<Failure> for StorageError {
@@ -164,9 +195,15 @@ where
         SdkError::TimeoutError(_) => format!("{what}: no answer within the attempt timeout"),
         other => format!("{what}: {other}"),
     };
+    let timed_out = matches!(error, SdkError::TimeoutError(_));
     // StorageError::new marks an I/O error in the chain as kind Io; the class decides instead.
     let error = StorageError::new(detail, error).with_kind(StorageErrorKind::Other);
-    Failure { class, error, code }
+    Failure {
+        class,
+        error,
+        code,
+        timed_out,
+    }
 }
 
 /// Whether the connection was refused: then the request was certainly not sent. Every other
@@ -226,6 +263,66 @@ where
             });
         }
         metrics.count_retry(what);
+    }
+}
+
+/// [`read`] for one page of a `Scan` or `Query` that wants `wanted` items: `send` makes one
+/// attempt with the `Limit` it is given. A page that times out is asked again at once with half
+/// the `Limit` (paging.rs), with a budget of its own, so an endpoint too slow for the first size
+/// answers a smaller one instead of failing for good; at [`PageSize::FLOOR`] a timeout is
+/// retried like any failure.
+pub(crate) async fn read_page<T, F, Fut>(
+    budget: &RetryBudget,
+    metrics: &Metrics,
+    what: &'static str,
+    size: &PageSize,
+    wanted: u32,
+    mut send: F,
+) -> Result<T, Failure>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<T, Failure>>,
+{
+    let mut started = Instant::now();
+    let mut attempts = 0;
+    let mut limit = size.limit(wanted);
+    loop {
+        attempts += 1;
+        let sent = Instant::now();
+        let failure = match send(limit).await {
+            Ok(out) => {
+                size.answered(limit, sent.elapsed(), budget.attempt_timeout);
+                return Ok(out);
+            }
+            Err(f) if f.class == Class::Rejected => return Err(f),
+            Err(f) => f,
+        };
+        if failure.timed_out
+            && let AfterTimeout::Shrunk(smaller) = size.timed_out(limit)
+        {
+            tracing::warn!(
+                request = what,
+                from = limit,
+                to = smaller,
+                "a page timed out; asking for fewer items"
+            );
+            metrics.count_page_shrink(what);
+            metrics.count_retry(what);
+            limit = smaller.min(size.limit(wanted));
+            started = Instant::now();
+            attempts = 0;
+            continue;
+        }
+        if !pause(budget, attempts, started).await {
+            return Err(Failure {
+                error: gave_up(failure.error, attempts, started)
+                    .with_kind(StorageErrorKind::Unavailable),
+                ..failure
+            });
+        }
+        metrics.count_retry(what);
+        // Another caller may have shrunk the page meanwhile.
+        limit = limit.min(size.limit(wanted));
     }
 }
 

@@ -19,7 +19,9 @@
 //! | [`Fault::UnknownOperation`] | no | 400 `UnknownOperationException`, as dynalite answers `TransactWriteItems` |
 //!
 //! [`FaultProxy::set_latency`] adds a delay before every forwarded request, as a network farther
-//! away would (the hot-group benchmark in `hot_group.rs`).
+//! away would (the hot-group benchmark in `hot_group.rs`). [`FaultProxy::slow_pages`] holds the
+//! answer of every request of one operation that asks for more than a number of items (its
+//! `Limit`, or no `Limit`), as an endpoint whose answer time grows with the page would.
 //!
 //! A test controls it with a schedule ([`FaultProxy::fail_next`]: the next `n` requests of an
 //! operation get a fault) and a seeded random rate ([`FaultProxy::fail_randomly`]); scheduled
@@ -144,6 +146,8 @@ struct Shared {
     injected: Mutex<Injected>,
     /// Added before forwarding each request, in microseconds.
     latency_us: AtomicU64,
+    /// Pages of an operation over a size, answered late: (operation, most items, delay).
+    slow_pages: Mutex<Option<(String, u64, Duration)>>,
     stopped: AtomicBool,
 }
 
@@ -155,6 +159,23 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// The slow answer a page of [`FaultProxy::slow_pages`] gets, if this request is one.
+    fn slow_page(&self, request: &Request) -> Option<Fault> {
+        let (operation, most, delay) = lock(&self.slow_pages).clone()?;
+        if request.operation != operation {
+            return None;
+        }
+        let limit = serde_json::from_slice::<serde_json::Value>(&request.body)
+            .ok()
+            .and_then(|body| body.get("Limit").and_then(serde_json::Value::as_u64));
+        if limit.is_some_and(|n| n <= most) {
+            return None;
+        }
+        let fault = Fault::SlowAnswer(delay);
+        *lock(&self.injected).faults.entry(fault.name()).or_default() += 1;
+        Some(fault)
+    }
+
     fn pick(&self, operation: &str) -> Option<Fault> {
         let mut plan = lock(&self.plan);
         let scheduled = plan.rules.iter_mut().find(|rule| {
@@ -198,6 +219,7 @@ impl FaultProxy {
             plan: Mutex::default(),
             injected: Mutex::default(),
             latency_us: AtomicU64::new(0),
+            slow_pages: Mutex::default(),
             stopped: AtomicBool::new(false),
         });
         let accepting = Arc::clone(&shared);
@@ -258,9 +280,17 @@ impl FaultProxy {
         self.shared.latency_us.store(us, Ordering::Relaxed);
     }
 
-    /// No more faults: scheduled and random ones are dropped.
+    /// From now on, every request of `operation` that asks for more than `most` items (its
+    /// `Limit` member, or none) is forwarded at once and answered after `delay`, counted as a
+    /// [`Fault::SlowAnswer`]; smaller pages pass untouched.
+    pub fn slow_pages(&self, operation: &str, most: u64, delay: Duration) {
+        *lock(&self.shared.slow_pages) = Some((operation.to_owned(), most, delay));
+    }
+
+    /// No more faults: scheduled and random ones, and slow pages, are dropped.
     pub fn clear(&self) {
         *lock(&self.shared.plan) = Plan::default();
+        *lock(&self.shared.slow_pages) = None;
     }
 
     /// What the proxy did so far.
@@ -308,7 +338,10 @@ fn serve(shared: &Shared, client: TcpStream) {
         if latency > 0 {
             std::thread::sleep(Duration::from_micros(latency));
         }
-        let answer = match shared.pick(&request.operation) {
+        let answer = match shared
+            .slow_page(&request)
+            .or_else(|| shared.pick(&request.operation))
+        {
             None => forward(shared.upstream, &request),
             Some(Fault::Throttling) => Ok(error_answer(
                 "400 Bad Request",

@@ -12,6 +12,8 @@
 //! - The shared `pathdb_conformance::fault_injection` run (the one memory and file pass) on
 //!   moto, directly and through the proxy: zero acknowledged writes lost, zero partial
 //!   transactions, an exact feed.
+//! - An endpoint too slow for a large `Scan` or `Query` page: pages that time out are asked
+//!   again with fewer items, so an export and a listing complete, byte for byte.
 //! - An endpoint without `TransactWriteItems` is refused when the backend connects.
 
 use crate::fault_proxy::{Fault, FaultProxy};
@@ -214,6 +216,94 @@ fn transient_faults_are_retried_and_each_write_lands_once() {
     );
     // Reset-after-forward and slow answers lose answers of writes that committed: 2 each.
     assert!(counts.settled >= 4, "{counts:?}");
+}
+
+/// An endpoint that cannot answer a large page within the attempt timeout: every `Scan` and
+/// `Query` asking for more than 40 items is answered after 1.5 s, past the 1 s timeout (long
+/// enough for a small page from a moto busy with the other tests on a slow machine). The
+/// backend asks again with half the `Limit` each time (paging.rs) instead of retrying the same
+/// page until its budget runs out, so an export of 400 records completes through the proxy and
+/// equals, byte for byte, the export read straight from moto; so does a listing page of 150.
+#[test]
+fn an_export_completes_when_large_pages_time_out() {
+    // Short retry budgets: no heavy load on moto meanwhile (hot_group.rs).
+    let _quiet = crate::quiet_moto();
+    let budget = RetryBudget::default()
+        .with_attempt_timeout(Duration::from_secs(1))
+        .with_operation_timeout(Duration::from_secs(10));
+    let Some(f) = faulty(budget) else {
+        return;
+    };
+    // 400 items in 4 groups, 100 per transaction (one change log entry each, so 99 puts).
+    for g in 0..4 {
+        let mut tx = Transaction::new();
+        for i in 0..99 {
+            tx = tx.put(
+                path(&format!("/slow-{g}/item-{i}")),
+                json(&format!(r#"{{"n":{i},"pad":"{}"}}"#, "x".repeat(64))),
+                PutOptions::default(),
+            );
+        }
+        f.store.transact(tx).expect("transaction commits");
+    }
+    let direct = Dynamo::new(endpoint().expect("endpoint").0);
+    let straight = Store::new(
+        DynamoBackend::connect(
+            &DynamoOptions::new(f.store.backend().table_name())
+                .with_endpoint(direct.endpoint())
+                .with_region("us-east-1"),
+        )
+        .expect("connects"),
+        StoreOptions {
+            sweep_interval: None,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("store opens");
+    let export = |store: &Store<DynamoBackend>| {
+        let mut out = Vec::new();
+        let end = store
+            .export(&mut out, &mut |_| {})
+            .expect("export completes");
+        (String::from_utf8(out).expect("utf-8"), end.records)
+    };
+    let (expected, records) = export(&straight);
+    assert!(records >= 396, "{records} records");
+
+    f.proxy.slow_pages("Scan", 40, Duration::from_millis(1500));
+    let before = f.metrics.counts();
+    let (through_proxy, _) = export(&f.store);
+    assert!(through_proxy == expected, "the export differs");
+    let counts = f.metrics.counts();
+    let shrinks = counts.page_shrinks - before.page_shrinks;
+    // 1000 -> 500 -> 250 -> 125 -> 62 -> 31: at least five timeouts answered by smaller pages.
+    assert!(shrinks >= 5, "{counts:?}");
+    assert!(f.proxy.injected().faults["slow_answer"] >= 5);
+
+    // A listing page of 150 items: its Query pages time out above 40 items too.
+    f.proxy.clear();
+    f.proxy.slow_pages("Query", 40, Duration::from_millis(1500));
+    let mut request = pathdb_store::ListRequest::new(path("/slow-2"));
+    request.limit = 150;
+    let listed: Vec<String> = f
+        .store
+        .list(&request)
+        .expect("listing completes")
+        .items
+        .iter()
+        .map(|entry| format!("{entry:?}"))
+        .collect();
+    let straight_listed: Vec<String> = straight
+        .list(&request)
+        .expect("listing")
+        .items
+        .iter()
+        .map(|entry| format!("{entry:?}"))
+        .collect();
+    assert_eq!(listed.len(), 99);
+    assert_eq!(listed, straight_listed);
+    assert!(f.metrics.counts().page_shrinks > counts.page_shrinks);
+    f.proxy.clear();
 }
 
 /// Every attempt of a write meets the fault. Faults that did nothing end in `Unavailable`

@@ -90,6 +90,11 @@ impl Dynamo {
         Dynamo { endpoint }
     }
 
+    /// The endpoint's URL.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
     /// A backend on a new, empty table.
     pub fn backend(&self) -> DynamoBackend {
         static NEXT: AtomicU64 = AtomicU64::new(0);

@@ -19,6 +19,7 @@ fn failed(class: Class) -> Attempt {
         class,
         error: StorageError::msg(format!("{class:?}")),
         code: None,
+        timed_out: false,
     })
 }
 
@@ -168,6 +169,7 @@ fn reads_past_the_budget_are_unavailable_whatever_failed() {
                         class,
                         error: StorageError::msg("no"),
                         code: None,
+                        timed_out: false,
                     })
                 }
             }));
@@ -175,4 +177,87 @@ fn reads_past_the_budget_are_unavailable_whatever_failed() {
         assert_eq!(failure.error.kind(), StorageErrorKind::Unavailable);
         assert_eq!(attempts.into_inner(), 3);
     }
+}
+
+/// A page the endpoint cannot answer in time above `slow_above` items.
+fn timed_out_above(slow_above: u32, limit: u32) -> Result<u32, Failure> {
+    if limit > slow_above {
+        Err(Failure {
+            class: Class::MaybeApplied,
+            error: StorageError::msg("no answer within the attempt timeout"),
+            code: None,
+            timed_out: true,
+        })
+    } else {
+        Ok(limit)
+    }
+}
+
+#[test]
+fn a_page_that_times_out_is_asked_again_smaller_until_it_is_answered() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime");
+    let size = crate::paging::PageSize::new(1000);
+    let metrics = Metrics::default();
+    let asked = RefCell::new(Vec::new());
+    // Two attempts per budget: more timeouts than that at one size would fail the page, so the
+    // page succeeds only because each smaller size gets a budget of its own.
+    let result = runtime.block_on(read_page(
+        &budget(2),
+        &metrics,
+        "Scan",
+        &size,
+        1000,
+        |limit| {
+            asked.borrow_mut().push(limit);
+            async move { timed_out_above(100, limit) }
+        },
+    ));
+    let answer = result.unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(answer, 62);
+    assert_eq!(*asked.borrow(), [1000, 500, 250, 125, 62]);
+    assert_eq!(metrics.counts().page_shrinks, 4);
+    // Each page asked again is an attempt after the first.
+    assert_eq!(metrics.counts().retries, 4);
+    // The next page starts at the size that worked.
+    assert_eq!(size.limit(1000), 62);
+}
+
+#[test]
+fn a_page_that_times_out_at_the_floor_fails_within_the_budget() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime");
+    let size = crate::paging::PageSize::new(1000);
+    let metrics = Metrics::default();
+    let asked = RefCell::new(Vec::new());
+    let result = runtime.block_on(read_page(
+        &budget(3),
+        &metrics,
+        "Query",
+        &size,
+        40,
+        |limit| {
+            asked.borrow_mut().push(limit);
+            async move { timed_out_above(0, limit) }
+        },
+    ));
+    let failure = result.expect_err("never answered");
+    assert_eq!(
+        failure.error.kind(),
+        pathdb_store::StorageErrorKind::Unavailable
+    );
+    // 40 -> 20 -> 16 (the floor), then the budget's three attempts at the floor.
+    assert_eq!(*asked.borrow(), [40, 20, 16, 16, 16]);
+    assert!(
+        failure
+            .error
+            .to_string()
+            .contains("gave up after 3 attempts"),
+        "{}",
+        failure.error
+    );
 }
