@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests the Python (clients/python) and TypeScript (clients/typescript) clients. Each test suite
 # starts its own `pathdb serve` on a free loopback port, from the binary at $PATHDB_BIN (default:
-# target/debug/pathdb, built here with `cargo build -p pathdb-cli` when PATHDB_BIN is unset, a
+# target/debug/pathdb, built here with `cargo build -p pathdb-cli --features dynamodb` when PATHDB_BIN is unset, a
 # no-op after `cargo test --workspace`).
 #
 #   bash scripts/clients.sh
@@ -32,8 +32,8 @@ missing() {
 }
 
 if [[ -z "${PATHDB_BIN:-}" ]]; then
-    step "cargo build -p pathdb-cli"
-    cargo build -p pathdb-cli
+    step "cargo build -p pathdb-cli --features dynamodb"
+    cargo build -p pathdb-cli --features dynamodb
     export PATHDB_BIN="$target_dir/debug/pathdb"
 fi
 if [[ ! -x "$PATHDB_BIN" ]]; then

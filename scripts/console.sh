@@ -53,8 +53,8 @@ python_venv "$venv" "selenium==$selenium_version"
 pathdb="$target_dir/debug/pathdb"
 # Always: a binary left from before an edit of the console (ui/ is compiled in) would test the
 # old console. A no-op after `cargo test --workspace`.
-step "cargo build -p pathdb-cli"
-cargo build -p pathdb-cli
+step "cargo build -p pathdb-cli --features dynamodb"
+cargo build -p pathdb-cli --features dynamodb
 
 make_work_dir console
 # The script's status survives the moto stop: cleanup_work_dir exits with `$?`.

@@ -48,7 +48,7 @@ rm -rf "$out"
 mkdir -p "$out"
 
 step "cargo build -p pathdb-cli, the OpenAPI document"
-cargo build -p pathdb-cli
+cargo build -p pathdb-cli --features dynamodb
 cargo run -q -p pathdb-server --example openapi >"$out/openapi.json"
 
 step "openapi-python-client $openapi_python_client: generate and mypy --strict"

@@ -26,7 +26,7 @@ done
 
 target_dir="${CARGO_TARGET_DIR:-target}"
 if [[ "${READMESH_NO_BUILD:-}" != 1 ]]; then
-    printf '\n==> %s\n' "cargo build -p pathdb-cli"
-    cargo build -p pathdb-cli
+    printf '\n==> %s\n' "cargo build -p pathdb-cli --features dynamodb"
+    cargo build -p pathdb-cli --features dynamodb
 fi
 exec python3 scripts/readme.py --pathdb "$target_dir/debug/pathdb" "$@"

@@ -24,8 +24,8 @@ venv="$target_dir/schemathesis-$version"
 python_venv "$venv" "schemathesis==$version"
 "$venv/bin/schemathesis" --version
 
-step "cargo build -p pathdb-cli"
-cargo build -p pathdb-cli
+step "cargo build -p pathdb-cli --features dynamodb"
+cargo build -p pathdb-cli --features dynamodb
 pathdb="$target_dir/debug/pathdb"
 
 make_work_dir schemathesis

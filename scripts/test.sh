@@ -53,17 +53,20 @@ else
     step "SKIPPED DynamoDB servers: python3, node or npm missing (the DynamoDB tests will skip)"
 fi
 
-# `--all-targets` covers lib, bins, tests, benches and examples but not doctests.
-step "cargo test --workspace --all-targets"
-cargo test --workspace --all-targets
+# `--all-targets` covers lib, bins, tests, benches and examples but not doctests. The CLI's
+# `dynamodb` feature is off by default (a first `pathdb serve` need not wait for the AWS SDK);
+# the tests turn it on, so that `serve --backend dynamodb` is tested, and every later part uses
+# the same build (`cargo build -p pathdb-cli --features dynamodb` is then a no-op).
+step "cargo test --workspace --all-targets --features pathdb-cli/dynamodb"
+cargo test --workspace --all-targets --features pathdb-cli/dynamodb
 
 # dynalite is not a backend PathDB runs on: it has no TransactWriteItems, and every PathDB write
 # is one (the item and its change log entry commit together; docs/changes.md). The tests only
 # check that `serve` refuses it at start (crates/pathdb-cli/tests/dynamodb_start.rs); it remains
 # the peer of `pathdb bench http`.
 
-step "cargo test --workspace --doc"
-cargo test --workspace --doc
+step "cargo test --workspace --doc --features pathdb-cli/dynamodb"
+cargo test --workspace --doc --features pathdb-cli/dynamodb
 
 # The docs as a reader runs them: every console block of README.md and docs/*.md, in order, on
 # a fresh directory, output compared where the docs show it (target/debug/pathdb, built above).

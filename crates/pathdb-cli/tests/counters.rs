@@ -91,6 +91,7 @@ fn eight_clients_increment_one_counter_on_a_file() {
     increments_lose_nothing(&server.url, "/hits-1", 1000);
 }
 
+#[cfg(feature = "dynamodb")]
 #[test]
 fn eight_clients_increment_one_counter_on_dynamodb() {
     let Ok(endpoint) = std::env::var("PATHDB_DYNAMODB_ENDPOINT") else {

@@ -154,6 +154,7 @@ fn completions_into_a_closed_pipe_exit_quietly() {
 }
 
 /// Nothing listens on port 1: DynamoDB is unreachable, for `create-table` and for `serve`.
+#[cfg(feature = "dynamodb")]
 #[test]
 fn unreachable_dynamodb_is_status_4() {
     for command in [
@@ -175,6 +176,30 @@ fn unreachable_dynamodb_is_status_4() {
         assert_eq!(out.status.code(), Some(4), "{command:?}: {stderr}");
         assert!(
             stderr.contains("Connection refused"),
+            "{command:?}: {stderr}"
+        );
+    }
+}
+
+/// A build without the `dynamodb` feature (the default) answers the DynamoDB commands with exit
+/// status 2 and the command that builds one with it, before trying to reach anything.
+#[cfg(not(feature = "dynamodb"))]
+#[test]
+fn a_build_without_dynamodb_says_how_to_get_it() {
+    for command in [
+        &["dynamodb", "create-table"][..],
+        &["serve", "--backend", "dynamodb", "--addr", "127.0.0.1:0"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pathdb"))
+            .args(command)
+            .args(["--table", "t", "--endpoint", "http://127.0.0.1:1"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("pathdb runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("cargo install --path crates/pathdb-cli --features dynamodb"),
             "{command:?}: {stderr}"
         );
     }

@@ -3,7 +3,10 @@
 mod bench;
 mod connections;
 mod counters;
+// The DynamoDB backend is the `dynamodb` feature (scripts/test.sh turns it on).
+#[cfg(feature = "dynamodb")]
 mod dynamodb;
+#[cfg(feature = "dynamodb")]
 mod dynamodb_start;
 mod foreign;
 mod full_disk;
@@ -173,6 +176,7 @@ impl Served {
         self.child.id()
     }
 
+    #[cfg(feature = "dynamodb")]
     /// `pathdb serve --backend dynamodb` with `table`'s arguments (`--table T --endpoint E
     /// --region R`, as `pathdb dynamodb create-table` took them).
     pub fn dynamodb(table: &[&str]) -> Served {

@@ -15,6 +15,23 @@ pub struct TableArgs {
     /// AWS region [default: from the AWS configuration, else us-east-1].
     #[arg(long)]
     region: Option<String>,
+    /// How long one request attempt may take, from sending to the whole answer; a Scan or Query
+    /// page that takes longer is asked again for fewer items [default: 3000].
+    #[arg(long, value_name = "MS", env = "PATHDB_DYNAMODB_ATTEMPT_TIMEOUT_MS",
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    attempt_timeout_ms: Option<u64>,
+    /// No new attempt of a request starts this long after its first [default: 10000].
+    #[arg(long, value_name = "MS", env = "PATHDB_DYNAMODB_OPERATION_TIMEOUT_MS",
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    operation_timeout_ms: Option<u64>,
+    /// How long opening a connection to the endpoint may take [default: 2000].
+    #[arg(long, value_name = "MS", env = "PATHDB_DYNAMODB_CONNECT_TIMEOUT_MS",
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    connect_timeout_ms: Option<u64>,
+    /// Attempts per request, the first included [default: 6].
+    #[arg(long, value_name = "N", env = "PATHDB_DYNAMODB_MAX_ATTEMPTS",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    max_attempts: Option<u32>,
 }
 
 impl TableArgs {
@@ -36,17 +53,37 @@ pub enum DynamoCommand {
 mod enabled {
     use super::*;
     use anyhow::Context;
-    use pathdb_dynamodb::{DynamoBackend, DynamoOptions, create_table};
+    use pathdb_dynamodb::{DynamoBackend, DynamoOptions, RetryBudget, create_table};
     use pathdb_store::{Store, StoreOptions};
+    use std::time::Duration;
+
+    /// The retry budget: the defaults (docs/dynamodb.md, "Faults and retries"), with the
+    /// timeouts and attempts the flags give.
+    fn retry(args: &TableArgs) -> RetryBudget {
+        let mut budget = RetryBudget::default();
+        if let Some(ms) = args.attempt_timeout_ms {
+            budget = budget.with_attempt_timeout(Duration::from_millis(ms));
+        }
+        if let Some(ms) = args.operation_timeout_ms {
+            budget = budget.with_operation_timeout(Duration::from_millis(ms));
+        }
+        if let Some(ms) = args.connect_timeout_ms {
+            budget = budget.with_connect_timeout(Duration::from_millis(ms));
+        }
+        if let Some(n) = args.max_attempts {
+            budget = budget.with_max_attempts(n);
+        }
+        budget
+    }
 
     fn backend(args: &TableArgs) -> Result<DynamoBackend> {
-        let options = DynamoOptions {
-            table: args.table_name()?.to_owned(),
-            endpoint: args.endpoint.clone(),
-            region: args.region.clone(),
-            // The default budget (docs/dynamodb.md, "Faults and retries").
-            ..DynamoOptions::default()
-        };
+        let mut options = DynamoOptions::new(args.table_name()?).with_retry(retry(args));
+        if let Some(endpoint) = &args.endpoint {
+            options = options.with_endpoint(endpoint);
+        }
+        if let Some(region) = &args.region {
+            options = options.with_region(region);
+        }
         Ok(DynamoBackend::connect(&options)?)
     }
 
@@ -77,9 +114,22 @@ mod enabled {
 #[cfg(feature = "dynamodb")]
 pub use enabled::{open_store, run};
 
+/// What a build without the `dynamodb` feature answers to the DynamoDB commands: the AWS SDK
+/// is a build of its own (minutes on a small machine), left out of the default build so that a
+/// first `pathdb serve` does not wait for it (docs/dynamodb.md, "Building for DynamoDB").
+#[cfg_attr(feature = "dynamodb", allow(dead_code))]
+fn not_built() -> anyhow::Error {
+    anyhow::anyhow!(
+        "this pathdb was built without DynamoDB support; build it with the `dynamodb` feature: \
+         `cargo install --path crates/pathdb-cli --features dynamodb`, or \
+         `cargo run --release -p pathdb-cli --features dynamodb -- serve --backend dynamodb ...` \
+         (docs/dynamodb.md, \"Building for DynamoDB\")"
+    )
+}
+
 #[cfg(not(feature = "dynamodb"))]
 pub fn run(_: DynamoCommand) -> Result<()> {
-    bail!("this pathdb was built without the dynamodb feature")
+    Err(not_built())
 }
 
 #[cfg(not(feature = "dynamodb"))]
@@ -87,5 +137,22 @@ pub fn open_store(
     _: &TableArgs,
     _: pathdb_store::StoreOptions,
 ) -> Result<pathdb_store::Store<pathdb_store::backend::InMemoryBackend>> {
-    bail!("this pathdb was built without the dynamodb feature")
+    Err(not_built())
+}
+
+#[cfg(test)]
+mod test {
+    #[test]
+    fn a_build_without_dynamodb_says_how_to_get_it() {
+        let message = super::not_built().to_string();
+        assert!(
+            message.contains("cargo install --path crates/pathdb-cli --features dynamodb"),
+            "{message}"
+        );
+        assert!(message.contains("--features dynamodb -- serve --backend dynamodb"));
+        assert_eq!(
+            crate::exit::status_of(&super::not_built()),
+            crate::exit::Status::Usage
+        );
+    }
 }
