@@ -159,13 +159,10 @@ impl IntoResponse for ApiError {
                 message: self.message,
             },
         };
-        let failure = self
-            .status
-            .is_server_error()
-            .then(|| ServerFailure {
-                code: self.code,
-                message: body.error.message.clone(),
-            });
+        let failure = self.status.is_server_error().then(|| ServerFailure {
+            code: self.code,
+            message: body.error.message.clone(),
+        });
         let mut response = (self.status, axum::Json(body)).into_response();
         if let Some(failure) = failure {
             response.extensions_mut().insert(failure);
