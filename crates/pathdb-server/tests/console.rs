@@ -101,17 +101,24 @@ async fn groups_are_listed_in_key_order_and_paged() {
         server.put_item(path, "1").await;
     }
     server.delete("/v1/items/gone-1").await.expect(200);
+    // A whole group moved: the old one holds only what the move left behind (issue 33).
+    server
+        .post(
+            "/v1/move",
+            &serde_json::json!({"from": "/season-2026-spring", "to": "/season-2027-spring"}),
+        )
+        .await
+        .expect(200);
     let all = server.get("/v1/groups").await.expect(200);
     assert_eq!(
         all["groups"],
         serde_json::json!([
-            "/gone-1",
-            "/season-2026-spring",
+            "/season-2027-spring",
             "/user-2",
             "/user-10",
             "/user-!3"
         ]),
-        "typed order; a group of tombstones is still listed"
+        "typed order; a group with no live item (deleted, moved away) is not listed"
     );
     assert!(all["next_page_token"].is_null());
     let mut listed = Vec::new();
