@@ -113,15 +113,42 @@ fn closed_after(stream: &mut TcpStream, since: Instant, limit: Duration) -> Opti
     }
 }
 
+/// A client in the middle of an upload: the headers of a PUT of `{"n":1234567}` at `path` and
+/// the first half of its body, sent; [`finish_upload`] sends the rest.
+fn start_upload(addr: SocketAddr, path: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    let head = format!(
+        "PUT /v1/items{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: 13\r\nConnection: close\r\n\r\n{{\"n\":"
+    );
+    stream.write_all(head.as_bytes()).expect("send the head");
+    stream
+}
+
+/// Sends the rest of [`start_upload`]'s body and answers the status of the response.
+fn finish_upload(mut stream: TcpStream) -> u16 {
+    stream
+        .write_all(b"1234567}")
+        .expect("send the rest of the body");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("set a read timeout");
+    read_head(&mut stream)
+        .expect("the upload is answered")
+        .status
+}
+
 /// The file descriptors `pid` has open (Linux's /proc).
 fn open_files(pid: u32) -> Option<usize> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
 }
 
-/// The acceptance test of issue 22: under `ulimit -n 1024` (soft and hard, so the server cannot
-/// raise it), 1,100 sockets that send nothing do not stop the server: it keeps its open files
-/// under the limit (the cap leaves room; the rest wait in the backlog), the header timeout
-/// closes the idle ones, and `/healthz` answers.
+/// The acceptance tests of issues 22 and 37: under `ulimit -n 1024` (soft and hard, so the
+/// server cannot raise it) and the default timeouts, 1,100 sockets that send nothing do not stop
+/// the server: it keeps its open files under the limit (the cap, 768, leaves room), a new client
+/// closes the socket idle longest to make room (eviction.rs), so `/healthz` answers within a
+/// second, a client in the middle of an upload is not cut off, and the header timeout closes
+/// the rest.
 #[test]
 fn idle_sockets_beyond_the_file_limit_leave_healthz_answering() {
     const SOCKETS: usize = 1100;
@@ -134,19 +161,10 @@ fn idle_sockets_beyond_the_file_limit_leave_healthz_answering() {
         return;
     }
     let (_dir, db) = db();
-    let served = Served::start_with_file_limit(
-        1024,
-        &[
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--db",
-            &db,
-            "--header-timeout",
-            "1",
-        ],
-    );
+    let served =
+        Served::start_with_file_limit(1024, &["serve", "--addr", "127.0.0.1:0", "--db", &db]);
     let addr = served.addr();
+    let upload = start_upload(addr, "/up-1/file-1");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -171,22 +189,23 @@ fn idle_sockets_beyond_the_file_limit_leave_healthz_answering() {
     let status = healthz(addr, Duration::from_secs(10)).expect("/healthz answers");
     assert_eq!(status, 200);
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(1),
         "/healthz took {:?}",
         started.elapsed()
     );
     if let Some(files) = most_files {
         assert!(files < 1024, "the server had {files} files open");
     }
-    // The idle sockets are all closed by the server, the last ones (accepted when the first
-    // were closed) a header timeout later.
+    assert_eq!(finish_upload(upload), 201, "the upload was not cut off");
+    // The idle sockets are all closed by the server: the oldest to make room, the rest a
+    // header timeout (10 s) after they were accepted.
     let since = Instant::now();
     for socket in sockets {
         let mut socket = socket.into_std().expect("a std socket");
         socket.set_nonblocking(false).expect("blocking");
         assert!(
-            closed_after(&mut socket, since, Duration::from_secs(10)).is_some(),
-            "an idle socket still open 10 s later"
+            closed_after(&mut socket, since, Duration::from_secs(20)).is_some(),
+            "an idle socket still open 20 s later"
         );
     }
     assert_eq!(
@@ -195,17 +214,57 @@ fn idle_sockets_beyond_the_file_limit_leave_healthz_answering() {
     );
 }
 
-/// At the cap, a new connection waits (in the listen backlog) until an open one closes, and is
-/// then served.
+/// At the cap, a new connection closes the connection that has waited longest for a request
+/// without sending a byte of it, and is served at once; connections in the middle of a request
+/// are never closed for it. When every open connection is inside a request, a new one waits
+/// (in the listen backlog) until one ends, and is then served.
 #[test]
-fn at_the_connection_cap_a_new_connection_waits_until_one_closes() {
+fn at_the_connection_cap_a_new_connection_closes_the_longest_idle_one() {
     let (_dir, db) = db();
     let served = serve(&db, &["--max-connections", "3", "--header-timeout", "60"]);
     let addr = served.addr();
-    let mut idle: Vec<TcpStream> = (0..3)
-        .map(|_| TcpStream::connect(addr).expect("connect"))
-        .collect();
-    // Let the server accept them.
+    let mut oldest = TcpStream::connect(addr).expect("connect");
+    std::thread::sleep(Duration::from_millis(200));
+    let upload = start_upload(addr, "/up-1/file-1");
+    std::thread::sleep(Duration::from_millis(200));
+    let mut newer = TcpStream::connect(addr).expect("connect");
+    // Let the server accept them: the cap is full.
+    std::thread::sleep(Duration::from_millis(300));
+
+    let started = Instant::now();
+    assert_eq!(
+        healthz(addr, Duration::from_secs(5)).expect("/healthz"),
+        200
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "/healthz took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        closed_after(&mut oldest, Instant::now(), Duration::from_secs(2)).is_some(),
+        "the connection idle longest was not closed"
+    );
+    assert!(
+        closed_after(&mut newer, Instant::now(), Duration::from_millis(300)).is_none(),
+        "a newer idle connection was closed too"
+    );
+    // The cap full again, with a third idle connection: the next new one takes the slot of the
+    // idle one that is now the oldest; the upload is never chosen.
+    let third = TcpStream::connect(addr).expect("connect");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        healthz(addr, Duration::from_secs(5)).expect("/healthz"),
+        200
+    );
+    assert!(closed_after(&mut newer, Instant::now(), Duration::from_secs(2)).is_some());
+    drop(third);
+
+    // Every slot inside a request: a new connection waits until one ends.
+    let uploads = [
+        start_upload(addr, "/up-1/file-2"),
+        start_upload(addr, "/up-1/file-3"),
+    ];
     std::thread::sleep(Duration::from_millis(300));
     let (answered, answer) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -213,13 +272,20 @@ fn at_the_connection_cap_a_new_connection_waits_until_one_closes() {
     });
     assert!(
         answer.recv_timeout(Duration::from_millis(700)).is_err(),
-        "a fourth connection was served while three were open"
+        "a connection inside a request was closed to make room"
     );
-    idle.pop();
+    assert_eq!(
+        finish_upload(upload),
+        201,
+        "the first upload was not cut off"
+    );
     let status = answer
         .recv_timeout(Duration::from_secs(5))
         .expect("served once a connection closed");
     assert_eq!(status, Ok(200));
+    for upload in uploads {
+        assert_eq!(finish_upload(upload), 201);
+    }
 }
 
 /// A connection that sends its headers a byte a second (slowloris) is closed by the header

@@ -4,10 +4,13 @@
 //!
 //! `axum::serve` had neither timeouts nor a cap: 1,050 idle sockets under the usual limit of
 //! 1,024 open files left the server failing every `accept` ("Too many open files") while
-//! `/healthz` timed out. Here, at the cap, the loop stops accepting: new connections wait in the
-//! listen backlog until an open one ends (an answered `Connection: close`, a client gone, a
-//! timeout), and the listener never runs the process out of files.
+//! `/healthz` timed out. Here the cap keeps the listener from running the process out of files,
+//! and at the cap a new connection makes room by closing the connection that has waited longest
+//! for a request (eviction.rs); when none is waiting, it waits until an open one ends (an
+//! answered `Connection: close`, a client gone, a timeout), and the connections after it wait in
+//! the listen backlog.
 
+use crate::eviction::Connections;
 use crate::timeouts::{self, Timeouts};
 use axum::Router;
 use hyper_util::rt::TokioIo;
@@ -111,17 +114,9 @@ pub async fn serve_with(
         idle: limits.idle_timeout,
     };
     let (closing, close) = watch::channel(false);
+    let connections = Arc::new(Connections::default());
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        // A slot first, then a connection: at the cap, connections stay in the backlog.
-        let slot = tokio::select! {
-            slot = Arc::clone(&slots).acquire_owned() => match slot {
-                Ok(slot) => slot,
-                // Never closed; but if it were, stop accepting rather than spin.
-                Err(_) => break,
-            },
-            () = &mut shutdown => break,
-        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
@@ -132,11 +127,27 @@ pub async fn serve_with(
             },
             () = &mut shutdown => break,
         };
-        let (app, close) = (app.clone(), close.clone());
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            // At the cap: close the connection idle longest, and take its slot when it ends
+            // (or any slot, if none was idle). Meanwhile later connections wait in the backlog.
+            Err(_) => {
+                connections.close_longest_idle();
+                tokio::select! {
+                    slot = Arc::clone(&slots).acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        // Never closed; but if it were, stop accepting rather than spin.
+                        Err(_) => break,
+                    },
+                    () = &mut shutdown => break,
+                }
+            }
+        };
+        let (app, close, connections) = (app.clone(), close.clone(), Arc::clone(&connections));
         tokio::spawn(async move {
             // Held while the connection is open: its slot.
             let _slot = slot;
-            serve_connection(stream, app, timeouts, close).await;
+            serve_connection(stream, app, timeouts, close, connections).await;
         });
     }
     drop(listener);
@@ -146,17 +157,19 @@ pub async fn serve_with(
     Ok(())
 }
 
-/// One connection, until it closes or, after `close` turns true, until its request in flight
-/// is answered.
+/// One connection, until it closes or, after `close` turns true or the accept loop chose it to
+/// make room, until its request in flight is answered.
 async fn serve_connection(
     stream: tokio::net::TcpStream,
     app: Router,
     timeouts: Timeouts,
     mut close: watch::Receiver<bool>,
+    connections: Arc<Connections>,
 ) {
     let open = metrics::gauge!("pathdb_connections_open");
     open.increment(1.0);
     let (io, timer) = timeouts::watch(stream, timeouts);
+    let (_registration, eviction) = connections.register(timer.activity());
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(timer).header_read_timeout(timeouts.header);
     let connection = http.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
@@ -170,8 +183,14 @@ async fn serve_connection(
             }
         }
         // A closed sender (the accept loop's future dropped) is a shutdown too. (The `Ref`
-        // it returns is dropped at once: it holds a lock.)
-        _ = async { close.wait_for(|closing| *closing).await.map(|_| ()) } => {
+        // it returns is dropped at once: it holds a lock.) Chosen to make room at the cap: the
+        // same graceful close, which ends an idle connection at once.
+        () = async {
+            tokio::select! {
+                _ = close.wait_for(|closing| *closing) => {}
+                () = eviction.chosen() => {}
+            }
+        } => {
             connection.as_mut().graceful_shutdown();
             let _ = connection.await;
         }

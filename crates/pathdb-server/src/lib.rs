@@ -15,6 +15,7 @@ mod changes;
 pub mod config;
 mod connection;
 mod error;
+mod eviction;
 mod extract;
 mod gate;
 mod handlers;

@@ -31,11 +31,42 @@ pub(crate) struct Timeouts {
     pub(crate) idle: Duration,
 }
 
-/// What a connection's socket tells its timer.
+/// What a connection's socket tells its timer, and the accept loop at its cap (eviction.rs).
 #[derive(Default)]
-struct Activity {
+pub(crate) struct Activity {
     /// Reads that returned data, so far.
     reads: AtomicU64,
+    /// When the connection last began waiting for a request head: microseconds since
+    /// [`epoch`], plus one (0: it has not begun its first).
+    head_wait_since: AtomicU64,
+    /// `reads` when that wait began.
+    reads_at_wait: AtomicU64,
+}
+
+impl Activity {
+    /// When the connection began waiting for its next request, if not a byte of that request
+    /// has come since (in microseconds on a clock private to the process); `None` while a
+    /// request is read or answered, or once its first byte came.
+    pub(crate) fn idle_since(&self) -> Option<u64> {
+        let since = self.head_wait_since.load(Ordering::Acquire);
+        let quiet =
+            self.reads.load(Ordering::Acquire) == self.reads_at_wait.load(Ordering::Acquire);
+        (since != 0 && quiet).then_some(since)
+    }
+
+    /// hyper began waiting for a request head.
+    fn head_wait_began(&self) {
+        self.reads_at_wait
+            .store(self.reads.load(Ordering::Acquire), Ordering::Release);
+        let micros = u64::try_from(epoch().elapsed().as_micros()).unwrap_or(u64::MAX - 1);
+        self.head_wait_since.store(micros + 1, Ordering::Release);
+    }
+}
+
+/// The start of the clock of [`Activity::idle_since`].
+fn epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
 }
 
 /// A connection's socket and its timer, for hyper (set the timer with
@@ -58,6 +89,13 @@ pub(crate) struct HeadTimer {
     started: AtomicBool,
 }
 
+impl HeadTimer {
+    /// What the connection's socket and timer have seen, for the accept loop at its cap.
+    pub(crate) fn activity(&self) -> Arc<Activity> {
+        Arc::clone(&self.activity)
+    }
+}
+
 impl Timer for HeadTimer {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Sleep>> {
         // Not a head's deadline (hyper's HTTP/1 server asks for none of these): a plain sleep.
@@ -70,6 +108,7 @@ impl Timer for HeadTimer {
     /// hyper asks for `deadline` (now + the header timeout) when it starts waiting for a
     /// request head.
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn Sleep>> {
+        self.activity.head_wait_began();
         if !self.started.swap(true, Ordering::Relaxed) {
             return Box::pin(HeadWait {
                 sleep: tokio::time::sleep_until(deadline.into()),
@@ -154,7 +193,7 @@ impl<T: AsyncRead> AsyncRead for Watched<T> {
         let before = buf.filled().len();
         let read = this.io.poll_read(cx, buf);
         if buf.filled().len() > before {
-            this.activity.reads.fetch_add(1, Ordering::Relaxed);
+            this.activity.reads.fetch_add(1, Ordering::Release);
         }
         read
     }
