@@ -111,4 +111,9 @@ stop_servers
 step "bash scripts/console.sh (browser tests of the web console)"
 bash scripts/console.sh
 
+# The default build (no `dynamodb` feature), last since it replaces target/debug/pathdb: it
+# answers the DynamoDB commands with how to build them in, and its help and unit tests pass.
+step "cargo test -p pathdb-cli (the default build, without the dynamodb feature)"
+cargo test -p pathdb-cli --bins --test tests -- a_build_without_dynamodb help::
+
 step "scripts/test.sh: all passed"
