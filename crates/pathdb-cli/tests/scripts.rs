@@ -153,6 +153,26 @@ fn completions_into_a_closed_pipe_exit_quietly() {
     }
 }
 
+/// `pathdb COMMAND --table t --endpoint http://127.0.0.1:1` (where nothing listens): its exit
+/// status and stderr.
+fn on_port_1(command: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pathdb"))
+        .args(command)
+        .args(["--table", "t", "--endpoint", "http://127.0.0.1:1"])
+        .envs([
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_REGION", "us-east-1"),
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("pathdb runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Nothing listens on port 1: DynamoDB is unreachable, for `create-table` and for `serve`.
 #[cfg(feature = "dynamodb")]
 #[test]
@@ -161,19 +181,8 @@ fn unreachable_dynamodb_is_status_4() {
         &["dynamodb", "create-table"][..],
         &["serve", "--backend", "dynamodb", "--addr", "127.0.0.1:0"],
     ] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pathdb"))
-            .args(command)
-            .args(["--table", "t", "--endpoint", "http://127.0.0.1:1"])
-            .envs([
-                ("AWS_ACCESS_KEY_ID", "test"),
-                ("AWS_SECRET_ACCESS_KEY", "test"),
-                ("AWS_REGION", "us-east-1"),
-            ])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("pathdb runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(4), "{command:?}: {stderr}");
+        let (status, stderr) = on_port_1(command);
+        assert_eq!(status, Some(4), "{command:?}: {stderr}");
         assert!(
             stderr.contains("Connection refused"),
             "{command:?}: {stderr}"
@@ -190,14 +199,8 @@ fn a_build_without_dynamodb_says_how_to_get_it() {
         &["dynamodb", "create-table"][..],
         &["serve", "--backend", "dynamodb", "--addr", "127.0.0.1:0"],
     ] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pathdb"))
-            .args(command)
-            .args(["--table", "t", "--endpoint", "http://127.0.0.1:1"])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("pathdb runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
+        let (status, stderr) = on_port_1(command);
+        assert_eq!(status, Some(2), "{command:?}: {stderr}");
         assert!(
             stderr.contains("cargo install --path crates/pathdb-cli --features dynamodb"),
             "{command:?}: {stderr}"

@@ -246,24 +246,7 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Failure>>,
 {
-    let started = Instant::now();
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        let failure = match send().await {
-            Ok(out) => return Ok(out),
-            Err(f) if f.class == Class::Rejected => return Err(f),
-            Err(f) => f,
-        };
-        if !pause(budget, attempts, started).await {
-            return Err(Failure {
-                error: gave_up(failure.error, attempts, started)
-                    .with_kind(StorageErrorKind::Unavailable),
-                ..failure
-            });
-        }
-        metrics.count_retry(what);
-    }
+    read_with(budget, metrics, what, None, |_| send()).await
 }
 
 /// [`read`] for one page of a `Scan` or `Query` that wants `wanted` items: `send` makes one
@@ -277,27 +260,48 @@ pub(crate) async fn read_page<T, F, Fut>(
     what: &'static str,
     size: &PageSize,
     wanted: u32,
+    send: F,
+) -> Result<T, Failure>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<T, Failure>>,
+{
+    read_with(budget, metrics, what, Some((size, wanted)), send).await
+}
+
+/// The loop of [`read`] and [`read_page`]: `page` is the page size and the items wanted, for a
+/// paged read (`send` is then given the `Limit`; otherwise 0).
+async fn read_with<T, F, Fut>(
+    budget: &RetryBudget,
+    metrics: &Metrics,
+    what: &'static str,
+    page: Option<(&PageSize, u32)>,
     mut send: F,
 ) -> Result<T, Failure>
 where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Result<T, Failure>>,
 {
+    // The Limit to ask now, at most `limit`: another caller may have shrunk the page meanwhile.
+    let current = |limit: u32| page.map_or(0, |(size, wanted)| limit.min(size.limit(wanted)));
     let mut started = Instant::now();
     let mut attempts = 0;
-    let mut limit = size.limit(wanted);
+    let mut limit = current(u32::MAX);
     loop {
         attempts += 1;
         let sent = Instant::now();
         let failure = match send(limit).await {
             Ok(out) => {
-                size.answered(limit, sent.elapsed(), budget.attempt_timeout);
+                if let Some((size, _)) = page {
+                    size.answered(limit, sent.elapsed(), budget.attempt_timeout);
+                }
                 return Ok(out);
             }
             Err(f) if f.class == Class::Rejected => return Err(f),
             Err(f) => f,
         };
-        if failure.timed_out
+        if let Some((size, _)) = page
+            && failure.timed_out
             && let AfterTimeout::Shrunk(smaller) = size.timed_out(limit)
         {
             tracing::warn!(
@@ -308,7 +312,7 @@ where
             );
             metrics.count_page_shrink(what);
             metrics.count_retry(what);
-            limit = smaller.min(size.limit(wanted));
+            limit = current(smaller);
             started = Instant::now();
             attempts = 0;
             continue;
@@ -321,8 +325,7 @@ where
             });
         }
         metrics.count_retry(what);
-        // Another caller may have shrunk the page meanwhile.
-        limit = limit.min(size.limit(wanted));
+        limit = current(limit);
     }
 }
 

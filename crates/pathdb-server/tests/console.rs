@@ -112,12 +112,7 @@ async fn groups_are_listed_in_key_order_and_paged() {
     let all = server.get("/v1/groups").await.expect(200);
     assert_eq!(
         all["groups"],
-        serde_json::json!([
-            "/season-2027-spring",
-            "/user-2",
-            "/user-10",
-            "/user-!3"
-        ]),
+        serde_json::json!(["/season-2027-spring", "/user-2", "/user-10", "/user-!3"]),
         "typed order; a group with no live item (deleted, moved away) is not listed"
     );
     assert!(all["next_page_token"].is_null());

@@ -193,15 +193,24 @@ fn timed_out_above(slow_above: u32, limit: u32) -> Result<u32, Failure> {
     }
 }
 
-#[test]
-fn a_page_that_times_out_is_asked_again_smaller_until_it_is_answered() {
+/// A runtime, a page size of at most 1,000, counters, and a log of the `Limit`s asked.
+fn paged_read() -> (
+    tokio::runtime::Runtime,
+    crate::paging::PageSize,
+    Metrics,
+    RefCell<Vec<u32>>,
+) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .expect("runtime");
     let size = crate::paging::PageSize::new(1000);
-    let metrics = Metrics::default();
-    let asked = RefCell::new(Vec::new());
+    (runtime, size, Metrics::default(), RefCell::new(Vec::new()))
+}
+
+#[test]
+fn a_page_that_times_out_is_asked_again_smaller_until_it_is_answered() {
+    let (runtime, size, metrics, asked) = paged_read();
     // Two attempts per budget: more timeouts than that at one size would fail the page, so the
     // page succeeds only because each smaller size gets a budget of its own.
     let result = runtime.block_on(read_page(
@@ -227,13 +236,7 @@ fn a_page_that_times_out_is_asked_again_smaller_until_it_is_answered() {
 
 #[test]
 fn a_page_that_times_out_at_the_floor_fails_within_the_budget() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("runtime");
-    let size = crate::paging::PageSize::new(1000);
-    let metrics = Metrics::default();
-    let asked = RefCell::new(Vec::new());
+    let (runtime, size, metrics, asked) = paged_read();
     let result = runtime.block_on(read_page(
         &budget(3),
         &metrics,
