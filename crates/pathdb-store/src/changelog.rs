@@ -21,6 +21,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pathdb_keys::KeyPath;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 /// Changes per page when the request does not say.
@@ -35,6 +37,46 @@ const TOKEN_BYTES: usize = 1 + PAYLOAD_BYTES + TAG_BYTES;
 const PAYLOAD_BYTES: usize = 8 + 4 + 8;
 /// The first change token format (unsealed: version 1, group hash, entry, offset, previous).
 const LEGACY_TOKEN: (u8, usize) = (1, 29);
+
+/// Groups whose trimming time a [`TrimSchedule`] remembers before it forgets them all at once.
+const MAX_SCHEDULED_GROUPS: usize = 100_000;
+
+/// When each group's change log may next hold an expired entry, as far as this store has read:
+/// a commit skips reading the log's oldest entries (a `Query` on DynamoDB) until then
+/// (write/changelog.rs). Entries are only ever appended newer and removed oldest first, by any
+/// process, so once the oldest entry's time is read, nothing in the log expires before that time
+/// plus the retention.
+#[derive(Default)]
+pub(crate) struct TrimSchedule {
+    due: Mutex<HashMap<Vec<u8>, i64>>,
+}
+
+impl TrimSchedule {
+    /// From when (microseconds) the log of `partition` may hold an expired entry; `None`:
+    /// unknown.
+    pub(crate) fn due(&self, partition: &[u8]) -> Option<i64> {
+        self.lock().get(partition).copied()
+    }
+
+    /// Nothing in the log of `partition` expires before `at`.
+    pub(crate) fn set(&self, partition: &[u8], at: i64) {
+        let mut due = self.lock();
+        if due.len() >= MAX_SCHEDULED_GROUPS && !due.contains_key(partition) {
+            due.clear();
+        }
+        due.insert(partition.to_vec(), at);
+    }
+
+    /// The log of `partition` may have changed in ways this store has not read.
+    pub(crate) fn forget(&self, partition: &[u8]) {
+        self.lock().remove(partition);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, i64>> {
+        // Held for single map operations that cannot panic half-way.
+        self.due.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 /// A position in one group's change feed. Opaque outside the store: pass back what
 /// [`Store::changes`](crate::Store::changes), [`Store::changes_token`](crate::Store::changes_token) or a listing returned, as its string form.

@@ -10,6 +10,7 @@
 //! | sequence of a namespace of groups | `00` | `03` + namespace |
 //! | the key that seals tokens (token.rs) | `00` | `04` |
 //! | an unfinished subtree delete, move or copy (subtree.rs) | `00` | `05` + operation + `u16` length of `from` + encoded `from` + encoded `to` |
+//! | the mark that every used path keeps a record (upgrade.rs) | `00` | `06` |
 //! | sequence of a namespace under a parent | the parent's group | `ff fe` + `u16` length of the parent's sort key + that sort key + namespace |
 //! | change log entry (changes.rs) | the group | `ff ff` + big-endian entry number |
 //!
@@ -37,6 +38,7 @@ const NAMESPACE_HISTORY: u8 = 0x02;
 const GROUP_SEQUENCE: u8 = 0x03;
 const TOKEN_KEY: u8 = 0x04;
 const SUBTREE_JOB: u8 = 0x05;
+const USED_PATHS_RECORDED: u8 = 0x06;
 const REVISION: u8 = 0xff;
 const SEQUENCE: [u8; 2] = [0xff, 0xfe];
 const CHANGE_LOG: [u8; 2] = [0xff, 0xff];
@@ -159,6 +161,14 @@ pub(crate) fn token_key() -> Key {
     Key {
         partition: SYSTEM_PARTITION.to_vec(),
         sort: vec![TOKEN_KEY],
+    }
+}
+
+/// The mark that every path ever written keeps a record under its key (upgrade.rs).
+pub(crate) fn used_paths_recorded_key() -> Key {
+    Key {
+        partition: SYSTEM_PARTITION.to_vec(),
+        sort: vec![USED_PATHS_RECORDED],
     }
 }
 

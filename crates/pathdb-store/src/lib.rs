@@ -48,6 +48,7 @@ mod list;
 mod listed;
 mod subtree;
 mod ttl;
+mod upgrade;
 // The facade.
 mod store;
 

@@ -1,8 +1,8 @@
 //! Stored records as the data API sees them: whether a record is a live item, the tombstone a
 //! delete or expiry leaves (layout.rs), and the conversion of a record into an [`Item`].
 
-use crate::backend::{Direction, Key, Reader, Record, RecordView};
-use crate::{Error, Item, Json, Timestamp, layout};
+use crate::backend::{Record, RecordView};
+use crate::{Error, Item, Json, Timestamp};
 use pathdb_keys::KeyPath;
 
 /// Whether an item key's record is an item a read should see: not a tombstone (layout.rs), not
@@ -72,21 +72,4 @@ pub(crate) fn index_record(now: i64) -> Record {
         expires_at: None,
         value: Vec::new(),
     }
-}
-
-/// The newest revision's version, so a re-created item continues its history's numbering.
-pub(crate) fn latest_revision<R: Reader + ?Sized>(
-    reader: &R,
-    key: &Key,
-) -> Result<Option<u64>, Error> {
-    let newest = reader.scan(
-        &key.partition,
-        &layout::revision_range(key),
-        Direction::Forward,
-        1,
-    )?;
-    Ok(newest
-        .into_iter()
-        .find(|(sort, _)| layout::is_revision_of(key, sort))
-        .map(|(_, r)| r.version))
 }

@@ -59,6 +59,8 @@ struct Inner<B> {
     plans: AtomicU64,
     /// Seals the tokens this database hands out (token.rs).
     tokens: TokenKey,
+    /// When each group's change log next needs trimming (write/changelog.rs).
+    trims: crate::changelog::TrimSchedule,
 }
 
 impl<B: Backend> Inner<B> {
@@ -73,6 +75,7 @@ impl<B: Backend> Inner<B> {
             max_batch_ops: self.backend.max_batch_ops(),
             change_retention: self.options.change_retention,
             plans: &self.plans,
+            trims: &self.trims,
         }
     }
 
@@ -149,6 +152,7 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// The backend cannot be read.
     pub fn new(backend: B, options: StoreOptions) -> Result<Self, Error> {
+        crate::upgrade::record_used_paths(&backend)?;
         let reader = backend.reader()?;
         let namespace_history = NamespaceHistory::load(&reader, options.default_history_retention)?;
         drop(reader);
@@ -161,6 +165,7 @@ impl<B: Backend> Store<B> {
             waiters: Waiters::new(),
             plans: AtomicU64::new(0),
             tokens,
+            trims: Default::default(),
         });
         let sweeper = sweep.map(|interval| {
             let inner = Arc::downgrade(&inner);

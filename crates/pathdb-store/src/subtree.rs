@@ -430,8 +430,8 @@ impl<B: Backend> Relocator<'_, B> {
         Ok((items, !extra))
     }
 
-    /// Reads where each item goes: the target's stored record and the versions it used, and
-    /// the item's revisions.
+    /// Reads where each item goes: the target's stored record (which holds the last version the
+    /// path used, upgrade.rs), and the item's revisions.
     fn add_targets<R: Reader>(
         &self,
         reader: &R,
@@ -450,7 +450,6 @@ impl<B: Backend> Relocator<'_, B> {
         }
         let keys: Vec<Key> = targets.iter().map(|(key, _)| key.clone()).collect();
         let stored = reader.get_many(&keys)?;
-        let mut used = revisions_of(reader, keys.iter())?;
         let mut revisions = revisions_of(reader, items.iter().map(|i| &i.key))?;
         for ((item, (key, path)), stored) in items.iter_mut().zip(targets).zip(stored) {
             if visible(stored.clone(), now).is_some() {
@@ -459,14 +458,9 @@ impl<B: Backend> Relocator<'_, B> {
                     item: path,
                 });
             }
-            // Newest first: the first revision is the highest version the path used.
-            let newest = used
-                .remove(&key.sort)
-                .and_then(|r| r.first().map(|(_, r)| r.version));
             item.target = Some(Target {
-                floor: newest
-                    .unwrap_or(0)
-                    .max(stored.as_ref().map_or(0, |r| r.version)),
+                // A used path keeps its last version in its record (upgrade.rs).
+                floor: stored.as_ref().map_or(0, |r| r.version),
                 path,
                 key,
                 stored,

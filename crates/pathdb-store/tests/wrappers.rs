@@ -277,8 +277,8 @@ fn the_background_sweeper_removes_expired_items() {
         .unwrap();
     assert_eq!(
         raw_len(&store),
-        6,
-        "the token key, two items, one expiry entry, two change log entries"
+        7,
+        "the token key, the upgrade mark, two items, one expiry entry, two change log entries"
     );
     let token = store.changes_token(&path("/s-1")).unwrap();
     clock.advance(Duration::from_secs(10));
@@ -296,7 +296,7 @@ fn the_background_sweeper_removes_expired_items() {
         "the sweeper logs the expiry"
     );
     // The expiry entry is gone and the item replaced by its tombstone; the expiry is logged.
-    assert_eq!(raw_len(&store), 6);
+    assert_eq!(raw_len(&store), 7);
     assert!(store.get(&path("/s-1/b-1")).unwrap().is_some());
     let again = store
         .put(&path("/s-1/a-1"), value(2), PutOptions::default())

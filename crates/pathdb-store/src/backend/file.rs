@@ -928,6 +928,10 @@ fn apply(
 impl Backend for FileBackend {
     type Reader<'a> = FileReader;
 
+    fn read_only(&self) -> bool {
+        self.is_read_only()
+    }
+
     fn reader(&self) -> Result<FileReader, StorageError> {
         match &self.db {
             Engine::ReadWrite(file) => file.snapshot(),

@@ -341,6 +341,13 @@ pub trait Backend: Send + Sync + 'static {
         false
     }
 
+    /// Whether this handle refuses every write (a file opened read-only): the store then
+    /// writes nothing at open either. The default, `false`, is right for any backend whose
+    /// writes can succeed.
+    fn read_only(&self) -> bool {
+        false
+    }
+
     /// Whether the backend can serve requests now, for a readiness probe. The default opens a
     /// read view; a remote backend also checks that its storage is reachable and usable.
     ///

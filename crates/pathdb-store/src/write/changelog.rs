@@ -1,6 +1,8 @@
 //! Stage: the change-log entry. Every commit appends, in the same batch, one entry per group it
 //! changed (several if a commit's changes exceed an entry's budget), and now and then removes
-//! the group's entries older than the retention window. The backend numbers an entry when the
+//! the group's entries older than the retention window: when the store's
+//! [`TrimSchedule`](crate::changelog::TrimSchedule) says
+//! one may have expired, or, for a group it knows nothing of, in one commit of [`TRIM_EVERY`]. The backend numbers an entry when the
 //! batch commits ([`WriteOp::Append`]), so concurrent writers never conflict over the log.
 
 use super::plan::{Context, Plan};
@@ -9,8 +11,9 @@ use crate::changelog::{Change, ENTRY_BUDGET, Entry, Logged, corrupt, logged};
 use crate::{Error, layout};
 use pathdb_keys::KeyPath;
 
-/// One commit in this many also removes expired log entries (reading the log's oldest entries
-/// costs a query on DynamoDB; every commit paying it would be waste).
+/// Of the commits to a group whose oldest entry's time the store has not read, one in this many
+/// reads it and removes expired entries (a `Query` on DynamoDB; every commit paying it would be
+/// waste).
 const TRIM_EVERY: u64 = 8;
 /// The keyed hash that spreads trimming over commits and groups.
 static TRIM_HASHER: std::sync::LazyLock<std::collections::hash_map::RandomState> =
@@ -51,11 +54,14 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
     }
     let commit = ctx.commit;
     for (partition, list) in groups {
-        // One commit in TRIM_EVERY per group, chosen by a hash with a per-process random key
-        // rather than by the commit counter alone: a counter shared by the groups would trim a
-        // group whose writes always land on the same residue never.
-        let trim = std::hash::BuildHasher::hash_one(&*TRIM_HASHER, (commit, &partition))
-            .is_multiple_of(TRIM_EVERY);
+        let trim = match ctx.trims.due(&partition) {
+            Some(due) => now >= due,
+            // One commit in TRIM_EVERY per group, chosen by a hash with a per-process random key
+            // rather than by the commit counter alone: a counter shared by the groups would trim
+            // a group whose writes always land on the same residue never.
+            None => std::hash::BuildHasher::hash_one(&*TRIM_HASHER, (commit, &partition))
+                .is_multiple_of(TRIM_EVERY),
+        };
         let owner = list[0].path().clone();
         let mut parts: Vec<Vec<Logged<'_>>> = vec![Vec::new()];
         let mut size = 0;
@@ -88,28 +94,58 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
             });
             owners.push(owner.clone());
         }
-        if trim {
-            let horizon = now.saturating_sub(ctx.change_retention_micros());
-            let room = ctx.max_batch_ops.saturating_sub(batch.ops.len());
-            for (sort, record) in ctx.reader.scan(
-                &partition,
-                &layout::change_range(1),
-                Direction::Forward,
-                TRIM_BATCH.min(room),
-            )? {
-                if record.created_at >= horizon {
-                    break;
-                }
-                batch.ops.push(WriteOp::Delete {
-                    key: Key {
-                        partition: partition.clone(),
-                        sort,
-                    },
-                    expect: None,
-                });
-                owners.push(owner.clone());
-            }
+        let room = ctx.max_batch_ops.saturating_sub(batch.ops.len());
+        if trim && room > 0 {
+            trim_expired(ctx, batch, owners, &partition, &owner, room.min(TRIM_BATCH))?;
         }
+    }
+    Ok(())
+}
+
+/// Adds the removal of up to `most` expired entries of the log of `partition`, and tells the
+/// store's [`TrimSchedule`](crate::changelog::TrimSchedule) what the read showed.
+fn trim_expired<R: Reader + ?Sized>(
+    ctx: &Context<'_, R>,
+    batch: &mut WriteBatch,
+    owners: &mut Vec<KeyPath>,
+    partition: &[u8],
+    owner: &KeyPath,
+    most: usize,
+) -> Result<(), Error> {
+    let retention = ctx.change_retention_micros();
+    let horizon = ctx.now.saturating_sub(retention);
+    let oldest = ctx.reader.scan(
+        partition,
+        &layout::change_range(1),
+        Direction::Forward,
+        most,
+    )?;
+    let mut removed = 0;
+    let mut kept = None;
+    for (sort, record) in oldest {
+        if record.created_at >= horizon {
+            kept = Some(record.created_at);
+            break;
+        }
+        batch.ops.push(WriteOp::Delete {
+            key: Key {
+                partition: partition.to_vec(),
+                sort,
+            },
+            expect: None,
+        });
+        owners.push(owner.clone());
+        removed += 1;
+    }
+    match (removed, kept) {
+        // The oldest entry left expires first. Should this batch not commit, the entries it
+        // would have removed wait until then: removal is storage upkeep, never what a feed
+        // relies on (feeds check an entry's age themselves).
+        (_, Some(oldest)) => ctx.trims.set(partition, oldest.saturating_add(retention)),
+        // An empty log: this batch's own entry, or a later one, will be the oldest.
+        (0, None) => ctx.trims.set(partition, ctx.now.saturating_add(retention)),
+        // Expired entries up to the read's end: more may follow; read again soon.
+        _ => ctx.trims.forget(partition),
     }
     Ok(())
 }

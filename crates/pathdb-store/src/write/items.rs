@@ -11,7 +11,7 @@ use crate::limits::next_version;
 use crate::ops::{TxOp, TxResult};
 use crate::options::Expiry;
 use crate::patch::Patch;
-use crate::record::{latest_revision, to_item, tombstone, visible};
+use crate::record::{to_item, tombstone, visible};
 use crate::{Condition, Error, Json, Timestamp, layout};
 use pathdb_keys::KeyPath;
 
@@ -90,12 +90,10 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
             return Ok(Written::without_put(path, key, fresh));
         }
     };
+    // A path with no record was never used (upgrade.rs): nothing else to read.
     let version = match &stored {
         Some(r) => next_version(&path, r.version)?,
-        None => match latest_revision(ctx.reader, &key)? {
-            Some(v) => next_version(&path, v)?,
-            None => 1,
-        },
+        None => 1,
     };
     let expires_at = options.expires.map(|e| match e {
         Expiry::At(t) => t.0,

@@ -2,7 +2,7 @@
 //! together ([`Plan`]). Stages depend on this module and the layers below, never on `Store`.
 
 use crate::backend::{Key, Record, WriteBatch, WriteOp};
-use crate::changelog::Change;
+use crate::changelog::{Change, TrimSchedule};
 use crate::namespaces::NamespaceHistory;
 use crate::ops::TxResult;
 use crate::options::PutOptions;
@@ -20,6 +20,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) change_retention: Duration,
     /// Plans made so far (numbers them).
     pub(crate) plans: &'a AtomicU64,
+    /// When each group's change log next needs trimming.
+    pub(crate) trims: &'a TrimSchedule,
 }
 
 impl<'a> Settings<'a> {
@@ -35,6 +37,7 @@ impl<'a> Settings<'a> {
             max_batch_ops: self.max_batch_ops,
             change_retention: self.change_retention,
             commit: self.plans.fetch_add(1, Ordering::Relaxed),
+            trims: self.trims,
         }
     }
 }
@@ -53,6 +56,8 @@ pub(crate) struct Context<'a, R: ?Sized> {
     pub(crate) change_retention: Duration,
     /// This plan's number among the store's commits (spreads the change log's trimming).
     pub(crate) commit: u64,
+    /// When each group's change log next needs trimming.
+    pub(crate) trims: &'a TrimSchedule,
 }
 
 impl<R: ?Sized> Context<'_, R> {

@@ -1,0 +1,257 @@
+//! Upgrades of what a database stores, made when a store opens.
+//!
+//! **Every used path keeps a record.** Since deletes and expiry leave tombstones (layout.rs), a
+//! path that was ever written keeps a record under its key: the item or its tombstone, holding
+//! the last version the path used. A write to a path with no record can then start at version 1
+//! without reading anything else, which on DynamoDB saves a `Query` per write of a new path
+//! (docs/dynamodb.md, "What an operation costs").
+//!
+//! Databases written before tombstones may hold revisions of a path that has no record (it was
+//! deleted then). [`record_used_paths`] gives each such path the tombstone its delete would
+//! leave today (at its newest revision's version), once, then stores a mark saying so; a store
+//! that finds the mark reads nothing more at open. A store opens only once this is done, so its
+//! writes can rely on it; a read-only handle, which writes nothing, skips it.
+
+use crate::backend::{Backend, Expect, Key, Reader, Record, WriteBatch, WriteError, WriteOp};
+use crate::{Error, layout};
+use std::collections::HashSet;
+
+/// Records read per page of the one-time scan.
+const SCAN_PAGE: usize = 1000;
+/// Tombstones written per batch, at most (DynamoDB takes 100 operations per transaction).
+const WRITE_BATCH: usize = 50;
+
+/// Makes every used path of the database behind `backend` keep a record (module docs), unless
+/// it is marked as done or the backend is read-only.
+///
+/// # Errors
+/// The backend failed.
+pub(crate) fn record_used_paths<B: Backend>(backend: &B) -> Result<(), Error> {
+    let mark = layout::used_paths_recorded_key();
+    if backend.read_only() || backend.reader()?.get(&mark)?.is_some() {
+        return Ok(());
+    }
+    let missing = paths_without_records(backend)?;
+    if !missing.is_empty() {
+        tracing::info!(
+            paths = missing.len(),
+            "upgrade: writing the tombstones of paths deleted before tombstones existed"
+        );
+    }
+    for chunk in missing.chunks(WRITE_BATCH) {
+        write_absent(backend, chunk.to_vec())?;
+    }
+    let written = backend.write(WriteBatch {
+        ops: vec![WriteOp::Put {
+            key: mark,
+            record: Record {
+                version: 1,
+                created_at: 0,
+                modified_at: 0,
+                expires_at: None,
+                value: Vec::new(),
+            },
+            expect: None,
+        }],
+    });
+    match written {
+        Ok(()) => Ok(()),
+        Err(WriteError::Storage(e)) => Err(e.into()),
+        Err(WriteError::ConditionFailed { .. }) => Err(crate::StorageError::msg(
+            "an unconditional write of the upgrade mark failed its condition",
+        )
+        .into()),
+    }
+}
+
+/// The tombstone each path with revisions but no record needs, in key order. Within a
+/// partition a scan meets every item key before any revision (layout.rs), and an item's newest
+/// revision first.
+fn paths_without_records<B: Backend>(backend: &B) -> Result<Vec<(Key, Record)>, Error> {
+    let reader = backend.reader()?;
+    let mut missing = Vec::new();
+    let mut partition: Option<Vec<u8>> = None;
+    // The item sort keys of `partition` that hold a record, or got a tombstone here.
+    let mut recorded: HashSet<Vec<u8>> = HashSet::new();
+    let mut after: Option<Key> = None;
+    loop {
+        let page = reader.scan_all(after.as_ref(), SCAN_PAGE)?;
+        let full = page.len() == SCAN_PAGE;
+        for (key, record) in &page {
+            if partition.as_deref() != Some(key.partition.as_slice()) {
+                partition = Some(key.partition.clone());
+                recorded.clear();
+            }
+            if key.partition == layout::SYSTEM_PARTITION {
+                continue;
+            }
+            if !layout::is_revision(&key.sort) {
+                if !layout::is_group_internal(&key.sort) {
+                    recorded.insert(key.sort.clone());
+                }
+                continue;
+            }
+            let Some(item) = layout::revision_item_sort(&key.sort) else {
+                continue;
+            };
+            if recorded.insert(item.to_vec()) {
+                let tombstone = Record {
+                    version: record.version,
+                    created_at: record.created_at,
+                    modified_at: record.modified_at,
+                    expires_at: None,
+                    value: Vec::new(),
+                };
+                let item = Key {
+                    partition: key.partition.clone(),
+                    sort: item.to_vec(),
+                };
+                missing.push((item, tombstone));
+            }
+        }
+        match page.into_iter().last() {
+            Some((key, _)) if full => after = Some(key),
+            _ => return Ok(missing),
+        }
+    }
+}
+
+/// Writes each tombstone where its key is still absent: a write that raced this one and put the
+/// path meanwhile (another process on a shared table) keeps its record.
+fn write_absent<B: Backend>(backend: &B, mut tombstones: Vec<(Key, Record)>) -> Result<(), Error> {
+    while !tombstones.is_empty() {
+        let ops = tombstones
+            .iter()
+            .map(|(key, record)| WriteOp::Put {
+                key: key.clone(),
+                record: record.clone(),
+                expect: Some(Expect::Absent),
+            })
+            .collect();
+        match backend.write(WriteBatch { ops }) {
+            Ok(()) => return Ok(()),
+            Err(WriteError::ConditionFailed { index }) if index < tombstones.len() => {
+                tombstones.remove(index);
+            }
+            Err(WriteError::ConditionFailed { .. }) => {
+                return Err(crate::StorageError::msg(
+                    "the backend named a failed condition outside the batch",
+                )
+                .into());
+            }
+            Err(WriteError::Storage(e)) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::InMemoryBackend;
+    use crate::{Json, PutOptions, Store, StoreOptions};
+    use pathdb_keys::KeyPath;
+
+    fn options() -> StoreOptions {
+        StoreOptions {
+            sweep_interval: None,
+            default_history_retention: 10,
+            ..StoreOptions::default()
+        }
+    }
+
+    /// A database as an old build left it: `/h-1/a-1` kept history up to version 3 and was
+    /// deleted without a tombstone; `/h-1/a-2` lives at version 2, with its history; no mark.
+    fn old_database() -> InMemoryBackend {
+        let record = |version: u64, value: &str| Record {
+            version,
+            created_at: 1,
+            modified_at: 1 + version as i64,
+            expires_at: None,
+            value: value.as_bytes().to_vec(),
+        };
+        let gone = layout::item_key(&"/h-1/a-1".parse().expect("path"));
+        let kept = layout::item_key(&"/h-1/a-2".parse().expect("path"));
+        let mut ops = Vec::new();
+        for v in 1..=3 {
+            ops.push(WriteOp::Put {
+                key: layout::revision_key(&gone, v),
+                record: record(v, &format!("{{\"n\":{v}}}")),
+                expect: None,
+            });
+        }
+        for v in 1..=2 {
+            ops.push(WriteOp::Put {
+                key: layout::revision_key(&kept, v),
+                record: record(v, "{}"),
+                expect: None,
+            });
+        }
+        ops.push(WriteOp::Put {
+            key: kept,
+            record: record(2, "{}"),
+            expect: None,
+        });
+        let backend = InMemoryBackend::new();
+        backend.write(WriteBatch { ops }).expect("written");
+        backend
+    }
+
+    #[test]
+    fn a_new_database_is_marked_at_open() {
+        let store = Store::new(InMemoryBackend::new(), options()).expect("store");
+        let mark = store.backend().reader().expect("reader");
+        assert!(
+            mark.get(&layout::used_paths_recorded_key())
+                .expect("get")
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn paths_deleted_before_tombstones_get_theirs_and_continue_their_numbering() {
+        let backend = old_database();
+        record_used_paths(&backend).expect("upgrade");
+        let reader = backend.reader().expect("reader");
+        let gone: KeyPath = "/h-1/a-1".parse().expect("path");
+        let tombstone = reader
+            .get(&layout::item_key(&gone))
+            .expect("get")
+            .expect("a tombstone");
+        assert_eq!((tombstone.version, tombstone.value.len()), (3, 0));
+        let kept = reader
+            .get(&layout::item_key(&"/h-1/a-2".parse().expect("path")))
+            .expect("get")
+            .expect("the live item");
+        assert_eq!((kept.version, kept.value.as_slice()), (2, &b"{}"[..]));
+        drop(reader);
+        // Marked: the next open reads the mark only, and a put continues after version 3.
+        let store = Store::new(backend, options()).expect("store");
+        assert_eq!(store.get(&gone).expect("get"), None);
+        let put = store
+            .put(
+                &gone,
+                Json::parse("{}").expect("json"),
+                PutOptions::default(),
+            )
+            .expect("put");
+        assert_eq!(put.version, 4);
+    }
+
+    #[test]
+    fn opening_an_old_database_upgrades_it() {
+        // Store::new upgrades: the history stays, and the numbering continues.
+        let store = Store::new(old_database(), options()).expect("store");
+        let gone: KeyPath = "/h-1/a-1".parse().expect("path");
+        let history = store.history(&gone, 10).expect("history");
+        assert_eq!(history.len(), 3);
+        let put = store
+            .put(
+                &gone,
+                Json::parse("{}").expect("json"),
+                PutOptions::default(),
+            )
+            .expect("put");
+        assert_eq!(put.version, 4);
+    }
+}
