@@ -12,8 +12,8 @@
 
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
-use pathdb_store::StorageError;
 use pathdb_store::backend::{Expect, Key, Record, SortRange};
+use pathdb_store::{MAX_SORT_KEY_BYTES, StorageError};
 use std::collections::HashMap;
 use std::ops::Bound;
 
@@ -132,18 +132,50 @@ pub(crate) fn condition(
 pub(crate) struct KeyCondition {
     pub expression: String,
     pub values: Attrs,
-    pub excluded: Vec<Vec<u8>>,
+    /// An excluded start that `BETWEEN` returns (one too long to turn into an included start).
+    pub excluded_start: Option<Vec<u8>>,
+    /// An excluded end that `BETWEEN` returns.
+    pub excluded_end: Option<Vec<u8>>,
+}
+
+impl KeyCondition {
+    /// Whether `sort` is an excluded bound, to drop from the results.
+    pub fn excludes(&self, sort: &[u8]) -> bool {
+        [&self.excluded_start, &self.excluded_end]
+            .iter()
+            .any(|b| b.as_deref() == Some(sort))
+    }
+
+    /// Extra items a query in `direction` asks for: the excluded bound it meets first, if any
+    /// (the other one comes last, when nothing is left to read).
+    pub fn leading_excluded(&self, reverse: bool) -> usize {
+        let leading = if reverse {
+            &self.excluded_end
+        } else {
+            &self.excluded_start
+        };
+        usize::from(leading.is_some())
+    }
 }
 
 pub(crate) fn key_condition(partition: &[u8], range: &SortRange) -> KeyCondition {
     let mut values = HashMap::from([(":pk".to_owned(), b(partition))]);
-    let mut excluded = Vec::new();
+    let (mut excluded_start, mut excluded_end) = (None, None);
     let bound = |bound: &Bound<Vec<u8>>| match bound {
         Bound::Included(v) => Some((v.clone(), true)),
         Bound::Excluded(v) => Some((v.clone(), false)),
         Bound::Unbounded => None,
     };
-    let expression = match (bound(&range.start), bound(&range.end)) {
+    // The first key after `a` is `a` + 00: an excluded start becomes an included one, so a page
+    // that resumes after a key does not read that key again (a read unit's worth of bytes).
+    let start = match bound(&range.start) {
+        Some((mut a, false)) if a.len() < MAX_SORT_KEY_BYTES => {
+            a.push(0);
+            Some((a, true))
+        }
+        start => start,
+    };
+    let expression = match (start, bound(&range.end)) {
         (None, None) => "pk = :pk".to_owned(),
         (Some((a, inclusive)), None) => {
             values.insert(":a".into(), b(&a));
@@ -155,10 +187,10 @@ pub(crate) fn key_condition(partition: &[u8], range: &SortRange) -> KeyCondition
         }
         (Some((a, a_inclusive)), Some((z, z_inclusive))) => {
             if !a_inclusive {
-                excluded.push(a.clone());
+                excluded_start = Some(a.clone());
             }
             if !z_inclusive {
-                excluded.push(z.clone());
+                excluded_end = Some(z.clone());
             }
             values.insert(":a".into(), b(&a));
             values.insert(":z".into(), b(&z));
@@ -168,6 +200,7 @@ pub(crate) fn key_condition(partition: &[u8], range: &SortRange) -> KeyCondition
     KeyCondition {
         expression,
         values,
-        excluded,
+        excluded_start,
+        excluded_end,
     }
 }

@@ -350,8 +350,8 @@ impl DynamoBackend {
         let condition = attrs::key_condition(partition, range);
         let mut start_key = None;
         loop {
-            // Room for the (at most two) excluded bounds that BETWEEN returns.
-            let wanted = u32::try_from((limit - out.len()).saturating_add(2))
+            let room = condition.leading_excluded(direction == Direction::Reverse);
+            let wanted = u32::try_from((limit - out.len()).saturating_add(room))
                 .unwrap_or(MAX_PAGE)
                 .min(MAX_PAGE);
             let request = self
@@ -385,7 +385,7 @@ impl DynamoBackend {
                 let Some((key, record)) = self.pathdb_record(item) else {
                     continue;
                 };
-                if condition.excluded.contains(&key.sort) {
+                if condition.excludes(&key.sort) {
                     continue;
                 }
                 out.push((key.sort, record));
