@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod attrs;
+pub mod cost;
 mod group;
 mod metrics;
 mod paging;
@@ -41,7 +42,7 @@ mod write;
 
 pub use metrics::{Counts, Metrics};
 pub use retry::RetryBudget;
-pub use table::create_table;
+pub use table::{create_table, delete_table};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, Get, TransactGetItem};
@@ -254,6 +255,7 @@ impl DynamoBackend {
             .await?;
         self.metrics
             .add_read_units(out.consumed_capacity().and_then(|c| c.capacity_units()));
+        self.metrics.model_read(out.item().map_or(0, attrs::size));
         out.item()
             .map(|item| attrs::record(item).map(|(_, r)| r))
             .transpose()
@@ -268,7 +270,7 @@ impl DynamoBackend {
                 out.push(self.get_async(key).await?);
                 continue;
             }
-            self.metrics.count_transaction();
+            self.metrics.count_transact_get();
             let mut items = Vec::with_capacity(chunk.len());
             for key in chunk {
                 let get = Get::builder()
@@ -281,7 +283,8 @@ impl DynamoBackend {
             let request = self
                 .client
                 .transact_get_items()
-                .set_transact_items(Some(items));
+                .set_transact_items(Some(items))
+                .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total);
             let response = match self
                 .read("TransactGetItems", || {
                     let request = request.clone();
@@ -317,6 +320,8 @@ impl DynamoBackend {
                 }
                 Err(e) => return Err(e.into()),
             };
+            self.metrics
+                .add_read_units(reported(response.consumed_capacity()));
             let responses = response.responses();
             if responses.len() != chunk.len() {
                 return Err(StorageError::msg(format!(
@@ -326,6 +331,8 @@ impl DynamoBackend {
                 )));
             }
             for r in responses {
+                self.metrics
+                    .model_transact_read(r.item().map_or(0, attrs::size));
                 out.push(
                     r.item()
                         .map(|item| attrs::record(item).map(|(_, rec)| rec))
@@ -381,6 +388,8 @@ impl DynamoBackend {
                     .consumed_capacity()
                     .and_then(|c| c.capacity_units()),
             );
+            self.metrics
+                .model_read(response.items().iter().map(attrs::size).sum());
             for item in response.items() {
                 let Some((key, record)) = self.pathdb_record(item) else {
                     continue;
@@ -436,7 +445,8 @@ impl DynamoBackend {
                 .scan()
                 .table_name(&self.table)
                 .consistent_read(true)
-                .set_exclusive_start_key(start_key.take());
+                .set_exclusive_start_key(start_key.take())
+                .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total);
             self.metrics.count_scan();
             let response = self
                 .read_page("Scan", &self.pages.scan, wanted, |page| {
@@ -444,6 +454,13 @@ impl DynamoBackend {
                     async move { request.send().await.map_err(|e| retry::classify("Scan", e)) }
                 })
                 .await?;
+            self.metrics.add_read_units(
+                response
+                    .consumed_capacity()
+                    .and_then(|c| c.capacity_units()),
+            );
+            self.metrics
+                .model_read(response.items().iter().map(attrs::size).sum());
             for item in response.items() {
                 match self.pathdb_record(item) {
                     Some(found) => out.push(found),
@@ -478,7 +495,8 @@ impl DynamoBackend {
                 .table_name(&self.table)
                 .consistent_read(true)
                 .projection_expression("pk")
-                .set_exclusive_start_key(start_key.take());
+                .set_exclusive_start_key(start_key.take())
+                .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total);
             self.metrics.count_scan();
             let response = self
                 .read_page("Scan", &self.pages.partitions, PARTITION_PAGE, |page| {
@@ -486,6 +504,14 @@ impl DynamoBackend {
                     async move { request.send().await.map_err(|e| retry::classify("Scan", e)) }
                 })
                 .await?;
+            self.metrics.add_read_units(
+                response
+                    .consumed_capacity()
+                    .and_then(|c| c.capacity_units()),
+            );
+            // DynamoDB bills the whole items read, not the projection: a floor.
+            self.metrics
+                .model_read(response.items().iter().map(attrs::size).sum());
             for item in response.items() {
                 match item.get("pk") {
                     Some(AttributeValue::B(blob)) => {
@@ -507,6 +533,14 @@ impl DynamoBackend {
         }
         Ok(all.into_iter().take(limit).collect())
     }
+}
+
+/// The capacity units of a response that names them per table: their sum, if any.
+fn reported(consumed: &[aws_sdk_dynamodb::types::ConsumedCapacity]) -> Option<f64> {
+    consumed
+        .iter()
+        .filter_map(|c| c.capacity_units())
+        .reduce(|a, b| a + b)
 }
 
 /// The most items a `Query` or an item `Scan` asks for in one page.

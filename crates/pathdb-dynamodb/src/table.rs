@@ -79,3 +79,27 @@ pub fn create_table(backend: &DynamoBackend) -> Result<bool, StorageError> {
         Ok(created)
     })
 }
+
+/// Deletes the backend's table and everything in it (`pathdb bench dynamodb-cost` removes the
+/// table it made).
+///
+/// # Errors
+/// The request fails (credentials, endpoint, permissions, no such table).
+pub fn delete_table(backend: &DynamoBackend) -> Result<(), StorageError> {
+    backend.block_on(async {
+        let table = backend.table_name();
+        let request = backend.client().delete_table().table_name(table);
+        retry::read(&backend.retry, &backend.metrics, "DeleteTable", || {
+            let request = request.clone();
+            async move {
+                request
+                    .send()
+                    .await
+                    .map_err(|e| retry::classify("DeleteTable", e))
+            }
+        })
+        .await
+        .map(drop)
+        .map_err(|failure| failure.error.context(format!("table {table}")))
+    })
+}

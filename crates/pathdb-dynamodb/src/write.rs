@@ -28,7 +28,9 @@ use crate::{DynamoBackend, MAX_TRANSACTION_ITEMS, attrs, group};
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{ConditionCheck, Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{
+    ConditionCheck, Delete, Put, ReturnConsumedCapacity, TransactWriteItem,
+};
 use pathdb_store::backend::{Direction, Key, Record, SortRange, WriteBatch, WriteError, WriteOp};
 use pathdb_store::{StorageError, StorageErrorKind};
 
@@ -207,17 +209,29 @@ impl DynamoBackend {
             } => {
                 self.metrics.count_write();
                 let (cond, names, values) = attrs::condition(expect);
+                let item = attrs::item(&key, &record);
+                self.metrics.model_write(attrs::size(&item), false);
                 let request = self
                     .client
                     .put_item()
                     .table_name(&self.table)
-                    .set_item(Some(attrs::item(&key, &record)))
+                    .set_item(Some(item))
                     .set_condition_expression(cond)
                     .set_expression_attribute_names(names)
-                    .set_expression_attribute_values(values);
+                    .set_expression_attribute_values(values)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total);
+                let metrics = &self.metrics;
                 let sent = retry::write(&self.retry, &self.metrics, "PutItem", || {
                     let request = request.clone();
-                    async move { single_attempt("PutItem", request.send().await) }
+                    async move {
+                        let result = request.send().await;
+                        if let Ok(out) = &result {
+                            metrics.add_write_units(
+                                out.consumed_capacity().and_then(|c| c.capacity_units()),
+                            );
+                        }
+                        single_attempt("PutItem", result)
+                    }
                 })
                 .await;
                 self.settle("PutItem", sent, &Proof::State(vec![(key, Some(record))]))
@@ -225,6 +239,7 @@ impl DynamoBackend {
             }
             WriteOp::Delete { key, expect } => {
                 self.metrics.count_write();
+                self.metrics.model_write(0, false);
                 let (cond, names, values) = attrs::condition(expect);
                 let request = self
                     .client
@@ -233,10 +248,20 @@ impl DynamoBackend {
                     .set_key(Some(self.key_map(&key)))
                     .set_condition_expression(cond)
                     .set_expression_attribute_names(names)
-                    .set_expression_attribute_values(values);
+                    .set_expression_attribute_values(values)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total);
+                let metrics = &self.metrics;
                 let sent = retry::write(&self.retry, &self.metrics, "DeleteItem", || {
                     let request = request.clone();
-                    async move { single_attempt("DeleteItem", request.send().await) }
+                    async move {
+                        let result = request.send().await;
+                        if let Ok(out) = &result {
+                            metrics.add_write_units(
+                                out.consumed_capacity().and_then(|c| c.capacity_units()),
+                            );
+                        }
+                        single_attempt("DeleteItem", result)
+                    }
                 })
                 .await;
                 self.settle("DeleteItem", sent, &Proof::State(vec![(key, None)]))
@@ -285,6 +310,7 @@ impl DynamoBackend {
                     } else {
                         attrs::item(&key, &record)
                     };
+                    self.metrics.model_write(attrs::size(&item), true);
                     let put = Put::builder()
                         .table_name(&self.table)
                         .set_item(Some(item))
@@ -296,6 +322,7 @@ impl DynamoBackend {
                     TransactWriteItem::builder().put(put).build()
                 }
                 WriteOp::Delete { key, expect } => {
+                    self.metrics.model_write(0, true);
                     let (cond, names, values) = attrs::condition(expect);
                     let delete = Delete::builder()
                         .table_name(&self.table)
@@ -308,6 +335,7 @@ impl DynamoBackend {
                     TransactWriteItem::builder().delete(delete).build()
                 }
                 WriteOp::Check { key, expect } => {
+                    self.metrics.model_write(0, true);
                     let (cond, names, values) = attrs::condition(Some(expect));
                     let check = ConditionCheck::builder()
                         .table_name(&self.table)
@@ -328,10 +356,18 @@ impl DynamoBackend {
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
-            .client_request_token(id.token());
+            .client_request_token(id.token())
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        let metrics = &self.metrics;
         let sent = retry::write(&self.retry, &self.metrics, "TransactWriteItems", || {
             let request = request.clone();
-            async move { transact_attempt(request.send().await) }
+            async move {
+                let result = request.send().await;
+                if let Ok(out) = &result {
+                    metrics.add_write_units(crate::reported(out.consumed_capacity()));
+                }
+                transact_attempt(result)
+            }
         })
         .await;
         self.settle("TransactWriteItems", sent, &proof).await
@@ -453,6 +489,7 @@ impl DynamoBackend {
             }
         })
         .await?;
+        self.metrics.model_read(out.item().map_or(0, attrs::size));
         Ok(out
             .item()
             .map(|item| attrs::write_id(item).map(<[u8]>::to_vec)))

@@ -1,5 +1,6 @@
 //! `pathdb bench http` and `pathdb bench counter`: the HTTP load generators of `pathdb-bench` (`pathdb_bench::http`), where
-//! they live beside the other benchmarks; these are only their subcommands.
+//! they live beside the other benchmarks; these are only their subcommands. `pathdb bench
+//! dynamodb-cost` runs `pathdb_dynamodb::cost` (cmd/dynamodb.rs).
 
 use super::Output;
 use anyhow::Result;
@@ -13,6 +14,10 @@ pub enum BenchCommand {
     /// Increment one hot counter from many clients: PATCH increments against a get/If-Match
     /// loop, in the same run; print increments/s and the ratio.
     Counter(pathdb_bench::counter::CounterArgs),
+    /// What each store operation costs on DynamoDB: requests and capacity units per operation,
+    /// beside a hand-built single-table design (docs/dynamodb.md). Makes the table if it does
+    /// not exist, and then deletes it after.
+    DynamodbCost(super::dynamodb::CostArgs),
 }
 
 pub fn run(cmd: BenchCommand, token: Option<String>, out: Output) -> Result<()> {
@@ -24,5 +29,6 @@ pub fn run(cmd: BenchCommand, token: Option<String>, out: Output) -> Result<()> 
     match cmd {
         BenchCommand::Http(args) => pathdb_bench::http::run(args, token, out.json),
         BenchCommand::Counter(args) => pathdb_bench::counter::run(args, token, out.json),
+        BenchCommand::DynamodbCost(args) => super::dynamodb::cost(args),
     }
 }

@@ -43,6 +43,16 @@ impl TableArgs {
     }
 }
 
+/// `pathdb bench dynamodb-cost`: which table, and how many runs of each operation.
+#[derive(Args, Debug, Clone)]
+pub struct CostArgs {
+    #[command(flatten)]
+    table: TableArgs,
+    /// Runs of each single-item operation (a tenth as many of the 10-item ones), at least 10.
+    #[arg(long, default_value_t = 100)]
+    ops: usize,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum DynamoCommand {
     /// Create the table (Binary pk HASH, Binary sk RANGE, on-demand).
@@ -109,10 +119,42 @@ mod enabled {
     pub fn open_store(args: &TableArgs, options: StoreOptions) -> Result<Store<DynamoBackend>> {
         Ok(Store::new(backend(args)?, options)?)
     }
+
+    /// Measures what each operation costs on the table (made for the run, and deleted after,
+    /// when it does not exist) and prints the table of docs/dynamodb.md.
+    pub fn cost(args: CostArgs) -> Result<()> {
+        let made = create_table(&backend(&args.table)?).context("creating the table")?;
+        let store = open_store(
+            &args.table,
+            StoreOptions {
+                sweep_interval: None,
+                ..StoreOptions::default()
+            },
+        )?;
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let measured = pathdb_dynamodb::cost::measure(&store, args.ops, nonce);
+        let table = args.table.table_name()?;
+        if made {
+            drop(store);
+            pathdb_dynamodb::delete_table(&backend(&args.table)?)
+                .with_context(|| format!("deleting the table {table} made for the run"))?;
+        }
+        let rows = measured.context("measuring")?;
+        print!("{}", pathdb_dynamodb::cost::render(&rows));
+        if !made {
+            println!(
+                "\nThe run wrote under the groups /cost-{nonce} and /cost-{nonce}-N of table {table}; \
+                 they are left there."
+            );
+        }
+        Ok(())
+    }
 }
 
 #[cfg(feature = "dynamodb")]
-pub use enabled::{open_store, run};
+pub use enabled::{cost, open_store, run};
 
 /// What a build without the `dynamodb` feature answers to the DynamoDB commands: the AWS SDK
 /// is a build of its own (minutes on a small machine), left out of the default build so that a
@@ -129,6 +171,11 @@ fn not_built() -> anyhow::Error {
 
 #[cfg(not(feature = "dynamodb"))]
 pub fn run(_: DynamoCommand) -> Result<()> {
+    Err(not_built())
+}
+
+#[cfg(not(feature = "dynamodb"))]
+pub fn cost(_: CostArgs) -> Result<()> {
     Err(not_built())
 }
 

@@ -1,0 +1,376 @@
+//! What each store operation costs on DynamoDB, measured: the requests it sends and the capacity
+//! units they take (metrics.rs), beside what a hand-built single-table design spends for the same
+//! result. `pathdb bench dynamodb-cost` runs [`measure`] against a table and prints [`render`];
+//! docs/dynamodb.md ("What an operation costs") records a run.
+//!
+//! Every operation runs `ops` times, one at a time, on items of about [`VALUE_BYTES`] bytes in a
+//! group of its own that this process has written before (warmed up), so that the rows show the
+//! steady state; the first write of a process to a group has a row of its own.
+
+use crate::{Counts, DynamoBackend};
+use pathdb_keys::KeyPath;
+use pathdb_store::{
+    Error, IdKind, Json, ListRequest, Patch, PutOptions, Store, Transaction, TxResult,
+};
+
+/// The size of the JSON value each measured write puts, in bytes.
+pub const VALUE_BYTES: usize = 500;
+/// Writes to the measured group before measuring: the first write of a process to a group reads
+/// its change log's end, and until one of its commits has read the log's oldest entries (one in
+/// eight, chosen at random), a commit may; after this many the chance that none has is 1e-7.
+const WARM_UP: usize = 128;
+
+/// The cost of one operation, `ops` times.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// What was done.
+    pub operation: &'static str,
+    /// How many times.
+    pub ops: u64,
+    /// The requests and units the runs took together.
+    pub spent: Counts,
+    /// The same result in a hand-built design: requests, read units, write units per operation.
+    pub hand_built: HandBuilt,
+    /// What PathDB's extra cost buys, if any.
+    pub buys: &'static str,
+}
+
+/// A hand-built single-table design's cost for one operation (ElectroDB-style: one item per
+/// entity, conditional `PutItem`, no change log, no history).
+#[derive(Clone, Copy, Debug)]
+pub struct HandBuilt {
+    /// What it sends.
+    pub requests: &'static str,
+    /// Read units (consistent reads, as PathDB's).
+    pub read_units: f64,
+    /// Write units.
+    pub write_units: f64,
+}
+
+impl Row {
+    /// Requests per operation, every kind together.
+    pub fn requests_per_op(&self) -> f64 {
+        let s = &self.spent;
+        (s.gets + s.queries + s.scans + s.writes + s.transactions + s.transact_gets) as f64
+            / self.ops as f64
+    }
+
+    /// Requests per operation by kind, e.g. `1 GetItem + 1 TransactWriteItems`.
+    pub fn by_kind(&self) -> String {
+        let s = &self.spent;
+        let kinds = [
+            (s.gets, "GetItem"),
+            (s.queries, "Query"),
+            (s.scans, "Scan"),
+            (s.writes, "PutItem/DeleteItem"),
+            (s.transactions, "TransactWriteItems"),
+            (s.transact_gets, "TransactGetItems"),
+        ];
+        let parts: Vec<String> = kinds
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, kind)| format!("{} {kind}", trim(*n as f64 / self.ops as f64)))
+            .collect();
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(" + ")
+        }
+    }
+}
+
+fn trim(x: f64) -> String {
+    let text = format!("{x:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// A value of about [`VALUE_BYTES`] bytes.
+fn value(n: usize) -> Result<Json, Error> {
+    let text = "x".repeat(VALUE_BYTES - 40);
+    Json::parse(&format!(r#"{{"n":{n},"text":"{text}"}}"#))
+}
+
+fn path(text: String) -> Result<KeyPath, Error> {
+    text.parse()
+        .map_err(|e| Error::InvalidRequest(format!("{text}: {e}")))
+}
+
+/// Runs every operation `ops` times (at least 10) against `store`, under new groups named from
+/// `nonce`, and returns their costs.
+///
+/// # Errors
+/// A store operation failed.
+pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<Vec<Row>, Error> {
+    let ops = ops.max(10);
+    let tenth = ops / 10;
+    let metrics = store.backend().metrics();
+    let group = path(format!("/cost-{nonce}"))?;
+    let items: Vec<KeyPath> = (0..ops)
+        .map(|i| path(format!("{group}/item-{i}")))
+        .collect::<Result<_, _>>()?;
+    for i in 0..WARM_UP {
+        store.put(
+            &path(format!("{group}/warm-{i}"))?,
+            value(i)?,
+            PutOptions::default(),
+        )?;
+    }
+    let mut rows = Vec::new();
+    let mut run = |operation: &'static str,
+                   count: usize,
+                   hand_built: HandBuilt,
+                   buys: &'static str,
+                   f: &mut dyn FnMut(usize) -> Result<(), Error>|
+     -> Result<(), Error> {
+        let before = metrics.counts();
+        for i in 0..count {
+            f(i)?;
+        }
+        rows.push(Row {
+            operation,
+            ops: count as u64,
+            spent: metrics.counts().since(&before),
+            hand_built,
+            buys,
+        });
+        Ok(())
+    };
+    let put_item = HandBuilt {
+        requests: "1 PutItem",
+        read_units: 0.0,
+        write_units: 1.0,
+    };
+    const WRITE_BUYS: &str = "versions and ETags that are never reused, an exact change feed (the log entry, written in the same transaction), history where kept";
+
+    run("put of a new path", ops, put_item, WRITE_BUYS, &mut |i| {
+        store
+            .put(&items[i], value(i)?, PutOptions::default())
+            .map(drop)
+    })?;
+    run(
+        "put of an existing path (update)",
+        ops,
+        put_item,
+        WRITE_BUYS,
+        &mut |i| {
+            store
+                .put(&items[i], value(i + 1)?, PutOptions::default())
+                .map(drop)
+        },
+    )?;
+    run(
+        "patch (merge patch of one member)",
+        ops,
+        HandBuilt {
+            requests: "1 UpdateItem",
+            read_units: 0.0,
+            write_units: 1.0,
+        },
+        "as a put; the patched value is the whole new item, read and written conditionally",
+        &mut |i| {
+            let patch = Patch::Merge(serde_json::json!({ "n": i + 2 }));
+            store
+                .patch(&items[i], patch, PutOptions::default(), false)
+                .map(drop)
+        },
+    )?;
+    run(
+        "create with a generated id (uuid)",
+        ops,
+        put_item,
+        "as a put; the id is checked unused: no item, tombstone or descendant",
+        &mut |i| {
+            store
+                .create(
+                    Some(&group),
+                    "note",
+                    IdKind::Uuid,
+                    value(i)?,
+                    PutOptions::default(),
+                )
+                .map(drop)
+        },
+    )?;
+    run(
+        "get",
+        ops,
+        HandBuilt {
+            requests: "1 GetItem",
+            read_units: 1.0,
+            write_units: 0.0,
+        },
+        "the same (PathDB's reads are consistent)",
+        &mut |i| store.get(&items[i]).map(drop),
+    )?;
+    run(
+        "get_many of 10 paths",
+        tenth,
+        HandBuilt {
+            requests: "1 BatchGetItem",
+            read_units: 10.0,
+            write_units: 0.0,
+        },
+        "one atomic snapshot of the 10 (TransactGetItems bills 2 units per item)",
+        &mut |i| {
+            let paths = &items[(i * 10) % (ops - 9)..][..10];
+            store.get_many(paths).map(drop)
+        },
+    )?;
+    let page = |reverse: bool, children_only: bool| {
+        let mut request = ListRequest::new(group.clone());
+        request.limit = 100;
+        request.reverse = reverse;
+        request.children_only = children_only;
+        request
+    };
+    // 100 items of the value and their keys, read together: 1 unit per 4 KB.
+    let list_hand_built = HandBuilt {
+        requests: "1 Query",
+        read_units: (100 * (VALUE_BYTES + 60)).div_ceil(4096) as f64,
+        write_units: 0.0,
+    };
+    run(
+        "list page of 100, forward",
+        tenth,
+        list_hand_built,
+        "the same; the 101st item read tells whether another page follows",
+        &mut |_| store.list(&page(false, false)).map(drop),
+    )?;
+    run(
+        "list page of 100, reverse",
+        tenth,
+        list_hand_built,
+        "the same",
+        &mut |_| store.list(&page(true, false)).map(drop),
+    )?;
+    run(
+        "children page of 100",
+        tenth,
+        list_hand_built,
+        "the same where children have no descendants; a descendant is skipped by a new Query",
+        &mut |_| store.list(&page(false, true)).map(drop),
+    )?;
+    run(
+        "transaction of 10 puts",
+        tenth,
+        HandBuilt {
+            requests: "1 TransactWriteItems",
+            read_units: 0.0,
+            write_units: 20.0,
+        },
+        "a consistent read of each item (conditions on what was read), one log entry for the 10",
+        &mut |i| {
+            let mut tx = Transaction::new();
+            for p in &items[(i * 10) % (ops - 9)..][..10] {
+                tx = tx.put(p.clone(), value(i)?, PutOptions::default());
+            }
+            match store.transact(tx)?.first() {
+                Some(TxResult::Put(_)) => Ok(()),
+                other => Err(Error::InvalidRequest(format!(
+                    "a transaction of puts answered {other:?}"
+                ))),
+            }
+        },
+    )?;
+    let since = store.changes_token(&group)?;
+    for (i, p) in items.iter().take(10).enumerate() {
+        store.put(p, value(i)?, PutOptions::default())?;
+    }
+    run(
+        "change feed poll returning 10 changes",
+        tenth,
+        HandBuilt {
+            requests: "DynamoDB Streams GetRecords",
+            read_units: 0.0,
+            write_units: 0.0,
+        },
+        "exact, ordered, resumable changes of one group, kept 7 days (Streams: 24 hours, billed per GetRecords apart)",
+        &mut |_| store.changes(&group, Some(&since), 100).map(drop),
+    )?;
+    let end = store.changes_token(&group)?;
+    run(
+        "change feed poll finding nothing",
+        tenth,
+        HandBuilt {
+            requests: "DynamoDB Streams GetRecords",
+            read_units: 0.0,
+            write_units: 0.0,
+        },
+        "as above",
+        &mut |_| store.changes(&group, Some(&end), 100).map(drop),
+    )?;
+    run(
+        "move of one item (subtree move)",
+        tenth,
+        HandBuilt {
+            requests: "1 GetItem + 1 TransactWriteItems",
+            read_units: 1.0,
+            write_units: 4.0,
+        },
+        "the source's tombstone, the history moved along, the change logged in both places, a job record for moves too large for one transaction",
+        &mut |i| {
+            let to = path(format!("{group}/moved-{i}"))?;
+            store.move_subtree(&items[i], &to, &mut |_| {}).map(drop)
+        },
+    )?;
+    run(
+        "delete",
+        ops - tenth,
+        HandBuilt {
+            requests: "1 DeleteItem",
+            read_units: 0.0,
+            write_units: 1.0,
+        },
+        "the tombstone that keeps the path's last version (a re-created item continues it), the change logged",
+        &mut |i| store.delete(&items[tenth + i], None).map(drop),
+    )?;
+    run(
+        "put, the first of this process to its group",
+        tenth,
+        put_item,
+        "as a put, plus reading the group's change log end (and, one time in eight, its oldest entries)",
+        &mut |i| {
+            let first = path(format!("/cost-{nonce}-{i}/item-1"))?;
+            store
+                .put(&first, value(i)?, PutOptions::default())
+                .map(drop)
+        },
+    )?;
+    Ok(rows)
+}
+
+/// The rows as a Markdown table, with the units the endpoint reported over the run.
+pub fn render(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| operation | runs | requests per op | requests per op, by kind | read units per op | write units per op | hand-built design: requests, read units, write units | what the difference buys |\n\
+         | --- | ---: | ---: | --- | ---: | ---: | --- | --- |\n",
+    );
+    let mut reported = (0.0, 0.0);
+    for row in rows {
+        let ops = row.ops as f64;
+        let h = &row.hand_built;
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {}, {}, {} | {} |\n",
+            row.operation,
+            row.ops,
+            trim(row.requests_per_op()),
+            row.by_kind(),
+            trim(row.spent.model_read_units / ops),
+            trim(row.spent.model_write_units as f64 / ops),
+            h.requests,
+            trim(h.read_units),
+            trim(h.write_units),
+            row.buys,
+        ));
+        reported.0 += row.spent.read_units;
+        reported.1 += row.spent.write_units;
+    }
+    out.push_str(&format!(
+        "\nUnits by DynamoDB's pricing rules from the items' sizes (values of {VALUE_BYTES} bytes). \
+         The endpoint reported {} read and {} write units over these runs (ReturnConsumedCapacity: \
+         DynamoDB's bill; moto reports fixed placeholders, and none for transactions).\n",
+        trim(reported.0),
+        trim(reported.1)
+    ));
+    out
+}
