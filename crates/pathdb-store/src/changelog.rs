@@ -92,9 +92,13 @@ pub struct ChangeToken {
     /// When the entry before `entry` was written (0: unknown, or there is none): a reader
     /// checks it, so that a token from another history of the group (a database restored from
     /// an older backup, or imported afresh, whose entries are numbered anew) is refused rather
-    /// than read at a position that means something else there.
+    /// than read at a position that means something else there. In a listing token (`listing`),
+    /// the time from which the entries before `entry` are delivered too.
     pub(crate) previous: i64,
-    /// The MAC over the fields and the group.
+    /// A listing's token on a backend without snapshots, which a reader resolves first
+    /// (feed.rs, `listing_token`).
+    pub(crate) listing: bool,
+    /// The MAC over the fields, the kind and the group.
     tag: [u8; TAG_BYTES],
 }
 
@@ -120,21 +124,48 @@ impl ChangeToken {
             entry,
             offset,
             previous,
+            listing: false,
             tag: tokens.tag(Kind::Change, &[partition], &payload),
+        }
+    }
+
+    /// A listing's token: the changes from entry `entry` on, and those of the entries before
+    /// it written at or after `from` (feed.rs, `listing_token`).
+    pub(crate) fn mint_listing(
+        tokens: &TokenKey,
+        partition: &[u8],
+        entry: u64,
+        from: i64,
+    ) -> ChangeToken {
+        let payload = ChangeToken::payload(entry, 0, from);
+        ChangeToken {
+            entry,
+            offset: 0,
+            previous: from,
+            listing: true,
+            tag: tokens.tag(Kind::ListingChange, &[partition], &payload),
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        if self.listing {
+            Kind::ListingChange
+        } else {
+            Kind::Change
         }
     }
 
     /// Whether the database's key sealed this token for `partition`'s feed.
     pub(crate) fn is_sealed_for(&self, tokens: &TokenKey, partition: &[u8]) -> bool {
         let payload = ChangeToken::payload(self.entry, self.offset, self.previous);
-        tokens.verify(Kind::Change, &[partition], &payload, &self.tag)
+        tokens.verify(self.kind(), &[partition], &payload, &self.tag)
     }
 }
 
 impl std::fmt::Display for ChangeToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut raw = [0; TOKEN_BYTES];
-        raw[0] = Kind::Change as u8;
+        raw[0] = self.kind() as u8;
         raw[1..1 + PAYLOAD_BYTES].copy_from_slice(&ChangeToken::payload(
             self.entry,
             self.offset,
@@ -162,7 +193,12 @@ impl std::str::FromStr for ChangeToken {
                     .into(),
             ));
         }
-        if raw.len() != TOKEN_BYTES || raw[0] != Kind::Change as u8 {
+        let listing = match raw.first() {
+            Some(&kind) if kind == Kind::Change as u8 => false,
+            Some(&kind) if kind == Kind::ListingChange as u8 => true,
+            _ => return Err(invalid()),
+        };
+        if raw.len() != TOKEN_BYTES {
             return Err(invalid());
         }
         fn field<const N: usize>(raw: &[u8], at: usize) -> [u8; N] {
@@ -182,6 +218,7 @@ impl std::str::FromStr for ChangeToken {
             entry,
             offset,
             previous,
+            listing,
             tag,
         })
     }

@@ -52,6 +52,13 @@ pub(crate) fn read<R: Reader>(
              or issued for another group or database)"
         )));
     }
+    let resolved;
+    let since = if since.listing {
+        resolved = resolve_listing(tokens, reader, &partition, since)?;
+        &resolved
+    } else {
+        since
+    };
     let expired = |why: &str| {
         Error::ChangesExpired(format!(
             "{why}; list again and follow from the listing's changes_token (retention: {} s)",
@@ -208,6 +215,13 @@ const LISTING_MARGIN_ENTRIES: usize = 64;
 /// before the entries of the last [`LISTING_MARGIN`] (at most 64 of them): a follower then
 /// repeats a few changes the listing may already show, which the version rule makes harmless,
 /// instead of skipping one the listing did not show yet.
+///
+/// The listing reads only the newest entry (a read unit on DynamoDB, where reading the margin's
+/// entries would cost their whole size for every first page). When that entry is older than the
+/// margin, the token is that position; otherwise it is a listing token (the newest entry's
+/// successor and the margin's start), which the first read of the feed resolves into a position
+/// by reading those entries back ([`resolve_listing`]): only a listing that is followed pays
+/// for them, and a follower reads them anyway.
 pub(crate) fn listing_token<R: Reader>(
     shared: bool,
     tokens: &TokenKey,
@@ -215,32 +229,55 @@ pub(crate) fn listing_token<R: Reader>(
     partition: &[u8],
     now: i64,
 ) -> Result<ChangeToken, Error> {
-    if !shared {
-        return position(tokens, reader, partition);
-    }
+    let newest = newest_entry(reader, partition)?;
+    let margin = i64::try_from(LISTING_MARGIN.as_micros()).unwrap_or(i64::MAX);
+    let from = now.saturating_sub(margin);
+    Ok(match newest {
+        Some((n, written)) if shared && written >= from => {
+            ChangeToken::mint_listing(tokens, partition, n + 1, from)
+        }
+        Some((n, written)) => ChangeToken::mint(tokens, partition, n + 1, 0, written),
+        None => ChangeToken::mint(tokens, partition, 1, 0, 0),
+    })
+}
+
+/// The position a listing token stands for: before the entries before `since.entry` written at
+/// or after `since.previous` (at most [`LISTING_MARGIN_ENTRIES`] of them), else at
+/// `since.entry`.
+fn resolve_listing<R: Reader>(
+    tokens: &TokenKey,
+    reader: &R,
+    partition: &[u8],
+    since: &ChangeToken,
+) -> Result<ChangeToken, Error> {
+    let from = since.previous;
+    let Some(last) = since.entry.checked_sub(1).filter(|n| *n > 0) else {
+        return Ok(ChangeToken::mint(tokens, partition, since.entry, 0, 0));
+    };
     let recent = reader.scan(
         partition,
-        &layout::change_range(1),
+        &layout::change_range_through(last),
         Direction::Reverse,
         LISTING_MARGIN_ENTRIES + 1,
     )?;
-    let margin = i64::try_from(LISTING_MARGIN.as_micros()).unwrap_or(i64::MAX);
-    let mut start = None;
+    let mut start = match recent.first() {
+        Some((sort, record)) if layout::change_number(sort) == Some(last) => {
+            (since.entry, record.created_at)
+        }
+        _ => (since.entry, 0),
+    };
     for (i, (sort, record)) in recent.iter().enumerate() {
         let Some(n) = layout::change_number(sort) else {
             continue;
         };
-        if record.created_at < now.saturating_sub(margin) || i == LISTING_MARGIN_ENTRIES {
+        if record.created_at < from || i == LISTING_MARGIN_ENTRIES {
             break;
         }
         // The entry before this one, if read, is the token's check.
         let previous = recent.get(i + 1).map_or(0, |(_, r)| r.created_at);
-        start = Some((n, previous));
+        start = (n, previous);
     }
-    Ok(match start {
-        Some((entry, previous)) => ChangeToken::mint(tokens, partition, entry, 0, previous),
-        None => position(tokens, reader, partition)?,
-    })
+    Ok(ChangeToken::mint(tokens, partition, start.0, 0, start.1))
 }
 
 /// The position after the newest entry of `partition`'s log, as `reader` sees it.
@@ -249,6 +286,12 @@ pub(crate) fn position<R: Reader>(
     reader: &R,
     partition: &[u8],
 ) -> Result<ChangeToken, Error> {
+    let (last, previous) = newest_entry(reader, partition)?.unwrap_or((0, 0));
+    Ok(ChangeToken::mint(tokens, partition, last + 1, 0, previous))
+}
+
+/// The number of the newest entry of `partition`'s log and when it was written, if any.
+fn newest_entry<R: Reader>(reader: &R, partition: &[u8]) -> Result<Option<(u64, i64)>, Error> {
     // Borrowed: only the newest entry's number and time are needed, not a copy of its record
     // (every first page of a listing reads this).
     let mut newest = None;
@@ -262,6 +305,5 @@ pub(crate) fn position<R: Reader>(
             std::ops::ControlFlow::Break(())
         },
     )?;
-    let (last, previous) = newest.unwrap_or((0, 0));
-    Ok(ChangeToken::mint(tokens, partition, last + 1, 0, previous))
+    Ok(newest)
 }

@@ -235,6 +235,14 @@ pub(crate) fn change_range(from: u64) -> SortRange {
     }
 }
 
+/// Change log entries numbered 1 to `last`.
+pub(crate) fn change_range_through(last: u64) -> SortRange {
+    SortRange {
+        start: Bound::Included(crate::backend::log_entry(&CHANGE_LOG, 1)),
+        end: Bound::Included(crate::backend::log_entry(&CHANGE_LOG, last)),
+    }
+}
+
 /// The number of a change log entry.
 pub(crate) fn change_number(sort: &[u8]) -> Option<u64> {
     sort.strip_prefix(&CHANGE_LOG)

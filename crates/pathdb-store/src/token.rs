@@ -39,6 +39,9 @@ pub(crate) enum Kind {
     ScanCursor = 0x32,
     /// A [`crate::ChangeToken`]: entry, offset and the previous entry's time.
     Change = 0x42,
+    /// A [`crate::ChangeToken`] of a listing on a backend without snapshots: the entry after
+    /// the newest, and the time from which earlier entries are delivered too (feed.rs).
+    ListingChange = 0x52,
 }
 
 /// A database's token key, keyed once (the HMAC state after the key is cloned per token).

@@ -24,6 +24,9 @@ struct Wrapped {
     fail_writes: AtomicBool,
     /// Before the next write, a concurrent writer bumps this item's version.
     interfere: Mutex<Option<KeyPath>>,
+    /// Says it is written by other processes too, as a DynamoDB table is (listing tokens then
+    /// start a margin back).
+    shared: bool,
 }
 
 struct WrappedReader<'a> {
@@ -67,6 +70,10 @@ impl Backend for Wrapped {
             self.inner.write(WriteBatch { ops: vec![op] })?;
         }
         self.inner.write(batch)
+    }
+
+    fn shared(&self) -> bool {
+        self.shared
     }
 }
 
@@ -367,4 +374,84 @@ fn record_summary(r: ExportRecord) -> (KeyPath, Option<Json>, bool) {
         ExportRecord::Revision(i) => (i.path, Some(i.value), true),
         ExportRecord::Tombstone { path, .. } => (path, None, false),
     }
+}
+
+/// On a backend without snapshots (DynamoDB), a listing's first page reads its items and the
+/// newest change log entry only; following its token delivers the changes of the last 10 s before
+/// the listing too (the margin), then what came after; after 10 quiet seconds the token is the
+/// exact position.
+#[test]
+fn a_shared_listing_reads_one_log_entry_and_its_token_covers_the_margin() {
+    let clock = Arc::new(ManualClock::new(Timestamp(1_700_000_000_000_000)));
+    let options = StoreOptions {
+        clock: clock.clone(),
+        sweep_interval: None,
+        ..StoreOptions::default()
+    };
+    let backend = Wrapped {
+        shared: true,
+        ..Wrapped::default()
+    };
+    let store = Store::new(backend, options).unwrap();
+    let group = path("/l-1");
+    // 20 writes a second apart: at the listing (t + 20 s) the last 10 s hold a-10..a-19.
+    for i in 0..20 {
+        store
+            .put(
+                &path(&format!("/l-1/a-{i}")),
+                value(i),
+                PutOptions::default(),
+            )
+            .unwrap();
+        clock.advance(Duration::from_secs(1));
+    }
+    let mut request = ListRequest::new(group.clone());
+    request.limit = 5;
+    store.backend().entries_read.store(0, Ordering::SeqCst);
+    let page = store.list(&request).unwrap();
+    assert_eq!(page.items.len(), 5);
+    assert_eq!(
+        store.backend().entries_read.load(Ordering::SeqCst),
+        5 + 1 + 1,
+        "the page, the item that says another page follows, the newest log entry"
+    );
+    let token = page.changes_token.expect("a first page has a token");
+    let listed = token;
+    store
+        .put(&path("/l-1/b-1"), value(0), PutOptions::default())
+        .unwrap();
+    let followed = store.changes(&group, Some(&token), 100).unwrap();
+    let paths: Vec<String> = followed
+        .changes
+        .iter()
+        .map(|c| c.change.path().to_string())
+        .collect();
+    let mut expected: Vec<String> = (10..20).map(|i| format!("/l-1/a-{i}")).collect();
+    expected.push("/l-1/b-1".into());
+    assert_eq!(paths, expected);
+    // The token survives its text form, and a later page needs no resolving again.
+    let again: pathdb_store::ChangeToken = token.to_string().parse().unwrap();
+    assert_eq!(store.changes(&group, Some(&again), 100).unwrap(), followed);
+    assert!(
+        store
+            .changes(&group, Some(&followed.next_token), 100)
+            .unwrap()
+            .changes
+            .is_empty()
+    );
+    // Quiet for longer than the margin: the token is the position after the newest entry.
+    clock.advance(Duration::from_secs(11));
+    let token = store.list(&request).unwrap().changes_token.unwrap();
+    assert!(
+        store
+            .changes(&group, Some(&token), 100)
+            .unwrap()
+            .changes
+            .is_empty()
+    );
+    // A listing token is sealed for its group like any other.
+    assert!(matches!(
+        store.changes(&path("/l-2"), Some(&listed), 100),
+        Err(Error::InvalidChangeToken(_))
+    ));
 }

@@ -5,6 +5,8 @@
 //! A generated path is always one that was never used: no item, tombstone or descendant is
 //! stored under it when the batch is planned, and the item's put is conditional on its key being
 //! absent, so a racing creator makes the batch fail and the store plans again with a new id.
+//! That one read of the path's subtree also tells the item stage that nothing is stored at it:
+//! a create reads no more (on DynamoDB, one `Query` instead of a `Query` and a `GetItem`).
 //!
 //! A sequence keeps its last id in a record (layout.rs): under the parent's group for children,
 //! in the system partition for new groups. Every create of the sequence writes that record

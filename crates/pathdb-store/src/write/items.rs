@@ -25,7 +25,8 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
 ) -> Result<Written<'a>, Error> {
     let now = ctx.now;
     let key = layout::item_key(&path);
-    let stored = ctx.reader.get(&key)?;
+    // A generated path was read already: nothing is stored at it or below (ids.rs).
+    let stored = if fresh { None } else { ctx.reader.get(&key)? };
     let current = visible(stored.clone(), now);
     plan.found.push(current.is_some());
     let condition = match op {
