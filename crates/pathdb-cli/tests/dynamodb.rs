@@ -102,3 +102,32 @@ fn serve_on_dynamodb_with_the_same_output() {
     )));
     drop(server);
 }
+
+/// `pathdb bench dynamodb-cost` on a table that does not exist: makes it, prints the cost table
+/// (a put of a new path is 2 requests), and deletes it after.
+#[test]
+fn bench_dynamodb_cost_prints_the_table_and_removes_its_table() {
+    let Ok(endpoint) = std::env::var("PATHDB_DYNAMODB_ENDPOINT") else {
+        eprintln!("skipped: PATHDB_DYNAMODB_ENDPOINT is not set");
+        return;
+    };
+    let table = format!("pathdb-cli-cost-{}", std::process::id());
+    let where_ = [
+        "--table",
+        &table,
+        "--endpoint",
+        &endpoint,
+        "--region",
+        "us-east-1",
+    ];
+    let out = ok(&[&["bench", "dynamodb-cost", "--ops", "10"][..], &where_].concat());
+    assert!(
+        out.contains("| put of a new path | 10 | 2 | 1 GetItem + 1 TransactWriteItems |"),
+        "{out}"
+    );
+    assert!(out.contains("| get | 10 | 1 | 1 GetItem |"), "{out}");
+    assert!(!out.contains("they are left there"), "{out}");
+    // The run's table is gone: making it again makes a new one.
+    let created = ok(&[&["dynamodb", "create-table"][..], &where_].concat());
+    assert_eq!(created.trim(), format!("created table {table}"));
+}

@@ -166,8 +166,68 @@ fn ready_means_the_table_is_reachable_and_active() {
 /// What the change feed costs in DynamoDB requests (docs/changes.md's cost table, docs/dynamodb.md):
 /// a write is one `TransactWriteItems` (the item and its change log entry) plus the reads that
 /// plan it; the log's last number is read only by a process's first write to a group (group.rs
-/// remembers it), and about one commit in eight also queries the log's oldest entries
-/// (trimming). A poll is one `Query`. So replacing or deleting an item is 2 requests.
+/// remembers it), and until a process has read a group's oldest log entries, about one commit in
+/// eight does (trimming). A poll is one `Query`. So replacing or deleting an item is 2 requests.
+/// `pathdb bench dynamodb-cost`'s measurement (cost.rs), on moto: in the steady state a put of a
+/// new or an existing path and a create are 2 requests, a get is 1, and a listing page reads
+/// one unit more than its items (the change log's newest entry, for its `changes_token`).
+#[test]
+fn what_operations_cost() {
+    let Some((endpoint, _)) = endpoint() else {
+        return;
+    };
+    let store = Store::new(
+        Dynamo::new(endpoint).backend(),
+        StoreOptions {
+            sweep_interval: None,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("store opens");
+    let rows = pathdb_dynamodb::cost::measure(&store, 10, 1).expect("measured");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r.operation == name)
+            .unwrap_or_else(|| panic!("no row {name}"))
+    };
+    for name in ["put of a new path", "put of an existing path (update)"] {
+        let r = row(name);
+        assert_eq!(
+            (r.requests_per_op(), r.by_kind().as_str()),
+            (2.0, "1 GetItem + 1 TransactWriteItems"),
+            "{name}"
+        );
+        // 1 unit for the consistent read; 2 per KB for the item and for its log entry.
+        assert_eq!(
+            (r.spent.model_read_units, r.spent.model_write_units),
+            (10.0, 40),
+            "{name}"
+        );
+    }
+    let create = row("create with a generated id (uuid)");
+    assert_eq!(
+        (create.requests_per_op(), create.by_kind().as_str()),
+        (2.0, "1 Query + 1 TransactWriteItems")
+    );
+    let get = row("get");
+    assert_eq!(
+        (get.requests_per_op(), get.by_kind().as_str()),
+        (1.0, "1 GetItem")
+    );
+    let list = row("list page of 100, forward");
+    assert_eq!(list.requests_per_op(), 2.0);
+    let per_page = list.spent.model_read_units / list.ops as f64;
+    assert!(
+        per_page <= list.hand_built.read_units + 1.0,
+        "a page of 100 read {per_page} units"
+    );
+    let table = pathdb_dynamodb::cost::render(&rows);
+    assert!(
+        table.contains("| put of a new path | 10 | 2 | 1 GetItem + 1 TransactWriteItems | 1 | 4 |"),
+        "{table}"
+    );
+}
+
 #[test]
 fn requests_per_write_and_per_poll() {
     let Some((endpoint, _)) = endpoint() else {
@@ -213,9 +273,9 @@ fn requests_per_write_and_per_poll() {
     store
         .put(&item, value(), pathdb_store::PutOptions::default())
         .expect("put");
-    // The item's record, its latest revision (a new item), the log's last number (the first
-    // write to the group in this process).
-    write(step("first put of a new item"), 2);
+    // The item's record and the log's last number (the first write to the group in this
+    // process). A path with no record was never used (pathdb-store's upgrade.rs): nothing more.
+    write(step("first put of a new item"), 1);
     for _ in 0..3 {
         store
             .put(&item, value(), pathdb_store::PutOptions::default())

@@ -14,7 +14,7 @@
 
 use crate::backend::{Backend, Expect, Key, Reader, Record, WriteBatch, WriteError, WriteOp};
 use crate::{Error, layout};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 /// Records read per page of the one-time scan.
 const SCAN_PAGE: usize = 1000;
@@ -64,14 +64,16 @@ pub(crate) fn record_used_paths<B: Backend>(backend: &B) -> Result<(), Error> {
     }
 }
 
-/// The tombstone each path with revisions but no record needs, in key order. Within a
-/// partition a scan meets every item key before any revision (layout.rs), and an item's newest
-/// revision first.
+/// The tombstone each path with revisions but no record needs. Within a partition a scan in key
+/// order meets every item key before any revision (layout.rs), and an item's newest revision
+/// first. A scan whose order is looser (DynamoDB's splits a large partition by sort-key range)
+/// may name a path that has a record: its tombstone is written only where the key is absent
+/// ([`write_absent`]), so that costs a failed condition, never a record.
 fn paths_without_records<B: Backend>(backend: &B) -> Result<Vec<(Key, Record)>, Error> {
     let reader = backend.reader()?;
-    let mut missing = Vec::new();
+    let mut missing = BTreeMap::new();
     let mut partition: Option<Vec<u8>> = None;
-    // The item sort keys of `partition` that hold a record, or got a tombstone here.
+    // The item sort keys of `partition` that hold a record.
     let mut recorded: HashSet<Vec<u8>> = HashSet::new();
     let mut after: Option<Key> = None;
     loop {
@@ -94,24 +96,29 @@ fn paths_without_records<B: Backend>(backend: &B) -> Result<Vec<(Key, Record)>, 
             let Some(item) = layout::revision_item_sort(&key.sort) else {
                 continue;
             };
-            if recorded.insert(item.to_vec()) {
-                let tombstone = Record {
-                    version: record.version,
-                    created_at: record.created_at,
-                    modified_at: record.modified_at,
-                    expires_at: None,
-                    value: Vec::new(),
-                };
-                let item = Key {
-                    partition: key.partition.clone(),
-                    sort: item.to_vec(),
-                };
-                missing.push((item, tombstone));
+            if recorded.contains(item) {
+                continue;
+            }
+            let item = Key {
+                partition: key.partition.clone(),
+                sort: item.to_vec(),
+            };
+            // The newest revision's version: the first met in key order, the largest in any.
+            let tombstone = missing.entry(item).or_insert_with(|| Record {
+                version: 0,
+                created_at: record.created_at,
+                modified_at: record.modified_at,
+                expires_at: None,
+                value: Vec::new(),
+            });
+            if record.version > tombstone.version {
+                tombstone.version = record.version;
+                tombstone.modified_at = record.modified_at;
             }
         }
         match page.into_iter().last() {
             Some((key, _)) if full => after = Some(key),
-            _ => return Ok(missing),
+            _ => return Ok(missing.into_iter().collect()),
         }
     }
 }
