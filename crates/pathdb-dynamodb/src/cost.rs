@@ -233,21 +233,21 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
         "list page of 100, forward",
         tenth,
         list_hand_built,
-        "the same; the 101st item read tells whether another page follows",
+        "a changes_token to follow the listing from (a Query of the change log's newest entry: 1 unit); the 101st item read tells whether another page follows",
         &mut |_| store.list(&page(false, false)).map(drop),
     )?;
     run(
         "list page of 100, reverse",
         tenth,
         list_hand_built,
-        "the same",
+        "as forward",
         &mut |_| store.list(&page(true, false)).map(drop),
     )?;
     run(
         "children page of 100",
         tenth,
         list_hand_built,
-        "the same where children have no descendants; a descendant is skipped by a new Query",
+        "as a listing; children with descendants are each skipped over by a new Query (a hand-built design needs an item per child to list them in one)",
         &mut |_| store.list(&page(false, true)).map(drop),
     )?;
     run(

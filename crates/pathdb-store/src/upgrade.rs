@@ -156,29 +156,26 @@ fn write_absent<B: Backend>(backend: &B, mut tombstones: Vec<(Key, Record)>) -> 
 mod tests {
     use super::*;
     use crate::backend::InMemoryBackend;
-    use crate::{Json, PutOptions, Store, StoreOptions};
     use pathdb_keys::KeyPath;
 
-    fn options() -> StoreOptions {
-        StoreOptions {
-            sweep_interval: None,
-            default_history_retention: 10,
-            ..StoreOptions::default()
-        }
+    fn item_key(path: &str) -> Key {
+        layout::item_key(&path.parse::<KeyPath>().expect("path"))
     }
 
-    /// A database as an old build left it: `/h-1/a-1` kept history up to version 3 and was
-    /// deleted without a tombstone; `/h-1/a-2` lives at version 2, with its history; no mark.
-    fn old_database() -> InMemoryBackend {
-        let record = |version: u64, value: &str| Record {
+    fn record(version: u64, value: &str) -> Record {
+        Record {
             version,
             created_at: 1,
             modified_at: 1 + version as i64,
             expires_at: None,
             value: value.as_bytes().to_vec(),
-        };
-        let gone = layout::item_key(&"/h-1/a-1".parse().expect("path"));
-        let kept = layout::item_key(&"/h-1/a-2".parse().expect("path"));
+        }
+    }
+
+    /// What an old build leaves of `/h-1/a-1`, deleted at version 3 with its history kept and
+    /// no tombstone, and of `/h-1/a-2`, live at version 2 with its history.
+    fn old_records() -> Vec<WriteOp> {
+        let (gone, kept) = (item_key("/h-1/a-1"), item_key("/h-1/a-2"));
         let mut ops = Vec::new();
         for v in 1..=3 {
             ops.push(WriteOp::Put {
@@ -199,66 +196,47 @@ mod tests {
             record: record(2, "{}"),
             expect: None,
         });
+        ops
+    }
+
+    #[test]
+    fn paths_deleted_before_tombstones_get_theirs_at_their_newest_version() {
         let backend = InMemoryBackend::new();
-        backend.write(WriteBatch { ops }).expect("written");
         backend
-    }
-
-    #[test]
-    fn a_new_database_is_marked_at_open() {
-        let store = Store::new(InMemoryBackend::new(), options()).expect("store");
-        let mark = store.backend().reader().expect("reader");
-        assert!(
-            mark.get(&layout::used_paths_recorded_key())
-                .expect("get")
-                .is_some()
-        );
-    }
-
-    #[test]
-    fn paths_deleted_before_tombstones_get_theirs_and_continue_their_numbering() {
-        let backend = old_database();
+            .write(WriteBatch { ops: old_records() })
+            .expect("written");
         record_used_paths(&backend).expect("upgrade");
         let reader = backend.reader().expect("reader");
-        let gone: KeyPath = "/h-1/a-1".parse().expect("path");
         let tombstone = reader
-            .get(&layout::item_key(&gone))
+            .get(&item_key("/h-1/a-1"))
             .expect("get")
             .expect("a tombstone");
         assert_eq!((tombstone.version, tombstone.value.len()), (3, 0));
         let kept = reader
-            .get(&layout::item_key(&"/h-1/a-2".parse().expect("path")))
+            .get(&item_key("/h-1/a-2"))
             .expect("get")
             .expect("the live item");
         assert_eq!((kept.version, kept.value.as_slice()), (2, &b"{}"[..]));
-        drop(reader);
-        // Marked: the next open reads the mark only, and a put continues after version 3.
-        let store = Store::new(backend, options()).expect("store");
-        assert_eq!(store.get(&gone).expect("get"), None);
-        let put = store
-            .put(
-                &gone,
-                Json::parse("{}").expect("json"),
-                PutOptions::default(),
-            )
-            .expect("put");
-        assert_eq!(put.version, 4);
+        assert!(
+            reader
+                .get(&layout::used_paths_recorded_key())
+                .expect("get")
+                .is_some(),
+            "marked"
+        );
     }
 
     #[test]
-    fn opening_an_old_database_upgrades_it() {
-        // Store::new upgrades: the history stays, and the numbering continues.
-        let store = Store::new(old_database(), options()).expect("store");
-        let gone: KeyPath = "/h-1/a-1".parse().expect("path");
-        let history = store.history(&gone, 10).expect("history");
-        assert_eq!(history.len(), 3);
-        let put = store
-            .put(
-                &gone,
-                Json::parse("{}").expect("json"),
-                PutOptions::default(),
-            )
-            .expect("put");
-        assert_eq!(put.version, 4);
+    fn a_marked_database_is_not_read_again() {
+        let backend = InMemoryBackend::new();
+        record_used_paths(&backend).expect("an empty database is marked");
+        // Records that break the rule, written after the mark, are left alone: the mark is all
+        // an open reads.
+        backend
+            .write(WriteBatch { ops: old_records() })
+            .expect("written");
+        record_used_paths(&backend).expect("upgrade");
+        let reader = backend.reader().expect("reader");
+        assert_eq!(reader.get(&item_key("/h-1/a-1")).expect("get"), None);
     }
 }

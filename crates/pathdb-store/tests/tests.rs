@@ -6,7 +6,8 @@
 //! - `faults`: injected storage faults on memory and file, and a real full disk (tmpfs);
 //! - `bad_input`: rejected requests leave the database file unchanged, errors say why;
 //! - `read_only`: read-only opens never change the file and refuse writes;
-//! - `wrappers`: children listing reads little (seeks); injected storage failures.
+//! - `wrappers`: children listing reads little (seeks); injected storage failures;
+//! - `upgrade`: a database written before tombstones continues its paths' numbering.
 
 mod bad_input;
 mod conformance;
@@ -14,6 +15,7 @@ mod crash;
 mod faults;
 mod model;
 mod read_only;
+mod upgrade;
 mod wrappers;
 
 /// Polls a future to completion on this thread (the store crate has no async runtime).
