@@ -4,14 +4,15 @@
 
 use crate::{Served, ok, pathdb_command};
 
-#[test]
-fn serve_on_dynamodb_with_the_same_output() {
+/// The table flags for a table named `name` plus this process's id, on the endpoint the
+/// environment names; `None` (saying so) without one.
+fn table_flags(name: &str) -> Option<(String, Vec<String>)> {
     let Ok(endpoint) = std::env::var("PATHDB_DYNAMODB_ENDPOINT") else {
         eprintln!("skipped: PATHDB_DYNAMODB_ENDPOINT is not set");
-        return;
+        return None;
     };
-    let table = format!("pathdb-cli-{}", std::process::id());
-    let where_ = [
+    let table = format!("{name}-{}", std::process::id());
+    let flags = [
         "--table",
         &table,
         "--endpoint",
@@ -19,12 +20,22 @@ fn serve_on_dynamodb_with_the_same_output() {
         "--region",
         "us-east-1",
     ];
-    let created = ok(&[&["dynamodb", "create-table"][..], &where_].concat());
+    Some((table.clone(), flags.map(str::to_owned).to_vec()))
+}
+
+#[test]
+fn serve_on_dynamodb_with_the_same_output() {
+    let Some((table, flags)) = table_flags("pathdb-cli") else {
+        return;
+    };
+    let where_: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let where_ = where_.as_slice();
+    let created = ok(&[&["dynamodb", "create-table"][..], where_].concat());
     assert_eq!(created.trim(), format!("created table {table}"));
-    let again = ok(&[&["dynamodb", "create-table"][..], &where_].concat());
+    let again = ok(&[&["dynamodb", "create-table"][..], where_].concat());
     assert_eq!(again.trim(), format!("table {table} already exists"));
 
-    let server = Served::dynamodb(&where_);
+    let server = Served::dynamodb(where_);
     let url = server.url.clone();
 
     let dir = tempfile::tempdir().expect("tempdir");
@@ -107,20 +118,12 @@ fn serve_on_dynamodb_with_the_same_output() {
 /// (a put of a new path is 2 requests), and deletes it after.
 #[test]
 fn bench_dynamodb_cost_prints_the_table_and_removes_its_table() {
-    let Ok(endpoint) = std::env::var("PATHDB_DYNAMODB_ENDPOINT") else {
-        eprintln!("skipped: PATHDB_DYNAMODB_ENDPOINT is not set");
+    let Some((table, flags)) = table_flags("pathdb-cli-cost") else {
         return;
     };
-    let table = format!("pathdb-cli-cost-{}", std::process::id());
-    let where_ = [
-        "--table",
-        &table,
-        "--endpoint",
-        &endpoint,
-        "--region",
-        "us-east-1",
-    ];
-    let out = ok(&[&["bench", "dynamodb-cost", "--ops", "10"][..], &where_].concat());
+    let where_: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let where_ = where_.as_slice();
+    let out = ok(&[&["bench", "dynamodb-cost", "--ops", "10"][..], where_].concat());
     assert!(
         out.contains("| put of a new path | 10 | 2 | 1 GetItem + 1 TransactWriteItems |"),
         "{out}"
@@ -128,6 +131,6 @@ fn bench_dynamodb_cost_prints_the_table_and_removes_its_table() {
     assert!(out.contains("| get | 10 | 1 | 1 GetItem |"), "{out}");
     assert!(!out.contains("they are left there"), "{out}");
     // The run's table is gone: making it again makes a new one.
-    let created = ok(&[&["dynamodb", "create-table"][..], &where_].concat());
+    let created = ok(&[&["dynamodb", "create-table"][..], where_].concat());
     assert_eq!(created.trim(), format!("created table {table}"));
 }

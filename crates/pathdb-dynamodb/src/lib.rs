@@ -383,13 +383,8 @@ impl DynamoBackend {
                     }
                 })
                 .await?;
-            self.metrics.add_read_units(
-                response
-                    .consumed_capacity()
-                    .and_then(|c| c.capacity_units()),
-            );
             self.metrics
-                .model_read(response.items().iter().map(attrs::size).sum());
+                .count_page_units(response.consumed_capacity(), response.items());
             for item in response.items() {
                 let Some((key, record)) = self.pathdb_record(item) else {
                     continue;
@@ -454,13 +449,8 @@ impl DynamoBackend {
                     async move { request.send().await.map_err(|e| retry::classify("Scan", e)) }
                 })
                 .await?;
-            self.metrics.add_read_units(
-                response
-                    .consumed_capacity()
-                    .and_then(|c| c.capacity_units()),
-            );
             self.metrics
-                .model_read(response.items().iter().map(attrs::size).sum());
+                .count_page_units(response.consumed_capacity(), response.items());
             for item in response.items() {
                 match self.pathdb_record(item) {
                     Some(found) => out.push(found),
@@ -504,14 +494,9 @@ impl DynamoBackend {
                     async move { request.send().await.map_err(|e| retry::classify("Scan", e)) }
                 })
                 .await?;
-            self.metrics.add_read_units(
-                response
-                    .consumed_capacity()
-                    .and_then(|c| c.capacity_units()),
-            );
-            // DynamoDB bills the whole items read, not the projection: a floor.
+            // DynamoDB bills the whole items read, not the projection: the model's is a floor.
             self.metrics
-                .model_read(response.items().iter().map(attrs::size).sum());
+                .count_page_units(response.consumed_capacity(), response.items());
             for item in response.items() {
                 match item.get("pk") {
                     Some(AttributeValue::B(blob)) => {

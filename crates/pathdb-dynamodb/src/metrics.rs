@@ -168,6 +168,17 @@ impl Metrics {
         self.add_model_read_milli(bytes.div_ceil(4096).max(1) as u64 * 1000);
     }
 
+    /// The units of one `Query` or `Scan` page: as reported, and by the model from the items it
+    /// returned.
+    pub(crate) fn count_page_units(
+        &self,
+        consumed: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>,
+        items: &[std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>],
+    ) {
+        self.add_read_units(consumed.and_then(|c| c.capacity_units()));
+        self.model_read(items.iter().map(crate::attrs::size).sum());
+    }
+
     /// One item of a `TransactGetItems`: 2 units per 4 KB, at least 2.
     pub(crate) fn model_transact_read(&self, bytes: usize) {
         self.add_model_read_milli(bytes.div_ceil(4096).max(1) as u64 * 2000);
