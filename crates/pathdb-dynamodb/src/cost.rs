@@ -51,7 +51,8 @@ impl Row {
     /// Requests per operation, every kind together.
     pub fn requests_per_op(&self) -> f64 {
         let s = &self.spent;
-        (s.gets + s.queries + s.scans + s.writes + s.transactions + s.transact_gets) as f64
+        (s.gets + s.batch_gets + s.queries + s.scans + s.writes + s.transactions + s.transact_gets)
+            as f64
             / self.ops as f64
     }
 
@@ -60,6 +61,7 @@ impl Row {
         let s = &self.spent;
         let kinds = [
             (s.gets, "GetItem"),
+            (s.batch_gets, "BatchGetItem"),
             (s.queries, "Query"),
             (s.scans, "Scan"),
             (s.writes, "PutItem/DeleteItem"),
@@ -258,7 +260,7 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
             read_units: 0.0,
             write_units: 20.0,
         },
-        "a consistent read of each item (conditions on what was read), one log entry for the 10",
+        "a consistent read of the 10 items (conditions on what was read), one log entry for the 10",
         &mut |i| {
             let mut tx = Transaction::new();
             for p in &items[(i * 10) % (ops - 9)..][..10] {

@@ -27,6 +27,8 @@ pub struct Metrics {
     transactions: AtomicU64,
     /// `TransactGetItems` requests.
     transact_gets: AtomicU64,
+    /// `BatchGetItem` requests.
+    batch_gets: AtomicU64,
     /// Read capacity units reported by the server, in thousandths.
     read_milli_units: AtomicU64,
     /// Write capacity units reported by the server, in thousandths.
@@ -60,6 +62,8 @@ pub struct Counts {
     pub transactions: u64,
     /// `TransactGetItems` requests.
     pub transact_gets: u64,
+    /// `BatchGetItem` requests.
+    pub batch_gets: u64,
     /// Read capacity units consumed, where the server reports them.
     pub read_units: f64,
     /// Write capacity units consumed, where the server reports them.
@@ -90,6 +94,7 @@ impl Counts {
             writes: self.writes - before.writes,
             transactions: self.transactions - before.transactions,
             transact_gets: self.transact_gets - before.transact_gets,
+            batch_gets: self.batch_gets - before.batch_gets,
             read_units: self.read_units - before.read_units,
             write_units: self.write_units - before.write_units,
             model_read_units: self.model_read_units - before.model_read_units,
@@ -126,6 +131,11 @@ impl Metrics {
     pub(crate) fn count_transaction(&self) {
         self.transactions.fetch_add(1, Ordering::Relaxed);
         ::metrics::counter!("pathdb_dynamodb_requests_total", "request" => "TransactWriteItems")
+            .increment(1);
+    }
+    pub(crate) fn count_batch_get(&self) {
+        self.batch_gets.fetch_add(1, Ordering::Relaxed);
+        ::metrics::counter!("pathdb_dynamodb_requests_total", "request" => "BatchGetItem")
             .increment(1);
     }
     pub(crate) fn count_transact_get(&self) {
@@ -209,6 +219,7 @@ impl Metrics {
             writes: self.writes.load(Ordering::Relaxed),
             transactions: self.transactions.load(Ordering::Relaxed),
             transact_gets: self.transact_gets.load(Ordering::Relaxed),
+            batch_gets: self.batch_gets.load(Ordering::Relaxed),
             read_units: self.read_milli_units.load(Ordering::Relaxed) as f64 / 1000.0,
             write_units: self.write_milli_units.load(Ordering::Relaxed) as f64 / 1000.0,
             model_read_units: self.model_read_milli_units.load(Ordering::Relaxed) as f64 / 1000.0,

@@ -209,6 +209,11 @@ fn what_operations_cost() {
         (create.requests_per_op(), create.by_kind().as_str()),
         (2.0, "1 Query + 1 TransactWriteItems")
     );
+    let tx = row("transaction of 10 puts");
+    assert_eq!(
+        (tx.requests_per_op(), tx.by_kind().as_str()),
+        (2.0, "1 BatchGetItem + 1 TransactWriteItems")
+    );
     let get = row("get");
     assert_eq!(
         (get.requests_per_op(), get.by_kind().as_str()),

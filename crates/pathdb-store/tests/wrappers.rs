@@ -20,6 +20,9 @@ use std::time::Duration;
 struct Wrapped {
     inner: InMemoryBackend,
     entries_read: AtomicUsize,
+    /// Reads of single keys, and of several keys together (`Reader::get_batch`).
+    gets: AtomicUsize,
+    batch_gets: AtomicUsize,
     fail_reads: AtomicBool,
     fail_writes: AtomicBool,
     /// Before the next write, a concurrent writer bumps this item's version.
@@ -32,6 +35,8 @@ struct Wrapped {
 struct WrappedReader<'a> {
     inner: <InMemoryBackend as Backend>::Reader<'a>,
     entries_read: &'a AtomicUsize,
+    gets: &'a AtomicUsize,
+    batch_gets: &'a AtomicUsize,
 }
 
 impl Backend for Wrapped {
@@ -44,6 +49,8 @@ impl Backend for Wrapped {
         Ok(WrappedReader {
             inner: self.inner.reader()?,
             entries_read: &self.entries_read,
+            gets: &self.gets,
+            batch_gets: &self.batch_gets,
         })
     }
 
@@ -80,7 +87,14 @@ impl Backend for Wrapped {
 impl Reader for WrappedReader<'_> {
     fn get(&self, key: &Key) -> Result<Option<Record>, StorageError> {
         self.entries_read.fetch_add(1, Ordering::SeqCst);
+        self.gets.fetch_add(1, Ordering::SeqCst);
         self.inner.get(key)
+    }
+
+    fn get_batch(&self, keys: &[Key]) -> Result<Vec<Option<Record>>, StorageError> {
+        self.entries_read.fetch_add(keys.len(), Ordering::SeqCst);
+        self.batch_gets.fetch_add(1, Ordering::SeqCst);
+        keys.iter().map(|k| self.inner.get(k)).collect()
     }
 
     fn scan(
@@ -454,4 +468,35 @@ fn a_shared_listing_reads_one_log_entry_and_its_token_covers_the_margin() {
         store.changes(&path("/l-2"), Some(&listed), 100),
         Err(Error::InvalidChangeToken(_))
     ));
+}
+
+/// A transaction plans from one read of all the paths it names (`Reader::get_batch`: one
+/// request on DynamoDB), each path once; a single write reads its own path.
+#[test]
+fn a_transaction_reads_the_paths_it_names_together() {
+    let store = store();
+    let backend = store.backend();
+    store
+        .put(&path("/r-1/a-1"), value(0), PutOptions::default())
+        .unwrap();
+    let counts = || {
+        (
+            backend.gets.swap(0, Ordering::SeqCst),
+            backend.batch_gets.swap(0, Ordering::SeqCst),
+        )
+    };
+    counts();
+    let tx = Transaction::new()
+        .put(path("/r-1/a-1"), value(1), PutOptions::default())
+        .put(path("/r-1/a-2"), value(2), PutOptions::default())
+        .delete(path("/r-2/a-1"), None);
+    let results = store.transact(tx).unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!(counts(), (0, 1), "one batched read, no single gets");
+    assert_eq!(store.get(&path("/r-1/a-1")).unwrap().unwrap().version, 2);
+    counts();
+    store
+        .put(&path("/r-1/a-1"), value(3), PutOptions::default())
+        .unwrap();
+    assert_eq!(counts(), (1, 0), "a single write reads its own path");
 }

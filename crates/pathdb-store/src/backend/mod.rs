@@ -386,6 +386,17 @@ pub trait Reader {
         keys.iter().map(|k| self.get(k)).collect()
     }
 
+    /// The records under `keys`, in order, each as fresh as a [`Reader::get`] of it, but not
+    /// necessarily read at one moment (unlike [`Reader::get_many`]): what a write plans from,
+    /// whose conditions check every record again at commit. A remote backend reads them in one
+    /// request (DynamoDB's `BatchGetItem`); the default reads them one by one.
+    ///
+    /// # Errors
+    /// The backend failed.
+    fn get_batch(&self, keys: &[Key]) -> Result<Vec<Option<Record>>, StorageError> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
+
     /// Up to `limit` entries of `partition` whose sort key lies in `range`, in `direction`.
     ///
     /// # Errors

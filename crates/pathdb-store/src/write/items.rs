@@ -4,7 +4,7 @@
 //! instead of being overwritten. Records the operation's result and its change.
 
 use super::plan::{Context, Plan, Written};
-use crate::backend::{Expect, Reader, Record, WriteOp};
+use crate::backend::{Expect, Key, Reader, Record, WriteOp};
 use crate::changelog::Change;
 use crate::limits::check_item_size;
 use crate::limits::next_version;
@@ -14,11 +14,34 @@ use crate::patch::Patch;
 use crate::record::{to_item, tombstone, visible};
 use crate::{Condition, Error, Json, Timestamp, layout};
 use pathdb_keys::KeyPath;
+use std::collections::HashMap;
 
-/// Plans the item record of `op` at `path`.
+/// The records stored at the paths `ops` name, read together when there are several (one
+/// request on a remote backend, [`Reader::get_batch`]); a single operation reads its own in
+/// [`stage`].
+pub(super) fn read_named<R: Reader + ?Sized>(
+    ctx: &Context<'_, R>,
+    ops: &[TxOp],
+) -> Result<HashMap<Key, Option<Record>>, Error> {
+    let mut keys: Vec<Key> = ops
+        .iter()
+        .filter_map(TxOp::path)
+        .map(layout::item_key)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    if keys.len() < 2 {
+        return Ok(HashMap::new());
+    }
+    let records = ctx.reader.get_batch(&keys)?;
+    Ok(keys.into_iter().zip(records).collect())
+}
+
+/// Plans the item record of `op` at `path`; `read` holds the records [`read_named`] read.
 pub(super) fn stage<'a, R: Reader + ?Sized>(
     ctx: &Context<'_, R>,
     plan: &mut Plan,
+    read: &HashMap<Key, Option<Record>>,
     op: &'a TxOp,
     path: KeyPath,
     fresh: bool,
@@ -26,7 +49,11 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
     let now = ctx.now;
     let key = layout::item_key(&path);
     // A generated path was read already: nothing is stored at it or below (ids.rs).
-    let stored = if fresh { None } else { ctx.reader.get(&key)? };
+    let stored = match read.get(&key) {
+        _ if fresh => None,
+        Some(record) => record.clone(),
+        None => ctx.reader.get(&key)?,
+    };
     let current = visible(stored.clone(), now);
     plan.found.push(current.is_some());
     let condition = match op {

@@ -5,6 +5,7 @@
 //!
 //! | stage | per | writes |
 //! | --- | --- | --- |
+//! | `items` | plan | nothing yet: one read of the records at every path the operations name, together (one request on a remote backend) |
 //! | `ids` | operation | nothing yet: a create's path (a generated id) |
 //! | `items` | operation | the item record, its tombstone, or a check, conditional on what was read (a patch: the put of the patched value); the result and the change |
 //! | `history` | put | the revision, and the removal of revisions beyond the retention |
@@ -42,9 +43,10 @@ use pathdb_keys::KeyPath;
 pub(crate) fn plan<R: Reader + ?Sized>(ctx: &Context<'_, R>, ops: &[TxOp]) -> Result<Plan, Error> {
     let mut plan = Plan::default();
     let mut ids = ids::Ids::new(ops);
+    let read = items::read_named(ctx, ops)?;
     for (index, op) in ops.iter().enumerate() {
         let (path, fresh) = ids.target(ctx, index, op)?;
-        let written = items::stage(ctx, &mut plan, op, path, fresh)?;
+        let written = items::stage(ctx, &mut plan, &read, op, path, fresh)?;
         history::stage(ctx, &mut plan, &written)?;
         expiry::stage(ctx, &mut plan, &written);
     }
