@@ -5,8 +5,8 @@
 # and the bare-axum ceiling (crates/pathdb-server/examples/ceiling.rs, gets only). Each is loaded
 # in turn by wrk, 2 threads x 32 connections:
 #   get   one item by its key (etcd /v3/kv/range, PocketBase a record by id, PathDB GET item)
-#   put   an overwrite of a random one of 1,000 keys (PathDB: of its 10,000 preloaded), 100-byte
-#         payload (etcd /v3/kv/put, PocketBase PATCH of a record, PathDB PUT)
+#   put   an overwrite of a random one of the 10,000 keys each server holds, 100-byte payload
+#         (etcd /v3/kv/put, PocketBase PATCH of a record, PathDB PUT)
 #   list  100 items under a prefix (etcd range with range_end and limit, PocketBase a page of 100
 #         with a filter, PathDB GET /v1/list)
 # and prints one line per measurement (requests/s, p50 and p99 in ms, errors, the server's CPU
@@ -97,7 +97,7 @@ pids+=($!); etcd_pid=$!
 etcd_url=http://127.0.0.1:$port
 wait_up "$etcd_url/v3/kv/range" '{"key":"YQ=="}'
 
-# PocketBase: a superuser, a public `items` collection, 1,000 records with ids item00000000000..
+# PocketBase: a superuser, a public `items` collection, records with ids item00000000000..
 port=$(free_port)
 "$pocketbase" superuser upsert bench@example.com bench-password --dir "$tmp/pb" >/dev/null
 "$pocketbase" serve --http "127.0.0.1:$port" --dir "$tmp/pb" >"$tmp/pocketbase.log" 2>&1 &
@@ -105,8 +105,10 @@ pids+=($!); pocketbase_pid=$!
 pocketbase_url=http://127.0.0.1:$port
 wait_up "$pocketbase_url/api/health"
 
-echo "preloading etcd and PocketBase (1,000 keys each)..." >&2
-python3 - "$etcd_url" "$pocketbase_url" <<'EOF'
+keys=10000
+export WRK_KEYS=$keys
+echo "preloading etcd and PocketBase ($keys keys each)..." >&2
+python3 - "$etcd_url" "$pocketbase_url" "$keys" <<'EOF'
 import base64, http.client, json, sys, urllib.parse
 
 def client(url):
@@ -123,8 +125,9 @@ def call(conn, method, path, body, headers=None):
 
 b64 = lambda s: base64.b64encode(s.encode()).decode()
 payload = "x" * 100
+keys = int(sys.argv[3])
 etcd = client(sys.argv[1])
-for i in range(1000):
+for i in range(keys):
     call(etcd, "POST", "/v3/kv/put", {"key": b64(f"bench/item-{i}"), "value": b64(payload)})
 
 pb = client(sys.argv[2])
@@ -136,7 +139,7 @@ call(pb, "POST", "/api/collections", {
     "listRule": "", "viewRule": "", "createRule": "", "updateRule": "",
     "fields": [{"name": "n", "type": "number"}, {"name": "payload", "type": "text"}],
 }, auth)
-for i in range(1000):
+for i in range(keys):
     call(pb, "POST", "/api/collections/items/records",
          {"id": f"item{i:011d}", "n": i, "payload": payload}, auth)
 EOF

@@ -1,11 +1,11 @@
 -- wrk script for the peers of scripts/bench-peers.sh: one request kind per run, chosen by the
--- environment, against keys that bench-peers.sh preloaded (WRK_KEYS of them, default 1000).
+-- environment, against keys that bench-peers.sh preloaded (WRK_KEYS of them, default 10000).
 --   WRK_PEER=etcd        WRK_OP=get|put|list   etcd 3.5's JSON gateway (/v3/kv/range, /v3/kv/put)
 --   WRK_PEER=pocketbase  WRK_OP=put            PATCH of a record of the `items` collection
 -- Gets of PocketBase and every PathDB request are plain URLs (no script).
 local peer = os.getenv("WRK_PEER") or "etcd"
 local op = os.getenv("WRK_OP") or "get"
-local keys = tonumber(os.getenv("WRK_KEYS") or "1000")
+local keys = tonumber(os.getenv("WRK_KEYS") or "10000")
 local payload = string.rep("x", 100)
 local json = { ["Content-Type"] = "application/json" }
 
