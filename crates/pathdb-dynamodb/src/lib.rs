@@ -273,6 +273,7 @@ impl DynamoBackend {
                 chunk.iter().map(|k| self.key_map(k)).collect();
             let mut rounds = 0u32;
             while !pending.is_empty() {
+                let asked_keys = pending.len();
                 let asked = KeysAndAttributes::builder()
                     .set_keys(Some(pending))
                     .consistent_read(true)
@@ -314,6 +315,10 @@ impl DynamoBackend {
                     .and_then(|u| u.get(&self.table))
                     .map(|k| k.keys().to_vec())
                     .unwrap_or_default();
+                // A key read and not found still bills a unit.
+                for _ in items.len() + pending.len()..asked_keys {
+                    self.metrics.model_read(0);
+                }
                 if !pending.is_empty() {
                     rounds += 1;
                     if rounds >= self.retry.max_attempts {

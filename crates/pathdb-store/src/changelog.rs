@@ -92,8 +92,8 @@ pub struct ChangeToken {
     /// When the entry before `entry` was written (0: unknown, or there is none): a reader
     /// checks it, so that a token from another history of the group (a database restored from
     /// an older backup, or imported afresh, whose entries are numbered anew) is refused rather
-    /// than read at a position that means something else there. In a listing token (`listing`),
-    /// the time from which the entries before `entry` are delivered too.
+    /// than read at a position that means something else there. A listing token (`listing`)
+    /// also delivers the entries written in the 10 s up to that one (feed.rs).
     pub(crate) previous: i64,
     /// A listing's token on a backend without snapshots, which a reader resolves first
     /// (feed.rs, `listing_token`).
@@ -130,18 +130,19 @@ impl ChangeToken {
     }
 
     /// A listing's token: the changes from entry `entry` on, and those of the entries before
-    /// it written at or after `from` (feed.rs, `listing_token`).
+    /// it written in the margin up to entry `entry - 1`, which was written at `previous`
+    /// (feed.rs, `listing_token`).
     pub(crate) fn mint_listing(
         tokens: &TokenKey,
         partition: &[u8],
         entry: u64,
-        from: i64,
+        previous: i64,
     ) -> ChangeToken {
-        let payload = ChangeToken::payload(entry, 0, from);
+        let payload = ChangeToken::payload(entry, 0, previous);
         ChangeToken {
             entry,
             offset: 0,
-            previous: from,
+            previous,
             listing: true,
             tag: tokens.tag(Kind::ListingChange, &[partition], &payload),
         }

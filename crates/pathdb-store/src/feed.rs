@@ -52,18 +52,22 @@ pub(crate) fn read<R: Reader>(
              or issued for another group or database)"
         )));
     }
-    let resolved;
-    let since = if since.listing {
-        resolved = resolve_listing(tokens, reader, &partition, since)?;
-        &resolved
-    } else {
-        since
-    };
     let expired = |why: &str| {
         Error::ChangesExpired(format!(
             "{why}; list again and follow from the listing's changes_token (retention: {} s)",
             retention.as_secs()
         ))
+    };
+    let resolved;
+    let since = if since.listing {
+        resolved = resolve_listing(tokens, reader, &partition, since)?.ok_or_else(|| {
+            expired(
+                "the token is from another history of this group (a database restored or imported anew)",
+            )
+        })?;
+        &resolved
+    } else {
+        since
     };
     let horizon = now.saturating_sub(i64::try_from(retention.as_micros()).unwrap_or(i64::MAX));
     // Read from the entry before the token's: finding it proves nothing between was removed
@@ -219,7 +223,7 @@ const LISTING_MARGIN_ENTRIES: usize = 64;
 /// The listing reads only the newest entry (a read unit on DynamoDB, where reading the margin's
 /// entries would cost their whole size for every first page). When that entry is older than the
 /// margin, the token is that position; otherwise it is a listing token (the newest entry's
-/// successor and the margin's start), which the first read of the feed resolves into a position
+/// successor and that entry's time), which the first read of the feed resolves into a position
 /// by reading those entries back ([`resolve_listing`]): only a listing that is followed pays
 /// for them, and a follower reads them anyway.
 pub(crate) fn listing_token<R: Reader>(
@@ -234,42 +238,52 @@ pub(crate) fn listing_token<R: Reader>(
     let from = now.saturating_sub(margin);
     Ok(match newest {
         Some((n, written)) if shared && written >= from => {
-            ChangeToken::mint_listing(tokens, partition, n + 1, from)
+            ChangeToken::mint_listing(tokens, partition, n + 1, written)
         }
         Some((n, written)) => ChangeToken::mint(tokens, partition, n + 1, 0, written),
         None => ChangeToken::mint(tokens, partition, 1, 0, 0),
     })
 }
 
-/// The position a listing token stands for: before the entries before `since.entry` written at
-/// or after `since.previous` (at most [`LISTING_MARGIN_ENTRIES`] of them), else at
-/// `since.entry`.
+/// The position a listing token stands for: before the entries before `since.entry` written in
+/// the [`LISTING_MARGIN`] up to the newest of them, entry `since.entry - 1` (at most
+/// [`LISTING_MARGIN_ENTRIES`]), else at `since.entry`. The token holds when that entry was
+/// written (`previous`, the check every token carries), which anchors the margin too: it starts
+/// no later than the listing's own margin, since the entry was written before the listing.
+/// `None`: that entry was written at another time, so the log is another history (a database
+/// restored or imported anew).
 fn resolve_listing<R: Reader>(
     tokens: &TokenKey,
     reader: &R,
     partition: &[u8],
     since: &ChangeToken,
-) -> Result<ChangeToken, Error> {
-    let from = since.previous;
+) -> Result<Option<ChangeToken>, Error> {
     let Some(last) = since.entry.checked_sub(1).filter(|n| *n > 0) else {
-        return Ok(ChangeToken::mint(tokens, partition, since.entry, 0, 0));
+        return Ok(Some(ChangeToken::mint(
+            tokens,
+            partition,
+            since.entry,
+            0,
+            0,
+        )));
     };
+    let margin = i64::try_from(LISTING_MARGIN.as_micros()).unwrap_or(i64::MAX);
+    let from = since.previous.saturating_sub(margin);
     let recent = reader.scan(
         partition,
         &layout::change_range_through(last),
         Direction::Reverse,
         LISTING_MARGIN_ENTRIES + 1,
     )?;
-    let mut start = match recent.first() {
-        Some((sort, record)) if layout::change_number(sort) == Some(last) => {
-            (since.entry, record.created_at)
-        }
-        _ => (since.entry, 0),
-    };
+    // Without entry `last` (removed as expired), the position itself is checked by the read.
+    let mut start = (since.entry, since.previous);
     for (i, (sort, record)) in recent.iter().enumerate() {
         let Some(n) = layout::change_number(sort) else {
             continue;
         };
+        if n == last && record.created_at != since.previous {
+            return Ok(None);
+        }
         if record.created_at < from || i == LISTING_MARGIN_ENTRIES {
             break;
         }
@@ -277,7 +291,9 @@ fn resolve_listing<R: Reader>(
         let previous = recent.get(i + 1).map_or(0, |(_, r)| r.created_at);
         start = (n, previous);
     }
-    Ok(ChangeToken::mint(tokens, partition, start.0, 0, start.1))
+    Ok(Some(ChangeToken::mint(
+        tokens, partition, start.0, 0, start.1,
+    )))
 }
 
 /// The position after the newest entry of `partition`'s log, as `reader` sees it.

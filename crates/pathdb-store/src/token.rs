@@ -40,7 +40,8 @@ pub(crate) enum Kind {
     /// A [`crate::ChangeToken`]: entry, offset and the previous entry's time.
     Change = 0x42,
     /// A [`crate::ChangeToken`] of a listing on a backend without snapshots: the entry after
-    /// the newest, and the time from which earlier entries are delivered too (feed.rs).
+    /// the newest and the newest's time; the entries written in the 10 s up to it are
+    /// delivered too (feed.rs).
     ListingChange = 0x52,
 }
 

@@ -20,6 +20,8 @@ use std::collections::{BTreeMap, HashSet};
 const SCAN_PAGE: usize = 1000;
 /// Tombstones written per batch, at most (DynamoDB takes 100 operations per transaction).
 const WRITE_BATCH: usize = 50;
+/// Batches sent again, in all, because a key was held by another write at that moment.
+const MAX_HELD_RETRIES: u32 = 20;
 
 /// Makes every used path of the database behind `backend` keep a record (module docs), unless
 /// it is marked as done or the backend is read-only.
@@ -124,8 +126,11 @@ fn paths_without_records<B: Backend>(backend: &B) -> Result<Vec<(Key, Record)>, 
 }
 
 /// Writes each tombstone where its key is still absent: a write that raced this one and put the
-/// path meanwhile (another process on a shared table) keeps its record.
+/// path meanwhile (another process on a shared table) keeps its record. A failed condition is
+/// taken for such a record only once a read finds it: DynamoDB also names an operation whose
+/// item another transaction held at that moment, and that tombstone must still be written.
 fn write_absent<B: Backend>(backend: &B, mut tombstones: Vec<(Key, Record)>) -> Result<(), Error> {
+    let mut attempts = 0u32;
     while !tombstones.is_empty() {
         let ops = tombstones
             .iter()
@@ -138,7 +143,18 @@ fn write_absent<B: Backend>(backend: &B, mut tombstones: Vec<(Key, Record)>) -> 
         match backend.write(WriteBatch { ops }) {
             Ok(()) => return Ok(()),
             Err(WriteError::ConditionFailed { index }) if index < tombstones.len() => {
-                tombstones.remove(index);
+                if backend.reader()?.get(&tombstones[index].0)?.is_some() {
+                    tombstones.remove(index);
+                } else {
+                    attempts += 1;
+                    if attempts > MAX_HELD_RETRIES {
+                        return Err(crate::StorageError::msg(
+                            "upgrade: a path's tombstone could not be written (its key stays held by other writes)",
+                        )
+                        .into());
+                    }
+                    crate::write::backoff(attempts.min(6));
+                }
             }
             Err(WriteError::ConditionFailed { .. }) => {
                 return Err(crate::StorageError::msg(

@@ -408,7 +408,7 @@ fn a_shared_listing_reads_one_log_entry_and_its_token_covers_the_margin() {
     };
     let store = Store::new(backend, options).unwrap();
     let group = path("/l-1");
-    // 20 writes a second apart: at the listing (t + 20 s) the last 10 s hold a-10..a-19.
+    // 20 writes a second apart; the newest, a-19, at t + 19 s: the 10 s up to it hold a-9..a-19.
     for i in 0..20 {
         store
             .put(
@@ -440,7 +440,7 @@ fn a_shared_listing_reads_one_log_entry_and_its_token_covers_the_margin() {
         .iter()
         .map(|c| c.change.path().to_string())
         .collect();
-    let mut expected: Vec<String> = (10..20).map(|i| format!("/l-1/a-{i}")).collect();
+    let mut expected: Vec<String> = (9..20).map(|i| format!("/l-1/a-{i}")).collect();
     expected.push("/l-1/b-1".into());
     assert_eq!(paths, expected);
     // The token survives its text form, and a later page needs no resolving again.
