@@ -210,6 +210,11 @@ pub(crate) fn wait(
 
 /// How far back a listing's token starts on a backend whose reads are not snapshots.
 const LISTING_MARGIN: Duration = Duration::from_secs(10);
+/// [`LISTING_MARGIN`] in microseconds, as entries' times are.
+fn listing_margin_micros() -> i64 {
+    i64::try_from(LISTING_MARGIN.as_micros()).unwrap_or(i64::MAX)
+}
+
 /// Entries looked at for that margin, at most.
 const LISTING_MARGIN_ENTRIES: usize = 64;
 
@@ -234,7 +239,7 @@ pub(crate) fn listing_token<R: Reader>(
     now: i64,
 ) -> Result<ChangeToken, Error> {
     let newest = newest_entry(reader, partition)?;
-    let margin = i64::try_from(LISTING_MARGIN.as_micros()).unwrap_or(i64::MAX);
+    let margin = listing_margin_micros();
     let from = now.saturating_sub(margin);
     Ok(match newest {
         Some((n, written)) if shared && written >= from => {
@@ -267,7 +272,7 @@ fn resolve_listing<R: Reader>(
             0,
         )));
     };
-    let margin = i64::try_from(LISTING_MARGIN.as_micros()).unwrap_or(i64::MAX);
+    let margin = listing_margin_micros();
     let from = since.previous.saturating_sub(margin);
     let recent = reader.scan(
         partition,

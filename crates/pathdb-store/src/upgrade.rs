@@ -13,6 +13,7 @@
 //! writes can rely on it; a read-only handle, which writes nothing, skips it.
 
 use crate::backend::{Backend, Expect, Key, Reader, Record, WriteBatch, WriteError, WriteOp};
+use crate::record::index_record;
 use crate::{Error, layout};
 use std::collections::{BTreeMap, HashSet};
 
@@ -46,13 +47,8 @@ pub(crate) fn record_used_paths<B: Backend>(backend: &B) -> Result<(), Error> {
     let written = backend.write(WriteBatch {
         ops: vec![WriteOp::Put {
             key: mark,
-            record: Record {
-                version: 1,
-                created_at: 0,
-                modified_at: 0,
-                expires_at: None,
-                value: Vec::new(),
-            },
+            // A mark: its presence is all it says, as an expiry index entry's.
+            record: index_record(0),
             expect: None,
         }],
     });

@@ -23,6 +23,10 @@ pub(super) fn read_named<R: Reader + ?Sized>(
     ctx: &Context<'_, R>,
     ops: &[TxOp],
 ) -> Result<HashMap<Key, Option<Record>>, Error> {
+    // The common case, one operation, allocates nothing here.
+    if ops.len() < 2 {
+        return Ok(HashMap::new());
+    }
     let mut keys: Vec<Key> = ops
         .iter()
         .filter_map(TxOp::path)
