@@ -197,6 +197,20 @@ pub enum Error {
         /// The version found, `None` if the item does not exist.
         current: Option<u64>,
     },
+    /// A listing that a transaction depends on ([`TxOp::CheckList`](crate::TxOp::CheckList))
+    /// changed after its changes token; nothing was written. A failed condition, like
+    /// [`Error::ConditionFailed`] (HTTP 409 `condition_failed`).
+    #[error(
+        "condition failed: the listing of {prefix} changed after its changes_token ({path}, operation {index})"
+    )]
+    ListChanged {
+        /// The index of the transaction's check.
+        index: usize,
+        /// The listing's prefix.
+        prefix: KeyPath,
+        /// A path in the listing's range that changed.
+        path: KeyPath,
+    },
     /// A concurrent write changed what a transaction read; nothing was written. Retry.
     #[error("transaction conflict: a concurrent write changed {path}; retry")]
     Conflict {
@@ -316,5 +330,14 @@ impl Error {
     /// Whether retrying the same request may succeed (a transaction conflict).
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::Conflict { .. })
+    }
+
+    /// Whether a condition of the caller's failed: an item's ([`Error::ConditionFailed`]) or a
+    /// listing's ([`Error::ListChanged`]). Nothing was written; what the caller read is stale.
+    pub fn is_condition_failed(&self) -> bool {
+        matches!(
+            self,
+            Error::ConditionFailed { .. } | Error::ListChanged { .. }
+        )
     }
 }

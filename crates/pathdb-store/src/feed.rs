@@ -25,7 +25,7 @@ pub(crate) const SHARED_POLL: Duration = Duration::from_millis(200);
 
 /// The changes under `prefix` after `since` ([`Store::changes`](crate::Store::changes)), read
 /// from `reader` at `now`, with tokens sealed by `tokens`.
-pub(crate) fn read<R: Reader>(
+pub(crate) fn read<R: Reader + ?Sized>(
     reader: &R,
     tokens: &TokenKey,
     retention: Duration,
@@ -34,6 +34,20 @@ pub(crate) fn read<R: Reader>(
     since: Option<&ChangeToken>,
     limit: usize,
 ) -> Result<ChangePage, Error> {
+    read_to(reader, tokens, retention, now, prefix, since, limit).map(|(page, _)| page)
+}
+
+/// [`read`], also telling whether the page reached the log's end (as `reader` sees it): then its
+/// `next_token` is the position after the newest entry.
+pub(crate) fn read_to<R: Reader + ?Sized>(
+    reader: &R,
+    tokens: &TokenKey,
+    retention: Duration,
+    now: i64,
+    prefix: &KeyPath,
+    since: Option<&ChangeToken>,
+    limit: usize,
+) -> Result<(ChangePage, bool), Error> {
     if !(1..=MAX_CHANGES_LIMIT).contains(&limit) {
         return Err(Error::InvalidRequest(format!(
             "limit must be 1..={MAX_CHANGES_LIMIT}, got {limit}"
@@ -41,10 +55,11 @@ pub(crate) fn read<R: Reader>(
     }
     let partition = prefix.partition_key();
     let Some(since) = since else {
-        return Ok(ChangePage {
+        let page = ChangePage {
             changes: Vec::new(),
             next_token: position(tokens, reader, &partition)?,
-        });
+        };
+        return Ok((page, true));
     };
     if !since.is_sealed_for(tokens, &partition) {
         return Err(Error::InvalidChangeToken(format!(
@@ -80,6 +95,7 @@ pub(crate) fn read<R: Reader>(
     let mut entries_read = 0;
     let mut found_any = false;
     let mut checked_age = false;
+    let mut at_end = false;
     // When the entry before the one being read was written, for the tokens minted here.
     let mut previous = 0;
     'read: loop {
@@ -157,6 +173,7 @@ pub(crate) fn read<R: Reader>(
             }
         }
         if exhausted {
+            at_end = true;
             break;
         }
     }
@@ -170,10 +187,11 @@ pub(crate) fn read<R: Reader>(
         Some((entry, previous)) => ChangeToken::mint(tokens, &partition, entry, 0, previous),
         None => *since,
     };
-    Ok(ChangePage {
+    let page = ChangePage {
         changes,
         next_token,
-    })
+    };
+    Ok((page, at_end))
 }
 
 /// Reads with `read` until it returns a change or `timeout` passes: woken by `listen`'s
@@ -257,7 +275,7 @@ pub(crate) fn listing_token<R: Reader>(
 /// no later than the listing's own margin, since the entry was written before the listing.
 /// `None`: that entry was written at another time, so the log is another history (a database
 /// restored or imported anew).
-fn resolve_listing<R: Reader>(
+fn resolve_listing<R: Reader + ?Sized>(
     tokens: &TokenKey,
     reader: &R,
     partition: &[u8],
@@ -302,7 +320,7 @@ fn resolve_listing<R: Reader>(
 }
 
 /// The position after the newest entry of `partition`'s log, as `reader` sees it.
-pub(crate) fn position<R: Reader>(
+pub(crate) fn position<R: Reader + ?Sized>(
     tokens: &TokenKey,
     reader: &R,
     partition: &[u8],
@@ -312,7 +330,10 @@ pub(crate) fn position<R: Reader>(
 }
 
 /// The number of the newest entry of `partition`'s log and when it was written, if any.
-fn newest_entry<R: Reader>(reader: &R, partition: &[u8]) -> Result<Option<(u64, i64)>, Error> {
+fn newest_entry<R: Reader + ?Sized>(
+    reader: &R,
+    partition: &[u8],
+) -> Result<Option<(u64, i64)>, Error> {
     // Borrowed: only the newest entry's number and time are needed, not a copy of its record
     // (every first page of a listing reads this).
     let mut newest = None;

@@ -38,14 +38,17 @@ mod record;
 mod strict;
 mod token;
 mod waiters;
+// The change feed's reader: the write pipeline's listing check reads the log through it.
+mod feed;
 // Writes: the pipeline of stages that turns operations into one batch.
 mod write;
 // Reads, and the writers that are not operations (the sweeper, import, subtree jobs).
 mod export;
-mod feed;
 mod groups;
 mod list;
 mod listed;
+// Interactive transactions: reads recorded as the checks of one commit.
+mod interactive;
 mod subtree;
 mod ttl;
 mod upgrade;
@@ -62,6 +65,7 @@ pub use export::{
     ImportRecord, ImportReport, OnExisting, ScanPage, parse_import,
 };
 pub use groups::{DEFAULT_GROUPS_LIMIT, GroupPage, MAX_GROUPS_LIMIT};
+pub use interactive::{MAX_TRANSACTION_ATTEMPTS, Tx};
 pub use item::{Item, Json, Timestamp};
 pub use limits::{
     MAX_GET_MANY, MAX_GROUP_BYTES, MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES, MAX_TRANSACTION_OPS,
@@ -69,7 +73,9 @@ pub use limits::{
 };
 pub use list::{DEFAULT_LIST_LIMIT, ListEntry, ListPage, ListRequest, MAX_LIST_LIMIT};
 pub use listed::{EncodedPath, ListedEntry, ListedItem, ListedPage};
-pub use ops::{IdKind, Parent, Transaction, TxOp, TxResult, parse_create_target};
+pub use ops::{
+    IdKind, ListCheck, ListRange, Parent, Transaction, TxOp, TxResult, parse_create_target,
+};
 pub use options::{
     Clock, DEFAULT_CHANGE_RETENTION, Expiry, ManualClock, PutOptions, StoreOptions, SystemClock,
 };

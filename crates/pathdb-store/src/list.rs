@@ -4,6 +4,7 @@
 
 use crate::backend::{Backend, Direction, Reader, RecordView, SortRange};
 use crate::limits::check_key;
+use crate::ops::{ListCheck, ListRange};
 use crate::record::{is_live, is_live_view, item_from_view, to_item};
 use crate::token::{Kind, TokenKey};
 use crate::{ChangeToken, Error, Item, layout};
@@ -55,6 +56,29 @@ impl ListRequest {
             reverse: false,
             limit: DEFAULT_LIST_LIMIT,
             page_token: None,
+        }
+    }
+
+    /// The paths this listing covers.
+    pub fn range(&self) -> ListRange {
+        ListRange {
+            prefix: self.prefix.clone(),
+            children_only: self.children_only,
+            gt: self.gt.clone(),
+            gte: self.gte.clone(),
+            lt: self.lt.clone(),
+            lte: self.lte.clone(),
+        }
+    }
+
+    /// The check that nothing in this listing's range changed after `changes_token`, the token
+    /// of its first page, for a transaction that decided on the listing
+    /// ([`TxOp::CheckList`](crate::TxOp::CheckList)). A listing of several pages is one check.
+    pub fn check(&self, changes_token: ChangeToken) -> ListCheck {
+        ListCheck {
+            range: self.range(),
+            changes_token,
+            seen: None,
         }
     }
 }

@@ -1,11 +1,12 @@
 //! The write operations a caller asks for ([`TxOp`], [`Transaction`]) and their outcomes
 //! ([`TxResult`]). The write pipeline (write/) turns them into a batch.
 
+use crate::changelog::{Change, ChangeToken};
 use crate::options::PutOptions;
 use crate::patch::Patch;
 use crate::{Condition, Error, Item, Json};
 use pathdb_keys::KeyPath;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// One operation of a [`Transaction`].
 #[derive(Clone, Debug)]
@@ -46,6 +47,9 @@ pub enum TxOp {
         /// What must hold.
         condition: Condition,
     },
+    /// Write nothing; fail the transaction if anything in a listing's range changed after the
+    /// listing whose first page returned the check's token (docs/transactions.md).
+    CheckList(ListCheck),
     /// Create an item at `{parent}/{namespace}-{id}` with a generated id, at a path never used
     /// before (its result holds the path).
     Create {
@@ -82,8 +86,96 @@ impl TxOp {
             | TxOp::Delete { path, .. }
             | TxOp::Check { path, .. }
             | TxOp::Patch { path, .. } => Some(path),
-            TxOp::Create { .. } => None,
+            TxOp::Create { .. } | TxOp::CheckList(_) => None,
         }
+    }
+}
+
+/// A listing that a transaction depends on: its range, and the position of the change feed its
+/// first page returned ([`ListPage::changes_token`](crate::ListPage::changes_token)). The
+/// operation [`TxOp::CheckList`]; build one from the listing's request with
+/// [`ListRequest::check`](crate::ListRequest::check).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ListCheck {
+    /// What the listing covers.
+    pub range: ListRange,
+    /// The token the listing's first page returned.
+    pub changes_token: ChangeToken,
+    /// The items the listing's pages showed, each path's version, if known. On a backend whose
+    /// reads are not snapshots (DynamoDB), a listing's token starts a margin before the listing
+    /// (docs/changes.md), and a change in that margin that the listing already shows is not a
+    /// change after it: with `seen`, the check ignores it; without, it counts it. Unused where
+    /// tokens have no margin (the embedded store).
+    pub seen: Option<BTreeMap<KeyPath, u64>>,
+}
+
+impl ListCheck {
+    /// Whether the listing already shows `change`, the last change of its path in its token's
+    /// margin: a put at a version it shows or older, a delete of a path it does not show or
+    /// shows newer.
+    /// A change below a child of a children listing is never known to be shown.
+    pub(crate) fn shows(&self, change: &Change) -> bool {
+        let Some(seen) = &self.seen else {
+            return false;
+        };
+        if self.range.children_only && change.path().len() > self.range.prefix.len() + 1 {
+            return false;
+        }
+        match change {
+            Change::Put(item) => seen.get(&item.path).is_some_and(|&v| v >= item.version),
+            Change::Delete { path, version } => seen.get(path).is_none_or(|&v| v > *version),
+        }
+    }
+}
+
+/// The paths a listing covers: a prefix's subtree or its children, within bounds
+/// ([`ListRequest::range`](crate::ListRequest::range)).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ListRange {
+    /// The listing's prefix.
+    pub prefix: KeyPath,
+    /// A children listing: its entries are the prefix's children, so a change anywhere below
+    /// a child in range counts (it may make a node appear or go).
+    pub children_only: bool,
+    /// Only paths after this one.
+    pub gt: Option<KeyPath>,
+    /// Only paths at or after this one.
+    pub gte: Option<KeyPath>,
+    /// Only paths before this one.
+    pub lt: Option<KeyPath>,
+    /// Only paths at or before this one.
+    pub lte: Option<KeyPath>,
+}
+
+impl ListRange {
+    /// Whether a change at `path` changes what the listing shows, or may: `path` is in the
+    /// listing's range (for a children listing, the child it lies under is).
+    pub fn covers(&self, path: &KeyPath) -> bool {
+        if !self.prefix.covers(path) {
+            return false;
+        }
+        let entry = if self.children_only {
+            match self.child_of(path) {
+                Some(child) => child,
+                None => return false,
+            }
+        } else {
+            path.clone()
+        };
+        self.gt.as_ref().is_none_or(|b| entry > *b)
+            && self.gte.as_ref().is_none_or(|b| entry >= *b)
+            && self.lt.as_ref().is_none_or(|b| entry < *b)
+            && self.lte.as_ref().is_none_or(|b| entry <= *b)
+    }
+
+    /// The prefix's child that `path` is or lies under; `None` for the prefix itself.
+    pub fn child_of(&self, path: &KeyPath) -> Option<KeyPath> {
+        let depth = self.prefix.len() + 1;
+        if path.len() < depth {
+            return None;
+        }
+        // A path's ancestors are paths.
+        KeyPath::from_elements(path.elements()[..depth].to_vec()).ok()
     }
 }
 
@@ -133,6 +225,12 @@ impl Transaction {
         self
     }
 
+    /// Adds a check that nothing in a listing's range changed after its token.
+    pub fn check_list(mut self, check: ListCheck) -> Self {
+        self.ops.push(TxOp::CheckList(check));
+        self
+    }
+
     /// Adds a create with a generated id; refer to it with `Parent::Created(index)`, where
     /// `index` is [`Transaction::ops`]' length before this call.
     pub fn create(mut self, parent: Parent, namespace: &str, id: IdKind, value: Json) -> Self {
@@ -154,7 +252,7 @@ pub enum TxResult {
     Put(Item),
     /// The item that was deleted, if one existed.
     Deleted(Option<Item>),
-    /// The check held.
+    /// The check (of an item or of a listing) held.
     Checked,
 }
 

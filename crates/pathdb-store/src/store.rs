@@ -16,6 +16,7 @@ use crate::export::{
     OnExisting, ScanPage,
 };
 use crate::groups::GroupPage;
+use crate::interactive::{MAX_TRANSACTION_ATTEMPTS, Reads, Tx};
 use crate::limits::{MAX_GET_MANY, MAX_TRANSACTION_OPS, check_key, checked_item_key};
 use crate::list::{ListPage, ListRequest};
 use crate::listed::ListedPage;
@@ -76,6 +77,7 @@ impl<B: Backend> Inner<B> {
             change_retention: self.options.change_retention,
             plans: &self.plans,
             trims: &self.trims,
+            tokens: &self.tokens,
         }
     }
 
@@ -247,7 +249,7 @@ impl<B: Backend> Store<B> {
             value,
             options,
         };
-        let (results, found) = self.execute(&[op], true)?;
+        let (results, found) = self.execute(&[op])?;
         put_outcome(results, found)
     }
 
@@ -316,7 +318,7 @@ impl<B: Backend> Store<B> {
             value,
             options,
         };
-        match self.execute(&[op], true)?.0.pop() {
+        match self.execute(&[op])?.0.pop() {
             Some(TxResult::Put(item)) => Ok(item),
             _ => Err(StorageError::msg("create returned no item").into()),
         }
@@ -360,7 +362,7 @@ impl<B: Backend> Store<B> {
             options,
             create,
         };
-        let (results, found) = self.execute(&[op], true)?;
+        let (results, found) = self.execute(&[op])?;
         put_outcome(results, found)
     }
 
@@ -377,7 +379,7 @@ impl<B: Backend> Store<B> {
             path: path.clone(),
             condition,
         };
-        match self.execute(&[op], true)?.0.pop() {
+        match self.execute(&[op])?.0.pop() {
             Some(TxResult::Deleted(item)) => Ok(item),
             _ => Err(StorageError::msg("delete returned no result").into()),
         }
@@ -385,9 +387,14 @@ impl<B: Backend> Store<B> {
 
     /// Applies a transaction all or nothing; one result per operation.
     ///
+    /// A concurrent write to what the transaction reads makes it plan again on the new state,
+    /// as a single write does, so a condition that fails is reported as
+    /// [`Error::ConditionFailed`] (or [`Error::ListChanged`]) whenever it fails, before the
+    /// commit or in a race with it.
+    ///
     /// # Errors
-    /// [`Error::ConditionFailed`] (nothing written); [`Error::Conflict`] when a concurrent write
-    /// changed a path it read (nothing written; retry); [`Error::InvalidRequest`] for an empty
+    /// [`Error::ConditionFailed`], [`Error::ListChanged`] (nothing written);
+    /// [`Error::InvalidRequest`] for an empty
     /// transaction, more than [`MAX_TRANSACTION_OPS`] operations or a path used twice (except a
     /// patch after a put of its path, which applies to the value put).
     pub fn transact(&self, tx: Transaction) -> Result<Vec<TxResult>, Error> {
@@ -403,7 +410,19 @@ impl<B: Backend> Store<B> {
             )));
         }
         let (ops, result_of) = crate::ops::fold_into_puts(&tx.ops)?;
-        let (results, _) = self.execute(&ops, false)?;
+        let (results, _) = self.execute(&ops).map_err(|e| match e {
+            // Planned on the folded operations: name the caller's.
+            Error::ListChanged {
+                index,
+                prefix,
+                path,
+            } => Error::ListChanged {
+                index: result_of.iter().position(|&i| i == index).unwrap_or(index),
+                prefix,
+                path,
+            },
+            other => other,
+        })?;
         result_of
             .into_iter()
             .map(|i| {
@@ -415,30 +434,101 @@ impl<B: Backend> Store<B> {
             .collect()
     }
 
-    /// Reads, checks and commits `ops`; with `retry`, re-runs after a concurrent change until
-    /// the write commits or the caller's own condition fails.
+    /// Runs `f` as an interactive transaction and returns its value: `f` reads and writes through
+    /// its [`Tx`]; its writes commit all or nothing, and only if nothing it read (items, their
+    /// absence, listings) changed meanwhile. When something did, `f` runs again, on what is
+    /// there now, after a short random pause, up to [`MAX_TRANSACTION_ATTEMPTS`] runs in all;
+    /// then the failed condition is returned. So `f` may run more than once: it must have no
+    /// effects outside its `Tx`. An error from `f` writes nothing and is returned as is.
+    /// See docs/transactions.md.
+    ///
+    /// ```
+    /// use pathdb_store::backend::InMemoryBackend;
+    /// use pathdb_store::{Error, Json, PutOptions, Store, StoreOptions};
+    ///
+    /// let store = Store::new(InMemoryBackend::new(), StoreOptions::default())?;
+    /// let (a, b) = ("/account-1".parse()?, "/account-2".parse()?);
+    /// for path in [&a, &b] {
+    ///     store.put(path, Json::parse(r#"{"balance": 100}"#)?, PutOptions::default())?;
+    /// }
+    /// let balance = |item: Option<pathdb_store::Item>| -> i64 {
+    ///     item.and_then(|i| i.value.to_value().ok()?["balance"].as_i64()).unwrap_or(0)
+    /// };
+    /// let moved = store.transaction(|tx| {
+    ///     let (from, to) = (balance(tx.get(&a)?), balance(tx.get(&b)?));
+    ///     if from < 30 {
+    ///         return Ok(false); // refused: nothing is written
+    ///     }
+    ///     tx.put(&a, Json::parse(&format!(r#"{{"balance": {}}}"#, from - 30))?);
+    ///     tx.put(&b, Json::parse(&format!(r#"{{"balance": {}}}"#, to + 30))?);
+    ///     Ok::<_, Error>(true)
+    /// })?;
+    /// assert!(moved);
+    /// assert_eq!(balance(store.get(&b)?), 130);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ConditionFailed`] or [`Error::ListChanged`] when what `f` read kept changing for
+    /// [`MAX_TRANSACTION_ATTEMPTS`] runs; what `f` returned; [`Store::transact`]'s errors (more
+    /// than [`MAX_TRANSACTION_OPS`] reads and writes together, size limits, storage failures).
+    pub fn transaction<T>(
+        &self,
+        f: impl FnMut(&mut Tx<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.transaction_results(f).map(|(value, _)| value)
+    }
+
+    /// [`Store::transaction`], also returning the commit's results: first one per
+    /// [`Tx::create`] (at the index it returned), then one per write, then one per check; empty
+    /// when `f` neither read nor wrote.
+    ///
+    /// # Errors
+    /// As [`Store::transaction`].
+    pub fn transaction_results<T>(
+        &self,
+        mut f: impl FnMut(&mut Tx<'_>) -> Result<T, Error>,
+    ) -> Result<(T, Vec<TxResult>), Error> {
+        let mut attempt = 1;
+        loop {
+            let mut tx = Tx::new(self);
+            let value = f(&mut tx)?;
+            let Some(transaction) = tx.finish() else {
+                return Ok((value, Vec::new()));
+            };
+            match self.transact(transaction) {
+                Ok(results) => return Ok((value, results)),
+                Err(e) if e.is_condition_failed() && attempt < MAX_TRANSACTION_ATTEMPTS => {
+                    attempt += 1;
+                    write::backoff(attempt);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Reads, checks and commits `ops`, re-running after a concurrent change until the write
+    /// commits or the caller's own condition fails.
     ///
     /// The retry is unbounded on purpose: a batch fails only when a key it read changed, that
-    /// is, when another write to the same item committed in between, so every lost race is
-    /// someone else's progress (lock-free). A bound turned contention into a
-    /// [`Error::Conflict`] from a put or delete that has no condition, which callers neither
-    /// expect nor can act on: with eight writers on one item and group commit (all but one
-    /// batch of a group lose), 16 attempts ran out within a dozen puts each.
+    /// is, when another write committed in between (to the same item, or to the group of a
+    /// listing it checks), so every lost race is someone else's progress (lock-free). A bound
+    /// turned contention into an [`Error::Conflict`] from a put or delete that has no
+    /// condition, which callers neither expect nor can act on: with eight writers on one item
+    /// and group commit (all but one batch of a group lose), 16 attempts ran out within a dozen
+    /// puts each. Transactions retry the same way, so their failed conditions are always
+    /// [`Error::ConditionFailed`] or [`Error::ListChanged`], never a conflict.
     ///
     /// Also returns, per operation, whether the committed plan found a live item at its path.
-    fn execute(&self, ops: &[TxOp], retry: bool) -> Result<(Vec<TxResult>, Vec<bool>), Error> {
+    fn execute(&self, ops: &[TxOp]) -> Result<(Vec<TxResult>, Vec<bool>), Error> {
         self.check_ops(ops)?;
         let mut attempt = 0u32;
         loop {
             let plan = self.plan(ops)?;
             let mut groups = ChangedGroups::of(&plan.batch);
             let replanned = Arc::new(Mutex::new(Replanned::default()));
-            let written = if retry {
-                let replan = self.replan(ops, Arc::clone(&replanned));
-                self.inner.backend.write_replanning(plan.batch, replan)
-            } else {
-                self.inner.backend.write(plan.batch)
-            };
+            let replan = self.replan(ops, Arc::clone(&replanned));
+            let written = self.inner.backend.write_replanning(plan.batch, replan);
             // What a plan made inside the commit decided, if the backend made one.
             let Replanned {
                 decided: replanned,
@@ -459,30 +549,19 @@ impl<B: Backend> Store<B> {
                         _ => (plan.results, plan.found),
                     });
                 }
-                // Planned again on the state it met, it failed the caller's condition or patch.
-                Err(WriteError::ConditionFailed { .. }) if retry => {
+                Err(WriteError::ConditionFailed { index }) => {
+                    // Planned again on the state it met, it failed the caller's condition or
+                    // patch.
                     if let Some(Err(e)) = replanned {
                         return Err(e);
                     }
-                }
-                // A generated id or a sequence someone else took meanwhile: not the caller's
-                // conflict, and the next plan generates another.
-                Err(WriteError::ConditionFailed { index })
-                    if plan.generated.get(index).copied().unwrap_or(false) =>
-                {
-                    // Creators racing for one sequence all read the same next id; a short
-                    // random pause spreads them out instead of replanning in lockstep.
-                    attempt += 1;
-                    write::backoff(attempt);
-                }
-                Err(WriteError::ConditionFailed { index }) => {
-                    let path = plan
-                        .owners
-                        .get(index)
-                        .cloned()
-                        .or_else(|| ops.iter().find_map(TxOp::path).cloned())
-                        .ok_or_else(|| StorageError::msg("a failed batch names no path"))?;
-                    return Err(Error::Conflict { path });
+                    // A generated id, a sequence or a change log's end that someone else took
+                    // meanwhile: racers for one all read the same state, and a short random
+                    // pause spreads them out instead of replanning in lockstep.
+                    if plan.generated.get(index).copied().unwrap_or(false) {
+                        attempt += 1;
+                        write::backoff(attempt);
+                    }
                 }
                 Err(WriteError::Storage(e)) => return Err(e.into()),
             }
@@ -908,5 +987,23 @@ fn put_outcome(mut results: Vec<TxResult>, mut found: Vec<bool>) -> Result<(Item
     match (results.pop(), found.pop()) {
         (Some(TxResult::Put(item)), Some(found)) => Ok((item, !found)),
         _ => Err(StorageError::msg("put returned no item").into()),
+    }
+}
+
+impl<B: Backend> Reads for Store<B> {
+    fn get(&self, path: &KeyPath) -> Result<Option<Item>, Error> {
+        Store::get(self, path)
+    }
+
+    fn get_many(&self, paths: &[KeyPath]) -> Result<Vec<Item>, Error> {
+        Store::get_many(self, paths)
+    }
+
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        Store::list(self, request)
+    }
+
+    fn now(&self) -> i64 {
+        Store::now(self)
     }
 }

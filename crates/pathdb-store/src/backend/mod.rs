@@ -129,6 +129,12 @@ pub enum WriteOp {
         expect: Option<Expect>,
     },
     /// Write nothing; fail the batch unless `expect` holds.
+    ///
+    /// Like every condition of a batch, it holds or not in the state before the batch. It may
+    /// name a log entry ([`log_entry`]) as absent: that the log has no entry after the one
+    /// before it (a listing check, write/listing.rs). The key may then be the one the batch's own
+    /// [`WriteOp::Append`] to that log takes at commit, and the check still holds: the append
+    /// comes after it.
     Check {
         /// Where.
         key: Key,

@@ -64,7 +64,7 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
         TxOp::Put { options, .. } | TxOp::Patch { options, .. } => options.condition,
         TxOp::Delete { condition, .. } => *condition,
         TxOp::Check { condition, .. } => Some(*condition),
-        TxOp::Create { .. } => None,
+        TxOp::Create { .. } | TxOp::CheckList(_) => None,
     };
     if let Some(condition) = condition {
         check_condition(&path, condition, current.as_ref())?;
@@ -112,7 +112,8 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
             plan.push(write, &path, fresh);
             return Ok(Written::without_put(path, key, fresh));
         }
-        TxOp::Check { .. } => {
+        // A listing's check is its own stage (listing.rs): treated as an item's check here.
+        TxOp::Check { .. } | TxOp::CheckList(_) => {
             plan.results.push(TxResult::Checked);
             let write = WriteOp::Check {
                 key: key.clone(),

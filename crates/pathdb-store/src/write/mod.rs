@@ -7,6 +7,7 @@
 //! | --- | --- | --- |
 //! | `items` | plan | nothing yet: one read of the records at every path the operations name, together (one request on a remote backend) |
 //! | `ids` | operation | nothing yet: a create's path (a generated id) |
+//! | `listing` | listing check | nothing but a check: the listing's range has no change in the log after its token (else the caller's condition fails), and the log no entry after the newest one read |
 //! | `items` | operation | the item record, its tombstone, or a check, conditional on what was read (a patch: the put of the patched value); the result and the change |
 //! | `history` | put | the revision, and the removal of revisions beyond the retention |
 //! | `expiry` | put | the expiry index entry |
@@ -26,6 +27,7 @@ mod expiry;
 mod history;
 mod ids;
 mod items;
+mod listing;
 mod plan;
 mod relocate;
 
@@ -45,6 +47,10 @@ pub(crate) fn plan<R: Reader + ?Sized>(ctx: &Context<'_, R>, ops: &[TxOp]) -> Re
     let mut ids = ids::Ids::new(ops);
     let read = items::read_named(ctx, ops)?;
     for (index, op) in ops.iter().enumerate() {
+        if let TxOp::CheckList(check) = op {
+            listing::stage(ctx, &mut plan, index, check)?;
+            continue;
+        }
         let (path, fresh) = ids.target(ctx, index, op)?;
         let written = items::stage(ctx, &mut plan, &read, op, path, fresh)?;
         history::stage(ctx, &mut plan, &written)?;
@@ -129,6 +135,16 @@ pub(crate) fn check_ops(ops: &[TxOp], now: i64) -> Result<(), Error> {
                 }
             }
             TxOp::Patch { path, options, .. } => check_expiry(path, options.expires, now)?,
+            TxOp::CheckList(check) => {
+                let range = &check.range;
+                check_key(&range.prefix)?;
+                for bound in [&range.gt, &range.gte, &range.lt, &range.lte]
+                    .into_iter()
+                    .flatten()
+                {
+                    check_key(bound)?;
+                }
+            }
             TxOp::Delete { .. } | TxOp::Check { .. } => {}
         }
     }

@@ -6,6 +6,7 @@ use crate::changelog::{Change, TrimSchedule};
 use crate::namespaces::NamespaceHistory;
 use crate::ops::TxResult;
 use crate::options::PutOptions;
+use crate::token::TokenKey;
 use pathdb_keys::KeyPath;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -22,6 +23,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) plans: &'a AtomicU64,
     /// When each group's change log next needs trimming.
     pub(crate) trims: &'a TrimSchedule,
+    /// The database's key for tokens (a listing check reads a change token).
+    pub(crate) tokens: &'a TokenKey,
 }
 
 impl<'a> Settings<'a> {
@@ -38,6 +41,7 @@ impl<'a> Settings<'a> {
             change_retention: self.change_retention,
             commit: self.plans.fetch_add(1, Ordering::Relaxed),
             trims: self.trims,
+            tokens: self.tokens,
         }
     }
 }
@@ -58,6 +62,8 @@ pub(crate) struct Context<'a, R: ?Sized> {
     pub(crate) commit: u64,
     /// When each group's change log next needs trimming.
     pub(crate) trims: &'a TrimSchedule,
+    /// The database's key for tokens.
+    pub(crate) tokens: &'a TokenKey,
 }
 
 impl<R: ?Sized> Context<'_, R> {
