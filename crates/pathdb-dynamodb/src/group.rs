@@ -419,6 +419,7 @@ impl DynamoBackend {
             numbered.owners.push(owner);
             self.push_entry(&mut numbered, log, record).await?;
         }
+        numbered.drop_checks_of_entries();
         Ok(numbered)
     }
 
@@ -489,6 +490,37 @@ struct Numbered {
     owners: Vec<(usize, usize)>,
     /// Per log: the number of its last entry in this request.
     ends: Vec<(Key, u64)>,
+}
+
+impl Numbered {
+    /// Removes the checks that an entry this request puts is absent (a listing check's: the log
+    /// has no entry after the last one it read, [`WriteOp::Check`]). The entry's put is
+    /// conditional on that very thing, and a request may name a key once. A check of an entry
+    /// numbered otherwise stays, and fails if another writer took that number.
+    fn drop_checks_of_entries(&mut self) {
+        let entry_keys: HashSet<Key> = self
+            .entries
+            .iter()
+            .map(|&i| self.ops[i].key().clone())
+            .collect();
+        let covered = |op: &WriteOp| matches!(op, WriteOp::Check { key, expect: Expect::Absent } if entry_keys.contains(key));
+        if !self.ops.iter().any(covered) {
+            return;
+        }
+        let ops = std::mem::take(&mut self.ops);
+        let owners = std::mem::take(&mut self.owners);
+        let entries: HashSet<usize> = self.entries.drain(..).collect();
+        for (i, (op, owner)) in ops.into_iter().zip(owners).enumerate() {
+            if covered(&op) {
+                continue;
+            }
+            if entries.contains(&i) {
+                self.entries.push(self.ops.len());
+            }
+            self.ops.push(op);
+            self.owners.push(owner);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -647,5 +679,42 @@ mod test {
         assert_eq!(logs.last(&log), Some(5));
         logs.forget(&log);
         assert_eq!(logs.last(&log), None);
+    }
+
+    #[test]
+    fn a_check_of_the_entry_the_request_puts_is_left_to_the_entry() {
+        let put = |sort: &str, expect| WriteOp::Put {
+            key: key(sort),
+            record: record(1),
+            expect,
+        };
+        let check = |sort: &str| WriteOp::Check {
+            key: key(sort),
+            expect: Expect::Absent,
+        };
+        let mut numbered = Numbered {
+            ops: vec![
+                put("a", None),
+                check("log-5"),
+                check("log-4"),
+                put("log-5", Some(Expect::Absent)),
+            ],
+            entries: vec![3],
+            owners: vec![(0, 0), (0, 1), (0, 2), (0, 3)],
+            ends: Vec::new(),
+        };
+        numbered.drop_checks_of_entries();
+        // The check of entry 5 goes (the entry's put is conditional on the same); the check of
+        // entry 4, another writer's number, stays and fails if it was taken.
+        assert_eq!(
+            numbered.ops,
+            [
+                put("a", None),
+                check("log-4"),
+                put("log-5", Some(Expect::Absent))
+            ]
+        );
+        assert_eq!(numbered.entries, [2]);
+        assert_eq!(numbered.owners, [(0, 0), (0, 2), (0, 3)]);
     }
 }
