@@ -17,7 +17,9 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// Stable, machine-readable: `invalid_path`, `invalid_json`, `invalid_request`,
     /// `invalid_page_token`, `unauthorized`, `forbidden`, `origin_not_allowed`,
-    /// `host_not_allowed`, `not_found`, `method_not_allowed`, `condition_failed`, `conflict`,
+    /// `host_not_allowed`, `not_found`, `method_not_allowed`, `condition_failed`, `conflict` (no
+    /// longer answered: a transaction that loses a race plans again and answers
+    /// `condition_failed` if its condition no longer holds),
     /// `too_large`, `unsupported_media_type`, `timeout`, `unavailable` (503, with
     /// `Retry-After` when retrying later should help), `insufficient_storage` (507: the disk is
     /// full), `outcome_unknown` (503: a write was sent but its outcome could not be learned),
@@ -25,6 +27,10 @@ pub struct ErrorDetail {
     pub code: String,
     /// For people.
     pub message: String,
+    /// In a transaction's answer, the index of the operation that failed (a failed condition:
+    /// `condition_failed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
 }
 
 /// A failed request.
@@ -35,6 +41,8 @@ pub struct ApiError {
     message: String,
     /// Seconds for `Retry-After`, on answers where waiting should help.
     retry_after: Option<u64>,
+    /// The transaction operation it is about.
+    index: Option<usize>,
 }
 
 impl ApiError {
@@ -45,6 +53,17 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after: None,
+            index: None,
+        }
+    }
+
+    /// The same error, about operation `index` of a transaction (`error.index`, and named in
+    /// the message).
+    pub fn at_operation(self, index: usize) -> ApiError {
+        ApiError {
+            message: format!("operation {index}: {}", self.message),
+            index: Some(index),
+            ..self
         }
     }
 
@@ -84,7 +103,9 @@ impl From<pathdb_store::Error> for ApiError {
     fn from(e: pathdb_store::Error) -> ApiError {
         use pathdb_store::Error as E;
         let (status, code) = match &e {
-            E::ConditionFailed { .. } => (StatusCode::CONFLICT, "condition_failed"),
+            E::ConditionFailed { .. } | E::ListChanged { .. } => {
+                (StatusCode::CONFLICT, "condition_failed")
+            }
             E::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
             E::KeyTooLarge { .. } | E::ItemTooLarge { .. } => {
                 (StatusCode::PAYLOAD_TOO_LARGE, "too_large")
@@ -157,6 +178,7 @@ impl IntoResponse for ApiError {
             error: ErrorDetail {
                 code: self.code.to_owned(),
                 message: self.message,
+                index: self.index,
             },
         };
         let failure = self.status.is_server_error().then(|| ServerFailure {

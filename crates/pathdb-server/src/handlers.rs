@@ -14,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
-    Condition, DEFAULT_LIST_LIMIT, Json as JsonText, ListRequest, MAX_LIST_LIMIT, PutOptions,
-    SubtreeJob, Transaction, TxOp,
+    Condition, DEFAULT_LIST_LIMIT, Json as JsonText, ListCheck, ListRange, ListRequest,
+    MAX_LIST_LIMIT, PutOptions, SubtreeJob, Transaction, TxOp, TxResult,
 };
 
 /// Most paths of a `/v1/get` served as a [`point_read`](crate::calls::point_read).
@@ -450,12 +450,13 @@ fn condition_of(
     }
 }
 
-/// Applies puts, patches, deletes, checks and creates on any paths, all or nothing.
+/// Applies puts, patches, deletes, checks (of items and of listings) and creates on any paths,
+/// all or nothing.
 #[utoipa::path(post, path = "/v1/transact", tag = "items", operation_id = "transact", request_body = TransactIn,
     responses((status = 200, body = TransactOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody),
         (status = 404, description = "A patch found no item (`not_found`; use `create`). Nothing was written.", body = ErrorBody),
-        (status = 409, description = "An operation's condition failed (`condition_failed`), a patch's `test` failed (`patch_test_failed`) or did not fit the value (`patch_conflict`), or a concurrent write changed what the transaction read (`conflict`: retry). Nothing was written.", body = ErrorBody),
+        (status = 409, description = "An operation's condition failed (`condition_failed`, with the operation's `index`: a check, a listing's check, an `if_version` or `must_not_exist`, whether it failed before the commit or in a race with it), a patch's `test` failed (`patch_test_failed`) or did not fit the value (`patch_conflict`). Nothing was written.", body = ErrorBody),
         (status = 413, body = ErrorBody),
         (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
         (status = 503, body = ErrorBody),
@@ -467,6 +468,11 @@ pub async fn transact<B: Backend>(
     Json(body): Json<TransactIn>,
 ) -> Result<axum::Json<TransactOut>, ApiError> {
     let mut tx = Transaction::new();
+    let listings: Vec<bool> = body
+        .ops
+        .iter()
+        .map(|op| matches!(op, TxOpIn::CheckList { .. }))
+        .collect();
     for op in body.ops {
         tx.ops.push(match op {
             TxOpIn::Put {
@@ -529,6 +535,37 @@ pub async fn transact<B: Backend>(
                     ApiError::bad_request("a check needs if_version, must_exist or must_not_exist")
                 })?,
             },
+            TxOpIn::CheckList {
+                prefix,
+                changes_token,
+                children,
+                gt,
+                gte,
+                lt,
+                lte,
+                seen,
+            } => {
+                let bound = |b: Option<String>| b.as_deref().map(parse_path).transpose();
+                let seen = seen
+                    .map(|seen| {
+                        seen.iter()
+                            .map(|(path, version)| Ok((parse_path(path)?, *version)))
+                            .collect::<Result<_, ApiError>>()
+                    })
+                    .transpose()?;
+                TxOp::CheckList(ListCheck {
+                    range: ListRange {
+                        prefix: parse_path(&prefix)?,
+                        children_only: children.unwrap_or(false),
+                        gt: bound(gt)?,
+                        gte: bound(gte)?,
+                        lt: bound(lt)?,
+                        lte: bound(lte)?,
+                    },
+                    changes_token: changes_token.parse()?,
+                    seen,
+                })
+            }
             TxOpIn::Create {
                 path,
                 id,
@@ -547,9 +584,35 @@ pub async fn transact<B: Backend>(
             }
         });
     }
-    let results = store_call("transact", move || Ok(state.store.transact(tx)?)).await?;
+    let results = store_call("transact", move || {
+        let paths: Vec<Option<KeyPath>> = tx.ops.iter().map(|op| op.path().cloned()).collect();
+        state.store.transact(tx).map_err(|e| {
+            // A failed condition names its operation: a listing's check by its index, an
+            // item's by its path (a path appears once in a transaction).
+            let index = match &e {
+                pathdb_store::Error::ListChanged { index, .. } => Some(*index),
+                pathdb_store::Error::ConditionFailed { path, .. } => {
+                    paths.iter().position(|p| p.as_ref() == Some(path))
+                }
+                _ => None,
+            };
+            let error = ApiError::from(e);
+            match index {
+                Some(index) => error.at_operation(index),
+                None => error,
+            }
+        })
+    })
+    .await?;
     Ok(axum::Json(TransactOut {
-        results: results.into_iter().map(Into::into).collect(),
+        results: results
+            .into_iter()
+            .zip(listings)
+            .map(|(result, listing)| match result {
+                TxResult::Checked if listing => TxResultOut::CheckList,
+                other => other.into(),
+            })
+            .collect(),
     }))
 }
 

@@ -388,6 +388,31 @@ pub enum TxOpIn {
         /// Expire after this many seconds.
         ttl_seconds: Option<u64>,
     },
+    /// Write nothing; fail (409 `condition_failed`) if anything in a listing's range was put,
+    /// patched, deleted, expired, moved or copied after the listing whose first page returned
+    /// `changes_token`. The range is the listing's own: `prefix`, its bounds and `children`.
+    CheckList {
+        /// The listing's prefix (key path text).
+        prefix: String,
+        /// The `changes_token` of the listing's first page.
+        changes_token: String,
+        /// The listing was of the prefix's direct children.
+        children: Option<bool>,
+        /// The listing's `gt` bound.
+        gt: Option<String>,
+        /// The listing's `gte` bound.
+        gte: Option<String>,
+        /// The listing's `lt` bound.
+        lt: Option<String>,
+        /// The listing's `lte` bound.
+        lte: Option<String>,
+        /// The items the listing showed, path to version (a client's `transaction` sends them).
+        /// On DynamoDB a listing's token starts a margin before the listing, and a change in
+        /// that margin that the listing already shows is then not counted; without `seen`
+        /// every change in the margin counts. Ignored by the embedded store, whose tokens have
+        /// no margin.
+        seen: Option<std::collections::BTreeMap<String, u64>>,
+    },
     /// Create an item with a generated id at `{path}-{id}`.
     Create {
         /// The parent's key path and the new element's namespace (`/user-7/post`; `/user` for a
@@ -410,7 +435,7 @@ pub enum TxOpIn {
 #[serde(deny_unknown_fields)]
 pub struct TxOpFields {
     op: String,
-    path: String,
+    path: Option<String>,
     #[serde(default, deserialize_with = "present")]
     value: Option<Box<serde_json::value::RawValue>>,
     if_version: Option<u64>,
@@ -423,6 +448,14 @@ pub struct TxOpFields {
     merge: Option<serde_json::Value>,
     patch: Option<serde_json::Value>,
     create: Option<bool>,
+    prefix: Option<String>,
+    changes_token: Option<String>,
+    children: Option<bool>,
+    gt: Option<String>,
+    gte: Option<String>,
+    lt: Option<String>,
+    lte: Option<String>,
+    seen: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 /// A field that is present, even as `null` (a value to put or a merge patch that replaces
@@ -450,13 +483,46 @@ impl TryFrom<TxOpFields> for TxOpIn {
             stray("patch", f.patch.is_some())?;
             stray("create", f.create.is_some())?;
         }
+        if op == "check_list" {
+            stray("path", f.path.is_some())?;
+            stray("value", f.value.is_some())?;
+            stray("if_version", f.if_version.is_some())?;
+            stray("must_exist", f.must_exist.is_some())?;
+            stray("must_not_exist", f.must_not_exist.is_some())?;
+            stray("history", f.history.is_some())?;
+            stray("ttl_seconds", f.ttl_seconds.is_some())?;
+            stray("id", f.id.is_some())?;
+            return Ok(TxOpIn::CheckList {
+                prefix: f.prefix.ok_or("missing field `prefix`")?,
+                changes_token: f.changes_token.ok_or("missing field `changes_token`")?,
+                children: f.children,
+                gt: f.gt,
+                gte: f.gte,
+                lt: f.lt,
+                lte: f.lte,
+                seen: f.seen,
+            });
+        }
+        for (name, present) in [
+            ("prefix", f.prefix.is_some()),
+            ("changes_token", f.changes_token.is_some()),
+            ("children", f.children.is_some()),
+            ("gt", f.gt.is_some()),
+            ("gte", f.gte.is_some()),
+            ("lt", f.lt.is_some()),
+            ("lte", f.lte.is_some()),
+            ("seen", f.seen.is_some()),
+        ] {
+            stray(name, present)?;
+        }
+        let path = f.path.ok_or("missing field `path`")?;
         match op {
             "create" => {
                 stray("must_exist", f.must_exist.is_some())?;
                 stray("must_not_exist", f.must_not_exist.is_some())?;
                 stray("if_version", f.if_version.is_some())?;
                 Ok(TxOpIn::Create {
-                    path: f.path,
+                    path,
                     id: f.id.ok_or("missing field `id`")?,
                     value: f.value.ok_or("missing field `value`")?,
                     history: f.history,
@@ -467,7 +533,7 @@ impl TryFrom<TxOpFields> for TxOpIn {
                 stray("id", f.id.is_some())?;
                 stray("must_exist", f.must_exist.is_some())?;
                 Ok(TxOpIn::Put {
-                    path: f.path,
+                    path,
                     value: f.value.ok_or("missing field `value`")?,
                     if_version: f.if_version,
                     must_not_exist: f.must_not_exist,
@@ -483,7 +549,7 @@ impl TryFrom<TxOpFields> for TxOpIn {
                     return Err("a patch needs exactly one of `merge` and `patch`".into());
                 }
                 Ok(TxOpIn::Patch {
-                    path: f.path,
+                    path,
                     merge: f.merge,
                     patch: f.patch,
                     if_version: f.if_version,
@@ -501,7 +567,7 @@ impl TryFrom<TxOpFields> for TxOpIn {
                 stray("history", f.history.is_some())?;
                 stray("ttl_seconds", f.ttl_seconds.is_some())?;
                 Ok(TxOpIn::Delete {
-                    path: f.path,
+                    path,
                     if_version: f.if_version,
                 })
             }
@@ -511,14 +577,14 @@ impl TryFrom<TxOpFields> for TxOpIn {
                 stray("history", f.history.is_some())?;
                 stray("ttl_seconds", f.ttl_seconds.is_some())?;
                 Ok(TxOpIn::Check {
-                    path: f.path,
+                    path,
                     if_version: f.if_version,
                     must_exist: f.must_exist,
                     must_not_exist: f.must_not_exist,
                 })
             }
             other => Err(format!(
-                "unknown op {other:?}, expected one of `put`, `patch`, `delete`, `check`, `create`"
+                "unknown op {other:?}, expected one of `put`, `patch`, `delete`, `check`, `check_list`, `create`"
             )),
         }
     }
@@ -549,6 +615,8 @@ pub enum TxResultOut {
     },
     /// The check held.
     Check,
+    /// Nothing in the listing's range changed.
+    CheckList,
 }
 
 impl From<TxResult> for TxResultOut {
@@ -645,7 +713,7 @@ impl utoipa::Modify for TaggedUnions {
                 let Some(tag) = tag_of(object, "op") else {
                     continue;
                 };
-                let name = format!("{prefix}{}", upper_first(&tag));
+                let name = format!("{prefix}{}", upper_camel(&tag));
                 let mut object = object.clone();
                 if closed {
                     object.additional_properties =
@@ -680,10 +748,15 @@ fn tag_of(object: &utoipa::openapi::schema::Object, property: &str) -> Option<St
     }
 }
 
-fn upper_first(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
+/// A tag's schema name part: `check_list` -> `CheckList`.
+fn upper_camel(text: &str) -> String {
+    text.split('_')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect()
 }

@@ -78,6 +78,7 @@ async fn transaction_ops_and_results_are_discriminated_unions() {
             "put": format!("#/components/schemas/{prefix}Put"),
             "delete": format!("#/components/schemas/{prefix}Delete"),
             "check": format!("#/components/schemas/{prefix}Check"),
+            "check_list": format!("#/components/schemas/{prefix}CheckList"),
         });
         if union == "TxOpIn" {
             // A create's and a patch's result is the item it put.

@@ -85,7 +85,19 @@ impl Reply {
             .get("error")
             .and_then(Value::as_object)
             .unwrap_or_else(|| panic!("not the error shape: {body}"));
-        assert_eq!(error.len(), 2, "error has code and message only: {body}");
+        // A transaction's failed condition also names its operation.
+        let index = error.get("index").map(|i| {
+            assert!(i.is_u64(), "index is an operation's index: {body}");
+            assert_eq!(
+                code, "condition_failed",
+                "only a failed condition has one: {body}"
+            );
+        });
+        assert_eq!(
+            error.len(),
+            2 + usize::from(index.is_some()),
+            "error has code and message only (and a failed condition's index): {body}"
+        );
         assert_eq!(error["code"], code, "{body}");
         let message = error["message"].as_str().expect("message is a string");
         assert!(!message.is_empty(), "{body}");

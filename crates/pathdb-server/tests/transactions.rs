@@ -274,3 +274,74 @@ async fn export_import_round_trip() {
 
 /// What an empty store exports: only the last line.
 const EMPTY_EXPORT: &str = "{\"export\":\"complete\",\"records\":0,\"skipped\":0}\n";
+
+/// `check_list`: a transaction that decided on a listing commits only if nothing in the
+/// listing's range changed after its first page's `changes_token`; a failed check is a 409
+/// `condition_failed` naming the operation's index, like any failed condition.
+#[tokio::test]
+async fn a_listing_check_fails_only_on_changes_in_its_range() {
+    let server = TestServer::new();
+    server.put_item("/user-1/order-1", "{}").await;
+    server.put_item("/user-1/profile-1", "{}").await;
+    let token = server.get("/v1/list/user-1/order").await.expect(200)["changes_token"]
+        .as_str()
+        .expect("a first page's changes token")
+        .to_owned();
+    let check = json!({"op": "check_list", "prefix": "/user-1/order", "changes_token": token});
+    server
+        .put_item("/user-1/profile-1", r#"{"name": "changed"}"#)
+        .await;
+    let body = server
+        .post(
+            "/v1/transact",
+            &json!({"ops": [check, {"op": "put", "path": "/user-1/order-2", "value": {}}]}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(body["results"][0], json!({"op": "check_list"}));
+    // Now the range has changed since the token: order-2 came after it.
+    let reply = server
+        .post(
+            "/v1/transact",
+            &json!({"ops": [{"op": "put", "path": "/user-2/x-1", "value": 1}, check]}),
+        )
+        .await;
+    let message = reply.expect_error(409, "condition_failed");
+    assert_eq!(reply.json()["error"]["index"], 1);
+    assert!(message.contains("/user-1/order-2"), "{message}");
+    server.get("/v1/items/user-2/x-1").await.expect(404);
+    // Bounds and `seen` are the listing's own options; outside the bounds, nothing changed.
+    let bounded = json!({"op": "check_list", "prefix": "/user-1/order", "changes_token": token,
+        "lt": "/user-1/order-2", "seen": {"/user-1/order-1": 1}});
+    server
+        .post("/v1/transact", &json!({"ops": [bounded]}))
+        .await
+        .expect(200);
+    for (op, code) in [
+        (
+            json!({"op": "check_list", "prefix": "/user-1/order"}),
+            "invalid_json",
+        ),
+        (
+            json!({"op": "check_list", "prefix": "/user-1/order", "changes_token": token, "path": "/user-1"}),
+            "invalid_json",
+        ),
+        (
+            json!({"op": "check_list", "prefix": "/user-2/order", "changes_token": token}),
+            "invalid_change_token",
+        ),
+        (
+            json!({"op": "check_list", "prefix": "/user-1/order", "changes_token": "nope"}),
+            "invalid_change_token",
+        ),
+        (
+            json!({"op": "put", "path": "/user-1/order-3", "value": 1, "prefix": "/user-1"}),
+            "invalid_json",
+        ),
+    ] {
+        server
+            .post("/v1/transact", &json!({"ops": [op]}))
+            .await
+            .expect_error(400, code);
+    }
+}
