@@ -39,7 +39,9 @@
 //!   [`large_move_resumes`] (`tree`);
 //! - [`json_patch_rfc6902_examples`], [`merge_patch_rfc7396_examples`],
 //!   [`increments_and_missing_items`], [`patches_in_transactions`], [`racing_increments`],
-//!   [`patches_after_puts_in_transactions`] (`patch`), [`random_patches_against_a_model`] (`patch_model`).
+//!   [`patches_after_puts_in_transactions`] (`patch`), [`random_patches_against_a_model`] (`patch_model`);
+//! - [`list_checks_are_exact`], [`interactive_transactions`],
+//!   [`interactive_transactions_under_contention`] (`transactions`).
 //!
 //! Outside the macro, because it wraps the backend rather than opening a store:
 //! [`fault_injection`] (`faults`), which each backend's tests call with a fresh backend.
@@ -62,6 +64,7 @@ mod lifecycle;
 mod listing;
 mod patch;
 mod patch_model;
+mod transactions;
 mod tree;
 mod values;
 
@@ -94,6 +97,9 @@ pub use patch::{
     patches_after_puts_in_transactions, patches_in_transactions, racing_increments,
 };
 pub use patch_model::random_patches_against_a_model;
+pub use transactions::{
+    interactive_transactions, interactive_transactions_under_contention, list_checks_are_exact,
+};
 pub use tree::{large_move_resumes, subtree_copy, subtree_delete, subtree_errors, subtree_move};
 pub use values::{altered_tokens_are_refused, emptyish_values_round_trip};
 
@@ -151,6 +157,9 @@ macro_rules! conformance_tests {
             racing_increments,
             patches_after_puts_in_transactions,
             random_patches_against_a_model,
+            list_checks_are_exact,
+            interactive_transactions,
+            interactive_transactions_under_contention,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

@@ -361,8 +361,8 @@ impl Model {
                 TxOp::Put { options, .. } => options.condition,
                 TxOp::Delete { condition, .. } => *condition,
                 TxOp::Check { condition, .. } => Some(*condition),
-                TxOp::Create { .. } | TxOp::Patch { .. } => {
-                    unreachable!("the model generates no creates or patches")
+                TxOp::Create { .. } | TxOp::Patch { .. } | TxOp::CheckList(_) => {
+                    unreachable!("the model generates no creates, patches or listing checks")
                 }
             };
             let version = self.visible(fixed_path(op)).map(|i| i.version);
@@ -432,8 +432,8 @@ impl Model {
                     results.push(TxResult::Deleted(current));
                 }
                 TxOp::Check { .. } => results.push(TxResult::Checked),
-                TxOp::Create { .. } | TxOp::Patch { .. } => {
-                    unreachable!("the model generates no creates or patches")
+                TxOp::Create { .. } | TxOp::Patch { .. } | TxOp::CheckList(_) => {
+                    unreachable!("the model generates no creates, patches or listing checks")
                 }
             }
         }

@@ -8,8 +8,8 @@ use pathdb_store::backend::{
     WriteOp,
 };
 use pathdb_store::{
-    Error, Expiry, ExportRecord, Json, ListRequest, ManualClock, PutOptions, StorageError, Store,
-    StoreOptions, Timestamp, Transaction,
+    Condition, Error, Expiry, ExportRecord, Json, ListRequest, ManualClock, PutOptions,
+    StorageError, Store, StoreOptions, Timestamp, Transaction, TxResult,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -326,8 +326,12 @@ fn the_background_sweeper_removes_expired_items() {
     drop(store); // Joins the sweeper thread; hangs here if it does not stop.
 }
 
+/// A concurrent change between a write's plan and its commit makes it plan again, a
+/// transaction as well as a single write: a condition that held at the plan but not at the
+/// commit fails as `ConditionFailed` naming the changed path (never a `Conflict`), and a write
+/// without one commits over the new version.
 #[test]
-fn a_concurrent_change_is_a_conflict_for_a_transaction_and_a_retry_for_a_put() {
+fn a_concurrent_change_makes_a_write_plan_again_and_fails_only_a_condition() {
     let store = store();
     let both = PutOptions {
         history: true,
@@ -339,44 +343,67 @@ fn a_concurrent_change_is_a_conflict_for_a_transaction_and_a_retry_for_a_put() {
     }
     let before = store.scan(None, 1000).unwrap().records;
     let interfere = |p: &str| *store.backend().interfere.lock().unwrap() = Some(path(p));
+    let at = |p: &str| PutOptions {
+        condition: Some(Condition::IfVersion(
+            store.get(&path(p)).unwrap().unwrap().version,
+        )),
+        ..both.clone()
+    };
     // The batch holds revision and expiry entries before each item's own operation; the
-    // conflict still names the item that changed.
+    // failure still names the item that changed.
     for changed in ["/c-1/a-1", "/c-1/b-1"] {
+        let tx = Transaction::new()
+            .put(path("/c-1/a-1"), value(2), at("/c-1/a-1"))
+            .put(path("/c-1/b-1"), value(2), at("/c-1/b-1"));
         interfere(changed);
-        let result = store.transact(
-            Transaction::new()
-                .put(path("/c-1/a-1"), value(2), both.clone())
-                .put(path("/c-1/b-1"), value(2), both.clone()),
-        );
-        match result {
-            Err(ref error @ Error::Conflict { path: ref p }) => {
-                assert_eq!(*p, path(changed));
-                assert!(error.is_retryable());
-            }
-            other => panic!("expected Conflict on {changed}, got {other:?}"),
+        match store.transact(tx) {
+            Err(Error::ConditionFailed {
+                path: ref p,
+                current: Some(2),
+                ..
+            }) => assert_eq!(*p, path(changed)),
+            other => panic!("expected ConditionFailed on {changed}, got {other:?}"),
         }
+        // The interference changes versions, not values: compare those.
+        let after: Vec<(KeyPath, Option<Json>, bool)> = store
+            .scan(None, 1000)
+            .unwrap()
+            .records
+            .into_iter()
+            .map(record_summary)
+            .collect();
+        let expected: Vec<(KeyPath, Option<Json>, bool)> =
+            before.iter().cloned().map(record_summary).collect();
+        assert_eq!(after, expected, "a failed transaction wrote something");
     }
-    let after: Vec<(KeyPath, Option<Json>, bool)> = store
-        .scan(None, 1000)
-        .unwrap()
-        .records
-        .into_iter()
-        .map(record_summary)
+    // Without conditions, the transaction plans again on the changed items and commits.
+    interfere("/c-1/a-1");
+    let results = store
+        .transact(
+            Transaction::new()
+                .put(path("/c-1/a-1"), value(3), both.clone())
+                .put(path("/c-1/b-1"), value(3), both.clone()),
+        )
+        .unwrap();
+    let versions: Vec<u64> = results
+        .iter()
+        .map(|r| match r {
+            TxResult::Put(item) => item.version,
+            other => panic!("not a put: {other:?}"),
+        })
         .collect();
-    let expected: Vec<(KeyPath, Option<Json>, bool)> =
-        before.into_iter().map(record_summary).collect();
-    assert_eq!(after, expected, "a conflicting transaction wrote something");
-    // A single put re-reads and succeeds.
+    // a-1: 1, bumped by the first round, then here, then written; b-1: 1, bumped, written.
+    assert_eq!(versions, [4, 3]);
+    // A single put and delete do the same.
     interfere("/c-1/a-1");
     let item = store
-        .put(&path("/c-1/a-1"), value(3), both.clone())
+        .put(&path("/c-1/a-1"), value(4), both.clone())
         .unwrap();
-    // Version 1, bumped by the two interferences with a-1: written over version 3.
-    assert_eq!(item.version, 4);
+    assert_eq!(item.version, 6, "written over the concurrent version 5");
     interfere("/c-1/b-1");
     let deleted = store.delete(&path("/c-1/b-1"), None).unwrap().unwrap();
     assert_eq!(
-        deleted.version, 3,
+        deleted.version, 4,
         "the delete returns what it deleted: the concurrent version"
     );
 }
@@ -499,4 +526,83 @@ fn a_transaction_reads_the_paths_it_names_together() {
         .put(&path("/r-1/a-1"), value(3), PutOptions::default())
         .unwrap();
     assert_eq!(counts(), (1, 0), "a single write reads its own path");
+}
+
+/// On a backend whose listing tokens start a margin back (DynamoDB), a listing check counts a
+/// change of the margin that the listing already shows only when it does not know what the
+/// listing showed: with `seen` (what `Store::transaction` sends) the check is exact again. A
+/// change after the listing fails the check either way.
+#[test]
+fn a_listing_check_on_a_shared_backend_ignores_the_margin_it_has_seen() {
+    let clock = Arc::new(ManualClock::new(Timestamp(1_700_000_000_000_000)));
+    let options = StoreOptions {
+        sweep_interval: None,
+        clock: clock.clone(),
+        ..StoreOptions::default()
+    };
+    let backend = Wrapped {
+        shared: true,
+        ..Wrapped::default()
+    };
+    let store = Store::new(backend, options).unwrap();
+    let orders = ListRequest::new(path("/u-1/order"));
+    for i in 1..=2 {
+        store
+            .put(
+                &path(&format!("/u-1/order-{i}")),
+                value(i),
+                PutOptions::default(),
+            )
+            .unwrap();
+        clock.advance(Duration::from_secs(1));
+    }
+    // Listed 1 s after order-2: both are in the listing's margin.
+    let page = store.list(&orders).unwrap();
+    let token = page.changes_token.unwrap();
+    let blind = orders.check(token);
+    let mut seen = orders.check(token);
+    seen.seen = Some(
+        page.items
+            .iter()
+            .filter_map(|e| e.item())
+            .map(|i| (i.path.clone(), i.version))
+            .collect(),
+    );
+    let check = |check: &pathdb_store::ListCheck| {
+        store.transact(Transaction::new().check_list(check.clone()))
+    };
+    assert!(
+        matches!(check(&blind), Err(Error::ListChanged { .. })),
+        "without seen, a change in the margin counts"
+    );
+    check(&seen).expect("the listing shows both changes of the margin");
+    // A delete of the margin that the listing shows the item after would count too.
+    store
+        .put(&path("/u-1/profile-1"), value(1), PutOptions::default())
+        .unwrap();
+    check(&seen).expect("a change outside the range is not one");
+    store
+        .put(&path("/u-1/order-1"), value(7), PutOptions::default())
+        .unwrap();
+    match check(&seen) {
+        Err(Error::ListChanged {
+            index: 0, path: p, ..
+        }) => assert_eq!(p, path("/u-1/order-1")),
+        other => panic!("a change after the listing must fail the check: {other:?}"),
+    }
+    // Store::transaction records what it listed: a decision on a listing of the margin commits
+    // at its first run.
+    let page = store.list(&orders).unwrap();
+    assert!(page.changes_token.is_some());
+    let mut runs = 0;
+    store
+        .transaction(|tx| {
+            runs += 1;
+            let n = tx.list(&orders)?.items.len();
+            tx.put(&path(&format!("/u-1/order-{}", n + 1)), value(0));
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+    assert_eq!(runs, 1);
+    assert!(store.get(&path("/u-1/order-3")).unwrap().is_some());
 }
