@@ -299,3 +299,64 @@ fn requests_per_write_and_per_poll() {
     assert!(page.changes.is_empty());
     assert_eq!(step("poll finding nothing"), (0, 1, 0, 0));
 }
+
+/// How precise a listing check is on DynamoDB, measured (docs/transactions.md): a listing's
+/// token starts a margin back (docs/changes.md), so a check given only the token counts every
+/// change in its range of the 10 s before the listing, a false conflict when nothing changed
+/// after it; given what the listing showed (`seen`, which `Store::transaction` and the clients
+/// send) it counts none of them. A write outside the range never fails it.
+#[test]
+fn listing_checks_are_exact_given_what_the_listing_showed() {
+    let Some((endpoint, _)) = endpoint() else {
+        return;
+    };
+    let store = Store::new(
+        Dynamo::new(endpoint).backend(),
+        StoreOptions {
+            sweep_interval: None,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("store opens");
+    const ROUNDS: usize = 10;
+    let path = |text: &str| text.parse::<pathdb_keys::KeyPath>().expect("path");
+    let orders = pathdb_store::ListRequest::new(path("/shop-1/order"));
+    let commit = |check: pathdb_store::ListCheck| {
+        store.transact(pathdb_store::Transaction::new().check_list(check))
+    };
+    let (mut blind, mut seen, mut outside) = (0, 0, 0);
+    for round in 0..ROUNDS {
+        let value = pathdb_store::Json::parse("{}").expect("json");
+        store
+            .put(
+                &path(&format!("/shop-1/order-{round}")),
+                value.clone(),
+                Default::default(),
+            )
+            .expect("put");
+        let page = store.list(&orders).expect("list");
+        let token = page.changes_token.expect("a first page's token");
+        let mut shown = orders.check(token);
+        shown.seen = Some(
+            page.items
+                .iter()
+                .filter_map(|e| e.item())
+                .map(|i| (i.path.clone(), i.version))
+                .collect(),
+        );
+        // Nothing in the range changes after the listing: every failure is a false conflict.
+        blind += usize::from(commit(orders.check(token)).is_err());
+        seen += usize::from(commit(shown.clone()).is_err());
+        store
+            .put(&path("/shop-1/profile-1"), value, Default::default())
+            .expect("put");
+        outside += usize::from(commit(shown).is_err());
+    }
+    eprintln!(
+        "listing checks, {ROUNDS} rounds, each listing right after a change in its range: \
+         false conflicts with the token alone {blind}, with seen {seen}, with seen and a write \
+         outside the range {outside}"
+    );
+    assert_eq!((seen, outside), (0, 0));
+    assert_eq!(blind, ROUNDS, "the token alone counts its margin's changes");
+}
