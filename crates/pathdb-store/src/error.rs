@@ -200,9 +200,7 @@ pub enum Error {
     /// A listing that a transaction depends on ([`TxOp::CheckList`](crate::TxOp::CheckList))
     /// changed after its changes token; nothing was written. A failed condition, like
     /// [`Error::ConditionFailed`] (HTTP 409 `condition_failed`).
-    #[error(
-        "condition failed: the listing of {prefix} changed after its changes_token ({path}, operation {index})"
-    )]
+    #[error("condition failed: the listing of {prefix} changed after its changes_token: {path}")]
     ListChanged {
         /// The index of the transaction's check.
         index: usize,
