@@ -377,7 +377,7 @@ pub fn interactive_transactions_under_contention<H: Harness>(harness: &H) {
     let store: &Store<H::Backend> = &store;
     const GROUPS: usize = 2;
     const PER_GROUP: usize = 5;
-    const TRANSFERS: usize = 12;
+    const TRANSFERS: usize = 8;
     let account = |i: usize| path(&format!("/bank-{}/account-{}", i % GROUPS, i / GROUPS));
     let accounts: Vec<KeyPath> = (0..GROUPS * PER_GROUP).map(account).collect();
     for a in &accounts {
@@ -449,7 +449,7 @@ pub fn interactive_transactions_under_contention<H: Harness>(harness: &H) {
             .is_some_and(|i| i.value.to_value()["on_call"] == serde_json::json!(true))
     };
     let off = Json::parse(r#"{"on_call": false}"#).unwrap();
-    for round in 0..10 {
+    for round in 0..6 {
         for d in &doctors {
             store
                 .put(
@@ -484,7 +484,7 @@ pub fn interactive_transactions_under_contention<H: Harness>(harness: &H) {
 
     // Phantoms: each client adds an order while the listing shows fewer than 3.
     let orders = ListRequest::new(path("/user-1/order"));
-    for round in 0..10 {
+    for round in 0..6 {
         match store.delete_subtree(&path("/user-1"), &mut no_progress) {
             Ok(_) | Err(Error::NothingBelow { .. }) => {}
             Err(e) => panic!("clear the orders: {e}"),
