@@ -57,9 +57,13 @@ use std::sync::Arc;
 
 /// DynamoDB's limit on one `TransactWriteItems`.
 pub const MAX_TRANSACTION_ITEMS: usize = 100;
-/// Keys per `TransactGetItems`: DynamoDB allows 100 today, but 25 before 2022 and in moto, so
-/// `get_many` reads atomically in groups of 25.
-pub const MAX_TRANSACT_GET_ITEMS: usize = 25;
+/// Keys per `TransactGetItems`: DynamoDB allows 100 (25 before 2022). An endpoint that allows
+/// fewer (moto: 25) says so in its refusal, and the backend reads in groups of that size from
+/// then on (`get_many` then checks that the groups make one snapshot).
+pub const MAX_TRANSACT_GET_ITEMS: usize = 100;
+/// Reads of all groups a `get_many` of several `TransactGetItems` makes at most, looking for two
+/// in a row that find every version unchanged (one snapshot).
+const SNAPSHOT_READS: usize = 16;
 /// Keys per `BatchGetItem` (DynamoDB's limit).
 pub const MAX_BATCH_GET_ITEMS: usize = 100;
 
@@ -134,6 +138,9 @@ pub struct DynamoBackend {
     /// Page sizes that shrink after timeouts (paging.rs), one per kind of paged read: their
     /// items cost the endpoint differently.
     pages: Pages,
+    /// Keys per `TransactGetItems` the endpoint takes ([`MAX_TRANSACT_GET_ITEMS`], or less
+    /// when it refused that many).
+    transact_get_limit: std::sync::atomic::AtomicUsize,
 }
 
 struct Pages {
@@ -177,6 +184,7 @@ impl DynamoBackend {
             retry: options.retry.clone(),
             logs: group::Logs::default(),
             pages: Pages::default(),
+            transact_get_limit: std::sync::atomic::AtomicUsize::new(MAX_TRANSACT_GET_ITEMS),
         };
         backend.block_on(backend.check_transactions())?;
         Ok(backend)
@@ -335,11 +343,50 @@ impl DynamoBackend {
         Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
     }
 
-    /// Keys in groups of [`MAX_TRANSACT_GET_ITEMS`], each one TransactGetItems: a serializable
-    /// read of the group.
+    /// The records at `keys`, as one snapshot: one `TransactGetItems` (serializable with
+    /// every transaction) when the endpoint takes that many keys at once. In several requests,
+    /// each atomic, the groups are read again until two reads in a row find every version the
+    /// same: versions only grow, so each key held its version from the first of those reads to
+    /// the second, and all of them at once between the two.
     async fn get_many_async(&self, keys: &[Key]) -> Result<Vec<Option<Record>>, StorageError> {
+        let (mut read, requests) = self.read_groups(keys).await?;
+        if requests < 2 {
+            return Ok(read);
+        }
+        let versions = |records: &[Option<Record>]| -> Vec<Option<u64>> {
+            records
+                .iter()
+                .map(|r| r.as_ref().map(|r| r.version))
+                .collect()
+        };
+        for _ in 1..SNAPSHOT_READS {
+            let (again, _) = self.read_groups(keys).await?;
+            if versions(&again) == versions(&read) {
+                return Ok(read);
+            }
+            read = again;
+        }
+        Err(StorageError::msg(format!(
+            "get_many of {} keys: the items kept changing while they were read in several \
+             requests ({SNAPSHOT_READS} reads), so no snapshot was found; retry",
+            keys.len()
+        ))
+        .with_kind(pathdb_store::StorageErrorKind::Unavailable))
+    }
+
+    /// The records at `keys`, in groups of the endpoint's `TransactGetItems` limit, each group
+    /// atomic; and how many requests that took.
+    async fn read_groups(
+        &self,
+        keys: &[Key],
+    ) -> Result<(Vec<Option<Record>>, usize), StorageError> {
         let mut out = Vec::with_capacity(keys.len());
-        for chunk in keys.chunks(MAX_TRANSACT_GET_ITEMS) {
+        let mut requests = 0;
+        let limit = self
+            .transact_get_limit
+            .load(std::sync::atomic::Ordering::Relaxed);
+        for chunk in keys.chunks(limit) {
+            requests += 1;
             if let [key] = chunk {
                 out.push(self.get_async(key).await?);
                 continue;
@@ -388,9 +435,25 @@ impl DynamoBackend {
                         "this DynamoDB endpoint has no TransactGetItems; get_many reads key by key"
                     );
                     for key in chunk {
+                        requests += 1;
                         out.push(self.get_async(key).await?);
                     }
                     continue;
+                }
+                // An endpoint that takes fewer keys at once (moto: 25): read in its groups.
+                Err(e) if e.code.as_deref() == Some("ValidationException") => {
+                    match fewer_keys_allowed(e.error.message()).filter(|&n| n > 0 && n < limit) {
+                        Some(allowed) => {
+                            tracing::info!(
+                                allowed,
+                                "this DynamoDB endpoint takes {allowed} keys per TransactGetItems"
+                            );
+                            self.transact_get_limit
+                                .store(allowed, std::sync::atomic::Ordering::Relaxed);
+                            return Box::pin(self.read_groups(keys)).await;
+                        }
+                        None => return Err(e.into()),
+                    }
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -414,7 +477,7 @@ impl DynamoBackend {
                 );
             }
         }
-        Ok(out)
+        Ok((out, requests))
     }
 
     async fn query(
@@ -751,5 +814,34 @@ impl Reader for DynamoReader<'_> {
     fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError> {
         self.backend
             .block_on(self.backend.partitions_async(after, limit))
+    }
+}
+
+/// The number in a `ValidationException` that refuses a request for holding too many items
+/// ("... Member must have length less than or equal to 25").
+fn fewer_keys_allowed(message: &str) -> Option<usize> {
+    let (_, after) = message.rsplit_once("less than or equal to ")?;
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod limit_test {
+    use super::fewer_keys_allowed;
+
+    #[test]
+    fn the_allowed_number_is_read_from_a_refusal() {
+        // moto's words for 26 keys or more.
+        let moto = "1 validation error detected: Value '[com.amazonaws.dynamodb.v20120810.TransactGetItem@10000001]' \
+                    at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 25";
+        assert_eq!(fewer_keys_allowed(moto), Some(25));
+        assert_eq!(
+            fewer_keys_allowed("Member must have length less than or equal to 100."),
+            Some(100)
+        );
+        assert_eq!(
+            fewer_keys_allowed("One or more parameter values were invalid"),
+            None
+        );
     }
 }

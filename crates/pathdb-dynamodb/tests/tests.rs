@@ -360,3 +360,66 @@ fn listing_checks_are_exact_given_what_the_listing_showed() {
     assert_eq!((seen, outside), (0, 0));
     assert_eq!(blind, ROUNDS, "the token alone counts its margin's changes");
 }
+
+/// `get_many` (`POST /v1/get`) of more keys than one `TransactGetItems` of the endpoint takes
+/// (moto: 25) is still one snapshot: under concurrent transfers, every read of all accounts
+/// sums to the total.
+#[test]
+fn get_many_of_several_requests_is_one_snapshot() {
+    let Some((endpoint, _)) = endpoint() else {
+        return;
+    };
+    let store = Store::new(
+        Dynamo::new(endpoint).backend(),
+        StoreOptions {
+            sweep_interval: None,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("store opens");
+    const ACCOUNTS: usize = 60;
+    let json = |n: i64| pathdb_store::Json::parse(&format!(r#"{{"n": {n}}}"#)).expect("json");
+    let n = |item: &pathdb_store::Item| item.value.to_value()["n"].as_i64().expect("n");
+    let accounts: Vec<pathdb_keys::KeyPath> = (0..ACCOUNTS)
+        .map(|i| {
+            format!("/snap-{}/account-{i}", i % 3)
+                .parse()
+                .expect("path")
+        })
+        .collect();
+    for a in &accounts {
+        store.put(a, json(100), Default::default()).expect("put");
+    }
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let snapshots = std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..30 {
+                let (from, to) = (&accounts[i % ACCOUNTS], &accounts[(i * 7 + 1) % ACCOUNTS]);
+                store
+                    .transaction(|tx| {
+                        let (a, b) = (tx.get(from)?, tx.get(to)?);
+                        let (a, b) = (n(&a.expect("a")), n(&b.expect("b")));
+                        tx.put(from, json(a - 10));
+                        tx.put(to, json(b + 10));
+                        Ok(())
+                    })
+                    .expect("a transfer");
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let mut snapshots = 0;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            let items = store.get_many(&accounts).expect("a snapshot");
+            assert_eq!(items.len(), ACCOUNTS);
+            let total: i64 = items.iter().map(n).sum();
+            assert_eq!(
+                total,
+                100 * ACCOUNTS as i64,
+                "a snapshot saw half a transfer"
+            );
+            snapshots += 1;
+        }
+        snapshots
+    });
+    assert!(snapshots > 0);
+}
