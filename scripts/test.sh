@@ -91,7 +91,8 @@ fi
 # its own /openapi.json (no 5xx, no status or response the document does not describe); clients
 # generated from that document (openapi-python-client, openapi-typescript) type-check a small
 # program each, and the Python one runs against a live server.
-# The Python and TypeScript clients follow: type checks, then their tests against `pathdb serve`.
+# The Python and TypeScript clients follow: type checks, then their tests against `pathdb serve`,
+# then the Python client's transactions under 8 concurrent clients (scripts/transactions.sh).
 # All three need python3, node and npm (checked above: CI fails without them).
 if $dynamo_available; then
     step "bash scripts/schemathesis.sh"
@@ -100,6 +101,9 @@ if $dynamo_available; then
     bash scripts/openapi-clients.sh
     step "bash scripts/clients.sh"
     bash scripts/clients.sh
+    # Interactive transactions through the Python client, 8 clients, on a file and on moto.
+    step "bash scripts/transactions.sh"
+    bash scripts/transactions.sh
 else
     step "SKIPPED Schemathesis, the generated clients and the clients' suites: python3, node or npm missing"
 fi

@@ -65,6 +65,19 @@ def test_vectors_from_the_rust_codec(case: Dict[str, Any]) -> None:
     assert built == path and hash(built) == hash(path)
     assert str(built) == case["canonical"]
     assert KeyPath.parse(case["canonical"]) == path
+    if "encoded" in case:  # the binary key, whose byte order is the key order
+        assert path.encode().hex() == case["encoded"]
+
+
+def test_key_order_follows_the_binary_key() -> None:
+    # docs/key-format.md section 4: no id < integer < desc integer < string < desc string <
+    # desc bytes, a parent right before its subtree.
+    texts = ["/x-1/y", "/x-1/y--3", "/x-1/y-5", "/x-1/y-!5", "/x-1/y-a", "/x-1/y-!a", "/x-1/y-~_w", "/x-1/y-!~YQ"]
+    paths = [KeyPath.parse(t) for t in texts]
+    assert sorted(reversed(paths)) == paths
+    assert KeyPath.parse("/u-1/p-2") < KeyPath.parse("/u-1/p-10") < KeyPath.parse("/u-1/p-10/c-1")
+    assert KeyPath.parse("/u-1/p-!10") < KeyPath.parse("/u-1/p-!2")
+    assert not KeyPath.parse("/u-1") < KeyPath.parse("/u-1") and KeyPath.parse("/u-1") >= KeyPath.parse("/u-1")
 
 
 def test_builder_types_and_equality() -> None:

@@ -16,9 +16,9 @@ DEFAULT = 'Client("http://127.0.0.1:7070")'
 
 def snippets() -> List[str]:
     """The README's Python snippets: the quick start, following changes, generated ids,
-    partial updates."""
+    partial updates, transactions."""
     found = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    assert len(found) == 4
+    assert len(found) == 5
     for snippet in found:
         assert DEFAULT in snippet
     return found
@@ -69,3 +69,12 @@ def test_readme_partial_updates(server: Server) -> None:
         "patch_test_failed",
         "{'posts': 1}",
     ]
+
+
+def test_readme_transactions(server: Server) -> None:
+    snippet = snippets()[4]
+    assert len(snippet.strip().splitlines()) <= 18
+    code = snippet.replace('"/bank-1/', '"/bank-1000/')
+    assert code != snippet
+    assert run(server, code) == ["True", "[70, 30]"]
+    assert run(server, code) == ["True", "[70, 30]"]

@@ -1,7 +1,8 @@
 /** The HTTP client: global `fetch`, no dependencies; Node 20+ and browsers. */
 
-import { Conflict, NotFound, NotPathDB, OutcomeUnknown, PathDBError, Unavailable, errorFor, notPathDB } from "./errors.js";
+import { ConditionFailed, Conflict, NotFound, NotPathDB, OutcomeUnknown, PathDBError, Unavailable, errorFor, notPathDB } from "./errors.js";
 import { KeyPath, formatId, toPath, type PathLike } from "./keypath.js";
+import { MAX_TRANSACTION_ATTEMPTS, Transaction, backoffCeilingMs, stateOf } from "./transaction.js";
 
 /** A JSON document at a key path, with its metadata (times UTC; `*Micros` exact, in µs since the epoch). */
 export interface Item<T = unknown> {
@@ -241,6 +242,52 @@ export class Check {
   }
 }
 
+/** The range options of a listing, and what it showed, for a {@link CheckList}. */
+export interface CheckListOptions {
+  children?: boolean;
+  gt?: PathLike;
+  gte?: PathLike;
+  lt?: PathLike;
+  lte?: PathLike;
+  /**
+   * What the listing's pages showed, path to version: on DynamoDB a listing token starts a margin
+   * before the listing, and `seen` lets the server ignore the changes of that margin the listing
+   * already reflects (`transaction` always sends it).
+   */
+  seen?: Iterable<readonly [PathLike, number]> | Record<string, number>;
+}
+
+/**
+ * A transaction operation: a listing's check. The transaction fails (`ConditionFailed`, 409
+ * `condition_failed`) if anything in the listing's range (`prefix` with `children` and the bounds,
+ * as `listPage` takes them) was put, patched, deleted, expired, moved or copied after the listing
+ * whose first page returned `changesToken`.
+ */
+export class CheckList {
+  readonly prefix: KeyPath;
+  readonly changesToken: string;
+  readonly #wire: Wire;
+  constructor(prefix: PathLike, changesToken: string, options: CheckListOptions = {}) {
+    this.prefix = toPath(prefix);
+    this.changesToken = changesToken;
+    this.#wire = { op: "check_list", prefix: this.prefix.toString(), changes_token: changesToken };
+    if (options.children) this.#wire.children = true;
+    for (const name of ["gt", "gte", "lt", "lte"] as const) {
+      const bound = options[name];
+      if (bound !== undefined) this.#wire[name] = toPath(bound).toString();
+    }
+    if (options.seen !== undefined) {
+      const seen: Record<string, number> = {};
+      const entries = Symbol.iterator in options.seen ? options.seen : Object.entries(options.seen);
+      for (const [path, version] of entries as Iterable<readonly [PathLike, number]>) seen[toPath(path).toString()] = version;
+      this.#wire.seen = seen;
+    }
+  }
+  toWire(): Wire {
+    return { ...this.#wire };
+  }
+}
+
 /** In a transaction, the path operation `index` (a `Create`) creates, as a later `Create`'s parent. */
 export class Created {
   constructor(readonly index: number) {
@@ -352,7 +399,7 @@ export class Increment extends Patch {
 }
 
 /** A transaction operation (an `Increment` is a `Patch`). */
-export type Op = Put | Delete | Check | Create | Patch | Merge;
+export type Op = Put | Delete | Check | CheckList | Create | Patch | Merge;
 
 /**
  * The path as it goes in a URL: each element percent-encoded on its own, so `/` and `%` inside
@@ -529,9 +576,10 @@ export class Client {
   async #error(response: Response): Promise<PathDBError> {
     const text = await response.text();
     try {
-      const detail = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown } }).error;
+      const detail = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown; index?: unknown } }).error;
       if (detail && typeof detail.code === "string" && typeof detail.message === "string") {
-        return errorFor(response.status, detail.code, detail.message);
+        const index = Number.isSafeInteger(detail.index) ? (detail.index as number) : undefined;
+        return errorFor(response.status, detail.code, detail.message, index);
       }
     } catch {
       // Not JSON: not PathDB's error shape either.
@@ -843,10 +891,11 @@ export class Client {
   }
 
   /**
-   * Applies `Put`, `Delete`, `Check`, `Create`, `Patch`, `Merge` and `Increment` operations all or
-   * nothing. One result per operation: the item written, patched or created, the item deleted (or
-   * null), null for a check. Throws `ConditionFailed`, `NotFound` (a patch without `create` found
-   * no item), `PatchTestFailed`, `PatchConflict` or `Conflict` (not retried: retry your unit of work).
+   * Applies `Put`, `Delete`, `Check`, `CheckList`, `Create`, `Patch`, `Merge` and `Increment`
+   * operations all or nothing. One result per operation: the item written, patched or created, the
+   * item deleted (or null), null for a check. Throws `ConditionFailed` (its `index` names the
+   * operation), `NotFound` (a patch without `create` found no item), `PatchTestFailed` or
+   * `PatchConflict` (not retried: retry your unit of work, or use {@link transaction}).
    */
   async transact(ops: Iterable<Op>): Promise<(Item | null)[]> {
     const response = await this.#send({
@@ -860,6 +909,52 @@ export class Client {
       if (r.op === "delete" && r.deleted != null) return itemFromWire(r.deleted as Wire);
       return null;
     });
+  }
+
+  /**
+   * Runs `fn(tx)` as an interactive transaction and resolves to what it returned.
+   *
+   * `fn` reads (`tx.get`, `tx.getMany`, `tx.list`) and writes (`tx.put`, `tx.patch`, `tx.create`,
+   * `tx.delete`) through `tx`; the writes commit together, all or nothing, in one `transact`, and
+   * only if nothing `fn` read through `tx` (items, their absence, listings) changed meanwhile. When
+   * something did, `fn` runs again from the start, on what is there now, after a random pause below
+   * min(2^runs ms, 64 ms): at most `maxAttempts` runs (default 16), then `ConditionFailed` is
+   * thrown. So `fn` may run more than once and must have no effects outside `tx`. An error thrown
+   * by `fn` rejects as is and nothing is written; a callback that neither read nor wrote sends
+   * nothing. Every path read and every listing is one of the transaction's 100 operations.
+   *
+   * ```ts
+   * const moved = await db.transaction(async (tx) => {
+   *   const [a, b] = await tx.getMany<{ balance: number }>(["/bank-1/account-1", "/bank-1/account-2"]);
+   *   if (!a || !b || a.value.balance < 30) return false;
+   *   tx.put(a.path, { balance: a.value.balance - 30 });
+   *   tx.put(b.path, { balance: b.value.balance + 30 });
+   *   return true;
+   * });
+   * ```
+   */
+  async transaction<R>(fn: (tx: Transaction) => Promise<R> | R, options: { maxAttempts?: number } = {}): Promise<R> {
+    const maxAttempts = options.maxAttempts ?? MAX_TRANSACTION_ATTEMPTS;
+    if (!(maxAttempts >= 1)) throw new RangeError("maxAttempts is at least 1");
+    for (let runs = 1; ; runs++) {
+      const tx = new Transaction(this);
+      const state = stateOf(tx);
+      let value: R;
+      try {
+        value = await fn(tx);
+      } finally {
+        state.done = true;
+      }
+      const ops = state.ops();
+      if (ops.length === 0) return value;
+      try {
+        state.committed(await this.transact(ops));
+        return value;
+      } catch (e) {
+        if (!(e instanceof ConditionFailed) || runs >= maxAttempts) throw e;
+        await sleep(Math.random() * backoffCeilingMs(runs));
+      }
+    }
   }
 }
 

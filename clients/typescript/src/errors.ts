@@ -3,26 +3,37 @@
 /**
  * Base of every error the server answers, or of a failure to reach it. `status` is the HTTP
  * status (undefined when there was no answer), `code` the server's stable error code
- * (`condition_failed`, `invalid_path`, ...), `message` its text for people.
+ * (`condition_failed`, `invalid_path`, ...), `message` its text for people, and `index` the
+ * transaction operation it is about, when the server names one (a failed condition).
  */
 export class PathDBError extends Error {
   override name = "PathDBError";
   readonly code: string;
   readonly status: number | undefined;
+  readonly index: number | undefined;
 
-  constructor(message: string, code = "", status?: number) {
+  constructor(message: string, code = "", status?: number, index?: number) {
     super(message);
     this.code = code;
     this.status = status;
+    this.index = index;
   }
 }
 
-/** A condition did not hold: `mustNotExist`, `ifVersion`, or a transaction's check (HTTP 412, or 409 `condition_failed`). */
+/**
+ * A condition did not hold: `mustNotExist`, `ifVersion`, or a transaction's check or listing check
+ * (HTTP 412, or 409 `condition_failed` with the operation's `index`). Also what `transaction`
+ * throws when what its callback read kept changing for `maxAttempts` runs.
+ */
 export class ConditionFailed extends PathDBError {
   override name = "ConditionFailed";
 }
 
-/** A concurrent write got there first (HTTP 409 `conflict`); single writes are retried before this is thrown. */
+/**
+ * A concurrent write got there first (HTTP 409 `conflict`); single writes are retried before this
+ * is thrown. Current servers no longer answer it (a write that loses a race is planned again
+ * there); older ones may.
+ */
 export class Conflict extends PathDBError {
   override name = "Conflict";
 }
@@ -122,21 +133,21 @@ export function notPathDB(server: string, status: number, contentType: string, b
 }
 
 /** The error for an error answer. */
-export function errorFor(status: number, code: string, message: string): PathDBError {
-  if (code === "condition_failed" || status === 412) return new ConditionFailed(message, code, status);
-  if (code === "conflict") return new Conflict(message, code, status);
-  if (code === "destination_not_empty") return new DestinationNotEmpty(message, code, status);
-  if (code === "patch_test_failed") return new PatchTestFailed(message, code, status);
-  if (code === "patch_conflict") return new PatchConflict(message, code, status);
-  if (code === "token_expired" || status === 410) return new TokenExpired(message, code, status);
-  if (status === 401) return new Unauthorized(message, code, status);
-  if (status === 403) return new Forbidden(message, code, status);
-  if (status === 404) return new NotFound(message, code, status);
+export function errorFor(status: number, code: string, message: string, index?: number): PathDBError {
+  if (code === "condition_failed" || status === 412) return new ConditionFailed(message, code, status, index);
+  if (code === "conflict") return new Conflict(message, code, status, index);
+  if (code === "destination_not_empty") return new DestinationNotEmpty(message, code, status, index);
+  if (code === "patch_test_failed") return new PatchTestFailed(message, code, status, index);
+  if (code === "patch_conflict") return new PatchConflict(message, code, status, index);
+  if (code === "token_expired" || status === 410) return new TokenExpired(message, code, status, index);
+  if (status === 401) return new Unauthorized(message, code, status, index);
+  if (status === 403) return new Forbidden(message, code, status, index);
+  if (status === 404) return new NotFound(message, code, status, index);
   if (status === 400 || status === 413 || status === 415 || status === 422) {
-    return new InvalidRequest(message, code, status);
+    return new InvalidRequest(message, code, status, index);
   }
-  if (code === "insufficient_storage" || status === 507) return new InsufficientStorage(message, code, status);
-  if (code === "outcome_unknown") return new OutcomeUnknown(message, code, status);
-  if (status >= 500) return new Unavailable(message, code, status);
-  return new PathDBError(message, code, status);
+  if (code === "insufficient_storage" || status === 507) return new InsufficientStorage(message, code, status, index);
+  if (code === "outcome_unknown") return new OutcomeUnknown(message, code, status, index);
+  if (status >= 500) return new Unavailable(message, code, status, index);
+  return new PathDBError(message, code, status, index);
 }

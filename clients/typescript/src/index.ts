@@ -3,10 +3,13 @@
  * client for `pathdb serve` over the global `fetch`.
  */
 
-export { Check, Client, Create, Created, Delete, Increment, Merge, Patch, Put, Watch, urlPath } from "./client.js";
+export { Check, CheckList, Client, Create, Created, Delete, Increment, Merge, Patch, Put, Watch, urlPath } from "./client.js";
+export { MAX_TRANSACTION_ATTEMPTS, PendingCreate, Transaction } from "./transaction.js";
+export type { TxPatch } from "./transaction.js";
 export type {
   Change,
   ChangePage,
+  CheckListOptions,
   ChangesOptions,
   ClientOptions,
   CreateOptions,

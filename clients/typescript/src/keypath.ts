@@ -411,6 +411,90 @@ function utf8Length(s: string): number {
   return new TextEncoder().encode(s).length;
 }
 
+// The binary form (docs/key-format.md): its byte order is the key order.
+
+/** Bytes and UUID segments: `00`, `01`, `02` become `02 00`, `02 01`, `02 02`. */
+function escapeBytes(bytes: Uint8Array): number[] {
+  const out: number[] = [];
+  for (const b of bytes) {
+    if (b <= 2) out.push(2);
+    out.push(b);
+  }
+  return out;
+}
+
+/** Sort byte, then the minimal big-endian magnitude (inverted for zero and negatives). */
+function intSegment(n: bigint): number[] {
+  let magnitude = n < 0n ? -n : n;
+  const raw: number[] = [];
+  do {
+    raw.unshift(Number(magnitude & 0xffn));
+    magnitude >>= 8n;
+  } while (magnitude > 0n);
+  if (n > 0n) return [7 + raw.length, ...raw];
+  return [8 - raw.length, ...raw.map((b) => 255 - b)];
+}
+
+/** An id's segment and its type code. */
+function idSegment(id: PathId): [number[], number] {
+  if (id instanceof Desc) {
+    const inner = id.value as bigint | string | Uint8Array;
+    if (typeof inner === "string") return [[0xfe, ...[...new TextEncoder().encode(inner)].map((b) => 255 - b), 0xff], 5];
+    if (inner instanceof Uint8Array) {
+      const body: number[] = [0xff];
+      for (const b of inner) body.push(...(b === 0 ? [0xff, 0x00] : [255 - b]));
+      return [[...body, 0xff, 0xfe], 6];
+    }
+    const [sort, ...payload] = intSegment(inner);
+    return [[0x1f - sort!, ...payload.map((b) => 255 - b)], 4];
+  }
+  if (id instanceof Uuid) {
+    const hex = id.text.replace(/-/g, "");
+    const bytes = Uint8Array.from({ length: 16 }, (_, i) => parseInt(hex.slice(2 * i, 2 * i + 2), 16));
+    return [escapeBytes(bytes), 3];
+  }
+  if (id instanceof Uint8Array) return [escapeBytes(id), 1];
+  if (typeof id === "string") return [[...new TextEncoder().encode(id)], 0];
+  return [intSegment(id), 2];
+}
+
+function varint(n: number): number[] {
+  const out: number[] = [];
+  for (;;) {
+    const low = n & 0x7f;
+    n = Math.floor(n / 128);
+    if (n === 0) {
+      out.push(low);
+      return out;
+    }
+    out.push(low | 0x80);
+  }
+}
+
+function encodeElements(elements: readonly Element[]): Uint8Array {
+  const segments: [number[], number][] = [];
+  for (const e of elements) {
+    segments.push([[...e.namespace].map((c) => c.charCodeAt(0)), 0]);
+    if (e.id !== null) segments.push(idSegment(e.id));
+  }
+  const out: number[] = [];
+  segments.forEach(([bytes], i) => {
+    if (i > 0) out.push(1);
+    out.push(...bytes);
+  });
+  out.push(0);
+  for (const [bytes, type] of segments) out.push(...varint(bytes.length * 8 + type));
+  return Uint8Array.from(out);
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
+  }
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+}
+
 /** Marks elements that a parser or `add` has already validated. */
 const CHECKED: unique symbol = Symbol("checked");
 
@@ -426,6 +510,7 @@ const CHECKED: unique symbol = Symbol("checked");
 export class KeyPath {
   readonly #elements: readonly Element[];
   readonly #text: string;
+  #encoded: Uint8Array | undefined;
 
   /** An empty path, to `add` elements to. */
   constructor();
@@ -496,6 +581,33 @@ export class KeyPath {
   get parent(): KeyPath | null {
     const elements = this.#elements;
     return elements.length <= 1 ? null : KeyPath.of(elements.slice(0, -1));
+  }
+
+  /**
+   * The binary key (docs/key-format.md), as `pathdb key encode` prints it in hex. Its byte order
+   * is PathDB's key order: integers numerically, a parent right before its subtree, descending
+   * ids reversed.
+   */
+  encode(): Uint8Array {
+    return this.#key().slice();
+  }
+
+  #key(): Uint8Array {
+    this.#encoded ??= encodeElements(this.#elements);
+    return this.#encoded;
+  }
+
+  /**
+   * Negative, zero or positive as this path sorts before, with or after `other` in PathDB's key
+   * order (the order listings return): `paths.sort(KeyPath.compare)`.
+   */
+  compare(other: PathLike): number {
+    return compareBytes(this.#key(), toPath(other).#key());
+  }
+
+  /** `a.compare(b)`, for `Array.prototype.sort`. */
+  static compare(a: KeyPath, b: KeyPath): number {
+    return a.compare(b);
   }
 
   /** Whether `other` is the same path (the same typed elements). */

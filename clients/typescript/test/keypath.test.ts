@@ -19,6 +19,7 @@ interface Case {
   canonical?: string;
   elements?: { namespace: string; id: IdSpec | null }[];
   error?: { offset: number; rule: string; message: string };
+  encoded?: string;
 }
 
 const vectors = JSON.parse(readFileSync(join(REPO, "clients/vectors/keypath-text.json"), "utf8")) as {
@@ -47,6 +48,17 @@ function typedId(spec: IdSpec | null): PathId | null {
   }
   return spec.desc ? new Desc(plain) : plain;
 }
+
+test("key order follows the binary key", () => {
+  // docs/key-format.md section 4: no id < integer < desc integer < string < desc string < desc
+  // bytes, a parent right before its subtree.
+  const texts = ["/x-1/y", "/x-1/y--3", "/x-1/y-5", "/x-1/y-!5", "/x-1/y-a", "/x-1/y-!a", "/x-1/y-~_w", "/x-1/y-!~YQ"];
+  const paths = texts.map((t) => KeyPath.parse(t));
+  assert.deepEqual([...paths].reverse().sort(KeyPath.compare).map(String), texts);
+  assert.ok(KeyPath.parse("/u-1/p-2").compare("/u-1/p-10") < 0 && KeyPath.parse("/u-1/p-10").compare("/u-1/p-10/c-1") < 0);
+  assert.ok(KeyPath.parse("/u-1/p-!10").compare("/u-1/p-!2") < 0);
+  assert.equal(KeyPath.parse("/u-1").compare("/u-1"), 0);
+});
 
 describe("vectors from the Rust codec", () => {
   test("cover valid and invalid texts", () => {
@@ -77,6 +89,10 @@ describe("vectors from the Rust codec", () => {
       assert.ok(built.equals(path));
       assert.equal(built.toString(), c.canonical);
       assert.ok(KeyPath.parse(c.canonical!).equals(path));
+      if (c.encoded !== undefined) {
+        // The binary key, whose byte order is the key order.
+        assert.equal(Buffer.from(path.encode()).toString("hex"), c.encoded);
+      }
     });
   }
 });

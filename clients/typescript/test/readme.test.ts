@@ -16,11 +16,11 @@ after(async () => {
   await server?.stop();
 });
 
-/** The README's TypeScript snippets: the quick start, following changes, generated ids, partial updates. */
+/** The README's TypeScript snippets: the quick start, following changes, generated ids, partial updates, transactions. */
 function snippets(): string[] {
   const readme = readFileSync(join(REPO, "clients/typescript/README.md"), "utf8");
   const found = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  assert.equal(found.length, 4);
+  assert.equal(found.length, 5);
   return found;
 }
 
@@ -81,4 +81,12 @@ test("README partial updates", async () => {
   const code = snippet.replaceAll('"/user-10/', '"/user-10000/');
   assert.notEqual(code, snippet);
   assert.deepEqual(await run(code, "patch"), [[{ tags: ["a", "b"], title: "hello", views: 2 }], [true], [{ posts: 1 }]]);
+});
+
+test("README transactions", async () => {
+  const snippet = snippets()[4]!;
+  assert.ok(snippet.trim().split("\n").length <= 13);
+  const code = snippet.replaceAll('"/shop-1/', '"/shop-1000/');
+  assert.notEqual(code, snippet);
+  assert.deepEqual(await run(code, "transactions"), [[true, true, false]]);
 });

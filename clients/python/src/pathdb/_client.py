@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import (
     Any,
     AsyncIterator,
+    Awaitable,
+    Callable,
     Deque,
     Dict,
     Iterable,
@@ -22,6 +24,7 @@ from typing import (
     Literal,
     Optional,
     Sequence,
+    TypeVar,
     Union,
     overload,
 )
@@ -30,6 +33,7 @@ from urllib.parse import quote
 import httpx
 
 from ._errors import (
+    ConditionFailed,
     Conflict,
     NotFound,
     OutcomeUnknown,
@@ -53,6 +57,14 @@ from ._model import (
     entry_from_wire,
     increment_operation,
 )
+from ._transaction import (
+    MAX_TRANSACTION_ATTEMPTS,
+    AsyncTransaction,
+    Transaction,
+    backoff_ceiling,
+)
+
+T = TypeVar("T")
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
@@ -282,7 +294,10 @@ class _Api:
             code, message = str(detail["code"]), str(detail["message"])
         except (ValueError, KeyError, TypeError):
             return _Api.foreign(response)
-        return error_for(response.status_code, code, message)
+        index = detail.get("index")
+        if isinstance(index, bool) or not isinstance(index, int):
+            index = None
+        return error_for(response.status_code, code, message, index)
 
     @staticmethod
     def foreign(response: httpx.Response) -> PathDBError:
@@ -886,12 +901,56 @@ class Client(_Base):
         return [Item.from_wire(i) for i in body["items"]]
 
     def transact(self, ops: Iterable[Op]) -> List[Optional[Item]]:
-        """Applies `Put`, `Delete`, `Check`, `Create`, `Patch`, `Merge` and `Increment`
-        operations all or nothing. One result per operation: the item written, patched or
-        created, the item deleted (or None), None for a check. Raises `ConditionFailed`,
-        `NotFound` (a patch without `create` found no item), `PatchTestFailed`,
-        `PatchConflict` or `Conflict` (not retried: retry the whole unit of work)."""
+        """Applies `Put`, `Delete`, `Check`, `CheckList`, `Create`, `Patch`, `Merge` and
+        `Increment` operations all or nothing. One result per operation: the item written,
+        patched or created, the item deleted (or None), None for a check. Raises
+        `ConditionFailed` (its `index` names the operation), `NotFound` (a patch without
+        `create` found no item), `PatchTestFailed` or `PatchConflict` (not retried: retry the
+        whole unit of work, or use `transaction`)."""
         return _Api.results(self._send(_Api.transact(ops)))
+
+    def transaction(
+        self,
+        fn: Callable[[Transaction], T],
+        *,
+        max_attempts: int = MAX_TRANSACTION_ATTEMPTS,
+    ) -> T:
+        """Runs `fn(tx)` as an interactive transaction and returns what it returned.
+
+        `fn` reads (`tx.get`, `tx.get_many`, `tx.list`) and writes (`tx.put`, `tx.patch`,
+        `tx.create`, `tx.delete`) through `tx`; the writes commit together, all or nothing, in
+        one `transact`, and only if nothing `fn` read through `tx` (items, their absence,
+        listings) changed meanwhile. When something did, `fn` runs again from the start, on
+        what is there now, after a random pause below min(2^runs ms, 64 ms): at most
+        `max_attempts` runs in all, then `ConditionFailed` is raised. So `fn` may run more than
+        once and must have no effects outside `tx`. An exception from `fn` propagates and
+        nothing is written. A callback that neither read nor wrote sends nothing. Every path
+        read and every listing is one of the transaction's 100 operations."""
+        if max_attempts < 1:
+            raise ValueError("max_attempts is at least 1")
+        runs = 0
+        while True:
+            runs += 1
+            tx = Transaction(self)
+            try:
+                value = fn(tx)
+            finally:
+                tx._state.done = True
+            if asyncio.iscoroutine(value):
+                value.close()
+                raise TypeError("Client.transaction takes a plain function: use AsyncClient for async")
+            ops = tx._state.ops()
+            if not ops:
+                return value
+            try:
+                results = self.transact(ops)
+            except ConditionFailed:
+                if runs >= max_attempts:
+                    raise
+                time.sleep(random.uniform(0, backoff_ceiling(runs)))
+                continue
+            tx._state.committed(results)
+            return value
 
 
 class AsyncClient(_Base):
@@ -1247,6 +1306,36 @@ class AsyncClient(_Base):
     async def transact(self, ops: Iterable[Op]) -> List[Optional[Item]]:
         """See `Client.transact`."""
         return _Api.results(await self._send(_Api.transact(ops)))
+
+    async def transaction(
+        self,
+        fn: Callable[[AsyncTransaction], Awaitable[T]],
+        *,
+        max_attempts: int = MAX_TRANSACTION_ATTEMPTS,
+    ) -> T:
+        """See `Client.transaction`: `fn` is an async function, `await tx.get(...)`."""
+        if max_attempts < 1:
+            raise ValueError("max_attempts is at least 1")
+        runs = 0
+        while True:
+            runs += 1
+            tx = AsyncTransaction(self)
+            try:
+                value = await fn(tx)
+            finally:
+                tx._state.done = True
+            ops = tx._state.ops()
+            if not ops:
+                return value
+            try:
+                results = await self.transact(ops)
+            except ConditionFailed:
+                if runs >= max_attempts:
+                    raise
+                await asyncio.sleep(random.uniform(0, backoff_ceiling(runs)))
+                continue
+            tx._state.committed(results)
+            return value
 
 
 def _page_size(page_size: Optional[int], remaining: Optional[int]) -> Optional[int]:

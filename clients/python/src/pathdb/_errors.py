@@ -9,24 +9,35 @@ class PathDBError(Exception):
     """Base of every error the server answers, or of a failure to reach it.
 
     `status` is the HTTP status (None if there was no answer), `code` the server's stable error
-    code (`condition_failed`, `invalid_path`, ...), `message` its text for people.
+    code (`condition_failed`, `invalid_path`, ...), `message` its text for people, and `index`
+    the transaction operation it is about, when the server names one (a failed condition).
     """
 
-    def __init__(self, message: str, *, code: str = "", status: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "",
+        status: Optional[int] = None,
+        index: Optional[int] = None,
+    ) -> None:
         super().__init__(f"{code}: {message}" if code else message)
         self.code = code
         self.message = message
         self.status = status
+        self.index = index
 
 
 class ConditionFailed(PathDBError):
-    """A condition did not hold: `must_not_exist`, `if_version`, or a transaction's check
-    (HTTP 412, or 409 `condition_failed`)."""
+    """A condition did not hold: `must_not_exist`, `if_version`, or a transaction's check or
+    listing check (HTTP 412, or 409 `condition_failed` with the operation's `index`). Also what
+    `transaction` raises when what its callback read kept changing for `max_attempts` runs."""
 
 
 class Conflict(PathDBError):
     """A concurrent write got there first (HTTP 409 `conflict`); retrying may succeed. Single
-    writes are retried by the client before this is raised."""
+    writes are retried by the client before this is raised. Current servers no longer answer it
+    (a write that loses a race is planned again there); older ones may."""
 
 
 class DestinationNotEmpty(PathDBError):
@@ -107,7 +118,9 @@ def not_pathdb(server: str, status: int, content_type: str, body: str) -> NotPat
     )
 
 
-def error_for(status: int, code: str, message: str) -> PathDBError:
+def error_for(
+    status: int, code: str, message: str, index: Optional[int] = None
+) -> PathDBError:
     """The exception for an error answer."""
     kind: type[PathDBError]
     if code == "condition_failed" or status == 412:
@@ -138,4 +151,4 @@ def error_for(status: int, code: str, message: str) -> PathDBError:
         kind = Unavailable
     else:
         kind = PathDBError
-    return kind(message, code=code, status=status)
+    return kind(message, code=code, status=status, index=index)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from base64 import urlsafe_b64encode
 from dataclasses import dataclass
-from typing import Generic, Iterator, NamedTuple, Optional, Tuple, TypeVar, Union
+from typing import Generic, Iterator, List, NamedTuple, Optional, Tuple, TypeVar, Union
 
 MAX_NAMESPACE_LEN = 64
 INT_MAX = 2**64 - 1
@@ -393,11 +393,12 @@ class KeyPath:
     '/user-7/tag-%7'
     """
 
-    __slots__ = ("_elements", "_text")
+    __slots__ = ("_elements", "_text", "_encoded")
 
     def __init__(self, elements: Tuple[Element, ...] = ()) -> None:
         self._elements: Tuple[Element, ...] = ()
         self._text = ""
+        self._encoded: Optional[bytes] = None
         for e in elements:
             self._elements = self.add(e.namespace, e.id)._elements
         self._text = "".join(_format_element(e) for e in self._elements)
@@ -420,6 +421,7 @@ class KeyPath:
         path = cls.__new__(cls)
         path._elements = elements
         path._text = "".join(_format_element(e) for e in elements)
+        path._encoded = None
         return path
 
     def add(self, namespace: str, id: Optional[object] = None) -> KeyPath:
@@ -474,6 +476,38 @@ class KeyPath:
     def __hash__(self) -> int:
         return hash(_typed(self._elements))
 
+    def encode(self) -> bytes:
+        """The binary key (docs/key-format.md), as `pathdb key encode` prints it in hex. Its
+        byte order is PathDB's key order, which the comparison operators follow: integers
+        numerically, a parent right before its subtree, descending ids reversed.
+
+        >>> KeyPath.parse("/user-7/post-2") < KeyPath.parse("/user-7/post-10")
+        True
+        """
+        if self._encoded is None:
+            self._encoded = _encode(self._elements)
+        return self._encoded
+
+    def __lt__(self, other: KeyPath) -> bool:
+        if not isinstance(other, KeyPath):
+            return NotImplemented
+        return self.encode() < other.encode()
+
+    def __le__(self, other: KeyPath) -> bool:
+        if not isinstance(other, KeyPath):
+            return NotImplemented
+        return self.encode() <= other.encode()
+
+    def __gt__(self, other: KeyPath) -> bool:
+        if not isinstance(other, KeyPath):
+            return NotImplemented
+        return self.encode() > other.encode()
+
+    def __ge__(self, other: KeyPath) -> bool:
+        if not isinstance(other, KeyPath):
+            return NotImplemented
+        return self.encode() >= other.encode()
+
 
 def _typed(elements: Tuple[Element, ...]) -> Tuple[object, ...]:
     """Elements with each id's type made explicit (so that `1` and `True`, or `b"a"` and
@@ -485,6 +519,72 @@ def _format_element(e: Element) -> str:
     if e.id is None:
         return f"/{e.namespace}"
     return f"/{e.namespace}-{format_id(e.id)}"
+
+
+# ------------------------------------------------------------------------------------------------
+# The binary form (docs/key-format.md): its byte order is the key order
+
+
+def _escape_bytes(b: bytes) -> bytes:
+    """Bytes and UUID segments: `00`, `01`, `02` become `02 00`, `02 01`, `02 02`."""
+    return b.replace(b"\x02", b"\x02\x02").replace(b"\x00", b"\x02\x00").replace(b"\x01", b"\x02\x01")
+
+
+def _int_segment(n: int) -> bytes:
+    """Sort byte, then the minimal big-endian magnitude (inverted for zero and negatives)."""
+    magnitude = abs(n)
+    length = max(1, (magnitude.bit_length() + 7) // 8)
+    raw = magnitude.to_bytes(length, "big")
+    if n > 0:
+        return bytes([7 + length]) + raw
+    return bytes([8 - length]) + bytes(255 - b for b in raw)
+
+
+def _invert(b: bytes) -> bytes:
+    return bytes(255 - x for x in b)
+
+
+def _id_segment(id: Id) -> Tuple[bytes, int]:
+    """An id's segment and its type code."""
+    if isinstance(id, Desc):
+        inner = id.value
+        if isinstance(inner, str):
+            return b"\xfe" + _invert(inner.encode("utf-8")) + b"\xff", 5
+        if isinstance(inner, bytes):
+            body = b"".join(b"\xff\x00" if x == 0 else bytes([255 - x]) for x in inner)
+            return b"\xff" + body + b"\xff\xfe", 6
+        ascending = _int_segment(inner)
+        return bytes([0x1F - ascending[0]]) + _invert(ascending[1:]), 4
+    if isinstance(id, uuid.UUID):
+        return _escape_bytes(id.bytes), 3
+    if isinstance(id, bytes):
+        return _escape_bytes(id), 1
+    if isinstance(id, str):
+        return id.encode("utf-8"), 0
+    return _int_segment(id), 2
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+def _encode(elements: Tuple[Element, ...]) -> bytes:
+    segments: List[Tuple[bytes, int]] = []
+    for e in elements:
+        segments.append((e.namespace.encode("ascii"), 0))
+        if e.id is not None:
+            segments.append(_id_segment(e.id))
+    body = b"\x01".join(s for s, _ in segments)
+    meta = b"".join(_varint((len(s) << 3) | t) for s, t in segments)
+    return body + b"\x00" + meta
 
 
 def _check_no_surrogates(text: str) -> None:

@@ -8,10 +8,13 @@ from typing import (
     Any,
     Dict,
     Generic,
+    Iterable,
     List,
     Literal,
+    Mapping,
     Optional,
     Sequence,
+    Tuple,
     TypedDict,
     TypeVar,
     Union,
@@ -220,6 +223,48 @@ class Check:
         if not conditions:
             raise ValueError("a check needs if_version, must_exist or must_not_exist")
         self._wire: Dict[str, Any] = {"op": "check", "path": str(self.path), **conditions}
+
+    def to_wire(self) -> Dict[str, Any]:
+        """The operation's JSON shape."""
+        return dict(self._wire)
+
+
+class CheckList:
+    """A transaction operation: a listing's check. The transaction fails (`ConditionFailed`,
+    409 `condition_failed`) if anything in the listing's range (`prefix` with `children` and
+    the bounds, as `list_page` takes them) was put, patched, deleted, expired, moved or copied
+    after the listing whose first page returned `changes_token`. `seen` is what the listing's
+    pages showed, path to version: on DynamoDB a listing token starts a margin before the
+    listing, and `seen` lets the server ignore the changes of that margin the listing already
+    reflects (`transaction` always sends it)."""
+
+    def __init__(
+        self,
+        prefix: PathLike,
+        changes_token: str,
+        *,
+        children: bool = False,
+        gt: Optional[PathLike] = None,
+        gte: Optional[PathLike] = None,
+        lt: Optional[PathLike] = None,
+        lte: Optional[PathLike] = None,
+        seen: Optional[Union[Mapping[KeyPath, int], Mapping[str, int]]] = None,
+    ) -> None:
+        self.prefix = to_path(prefix)
+        self.changes_token = changes_token
+        self._wire: Dict[str, Any] = {
+            "op": "check_list",
+            "prefix": str(self.prefix),
+            "changes_token": changes_token,
+        }
+        if children:
+            self._wire["children"] = True
+        for name, bound in (("gt", gt), ("gte", gte), ("lt", lt), ("lte", lte)):
+            if bound is not None:
+                self._wire[name] = str(to_path(bound))
+        if seen is not None:
+            items: Iterable[Tuple[PathLike, int]] = seen.items()
+            self._wire["seen"] = {str(to_path(p)): int(v) for p, v in items}
 
     def to_wire(self) -> Dict[str, Any]:
         """The operation's JSON shape."""
@@ -475,5 +520,5 @@ def create_target(parent: Optional[PathLike], namespace: str) -> KeyPath:
     return to_path(parent).add(namespace)
 
 
-Op = Union[Put, Delete, Check, Create, Patch, Merge]
+Op = Union[Put, Delete, Check, CheckList, Create, Patch, Merge]
 """A transaction operation."""

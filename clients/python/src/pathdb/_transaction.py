@@ -1,0 +1,653 @@
+"""Interactive transactions: `Client.transaction(fn)` and `AsyncClient.transaction(fn)`.
+
+`fn` reads and writes through a `Transaction` (`AsyncTransaction`). The transaction records what
+it read (each path's version or absence, each listing's range, `changes_token` and the items
+its pages showed) and buffers its writes, which its own reads then see. The commit is one
+`POST /v1/transact`: the creates, then the writes in the order made, each conditional on what
+was read at its path, then a `check` for every other path read and a `check_list` for every
+listing. When one of them no longer holds (409 `condition_failed`), `fn` runs again from the
+start on what is there now. docs/transactions.md has the design; this follows the Rust
+`Store::transaction` (crates/pathdb-store/src/interactive.rs).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+from ._errors import InvalidRequest, NotFound
+from ._keypath import Element, KeyPath, PathLike, _typed, to_path
+from ._model import (
+    Check,
+    CheckList,
+    Create,
+    Delete,
+    Entry,
+    IdKind,
+    Item,
+    Node,
+    Op,
+    Page,
+    PatchOperation,
+    Put,
+)
+from ._patch import json_patch, merge_patch
+
+if TYPE_CHECKING:
+    from ._client import AsyncClient, Client
+
+MAX_TRANSACTION_ATTEMPTS = 16
+"""How many times `transaction` runs its callback at most (its `max_attempts` by default)."""
+
+MAX_BACKOFF_MS = 64
+
+
+def backoff_ceiling(failed_runs: int) -> float:
+    """Seconds below which the pause after `failed_runs` failed runs is drawn at random:
+    2^failed_runs ms, at most 64 ms."""
+    return float(min(2**failed_runs, MAX_BACKOFF_MS)) / 1000.0
+
+
+@dataclass(frozen=True)
+class _Put:
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Delete:
+    pass
+
+
+_Pending = Union[_Put, _Delete]
+
+_RangeKey = Tuple[
+    KeyPath,
+    bool,
+    Optional[KeyPath],
+    Optional[KeyPath],
+    Optional[KeyPath],
+    Optional[KeyPath],
+]
+
+
+@dataclass
+class _Listing:
+    """A listing read in the transaction: its range, its first page's token, what it showed."""
+
+    prefix: KeyPath
+    children: bool
+    gt: Optional[KeyPath]
+    gte: Optional[KeyPath]
+    lt: Optional[KeyPath]
+    lte: Optional[KeyPath]
+    token: str
+    seen: Dict[KeyPath, int] = field(default_factory=dict)
+    # A page token -> the key of the last entry of the page that returned it: the next page
+    # starts after it, so a pending write shows on exactly one page.
+    after: Dict[str, bytes] = field(default_factory=dict)
+
+    def child_of(self, path: KeyPath) -> Optional[KeyPath]:
+        """The prefix's child that `path` is or lies under (None for the prefix itself)."""
+        depth = len(self.prefix) + 1
+        if len(path) < depth:
+            return None
+        return KeyPath._unchecked(path.elements[:depth])
+
+    def covers(self, path: KeyPath) -> bool:
+        """Whether a write at `path` changes what the listing shows (ListRange::covers)."""
+        if not _prefix_covers(self.prefix, path):
+            return False
+        entry: Optional[KeyPath] = path
+        if self.children:
+            entry = self.child_of(path)
+            if entry is None:
+                return False
+        assert entry is not None
+        key = entry.encode()
+        return (
+            (self.gt is None or key > self.gt.encode())
+            and (self.gte is None or key >= self.gte.encode())
+            and (self.lt is None or key < self.lt.encode())
+            and (self.lte is None or key <= self.lte.encode())
+        )
+
+    def op(self) -> CheckList:
+        return CheckList(
+            self.prefix,
+            self.token,
+            children=self.children,
+            gt=self.gt,
+            gte=self.gte,
+            lt=self.lt,
+            lte=self.lte,
+            seen=dict(self.seen),
+        )
+
+
+def _prefix_covers(prefix: KeyPath, path: KeyPath) -> bool:
+    """`path` is `prefix` or below it; a last element without id stands for its namespace
+    (KeyPath::covers: typed elements, not text)."""
+    n = len(prefix)
+    if len(path) < n or _typed(path.elements[: n - 1]) != _typed(prefix.elements[: n - 1]):
+        return False
+    mine, theirs = prefix.elements[n - 1], path.elements[n - 1]
+    if mine.id is None:
+        return mine.namespace == theirs.namespace
+    return _same(mine, theirs)
+
+
+def _same(a: Element, b: Element) -> bool:
+    return _typed((a,)) == _typed((b,))
+
+
+_GROUP_NAMESPACE = re.compile(r"/[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+class PendingCreate:
+    """What `tx.create` returns: the item it creates, once the transaction committed (its id,
+    and so its path, is generated at the commit). `path` and `item` are None until then, and
+    stay None when the run that made it did not commit."""
+
+    def __init__(self, parent: Optional[KeyPath], namespace: str, value: Any, id: IdKind) -> None:
+        self.parent = parent
+        self.namespace = namespace
+        self.value = value
+        self.id: IdKind = id
+        self.item: Optional[Item] = None
+
+    @property
+    def path(self) -> Optional[KeyPath]:
+        """The created item's path, after the commit."""
+        return None if self.item is None else self.item.path
+
+    def __repr__(self) -> str:
+        where = f"{self.parent or ''}/{self.namespace}-<{self.id}>"
+        return f"PendingCreate({where!r}, path={self.path!r})"
+
+
+def _create_target(target: PathLike) -> Tuple[Optional[KeyPath], str]:
+    """`/user-1/order` -> (`/user-1`, "order"); `/user` (a new group) -> (None, "user")."""
+    if isinstance(target, str) and _GROUP_NAMESPACE.fullmatch(target):
+        return None, target[1:]
+    path = to_path(target)
+    last = path.elements[-1]
+    if last.id is not None:
+        raise ValueError(
+            f"create takes the parent and the new item's namespace (/user-1/order), not a full "
+            f"path: {path}"
+        )
+    return path.parent, last.namespace
+
+
+class _State:
+    """What one run of the callback read and wrote; no I/O."""
+
+    def __init__(self) -> None:
+        self.reads: Dict[KeyPath, Optional[Item]] = {}
+        self.listings: Dict[_RangeKey, _Listing] = {}
+        # In the order made; a path written again keeps its place and takes the new write.
+        self.writes: Dict[KeyPath, _Pending] = {}
+        self.creates: List[PendingCreate] = []
+        self.done = False
+
+    def check_open(self) -> None:
+        if self.done:
+            raise RuntimeError(
+                "this transaction's run is over: use the transaction object only inside the "
+                "callback it was given to"
+            )
+
+    def unread(self, paths: Iterable[KeyPath]) -> List[KeyPath]:
+        return [p for p in dict.fromkeys(paths) if p not in self.reads]
+
+    def record(self, path: KeyPath, item: Optional[Item]) -> None:
+        self.reads.setdefault(path, item)
+
+    def view(self, path: KeyPath) -> Optional[Item]:
+        """The item at a path read before, as this transaction sees it (its own write, if any)."""
+        read = self.reads[path]
+        pending = self.writes.get(path)
+        if pending is None:
+            return None if read is None else dataclasses.replace(read, value=copy.deepcopy(read.value))
+        if isinstance(pending, _Delete):
+            return None
+        now = datetime.now(timezone.utc)
+        return Item(
+            path=path,
+            version=1 if read is None else read.version + 1,
+            value=copy.deepcopy(pending.value),
+            created_at=now if read is None else read.created_at,
+            modified_at=now,
+            expires_at=None,
+        )
+
+    def write(self, path: PathLike, pending: _Pending) -> None:
+        self.check_open()
+        self.writes[to_path(path)] = pending
+
+    def put(self, path: PathLike, value: Any) -> None:
+        self.write(path, _Put(_snapshot(value)))
+
+    def create(self, target: PathLike, value: Any, id: IdKind) -> PendingCreate:
+        self.check_open()
+        parent, namespace = _create_target(target)
+        Create(parent, namespace, None, id=id)  # checks the namespace now
+        handle = PendingCreate(parent, namespace, _snapshot(value), id)
+        self.creates.append(handle)
+        return handle
+
+    @staticmethod
+    def check_patch(merge: Any, patch: Any) -> None:
+        if (merge is _UNSET) == (patch is None):
+            raise TypeError("patch takes exactly one of merge= and patch=")
+
+    @staticmethod
+    def patched(current: Optional[Item], path: KeyPath, merge: Any, patch: Any) -> Any:
+        """The value a patch makes of `current`."""
+        if current is None:
+            raise NotFound(f"no item at {path} to patch", code="not_found")
+        if merge is not _UNSET:
+            return merge_patch(current.value, merge)
+        return json_patch(current.value, patch)
+
+    # Listings --------------------------------------------------------------------------------
+
+    def listing_before(
+        self, key: _RangeKey, prefix: KeyPath, page_token: Optional[str]
+    ) -> Optional[_Listing]:
+        """The listing of this range read before; a next page of one never read is refused."""
+        self.check_open()
+        known = self.listings.get(key)
+        if known is None and page_token is not None:
+            raise InvalidRequest(
+                f"list {prefix}'s first page in the transaction before its next pages: the "
+                "commit checks the listing from its first page's changes_token",
+                code="invalid_request",
+            )
+        return known
+
+    def listed(
+        self,
+        key: _RangeKey,
+        known: Optional[_Listing],
+        page: Page[Any],
+    ) -> _Listing:
+        """Records a page of a listing: a first page starts its check, every page adds to what
+        it showed."""
+        listing = known
+        if listing is None:
+            if page.changes_token is None:
+                raise InvalidRequest(
+                    "the server gave the listing's first page no changes_token: it cannot check "
+                    "listings (an older server?)",
+                    code="invalid_request",
+                )
+            prefix, children, gt, gte, lt, lte = key
+            listing = _Listing(prefix, children, gt, gte, lt, lte, page.changes_token)
+            self.listings[key] = listing
+        for entry in page.items:
+            if isinstance(entry, Item):
+                held = listing.seen.get(entry.path)
+                # Shown twice (read again): the older version is what a decision may rest on.
+                listing.seen[entry.path] = (
+                    entry.version if held is None else min(held, entry.version)
+                )
+        return listing
+
+    @staticmethod
+    def _within(
+        listing: _Listing, page: Page[Any], reverse: bool, page_token: Optional[str]
+    ) -> Callable[[bytes], bool]:
+        """Whether a key is this page's share of the range: after the previous page's last
+        entry, up to its own last entry when more pages follow (so a write shows on one page)."""
+        start = listing.after.get(page_token) if page_token is not None else None
+        end: Optional[bytes] = None
+        if page.next_page_token is not None and page.items:
+            end = page.items[-1].path.encode()
+
+        def within(key: bytes) -> bool:
+            if reverse:
+                return (start is None or key < start) and (end is None or key >= end)
+            return (start is None or key > start) and (end is None or key <= end)
+
+        return within
+
+    def _overlaid(self, listing: _Listing) -> List[Tuple[KeyPath, _Pending]]:
+        return [(p, w) for p, w in self.writes.items() if listing.covers(p)]
+
+    def overlay_reads(
+        self, listing: _Listing, page: Page[Any], reverse: bool, page_token: Optional[str]
+    ) -> List[KeyPath]:
+        """The paths the overlay reads first: items put here that join the page (the view of
+        an item put has the version read + 1, so, as in Rust, the read is then checked)."""
+        within = self._within(listing, page, reverse, page_token)
+        return self.unread(
+            p
+            for p, w in self._overlaid(listing)
+            if isinstance(w, _Put)
+            and not (listing.children and len(p) > len(listing.prefix) + 1)
+            and within(p.encode())
+        )
+
+    def overlay(
+        self,
+        listing: _Listing,
+        page: Page[Any],
+        reverse: bool,
+        page_token: Optional[str],
+    ) -> Page[Any]:
+        """`page` with this transaction's writes in the listing's range applied: items put
+        replace or join the entries (in key order), items deleted leave. A children listing
+        shows a child deleted here as gone even when items remain below it, and a child with
+        a put below it at least as a node."""
+        within = self._within(listing, page, reverse, page_token)
+        if page.next_page_token is not None and page.items:
+            listing.after[page.next_page_token] = page.items[-1].path.encode()
+        writes = self._overlaid(listing)
+        if not writes:
+            return page
+        entries: List[Entry] = list(page.items)
+        for path, pending in writes:
+            if listing.children and len(path) > len(listing.prefix) + 1:
+                child = listing.child_of(path)
+                if (
+                    child is not None
+                    and isinstance(pending, _Put)
+                    and within(child.encode())
+                    and not any(e.path == child for e in entries)
+                ):
+                    _insert_sorted(entries, Node(path=child), reverse)
+                continue
+            entries = [e for e in entries if e.path != path]
+            if isinstance(pending, _Put) and within(path.encode()):
+                item = self.view(path)
+                if item is not None:
+                    _insert_sorted(entries, item, reverse)
+        return Page(
+            items=entries,
+            next_page_token=page.next_page_token,
+            changes_token=page.changes_token,
+        )
+
+    # The commit ------------------------------------------------------------------------------
+
+    def ops(self) -> List[Op]:
+        """The transaction to commit (empty when the callback neither read nor wrote)."""
+        ops: List[Op] = [Create(c.parent, c.namespace, c.value, id=c.id) for c in self.creates]
+        missing = object()
+        for path, pending in self.writes.items():
+            read = self.reads.get(path, missing)
+            if isinstance(pending, _Put):
+                if read is missing:
+                    ops.append(Put(path, pending.value))
+                elif read is None:
+                    ops.append(Put(path, pending.value, must_not_exist=True))
+                else:
+                    assert isinstance(read, Item)
+                    ops.append(Put(path, pending.value, if_version=read.version))
+            elif read is missing:
+                ops.append(Delete(path))
+            elif read is None:
+                # Nothing to delete, and the commit must find it still absent.
+                ops.append(Check(path, must_not_exist=True))
+            else:
+                assert isinstance(read, Item)
+                ops.append(Delete(path, if_version=read.version))
+        # In key order: the same reads give the same transaction.
+        checked = sorted((p for p in self.reads if p not in self.writes), key=KeyPath.encode)
+        for path in checked:
+            item = self.reads[path]
+            if item is None:
+                ops.append(Check(path, must_not_exist=True))
+            else:
+                ops.append(Check(path, if_version=item.version))
+        ops.extend(listing.op() for listing in self.listings.values())
+        return ops
+
+    def committed(self, results: Sequence[Optional[Item]]) -> None:
+        for handle, item in zip(self.creates, results):
+            handle.item = item
+
+
+def _insert_sorted(entries: List[Entry], entry: Entry, reverse: bool) -> None:
+    """Inserts `entry` before the first entry that does not sort before it."""
+    key = entry.path.encode()
+    at = len(entries)
+    for i, other in enumerate(entries):
+        other_key = other.path.encode()
+        if not ((other_key > key) if reverse else (other_key < key)):
+            at = i
+            break
+    entries.insert(at, entry)
+
+
+def _snapshot(value: Any) -> Any:
+    """A copy of `value`, checked as JSON now (as a request body is): a later change to the
+    caller's object does not change what commits."""
+    return json.loads(json.dumps(value, allow_nan=False, ensure_ascii=False))
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Any = _Unset()
+
+
+def _range_key(
+    prefix: PathLike,
+    children: bool,
+    gt: Optional[PathLike],
+    gte: Optional[PathLike],
+    lt: Optional[PathLike],
+    lte: Optional[PathLike],
+) -> _RangeKey:
+    def bound(b: Optional[PathLike]) -> Optional[KeyPath]:
+        return None if b is None else to_path(b)
+
+    return (to_path(prefix), bool(children), bound(gt), bound(gte), bound(lt), bound(lte))
+
+
+class Transaction:
+    """The callback's handle in `Client.transaction`: reads that the commit checks, and writes
+    that commit together, all or nothing (see `Client.transaction`)."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._state = _State()
+
+    def get(self, path: PathLike) -> Optional[Item]:
+        """The item at `path` as this transaction sees it, or None. The first read of a path
+        is the one the commit checks (its version, or that there was no item); later reads
+        repeat it. After a `put` here: the value put, at the version it will have (the version
+        read + 1); after a `delete`: None."""
+        self._state.check_open()
+        key = to_path(path)
+        if key not in self._state.reads:
+            self._state.record(key, self._client.get(key))
+        return self._state.view(key)
+
+    def get_many(self, paths: Iterable[PathLike]) -> List[Optional[Item]]:
+        """The items at `paths` as `get` sees them, None where there is none; the paths not read
+        before are read together, in one request (at most 100)."""
+        self._state.check_open()
+        keys = [to_path(p) for p in paths]
+        unread = self._state.unread(keys)
+        if unread:
+            for key, item in zip(unread, self._client.get_many(unread)):
+                self._state.record(key, item)
+        return [self._state.view(k) for k in keys]
+
+    def list(
+        self,
+        prefix: PathLike,
+        *,
+        children: bool = False,
+        reverse: bool = False,
+        gt: Optional[PathLike] = None,
+        gte: Optional[PathLike] = None,
+        lt: Optional[PathLike] = None,
+        lte: Optional[PathLike] = None,
+        page_size: Optional[int] = None,
+        page_token: Optional[str] = None,
+    ) -> Page[Any]:
+        """One page of a listing (as `Client.list_page`), with this transaction's writes in its
+        range applied. The commit fails if anything in the listing's range changes after its
+        first page: read the first page here, then the next ones with its page tokens (a
+        `page_token` of a listing whose first page this transaction did not read raises
+        `InvalidRequest`)."""
+        key = _range_key(prefix, children, gt, gte, lt, lte)
+        known = self._state.listing_before(key, key[0], page_token)
+        page = self._client.list_page(
+            prefix,
+            children=children,
+            reverse=reverse,
+            gt=gt,
+            gte=gte,
+            lt=lt,
+            lte=lte,
+            page_size=page_size,
+            page_token=page_token,
+        )
+        listing = self._state.listed(key, known, page)
+        self.get_many(self._state.overlay_reads(listing, page, reverse, page_token))
+        return self._state.overlay(listing, page, reverse, page_token)
+
+    def put(self, path: PathLike, value: Any) -> None:
+        """Writes `value` at `path` when the transaction commits (if `path` was read, only if it
+        is still as read)."""
+        self._state.put(path, value)
+
+    def patch(
+        self,
+        path: PathLike,
+        *,
+        merge: Any = _UNSET,
+        patch: Optional[Sequence[PatchOperation]] = None,
+    ) -> Item:
+        """Changes the item at `path` as this transaction sees it: reads it (`get`), applies a
+        JSON Merge Patch (`merge=`, RFC 7396) or a JSON Patch (`patch=[...]`, RFC 6902 plus
+        `increment`) here, in the client, and puts the result; returns the item as it will be.
+        Raises `NotFound` for no item, and `PatchTestFailed`, `PatchConflict` or
+        `InvalidRequest` (`invalid_patch`) as the server would."""
+        _State.check_patch(merge, patch)
+        key = to_path(path)
+        value = _State.patched(self.get(key), key, merge, patch)
+        self._state.put(key, value)
+        item = self._state.view(key)
+        assert item is not None
+        return item
+
+    def create(self, parent_and_namespace: PathLike, value: Any, *, id: IdKind = "uuid") -> PendingCreate:
+        """Creates an item with a generated id at `{parent}/{namespace}-{id}` when the
+        transaction commits: `tx.create("/user-1/order", {...})` (`"/user"` makes a new group).
+        Returns a `PendingCreate` whose `path` and `item` are filled in by the commit."""
+        return self._state.create(parent_and_namespace, value, id)
+
+    def delete(self, path: PathLike) -> None:
+        """Deletes the item at `path` when the transaction commits (if `path` was read, only if
+        it is still as read; read as absent, the commit only checks it is still absent)."""
+        self._state.write(path, _Delete())
+
+
+class AsyncTransaction:
+    """The asyncio twin of `Transaction`: `get`, `get_many`, `list` and `patch` are awaited;
+    `put`, `create` and `delete` only record a write."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+        self._state = _State()
+
+    async def get(self, path: PathLike) -> Optional[Item]:
+        """See `Transaction.get`."""
+        self._state.check_open()
+        key = to_path(path)
+        if key not in self._state.reads:
+            self._state.record(key, await self._client.get(key))
+        return self._state.view(key)
+
+    async def get_many(self, paths: Iterable[PathLike]) -> List[Optional[Item]]:
+        """See `Transaction.get_many`."""
+        self._state.check_open()
+        keys = [to_path(p) for p in paths]
+        unread = self._state.unread(keys)
+        if unread:
+            for key, item in zip(unread, await self._client.get_many(unread)):
+                self._state.record(key, item)
+        return [self._state.view(k) for k in keys]
+
+    async def list(
+        self,
+        prefix: PathLike,
+        *,
+        children: bool = False,
+        reverse: bool = False,
+        gt: Optional[PathLike] = None,
+        gte: Optional[PathLike] = None,
+        lt: Optional[PathLike] = None,
+        lte: Optional[PathLike] = None,
+        page_size: Optional[int] = None,
+        page_token: Optional[str] = None,
+    ) -> Page[Any]:
+        """See `Transaction.list`."""
+        key = _range_key(prefix, children, gt, gte, lt, lte)
+        known = self._state.listing_before(key, key[0], page_token)
+        page = await self._client.list_page(
+            prefix,
+            children=children,
+            reverse=reverse,
+            gt=gt,
+            gte=gte,
+            lt=lt,
+            lte=lte,
+            page_size=page_size,
+            page_token=page_token,
+        )
+        listing = self._state.listed(key, known, page)
+        await self.get_many(self._state.overlay_reads(listing, page, reverse, page_token))
+        return self._state.overlay(listing, page, reverse, page_token)
+
+    def put(self, path: PathLike, value: Any) -> None:
+        """See `Transaction.put`."""
+        self._state.put(path, value)
+
+    async def patch(
+        self,
+        path: PathLike,
+        *,
+        merge: Any = _UNSET,
+        patch: Optional[Sequence[PatchOperation]] = None,
+    ) -> Item:
+        """See `Transaction.patch`."""
+        _State.check_patch(merge, patch)
+        key = to_path(path)
+        value = _State.patched(await self.get(key), key, merge, patch)
+        self._state.put(key, value)
+        item = self._state.view(key)
+        assert item is not None
+        return item
+
+    def create(self, parent_and_namespace: PathLike, value: Any, *, id: IdKind = "uuid") -> PendingCreate:
+        """See `Transaction.create`."""
+        return self._state.create(parent_and_namespace, value, id)
+
+    def delete(self, path: PathLike) -> None:
+        """See `Transaction.delete`."""
+        self._state.write(path, _Delete())
