@@ -23,7 +23,7 @@ fn number(item: &Item) -> i64 {
 }
 
 /// Runs `work(writer)` on [`WRITERS`] threads released together; returns their results.
-fn race<T: Send>(work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+pub(crate) fn race<T: Send>(work: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let barrier = Barrier::new(WRITERS);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..WRITERS)

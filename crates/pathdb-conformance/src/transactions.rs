@@ -2,6 +2,7 @@
 //! transactions ([`Store::transaction`]): a decision made on what was read commits only if
 //! none of it changed, listings included (docs/transactions.md).
 
+use super::concurrency::race;
 use super::{Harness, Rng, open_manual, path, put, value};
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
@@ -9,15 +10,12 @@ use pathdb_store::{
     Error, Expiry, Item, Json, ListCheck, ListRequest, MAX_TRANSACTION_ATTEMPTS, Patch, PutOptions,
     Store, Transaction, TxResult,
 };
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Longer than the margin a listing token starts back on a backend without snapshots
 /// (DynamoDB, docs/changes.md): advanced before a listing, the token is exact there too.
 const PAST_THE_MARGIN: Duration = Duration::from_secs(11);
-
-const CLIENTS: usize = 8;
 
 fn no_progress(_: u64) {}
 
@@ -344,31 +342,11 @@ pub fn interactive_transactions<H: Harness>(harness: &H) {
     assert_eq!(store.get(&untouched).unwrap(), None, "no run wrote");
 }
 
-/// Runs `work(client)` on [`CLIENTS`] threads released together.
-fn race<T: Send>(work: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let barrier = Barrier::new(CLIENTS);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..CLIENTS)
-            .map(|client| {
-                let (barrier, work) = (&barrier, &work);
-                s.spawn(move || {
-                    barrier.wait();
-                    work(client)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("client panicked"))
-            .collect()
-    })
-}
-
 fn balance(value: &Json) -> i64 {
     value.to_value()["n"].as_i64().unwrap_or(i64::MIN)
 }
 
-/// Interactive transactions under [`CLIENTS`] concurrent clients (docs/transactions.md):
+/// Interactive transactions under 8 concurrent clients (docs/transactions.md):
 /// transfers between accounts of several groups keep the total and never overdraw, and commit
 /// exactly the feed's writes; two doctors on call are never both taken off (write skew); orders
 /// added only while a listing shows fewer than 3 never exceed 3 (phantoms).

@@ -176,14 +176,7 @@ fn what_operations_cost() {
     let Some((endpoint, _)) = endpoint() else {
         return;
     };
-    let store = Store::new(
-        Dynamo::new(endpoint).backend(),
-        StoreOptions {
-            sweep_interval: None,
-            ..StoreOptions::default()
-        },
-    )
-    .expect("store opens");
+    let store = without_sweeper(endpoint);
     let rows = pathdb_dynamodb::cost::measure(&store, 10, 1).expect("measured");
     let row = |name: &str| {
         rows.iter()
@@ -310,14 +303,7 @@ fn listing_checks_are_exact_given_what_the_listing_showed() {
     let Some((endpoint, _)) = endpoint() else {
         return;
     };
-    let store = Store::new(
-        Dynamo::new(endpoint).backend(),
-        StoreOptions {
-            sweep_interval: None,
-            ..StoreOptions::default()
-        },
-    )
-    .expect("store opens");
+    let store = without_sweeper(endpoint);
     const ROUNDS: usize = 10;
     let path = |text: &str| text.parse::<pathdb_keys::KeyPath>().expect("path");
     let orders = pathdb_store::ListRequest::new(path("/shop-1/order"));
@@ -369,14 +355,7 @@ fn get_many_of_several_requests_is_one_snapshot() {
     let Some((endpoint, _)) = endpoint() else {
         return;
     };
-    let store = Store::new(
-        Dynamo::new(endpoint).backend(),
-        StoreOptions {
-            sweep_interval: None,
-            ..StoreOptions::default()
-        },
-    )
-    .expect("store opens");
+    let store = without_sweeper(endpoint);
     const ACCOUNTS: usize = 60;
     let json = |n: i64| pathdb_store::Json::parse(&format!(r#"{{"n": {n}}}"#)).expect("json");
     let n = |item: &pathdb_store::Item| item.value.to_value()["n"].as_i64().expect("n");
@@ -422,4 +401,17 @@ fn get_many_of_several_requests_is_one_snapshot() {
         snapshots
     });
     assert!(snapshots > 0);
+}
+
+/// A store on a fresh table of `endpoint`, without the expiry sweeper (whose reads the
+/// measurements here must not count).
+fn without_sweeper(endpoint: String) -> Store<DynamoBackend> {
+    Store::new(
+        Dynamo::new(endpoint).backend(),
+        StoreOptions {
+            sweep_interval: None,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("store opens")
 }

@@ -210,6 +210,10 @@ pub enum Error {
         path: KeyPath,
     },
     /// A concurrent write changed what a transaction read; nothing was written. Retry.
+    ///
+    /// No longer returned by [`Store`](crate::Store): a write or transaction that loses a race
+    /// plans again, and fails with [`Error::ConditionFailed`] or [`Error::ListChanged`] only if
+    /// a condition of the caller's no longer holds. Kept so that callers matching it compile.
     #[error("transaction conflict: a concurrent write changed {path}; retry")]
     Conflict {
         /// A path that changed.
