@@ -141,6 +141,7 @@ fn store_status(error: &pathdb_store::Error) -> Status {
     use pathdb_store::Error as E;
     match error {
         E::ConditionFailed { .. }
+        | E::ListChanged { .. }
         | E::Conflict { .. }
         | E::DestinationNotEmpty { .. }
         | E::PatchTestFailed { .. }
@@ -161,7 +162,7 @@ fn store_code(error: &pathdb_store::Error) -> &'static str {
     use pathdb_store::Error as E;
     use pathdb_store::StorageErrorKind as K;
     match error {
-        E::ConditionFailed { .. } => "condition_failed",
+        E::ConditionFailed { .. } | E::ListChanged { .. } => "condition_failed",
         E::Conflict { .. } => "conflict",
         E::KeyTooLarge { .. } | E::ItemTooLarge { .. } => "too_large",
         E::InvalidJson(_) => "invalid_json",
