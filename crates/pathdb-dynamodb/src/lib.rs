@@ -375,109 +375,139 @@ impl DynamoBackend {
     }
 
     /// The records at `keys`, in groups of the endpoint's `TransactGetItems` limit, each group
-    /// atomic; and how many requests that took.
+    /// atomic, the groups' requests sent together (so that the read spans as short a time as
+    /// the endpoint allows); and how many requests that took.
     async fn read_groups(
         &self,
         keys: &[Key],
     ) -> Result<(Vec<Option<Record>>, usize), StorageError> {
-        let mut out = Vec::with_capacity(keys.len());
-        let mut requests = 0;
-        let limit = self
-            .transact_get_limit
-            .load(std::sync::atomic::Ordering::Relaxed);
-        for chunk in keys.chunks(limit) {
-            requests += 1;
-            if let [key] = chunk {
-                out.push(self.get_async(key).await?);
-                continue;
-            }
-            self.metrics.count_transact_get();
-            let mut items = Vec::with_capacity(chunk.len());
-            for key in chunk {
-                let get = Get::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(self.key_map(key)))
-                    .build()
-                    .map_err(|e| StorageError::new("building TransactGetItems", e))?;
-                items.push(TransactGetItem::builder().get(get).build());
-            }
-            let request = self
-                .client
-                .transact_get_items()
-                .set_transact_items(Some(items))
-                .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total);
-            let response = match self
-                .read("TransactGetItems", || {
-                    let request = request.clone();
-                    async move {
-                        request.send().await.map_err(|e| {
-                            let failure = retry::classify("TransactGetItems", e);
-                            // Cancelled because a transaction was writing one of the items at
-                            // that moment (or throttled): it reads fine a moment later.
-                            if failure.code.as_deref() == Some("TransactionCanceledException") {
-                                Failure {
-                                    class: Class::Refused,
-                                    ..failure
-                                }
-                            } else {
-                                failure
-                            }
-                        })
+        loop {
+            let limit = self
+                .transact_get_limit
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let groups = futures_util::future::join_all(
+                keys.chunks(limit)
+                    .map(|chunk| self.read_group(chunk, limit)),
+            )
+            .await;
+            let mut out = Vec::with_capacity(keys.len());
+            let mut requests = 0;
+            let mut fewer = false;
+            for group in groups {
+                match group? {
+                    Some((records, sent)) => {
+                        out.extend(records);
+                        requests += sent;
                     }
-                })
-                .await
-            {
-                Ok(r) => r,
-                // DynamoDB and moto have TransactGetItems; dynalite does not. There, read the
-                // keys one by one: each read is consistent, the group is not atomic.
-                Err(e) if e.code.as_deref() == Some("UnknownOperationException") => {
-                    tracing::warn!(
-                        "this DynamoDB endpoint has no TransactGetItems; get_many reads key by key"
-                    );
-                    for key in chunk {
-                        requests += 1;
-                        out.push(self.get_async(key).await?);
-                    }
-                    continue;
+                    None => fewer = true,
                 }
-                // An endpoint that takes fewer keys at once (moto: 25): read in its groups.
-                Err(e) if e.code.as_deref() == Some("ValidationException") => {
-                    match fewer_keys_allowed(e.error.message()).filter(|&n| n > 0 && n < limit) {
-                        Some(allowed) => {
-                            tracing::info!(
-                                allowed,
-                                "this DynamoDB endpoint takes {allowed} keys per TransactGetItems"
-                            );
-                            self.transact_get_limit
-                                .store(allowed, std::sync::atomic::Ordering::Relaxed);
-                            return Box::pin(self.read_groups(keys)).await;
-                        }
-                        None => return Err(e.into()),
-                    }
-                }
-                Err(e) => return Err(e.into()),
-            };
-            self.metrics
-                .add_read_units(reported(response.consumed_capacity()));
-            let responses = response.responses();
-            if responses.len() != chunk.len() {
-                return Err(StorageError::msg(format!(
-                    "TransactGetItems answered {} of {} keys",
-                    responses.len(),
-                    chunk.len()
-                )));
             }
-            for r in responses {
-                self.metrics
-                    .model_transact_read(r.item().map_or(0, attrs::size));
-                out.push(
-                    r.item()
-                        .map(|item| attrs::record(item).map(|(_, rec)| rec))
-                        .transpose()?,
-                );
+            if !fewer {
+                return Ok((out, requests));
             }
         }
-        Ok((out, requests))
+    }
+
+    /// The records at `chunk` (one `TransactGetItems`), and the requests that took; `None`
+    /// when the endpoint takes fewer keys at once than `limit` (the backend's limit is lowered:
+    /// read again).
+    async fn read_group(
+        &self,
+        chunk: &[Key],
+        limit: usize,
+    ) -> Result<Option<(Vec<Option<Record>>, usize)>, StorageError> {
+        let mut out = Vec::with_capacity(chunk.len());
+        let mut requests = 1;
+        if let [key] = chunk {
+            out.push(self.get_async(key).await?);
+            return Ok(Some((out, requests)));
+        }
+        self.metrics.count_transact_get();
+        let mut items = Vec::with_capacity(chunk.len());
+        for key in chunk {
+            let get = Get::builder()
+                .table_name(&self.table)
+                .set_key(Some(self.key_map(key)))
+                .build()
+                .map_err(|e| StorageError::new("building TransactGetItems", e))?;
+            items.push(TransactGetItem::builder().get(get).build());
+        }
+        let request = self
+            .client
+            .transact_get_items()
+            .set_transact_items(Some(items))
+            .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total);
+        let response = match self
+            .read("TransactGetItems", || {
+                let request = request.clone();
+                async move {
+                    request.send().await.map_err(|e| {
+                        let failure = retry::classify("TransactGetItems", e);
+                        // Cancelled because a transaction was writing one of the items at
+                        // that moment (or throttled): it reads fine a moment later.
+                        if failure.code.as_deref() == Some("TransactionCanceledException") {
+                            Failure {
+                                class: Class::Refused,
+                                ..failure
+                            }
+                        } else {
+                            failure
+                        }
+                    })
+                }
+            })
+            .await
+        {
+            Ok(r) => r,
+            // DynamoDB and moto have TransactGetItems; dynalite does not. There, read the
+            // keys one by one: each read is consistent, the group is not atomic.
+            Err(e) if e.code.as_deref() == Some("UnknownOperationException") => {
+                tracing::warn!(
+                    "this DynamoDB endpoint has no TransactGetItems; get_many reads key by key"
+                );
+                for key in chunk {
+                    requests += 1;
+                    out.push(self.get_async(key).await?);
+                }
+                return Ok(Some((out, requests)));
+            }
+            // An endpoint that takes fewer keys at once (moto: 25): read in its groups.
+            Err(e) if e.code.as_deref() == Some("ValidationException") => {
+                match fewer_keys_allowed(e.error.message()).filter(|&n| n > 0 && n < limit) {
+                    Some(allowed) => {
+                        tracing::info!(
+                            allowed,
+                            "this DynamoDB endpoint takes {allowed} keys per TransactGetItems"
+                        );
+                        self.transact_get_limit
+                            .fetch_min(allowed, std::sync::atomic::Ordering::Relaxed);
+                        return Ok(None);
+                    }
+                    None => return Err(e.into()),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.metrics
+            .add_read_units(reported(response.consumed_capacity()));
+        let responses = response.responses();
+        if responses.len() != chunk.len() {
+            return Err(StorageError::msg(format!(
+                "TransactGetItems answered {} of {} keys",
+                responses.len(),
+                chunk.len()
+            )));
+        }
+        for r in responses {
+            self.metrics
+                .model_transact_read(r.item().map_or(0, attrs::size));
+            out.push(
+                r.item()
+                    .map(|item| attrs::record(item).map(|(_, rec)| rec))
+                    .transpose()?,
+            );
+        }
+        Ok(Some((out, requests)))
     }
 
     async fn query(
