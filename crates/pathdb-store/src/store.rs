@@ -452,7 +452,7 @@ impl<B: Backend> Store<B> {
     ///     store.put(path, Json::parse(r#"{"balance": 100}"#)?, PutOptions::default())?;
     /// }
     /// let balance = |item: Option<pathdb_store::Item>| -> i64 {
-    ///     item.and_then(|i| i.value.to_value().ok()?["balance"].as_i64()).unwrap_or(0)
+    ///     item.and_then(|i| i.value.to_value()["balance"].as_i64()).unwrap_or(0)
     /// };
     /// let moved = store.transaction(|tx| {
     ///     let (from, to) = (balance(tx.get(&a)?), balance(tx.get(&b)?));
