@@ -28,6 +28,8 @@ function describe(op: TxOp): string {
             return `delete ${op.path}${op.if_version === undefined ? "" : ` at ${op.if_version}`}`;
         case "check":
             return `check ${op.path} must_exist=${String(op.must_exist ?? false)}`;
+        case "check_list":
+            return `check the listing of ${op.prefix} since ${op.changes_token}`;
         case "create":
             return `create ${op.path}-{${op.id}}`;
         case "patch":
@@ -42,6 +44,7 @@ function written(result: TxResult): Item | null {
         case "delete":
             return result.deleted ?? null;
         case "check":
+        case "check_list":
             return null;
     }
 }
