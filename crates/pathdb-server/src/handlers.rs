@@ -768,6 +768,8 @@ pub async fn metrics(_: NoQuery) -> Result<Response, ApiError> {
             "metrics are unavailable: another metrics recorder is installed",
         )
     })?;
+    // Every request answered before this one is counted (see `telemetry::fold_all`).
+    telemetry::fold_all();
     Ok((
         [(
             header::CONTENT_TYPE,

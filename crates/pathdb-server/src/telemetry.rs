@@ -8,9 +8,10 @@
 use axum::http::HeaderValue;
 use metrics::{Counter, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Latency buckets in seconds: 100 µs to 10 s.
@@ -76,15 +77,128 @@ fn known(text: &str, labels: &'static [&'static str]) -> Option<&'static str> {
     labels.iter().copied().find(|l| *l == text)
 }
 
-/// A metric's handle by its labels, per thread: `metrics::counter!` with labels builds the key
-/// (allocating) and looks it up in the recorder's registry under a lock on every request; a
-/// handle is a shared atomic. Routes are templates, so the maps stay small.
-type Handles<K> = HashMap<K, (Counter, Histogram)>;
-type RequestHandles = HashMap<String, Handles<(&'static str, &'static str)>>;
+/// A counter and a histogram of the same thing (requests of a route, operations of the store),
+/// with this thread's samples not yet folded into them.
+struct Series {
+    counter: Counter,
+    histogram: Histogram,
+    /// Seconds.
+    pending: Vec<f64>,
+}
+
+impl Series {
+    fn new(counter: Counter, histogram: Histogram) -> Series {
+        Series {
+            counter,
+            histogram,
+            pending: Vec::with_capacity(FOLD_EVERY),
+        }
+    }
+
+    fn fold(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.counter.increment(self.pending.len() as u64);
+        for seconds in self.pending.drain(..) {
+            self.histogram.record(seconds);
+        }
+    }
+}
+
+/// One thread's series, by their labels. `metrics::counter!` with labels builds the key
+/// (allocating) and looks it up in the recorder's registry under a lock on every request; here
+/// each thread keeps the handles it has used (routes are templates, so the maps stay small).
+/// And a handle is shared: counting into it is an atomic write to a line every worker thread
+/// writes, several per request (the counter, the histogram's sample list, and the generation
+/// counter of each), which bounced between the cores on every get. So a thread gathers
+/// [`FOLD_EVERY`] samples before it folds them in, and `/metrics` folds every thread's in
+/// before it renders ([`fold_all`]): a scrape still counts every request answered before it.
+#[derive(Default)]
+struct ThreadSeries {
+    requests: HashMap<String, HashMap<(&'static str, &'static str), Series>>,
+    store: HashMap<(&'static str, bool), Series>,
+    pending: usize,
+}
+
+/// Samples a thread gathers before it folds them into the shared handles.
+const FOLD_EVERY: usize = 64;
+
+impl ThreadSeries {
+    /// Adds one sample to `series`, folding this thread's samples in every [`FOLD_EVERY`].
+    fn add(&mut self, series: impl FnOnce(&mut ThreadSeries) -> &mut Series, seconds: f64) {
+        series(self).pending.push(seconds);
+        self.pending += 1;
+        if self.pending >= FOLD_EVERY {
+            self.fold();
+        }
+    }
+
+    fn fold(&mut self) {
+        for by_status in self.requests.values_mut() {
+            by_status.values_mut().for_each(Series::fold);
+        }
+        self.store.values_mut().for_each(Series::fold);
+        self.pending = 0;
+    }
+}
+
+type Shared = Arc<Mutex<ThreadSeries>>;
+
+/// Every thread's series, for [`fold_all`]; a thread's own is locked by that thread alone but
+/// for a scrape's fold, so the lock costs no contention. A thread that has ended stays until its
+/// samples are folded in by another (folding records into the histograms, which read a clock
+/// kept in thread-local storage: not on a thread that is ending).
+static THREADS: Mutex<Vec<(Shared, Arc<AtomicBool>)>> = Mutex::new(Vec::new());
+
+/// A thread's series, and whether the thread has ended.
+struct Local(Shared, Arc<AtomicBool>);
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.1.store(true, Ordering::Release);
+    }
+}
 
 thread_local! {
-    static REQUEST_HANDLES: RefCell<RequestHandles> = RefCell::new(HashMap::new());
-    static STORE_HANDLES: RefCell<Handles<(&'static str, bool)>> = RefCell::new(HashMap::new());
+    static LOCAL: Local = {
+        let series = Shared::default();
+        let ended = Arc::new(AtomicBool::new(false));
+        let mut threads = lock(&THREADS);
+        fold_ended(&mut threads);
+        threads.push((Arc::clone(&series), Arc::clone(&ended)));
+        Local(series, ended)
+    };
+}
+
+/// Folds in the samples of the threads that have ended, and forgets them.
+fn fold_ended(threads: &mut Vec<(Shared, Arc<AtomicBool>)>) {
+    threads.retain(|(series, ended)| {
+        let ended = ended.load(Ordering::Acquire);
+        if ended {
+            lock(series).fold();
+        }
+        !ended
+    });
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs `f` on this thread's series. A thread that is ending (its thread-local storage being
+/// destroyed) records nothing: the histograms' own clock is thread-local storage too.
+fn with_series(f: impl FnOnce(&mut ThreadSeries)) {
+    let _ = LOCAL.try_with(|local| f(&mut lock(&local.0)));
+}
+
+/// Folds every thread's gathered samples into the shared handles: before `/metrics` renders.
+pub(crate) fn fold_all() {
+    let mut threads = lock(&THREADS);
+    fold_ended(&mut threads);
+    for (series, _) in threads.iter() {
+        lock(series).fold();
+    }
 }
 
 /// Counts one request by method, route template and status, and records its latency (the
@@ -99,21 +213,24 @@ pub(crate) fn record_request(method: &str, route: &str, status: &str, took: Dura
             .record(took);
         return;
     };
-    REQUEST_HANDLES.with_borrow_mut(|handles| {
-        if !handles.contains_key(route) {
-            handles.insert(route.to_owned(), HashMap::new());
-        }
-        let Some(by_route) = handles.get_mut(route) else {
-            return;
-        };
-        let (counter, histogram) = by_route.entry((method, status)).or_insert_with(|| {
-            (
-                metrics::counter!("pathdb_http_requests_total", "method" => method, "route" => route.to_owned(), "status" => status),
-                metrics::histogram!("pathdb_http_request_duration_seconds", "method" => method, "route" => route.to_owned()),
-            )
-        });
-        counter.increment(1);
-        histogram.record(took);
+    let series = || {
+        Series::new(
+            metrics::counter!("pathdb_http_requests_total", "method" => method, "route" => route.to_owned(), "status" => status),
+            metrics::histogram!("pathdb_http_request_duration_seconds", "method" => method, "route" => route.to_owned()),
+        )
+    };
+    with_series(|thread| {
+        thread.add(
+            |thread| {
+                // Looked up by `&str`: `entry` would take an owned key, allocating.
+                if !thread.requests.contains_key(route) {
+                    thread.requests.insert(route.to_owned(), HashMap::new());
+                }
+                let by_status = thread.requests.get_mut(route).expect("inserted above");
+                by_status.entry((method, status)).or_insert_with(series)
+            },
+            took.as_secs_f64(),
+        );
     });
 }
 
@@ -147,16 +264,21 @@ pub(crate) fn new_request_id() -> Option<HeaderValue> {
 
 /// Records one store operation: its outcome and latency.
 pub fn store_operation(op: &'static str, started: Instant, ok: bool) {
-    let took = started.elapsed();
-    STORE_HANDLES.with_borrow_mut(|handles| {
-        let (counter, histogram) = handles.entry((op, ok)).or_insert_with(|| {
-            let outcome = if ok { "ok" } else { "error" };
-            (
-                metrics::counter!("pathdb_store_operations_total", "op" => op, "outcome" => outcome),
-                metrics::histogram!("pathdb_store_operation_duration_seconds", "op" => op),
-            )
-        });
-        counter.increment(1);
-        histogram.record(took);
+    let took = started.elapsed().as_secs_f64();
+    let series = || {
+        let outcome = if ok { "ok" } else { "error" };
+        Series::new(
+            metrics::counter!("pathdb_store_operations_total", "op" => op, "outcome" => outcome),
+            metrics::histogram!("pathdb_store_operation_duration_seconds", "op" => op),
+        )
+    };
+    with_series(|thread| {
+        thread.add(
+            |thread| thread.store.entry((op, ok)).or_insert_with(series),
+            took,
+        );
     });
 }
+
+#[cfg(test)]
+mod test;
