@@ -6,11 +6,11 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::precondition;
 use crate::telemetry;
-use crate::wire::ItemOut;
+use crate::wire::item_json;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use pathdb_store::backend::Backend;
-use pathdb_store::{Parent, Store};
+use pathdb_store::{Item, Parent, Store};
 
 pub(crate) fn task_failed() -> ApiError {
     ApiError::new(
@@ -53,20 +53,36 @@ pub(crate) async fn point_read<B: Backend, T: Send + 'static>(
     if !state.store.backend().fast_point_reads() {
         return store_call(op, move || f(&state.store)).await;
     }
+    point_read_here(&state.store, op, f)
+}
+
+/// A point read right here, on the calling thread, counted and timed as `op`: only for a backend
+/// whose point reads never block ([`Backend::fast_point_reads`]).
+pub(crate) fn point_read_here<B: Backend, T>(
+    store: &Store<B>,
+    op: &'static str,
+    f: impl FnOnce(&Store<B>) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
     let started = std::time::Instant::now();
     // A panic answers 500, as it does from the blocking pool, rather than dropping the connection.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&state.store)))
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(store)))
         .unwrap_or_else(|_| Err(task_failed()));
     telemetry::store_operation(op, started, result.is_ok());
     result
 }
 
-/// An item with `ETag: "<version>"`, so HTTP caches and `If-Match` speak the same versions.
-pub(crate) fn item_response(status: StatusCode, item: ItemOut) -> Response {
-    let etag = HeaderValue::from_str(&precondition::etag(item.version)).ok();
-    let mut response = (status, axum::Json(item)).into_response();
-    if let Some(etag) = etag {
-        response.headers_mut().insert(header::ETAG, etag);
+/// An item ([`item_json`]) with `ETag: "<version>"`, so HTTP caches and `If-Match` speak the
+/// same versions.
+pub(crate) fn item_response(status: StatusCode, item: &Item) -> Response {
+    let mut response = Response::new(axum::body::Body::from(item_json(item)));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Ok(etag) = HeaderValue::from_str(&precondition::etag(item.version)) {
+        headers.insert(header::ETAG, etag);
     }
     response
 }

@@ -342,7 +342,7 @@ pub async fn create_item<B: Backend>(
     })
     .await?;
     let location = format!("/v1/items{}", item.path);
-    let mut response = item_response(StatusCode::CREATED, item.into());
+    let mut response = item_response(StatusCode::CREATED, &item);
     if let Ok(location) = axum::http::HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, location);
     }

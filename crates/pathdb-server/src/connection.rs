@@ -10,11 +10,12 @@
 //! answered `Connection: close`, a client gone, a timeout), and the connections after it wait in
 //! the listen backlog.
 
+use crate::App;
 use crate::eviction::Connections;
 use crate::timeouts::{self, Timeouts};
-use axum::Router;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
+use pathdb_store::backend::Backend;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,9 +101,9 @@ pub fn connections_within(file_limit: Option<u64>) -> usize {
 /// # Errors
 /// None so far: accept errors are logged and retried (see `accept_failed`); the type leaves
 /// room for listeners that can fail for good.
-pub async fn serve_with(
+pub async fn serve_with<B: Backend>(
     listener: tokio::net::TcpListener,
-    app: Router,
+    app: App<B>,
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ConnectionLimits,
 ) -> std::io::Result<()> {
@@ -159,9 +160,9 @@ pub async fn serve_with(
 
 /// One connection, until it closes or, after `close` turns true or the accept loop chose it to
 /// make room, until its request in flight is answered.
-async fn serve_connection(
+async fn serve_connection<B: Backend>(
     stream: tokio::net::TcpStream,
-    app: Router,
+    app: App<B>,
     timeouts: Timeouts,
     mut close: watch::Receiver<bool>,
     connections: Arc<Connections>,

@@ -21,10 +21,15 @@ impl<S: Send + Sync> FromRequestParts<S> for UrlPath {
                 .map_err(|e: PathRejection| {
                     ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", e.body_text())
                 })?;
-        let text = format!("/{}", rest.trim_start_matches('/'));
-        // Offsets in errors count from the path's leading '/'.
-        Ok(UrlPath(text.parse()?))
+        key_path_in_url(&rest).map(UrlPath)
     }
+}
+
+/// The key path of a URL's rest after its route (decoded): `user-7/post-1` → `/user-7/post-1`.
+pub(crate) fn key_path_in_url(rest: &str) -> Result<KeyPath, ApiError> {
+    let text = format!("/{}", rest.trim_start_matches('/'));
+    // Offsets in errors count from the path's leading '/'.
+    Ok(text.parse()?)
 }
 
 /// The request's `If-Match` and `If-None-Match` lines: all the item handlers read of its

@@ -47,24 +47,45 @@ pub async fn get_item<B: Backend>(
         return Err(ApiError::bad_request("versions start at 1"));
     }
     let version = q.version;
-    let (item, path) = point_read(state, "get", move |store| match version {
-        Some(v) => Ok((store.get_version(&path, v)?, path)),
-        None => Ok((store.get(&path)?, path)),
-    })
-    .await?;
+    let (item, path) =
+        point_read(state, "get", move |store| read_item(store, path, version)).await?;
+    answer_item(item, &path, version, &headers)
+}
+
+/// The store read of a get: the item, or one of its past versions, and the path it was read at.
+pub(crate) fn read_item<B: Backend>(
+    store: &pathdb_store::Store<B>,
+    path: KeyPath,
+    version: Option<u64>,
+) -> Result<(Option<pathdb_store::Item>, KeyPath), ApiError> {
+    let item = match version {
+        Some(v) => store.get_version(&path, v)?,
+        None => store.get(&path)?,
+    };
+    Ok((item, path))
+}
+
+/// A get's answer from what [`read_item`] found: 404, 304 when `If-None-Match` (in `headers`)
+/// names its version, or the item.
+pub(crate) fn answer_item(
+    item: Option<pathdb_store::Item>,
+    path: &KeyPath,
+    version: Option<u64>,
+    headers: &axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
     let item = item.ok_or_else(|| {
         ApiError::not_found(match version {
             Some(v) => format!("{path} has no version {v}"),
             None => format!("{path} not found"),
         })
     })?;
-    if precondition::not_modified(&headers, item.version)? {
+    if precondition::not_modified(headers, item.version)? {
         // 304 carries the validator and no body (RFC 9110 section 15.4.5).
         let etag = HeaderValue::from_str(&precondition::etag(item.version))
             .map_err(|_| ApiError::bad_request("unrepresentable version"))?;
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
     }
-    Ok(item_response(StatusCode::OK, item.into()))
+    Ok(item_response(StatusCode::OK, &item))
 }
 
 /// Creates or replaces an item with the request body (any JSON value).
@@ -135,7 +156,7 @@ pub async fn put_item<B: Backend>(
     } else {
         StatusCode::OK
     };
-    Ok(item_response(status, item.into()))
+    Ok(item_response(status, &item))
 }
 
 /// The item's current version, for `If-Match` with several entity tags.
@@ -219,7 +240,7 @@ pub async fn patch_item<B: Backend>(
     } else {
         StatusCode::OK
     };
-    Ok(item_response(status, item.into()))
+    Ok(item_response(status, &item))
 }
 
 /// Reads a JSON Patch document (PATCH's body or a transaction's `patch`); a bad one is 400
@@ -282,7 +303,7 @@ pub async fn delete_item<B: Backend>(
     })
     .await?
     .ok_or_else(|| ApiError::not_found(missing))?;
-    Ok(item_response(StatusCode::OK, deleted.into()))
+    Ok(item_response(StatusCode::OK, &deleted))
 }
 
 /// Moves a subtree: every live item at or below `from` to the same place below `to`, with its

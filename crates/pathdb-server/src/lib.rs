@@ -20,6 +20,7 @@ mod extract;
 mod gate;
 mod handlers;
 mod import;
+mod item_gets;
 mod media;
 pub mod origin;
 mod precondition;
@@ -151,7 +152,7 @@ async fn method_not_allowed() -> ApiError {
 
 /// The application with no web origin allowed but the server's own, and the console; see
 /// [`router_with`].
-pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
+pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> App<B> {
     router_with(state, auth, AllowedOrigins::default())
 }
 
@@ -161,7 +162,7 @@ pub fn router<B: Backend>(state: AppState<B>, auth: Auth) -> Router {
 ///
 /// The first call installs the process-wide Prometheus recorder of the `metrics` facade, which
 /// `/metrics` renders.
-pub fn router_with<B: Backend>(state: AppState<B>, auth: Auth, origins: AllowedOrigins) -> Router {
+pub fn router_with<B: Backend>(state: AppState<B>, auth: Auth, origins: AllowedOrigins) -> App<B> {
     app(state, auth, origins, Console::Served)
 }
 
@@ -182,7 +183,7 @@ pub fn app<B: Backend>(
     auth: Auth,
     origins: AllowedOrigins,
     console: Console,
-) -> Router {
+) -> App<B> {
     let policy = origin::OriginPolicy {
         origins: origins.clone(),
         local_only: !auth.enabled(),
@@ -194,6 +195,11 @@ pub fn app<B: Backend>(
     // counted nor behind auth, as when auth was a `Router::layer`, since the 405 fallback set
     // below replaces the default ones the layer wrapped.)
     let counted = || CheckLayer(TrackRequests);
+    let gets = item_gets::ItemGets {
+        routes: Router::new(),
+        state: state.clone(),
+        auth: auth.clone(),
+    };
     let guarded = ServiceBuilder::new()
         .layer(counted())
         .layer(CheckLayer(RequireToken(auth)));
@@ -282,14 +288,71 @@ pub fn app<B: Backend>(
         .method_not_allowed_fallback(method_not_allowed);
     // What every request passes, outermost first: a request id and the request log (5xx
     // answers, and every request at debug level), the header-size, Host and Origin checks and
-    // `Connection: close` after a refusal (`gate::Edge`), then CORS. One `Router::layer` for all
-    // of them: each wraps every route (and the fallbacks) on its own, boxing once per layer per
-    // request.
+    // `Connection: close` after a refusal (`gate::Edge`), then CORS; then the gets of one item
+    // that need no router (item_gets.rs) are answered, and the rest routed. The checks wrap the
+    // router once, as its fallback service, rather than as a `Router::layer`, which would wrap
+    // every route (and the fallbacks) on its own, boxing once per layer per request.
     let edge = ServiceBuilder::new()
         .layer(RequestIdLayer)
         .layer(CheckLayer(Edge { policy }))
         .layer(gate::CorsLayer(origins.cors_layer()));
-    routes.layer(edge)
+    App(edge.service(item_gets::ItemGets { routes, ..gets }))
+}
+
+/// The checks every request passes around the gets of one item and the router (see [`app`]).
+type Stack<B> = gate::RequestIds<gate::Checked<gate::Cors<item_gets::ItemGets<B>>, Edge>>;
+
+/// PathDB's HTTP application ([`app`]): a tower service that takes requests with any body
+/// (hyper's, or axum's in tests driven with `tower::ServiceExt::oneshot`). Cloning it is cheap.
+pub struct App<B: Backend>(Stack<B>);
+
+impl<B: Backend> Clone for App<B> {
+    fn clone(&self) -> Self {
+        App(self.0.clone())
+    }
+}
+
+impl<B, ReqBody> tower::Service<axum::http::Request<ReqBody>> for App<B>
+where
+    B: Backend,
+    ReqBody: axum::body::HttpBody<Data = axum::body::Bytes> + Send + 'static,
+    ReqBody::Error: Into<axum::BoxError>,
+{
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future = AppFuture<B>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: axum::http::Request<ReqBody>) -> AppFuture<B> {
+        AppFuture {
+            inner: self.0.call(request.map(axum::body::Body::new)),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`App`].
+    pub struct AppFuture<B: Backend> {
+        #[pin]
+        inner: <Stack<B> as tower::Service<axum::extract::Request>>::Future,
+    }
+}
+
+impl<B: Backend> Future for AppFuture<B> {
+    type Output = Result<axum::response::Response, std::convert::Infallible>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        self.project().inner.poll(cx)
+    }
 }
 
 /// Serves until `shutdown` completes, then stops accepting, finishes in-flight requests and
@@ -298,9 +361,9 @@ pub fn app<B: Backend>(
 ///
 /// # Errors
 /// The listener fails.
-pub async fn serve(
+pub async fn serve<B: Backend>(
     listener: tokio::net::TcpListener,
-    app: Router,
+    app: App<B>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     serve_with(listener, app, shutdown, ConnectionLimits::default()).await

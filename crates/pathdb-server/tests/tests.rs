@@ -20,10 +20,9 @@ mod tokens;
 mod transactions;
 mod tree;
 
-use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, Request, StatusCode};
-use pathdb_server::{AllowedOrigins, AppState, Auth, Console, Scope, app};
+use pathdb_server::{AllowedOrigins, App, AppState, Auth, Console, Scope, app};
 use pathdb_store::backend::{FileBackend, FileOptions};
 use pathdb_store::{ManualClock, Store, StoreOptions, Timestamp};
 use serde_json::Value;
@@ -33,7 +32,7 @@ use tower::ServiceExt;
 
 /// A router over a store in a temporary file, with a clock the test moves.
 pub struct TestServer {
-    app: Router,
+    app: App<FileBackend>,
     /// The store behind the router, for setting what HTTP cannot (namespace history).
     pub store: Store<FileBackend>,
     /// The store's clock: starts at the real time and moves only when told.

@@ -1,0 +1,154 @@
+//! `GET /v1/items/{path}` without the router, on a backend whose point reads never block.
+//!
+//! A get is most of what a server of PathDB answers, and on the file backend the store takes
+//! about a microsecond of it. Through axum's router it also paid for the route match, the route's
+//! boxed layer stack (request metrics, the token, the timeout, the body limit: each cloned and
+//! boxed per request), and the extractors; together more than the store and the answer
+//! (docs/benchmarks.md, "Gets against the ceiling", issue 37). [`ItemGets`] sits in front of the
+//! router, inside the checks every request passes (request id, Host/Origin, CORS: see
+//! `crate::app`), takes the gets it can answer at once and does the same steps as the route in
+//! the same order, with the same functions: the token ([`auth::check`]), the path
+//! ([`key_path_in_url`]), the read and the answer ([`handlers::read_item`],
+//! [`handlers::answer_item`]), the request metrics ([`telemetry::record_request`]). Everything
+//! else, including every get it is not sure to answer as the route would (a query, a
+//! percent-encoded path, `HEAD`, a backend that blocks), goes to the router.
+
+use crate::auth::{self, Auth};
+use crate::calls::point_read_here;
+use crate::error::ApiError;
+use crate::extract::key_path_in_url;
+use crate::{AppState, handlers, telemetry};
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderValue, Method, header};
+use axum::response::{IntoResponse, Response};
+use pathdb_store::backend::Backend;
+use pin_project_lite::pin_project;
+use std::convert::Infallible;
+use std::future::{Future, Ready, ready};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tower::Service;
+
+/// The route template gets are counted under in `/metrics`, as the router counts them.
+pub(crate) const ITEMS_ROUTE: &str = "/v1/items/{*path}";
+
+/// The router, with the gets of one item answered before it (see the module's docs).
+pub(crate) struct ItemGets<B: Backend> {
+    pub(crate) routes: Router,
+    pub(crate) state: AppState<B>,
+    pub(crate) auth: Auth,
+}
+
+impl<B: Backend> Clone for ItemGets<B> {
+    fn clone(&self) -> Self {
+        ItemGets {
+            routes: self.routes.clone(),
+            state: self.state.clone(),
+            auth: self.auth.clone(),
+        }
+    }
+}
+
+impl<B: Backend> Service<Request> for ItemGets<B> {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = ItemGetsFuture<<Router as Service<Request>>::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Service::<Request>::poll_ready(&mut self.routes, cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        match answered_here(&request) {
+            Some(rest) if self.state.store.backend().fast_point_reads() => {
+                ItemGetsFuture::Answered {
+                    answer: ready(Ok(self.get(&request, rest))),
+                }
+            }
+            _ => ItemGetsFuture::Routed {
+                future: self.routes.call(request),
+            },
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`ItemGets`].
+    #[project = ItemGetsProj]
+    pub(crate) enum ItemGetsFuture<F> {
+        Answered { answer: Ready<Result<Response, Infallible>> },
+        Routed { #[pin] future: F },
+    }
+}
+
+impl<F: Future<Output = Result<Response, Infallible>>> Future for ItemGetsFuture<F> {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            ItemGetsProj::Answered { answer } => Pin::new(answer).poll(cx),
+            ItemGetsProj::Routed { future } => future.poll(cx),
+        }
+    }
+}
+
+impl<B: Backend> ItemGets<B> {
+    /// What the route's layers and `handlers::get_item` answer, in their order: the token (a
+    /// refusal is counted too), then the path, the read and the answer.
+    fn get(&self, request: &Request, rest: &str) -> Response {
+        let started = Instant::now();
+        let mut response = match auth::check(&self.auth, request) {
+            Err(refusal) => refusal.into_response(),
+            Ok(_) => self
+                .read(request, rest)
+                .unwrap_or_else(IntoResponse::into_response),
+        };
+        set_content_length(&mut response);
+        telemetry::record_request(
+            "GET",
+            ITEMS_ROUTE,
+            response.status().as_str(),
+            started.elapsed(),
+        );
+        response
+    }
+
+    fn read(&self, request: &Request, rest: &str) -> Result<Response, ApiError> {
+        let path = key_path_in_url(rest)?;
+        let (item, path) = point_read_here(&self.state.store, "get", |store| {
+            handlers::read_item(store, path, None)
+        })?;
+        // `If-None-Match` is read from the request's own headers, as the route's extractor
+        // copies it from them.
+        handlers::answer_item(item, &path, None, request.headers())
+    }
+}
+
+/// `Content-Length` from a body of known size, as axum's router adds it to every answer
+/// (hyper would add it on the wire anyway; this keeps the answers equal header for header).
+fn set_content_length(response: &mut Response) {
+    use axum::body::HttpBody;
+    if response.headers().contains_key(header::CONTENT_LENGTH) {
+        return;
+    }
+    if let Some(size) = response.body().size_hint().exact() {
+        let size = HeaderValue::from(size);
+        response.headers_mut().insert(header::CONTENT_LENGTH, size);
+    }
+}
+
+/// The rest of a `GET /v1/items/...` after the route's prefix, when this module answers it as
+/// the route would: no query (`?version=` and unknown parameters are the route's), nothing to
+/// percent-decode, not empty (the route does not match an empty rest).
+fn answered_here(request: &Request) -> Option<&str> {
+    if request.method() != Method::GET || request.uri().query().is_some_and(|q| !q.is_empty()) {
+        return None;
+    }
+    let rest = request.uri().path().strip_prefix("/v1/items/")?;
+    (!rest.is_empty() && !rest.contains('%')).then_some(rest)
+}
+
+#[cfg(test)]
+mod test;

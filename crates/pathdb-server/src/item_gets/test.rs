@@ -1,0 +1,146 @@
+use super::*;
+use crate::auth::Scope;
+use crate::{AppState, router};
+use axum::body::Body;
+use axum::http::{HeaderMap, StatusCode};
+use pathdb_store::Store;
+use pathdb_store::backend::FileOptions;
+use std::collections::HashMap;
+use tower::ServiceExt;
+
+/// A store with one item (`/user-7/post-1`, version 2) and an app over it, with tokens.
+fn app(dir: &tempfile::TempDir) -> crate::App<pathdb_store::backend::FileBackend> {
+    let store = Store::open(
+        dir.path().join("db"),
+        FileOptions::default(),
+        Default::default(),
+    )
+    .unwrap();
+    let path: pathdb_keys::KeyPath = "/user-7/post-1".parse().unwrap();
+    for n in [1, 2] {
+        let value =
+            pathdb_store::Json::parse(&format!(r#"{{"n":{n},"text":"a \"quoted\" line"}}"#));
+        store
+            .put(&path, value.unwrap(), Default::default())
+            .unwrap();
+    }
+    let tokens = HashMap::from([
+        ("reader".to_owned(), Scope::Read),
+        ("writer".to_owned(), Scope::ReadWrite),
+    ]);
+    router(AppState::new(store), Auth::new(tokens))
+}
+
+/// Status, headers but the request id and the date (which differ per request), and body.
+async fn answer(
+    app: &crate::App<pathdb_store::backend::FileBackend>,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, Vec<(String, String)>, String) {
+    let mut request = Request::get(uri).header("host", "127.0.0.1:7070");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = app
+        .clone()
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let kept = |headers: &HeaderMap| {
+        headers
+            .iter()
+            .filter(|(name, _)| *name != "x-request-id" && *name != "date")
+            .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
+            .collect::<Vec<_>>()
+    };
+    let headers = kept(response.headers());
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (status, headers, String::from_utf8(body.to_vec()).unwrap())
+}
+
+/// Every get this module answers is answered as the router's route answers it: the same path
+/// with one character percent-encoded (`%2D` for `-`) goes to the router, and the two answers
+/// are compared whole, for items found and not, bad paths, `If-None-Match`, and tokens.
+#[tokio::test]
+async fn gets_answered_here_are_answered_as_the_route_answers_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(&dir);
+    let reader = ("authorization", "Bearer reader");
+    // Path, request headers, status.
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16);
+    let cases: &[Case] = &[
+        ("user-7/post-1", &[reader], 200),
+        ("user-7/post-1", &[("authorization", "Bearer writer")], 200),
+        ("user-7/post-2", &[reader], 404),
+        ("user-7/post-1", &[reader, ("if-none-match", "\"2\"")], 304),
+        (
+            "user-7/post-1",
+            &[reader, ("if-none-match", "\"1\", W/\"2\"")],
+            304,
+        ),
+        ("user-7/post-1", &[reader, ("if-none-match", "\"1\"")], 200),
+        (
+            "user-7/post-1",
+            &[reader, ("if-none-match", "not a tag")],
+            400,
+        ),
+        ("user-7/post-1", &[], 401),
+        ("user-7/post-1", &[("authorization", "Bearer nobody")], 401),
+        ("user-7/-1", &[reader], 400),
+        ("user-7//post-1", &[reader], 400),
+        ("/user-7/post-1", &[reader], 200),
+    ];
+    for (path, headers, status) in cases {
+        let here = answer(&app, &format!("/v1/items/{path}"), headers).await;
+        let routed = path.replacen('-', "%2D", 1);
+        let routed = answer(&app, &format!("/v1/items/{routed}"), headers).await;
+        assert_eq!(here, routed, "GET {path} with {headers:?}");
+        assert_eq!(here.0.as_u16(), *status, "GET {path}: {}", here.2);
+    }
+}
+
+/// The item's JSON is what serde writes for `ItemOut`, an item that expires too.
+#[test]
+fn an_item_is_written_as_serde_writes_it() {
+    let path: pathdb_keys::KeyPath = "/user-7/post-1".parse().unwrap();
+    let at = pathdb_store::Timestamp::now();
+    for expires_at in [None, Some(at)] {
+        let item = pathdb_store::Item {
+            path: path.clone(),
+            version: 12,
+            created_at: at,
+            modified_at: at,
+            expires_at,
+            value: pathdb_store::Json::parse(r#"{"a": [1, "\u00e9\"x"], "b": null}"#).unwrap(),
+        };
+        let serde = serde_json::to_vec(&crate::wire::ItemOut::from(item.clone())).unwrap();
+        assert_eq!(
+            String::from_utf8(crate::wire::item_json(&item)).unwrap(),
+            String::from_utf8(serde).unwrap()
+        );
+    }
+}
+
+/// What this module leaves to the router: other methods, queries, encoded paths, an empty rest.
+#[test]
+fn only_plain_gets_of_an_item_are_answered_here() {
+    let request = |method: &str, uri: &str| {
+        Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let here = |method: &str, uri: &str| answered_here(&request(method, uri)).map(str::to_owned);
+    assert_eq!(here("GET", "/v1/items/a-1/b-2"), Some("a-1/b-2".to_owned()));
+    assert_eq!(here("GET", "/v1/items/a-1?"), Some("a-1".to_owned()));
+    assert_eq!(here("HEAD", "/v1/items/a-1"), None);
+    assert_eq!(here("PUT", "/v1/items/a-1"), None);
+    assert_eq!(here("GET", "/v1/items/a-1?version=1"), None);
+    assert_eq!(here("GET", "/v1/items/a%2D1"), None);
+    assert_eq!(here("GET", "/v1/items/"), None);
+    assert_eq!(here("GET", "/v1/list/a-1"), None);
+}
