@@ -211,11 +211,15 @@ pub(crate) fn format_elements(elements: &[Element], f: &mut fmt::Formatter<'_>) 
 /// Writes an id's canonical text (without the leading `-`).
 pub fn format_id(id: &Id, f: &mut impl fmt::Write) -> fmt::Result {
     match id {
-        Id::Int(v) => write!(f, "{v}"),
+        // itoa, not `write!`: a path's text is written on every answer of an item.
+        Id::Int(v) => f.write_str(itoa::Buffer::new().format(v.get())),
         Id::Uuid(u) => write!(f, "{}", u.hyphenated()),
         Id::Bytes(b) => write!(f, "~{}", URL_SAFE_NO_PAD.encode(b)),
         Id::String(s) => escape(s, f),
-        Id::DescInt(v) => write!(f, "!{v}"),
+        Id::DescInt(v) => {
+            f.write_char('!')?;
+            f.write_str(itoa::Buffer::new().format(v.get()))
+        }
         Id::DescString(s) => {
             f.write_char('!')?;
             escape(s, f)
@@ -228,13 +232,17 @@ pub fn format_id(id: &Id, f: &mut impl fmt::Write) -> fmt::Result {
 /// otherwise read as another type (integer, UUID, `~` bytes, `!` descending).
 fn escape(s: &str, f: &mut impl fmt::Write) -> fmt::Result {
     let escape_first = s.starts_with(['~', '!']) || is_int_shaped(s) || is_uuid_shaped(s);
+    // Written in runs between escapes, not a character at a time: each write through a
+    // `Formatter` is a call through its writer.
+    let mut run = 0;
     for (i, c) in s.char_indices() {
         if c == '/' || c == '%' || (i == 0 && escape_first) {
+            f.write_str(&s[run..i])?;
             f.write_char('%')?;
+            run = i;
         }
-        f.write_char(c)?;
     }
-    Ok(())
+    f.write_str(&s[run..])
 }
 
 impl fmt::Display for KeyPath {
