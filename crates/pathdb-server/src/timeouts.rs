@@ -16,8 +16,8 @@ use hyper::rt::{Sleep, Timer};
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -77,17 +77,30 @@ pub(crate) fn watch<T>(io: T, timeouts: Timeouts) -> (Watched<T>, HeadTimer) {
         activity: Arc::clone(&activity),
         timeouts,
         started: AtomicBool::new(false),
+        alarm: Alarm::default(),
     };
     (Watched { io, activity }, timer)
 }
 
 /// hyper's timer for one connection (see the module's docs).
+///
+/// hyper asks for a new head deadline before every request of a kept-alive connection and drops
+/// it when the head is read. A tokio sleep per wait was registered in the runtime's timer wheel
+/// and taken out again for every request (a lock each way, and an allocation). Instead each
+/// connection has one [`Alarm`], armed no later than the deadline of the wait in progress and
+/// left armed between waits: a wait moves it only when it would ring too late, and when it rang
+/// too early (for an earlier wait), so a busy connection moves it about once per timeout rather
+/// than twice per request. A ring with no wait in progress only wakes the connection's task.
 pub(crate) struct HeadTimer {
     activity: Arc<Activity>,
     timeouts: Timeouts,
     /// Whether the connection's first wait for a head has begun (later ones are keep-alive).
     started: AtomicBool,
+    alarm: Alarm,
 }
+
+/// A connection's one timer registration, shared by its head waits; made at the first wait.
+type Alarm = Arc<Mutex<Option<Pin<Box<tokio::time::Sleep>>>>>;
 
 impl HeadTimer {
     /// What the connection's socket and timer have seen, for the accept loop at its cap.
@@ -99,9 +112,8 @@ impl HeadTimer {
 impl Timer for HeadTimer {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Sleep>> {
         // Not a head's deadline (hyper's HTTP/1 server asks for none of these): a plain sleep.
-        Box::pin(HeadWait {
+        Box::pin(PlainSleep {
             sleep: tokio::time::sleep(duration),
-            rearm: None,
         })
     }
 
@@ -111,13 +123,15 @@ impl Timer for HeadTimer {
         self.activity.head_wait_began();
         if !self.started.swap(true, Ordering::Relaxed) {
             return Box::pin(HeadWait {
-                sleep: tokio::time::sleep_until(deadline.into()),
+                alarm: Arc::clone(&self.alarm),
+                deadline: deadline.into(),
                 rearm: None,
             });
         }
         let reads = self.activity.reads.load(Ordering::Relaxed);
         Box::pin(HeadWait {
-            sleep: tokio::time::sleep(self.timeouts.idle),
+            alarm: Arc::clone(&self.alarm),
+            deadline: tokio::time::Instant::now() + self.timeouts.idle,
             rearm: Some(Rearm {
                 activity: Arc::clone(&self.activity),
                 reads,
@@ -144,14 +158,12 @@ struct Rearm {
     header: Duration,
 }
 
-pin_project! {
-    /// A wait for a request head: until its deadline, or, for a keep-alive wait, until the idle
-    /// deadline or the header timeout after the first byte.
-    struct HeadWait {
-        #[pin]
-        sleep: tokio::time::Sleep,
-        rearm: Option<Rearm>,
-    }
+/// A wait for a request head: until its deadline, or, for a keep-alive wait, until the idle
+/// deadline or the header timeout after the first byte. Woken by the connection's [`Alarm`].
+struct HeadWait {
+    alarm: Alarm,
+    deadline: tokio::time::Instant,
+    rearm: Option<Rearm>,
 }
 
 impl Sleep for HeadWait {}
@@ -159,18 +171,52 @@ impl Sleep for HeadWait {}
 impl Future for HeadWait {
     type Output = ();
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut this = self.project();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let now = tokio::time::Instant::now();
         // hyper polls the deadline each time a read leaves the head incomplete, so the first
         // byte is seen here as soon as it is read.
-        if let Some(rearm) = this.rearm
+        if let Some(rearm) = &self.rearm
             && rearm.activity.reads.load(Ordering::Relaxed) != rearm.reads
         {
-            let deadline = tokio::time::Instant::now() + rearm.header;
-            this.sleep.as_mut().reset(deadline);
-            *this.rearm = None;
+            self.deadline = now + rearm.header;
+            self.rearm = None;
         }
-        this.sleep.poll(cx)
+        if now >= self.deadline {
+            return Poll::Ready(());
+        }
+        let deadline = self.deadline;
+        let mut alarm = self.alarm.lock().unwrap_or_else(PoisonError::into_inner);
+        let alarm = alarm.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if alarm.deadline() > deadline {
+            // It would ring too late for this wait.
+            alarm.as_mut().reset(deadline);
+        }
+        if alarm.as_mut().poll(cx).is_ready() {
+            // It rang for an earlier deadline: aim it at this one (not yet reached).
+            alarm.as_mut().reset(deadline);
+            if alarm.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(());
+            }
+        }
+        Poll::Pending
+    }
+}
+
+pin_project! {
+    /// [`Timer::sleep`]'s sleep.
+    struct PlainSleep {
+        #[pin]
+        sleep: tokio::time::Sleep,
+    }
+}
+
+impl Sleep for PlainSleep {}
+
+impl Future for PlainSleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.project().sleep.poll(cx)
     }
 }
 
