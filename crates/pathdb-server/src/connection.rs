@@ -172,7 +172,13 @@ async fn serve_connection<B: Backend>(
     let (io, timer) = timeouts::watch(stream, timeouts);
     let (_registration, eviction) = connections.register(timer.activity());
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(timer).header_read_timeout(timeouts.header);
+    // `writev(false)`: an answer's head and body go out in one buffer, one `write`, rather than
+    // a vectored write of both. Most answers are a few hundred bytes, where the copy costs less
+    // than the kernel's handling of a second slice (server CPU per get 6% lower, wrk 2x32 on
+    // two cores, docs/benchmarks.md); a large page or an export is copied once more.
+    http.timer(timer)
+        .header_read_timeout(timeouts.header)
+        .writev(false);
     let connection = http.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
     let mut connection = std::pin::pin!(connection);
     tokio::select! {

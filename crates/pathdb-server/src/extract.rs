@@ -27,7 +27,10 @@ impl<S: Send + Sync> FromRequestParts<S> for UrlPath {
 
 /// The key path of a URL's rest after its route (decoded): `user-7/post-1` → `/user-7/post-1`.
 pub(crate) fn key_path_in_url(rest: &str) -> Result<KeyPath, ApiError> {
-    let text = format!("/{}", rest.trim_start_matches('/'));
+    let rest = rest.trim_start_matches('/');
+    let mut text = String::with_capacity(1 + rest.len());
+    text.push('/');
+    text.push_str(rest);
     // Offsets in errors count from the path's leading '/'.
     Ok(text.parse()?)
 }

@@ -20,7 +20,7 @@ use crate::extract::key_path_in_url;
 use crate::{AppState, handlers, telemetry};
 use axum::Router;
 use axum::extract::Request;
-use axum::http::{HeaderValue, Method, header};
+use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use pathdb_store::backend::Backend;
 use pin_project_lite::pin_project;
@@ -99,13 +99,12 @@ impl<B: Backend> ItemGets<B> {
     /// refusal is counted too), then the path, the read and the answer.
     fn get(&self, request: &Request, rest: &str) -> Response {
         let started = Instant::now();
-        let mut response = match auth::check(&self.auth, request) {
+        let response = match auth::check(&self.auth, request) {
             Err(refusal) => refusal.into_response(),
             Ok(_) => self
                 .read(request, rest)
                 .unwrap_or_else(IntoResponse::into_response),
         };
-        set_content_length(&mut response);
         telemetry::record_request(
             "GET",
             ITEMS_ROUTE,
@@ -123,19 +122,6 @@ impl<B: Backend> ItemGets<B> {
         // `If-None-Match` is read from the request's own headers, as the route's extractor
         // copies it from them.
         handlers::answer_item(item, &path, None, request.headers())
-    }
-}
-
-/// `Content-Length` from a body of known size, as axum's router adds it to every answer
-/// (hyper would add it on the wire anyway; this keeps the answers equal header for header).
-fn set_content_length(response: &mut Response) {
-    use axum::body::HttpBody;
-    if response.headers().contains_key(header::CONTENT_LENGTH) {
-        return;
-    }
-    if let Some(size) = response.body().size_hint().exact() {
-        let size = HeaderValue::from(size);
-        response.headers_mut().insert(header::CONTENT_LENGTH, size);
     }
 }
 

@@ -206,7 +206,12 @@ pub fn not_modified(headers: &HeaderMap, version: u64) -> Result<bool, ApiError>
 
 /// The entity tag of an item version: `"3"`.
 pub fn etag(version: u64) -> String {
-    format!("\"{version}\"")
+    // Not `format!`: on every answer of an item.
+    let mut tag = String::with_capacity(22);
+    tag.push('"');
+    tag.push_str(itoa::Buffer::new().format(version));
+    tag.push('"');
+    tag
 }
 
 #[cfg(test)]

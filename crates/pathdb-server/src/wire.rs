@@ -47,10 +47,22 @@ pub(crate) fn item_json(item: &Item) -> Vec<u8> {
     // The metadata takes at most 128 bytes; a path element rarely more than 48.
     let mut out = Vec::with_capacity(128 + 48 * item.path.len() + value.len());
     out.extend_from_slice(b"{\"path\":");
-    // Escaped by serde_json's string writer, as `ItemOut`'s `String` is.
-    let mut path = serde_json::Serializer::new(&mut out);
-    // Writing to a `Vec` cannot fail.
-    let _ = serde::Serializer::collect_str(&mut path, &item.path);
+    // The path's text straight into the buffer; a path with a character JSON escapes (`"` or
+    // `\` in a string id; key paths have no control characters) is written again by
+    // serde_json's string writer, as `ItemOut`'s `String` is.
+    out.push(b'"');
+    let text = out.len();
+    let _ = std::fmt::Write::write_fmt(&mut Utf8(&mut out), format_args!("{}", item.path));
+    if out[text..]
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    {
+        out.truncate(text - 1);
+        // Writing to a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut out, &item.path.to_string());
+    } else {
+        out.push(b'"');
+    }
     let mut number = itoa::Buffer::new();
     out.extend_from_slice(b",\"version\":");
     out.extend_from_slice(number.format(item.version).as_bytes());
@@ -67,6 +79,16 @@ pub(crate) fn item_json(item: &Item) -> Vec<u8> {
     out.extend_from_slice(value.as_bytes());
     out.push(b'}');
     out
+}
+
+/// Text written into a byte buffer.
+struct Utf8<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Utf8<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
 }
 
 /// Several items.
