@@ -399,12 +399,11 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: axum::http::Request<B>) -> Self::Future {
+    fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
+        // A new id goes on the answer only: nothing inside reads the request's.
         let id = match request.headers().get(&REQUEST_ID) {
             Some(id) => Some(id.clone()),
-            None => telemetry::new_request_id().inspect(|id| {
-                request.headers_mut().insert(REQUEST_ID, id.clone());
-            }),
+            None => telemetry::new_request_id(),
         };
         let started =
             tracing::enabled!(target: ACCESS_LOG, tracing::Level::DEBUG).then(Instant::now);
