@@ -9,6 +9,12 @@ mod exit;
 
 use std::process::ExitCode;
 
+/// mimalloc rather than the system's allocator: a server allocates and frees a few dozen small
+/// blocks per request, from several threads; glibc's malloc and free were a tenth of a get's
+/// instructions (docs/benchmarks.md, "Gets against the ceiling").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // `--json` is read before parsing, so that a usage error is JSON too.
     let json = std::env::args_os().skip(1).any(|arg| arg == "--json");
