@@ -1,5 +1,5 @@
 //! The ceiling for `pathdb serve` on this machine: a bare axum server (the same hyper, tokio
-//! runtime and listener as `pathdb serve`, no middleware, no store) that answers every
+//! runtime, allocator and listener as `pathdb serve`, no middleware, no store) that answers every
 //! `GET`/`PUT /v1/items/{*path}` with the same bytes a PathDB get of a bench item returns, from
 //! memory. Whatever a load generator measures here is the most any handler could reach; see
 //! docs/benchmarks.md, "HTTP server".
@@ -25,6 +25,10 @@ const DEFAULT_BODY: &str = concat!(
     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
     r#""}}"#
 );
+
+/// The `pathdb` binary's allocator, so that the two differ only in what PathDB does per request.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
