@@ -31,7 +31,8 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 use tower::Service;
 
-/// The route template gets are counted under in `/metrics`, as the router counts them.
+/// The items' route: the router's, and the template the gets answered here are counted under in
+/// `/metrics`, as the router counts the route's (its `MatchedPath`).
 pub(crate) const ITEMS_ROUTE: &str = "/v1/items/{*path}";
 
 /// The router, with the gets of one item answered before it (see the module's docs).

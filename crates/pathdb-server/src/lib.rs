@@ -195,18 +195,15 @@ pub fn app<B: Backend>(
     // counted nor behind auth, as when auth was a `Router::layer`, since the 405 fallback set
     // below replaces the default ones the layer wrapped.)
     let counted = || CheckLayer(TrackRequests);
-    let gets = item_gets::ItemGets {
-        routes: Router::new(),
-        state: state.clone(),
-        auth: auth.clone(),
-    };
+    // For the gets answered before the router (item_gets.rs).
+    let (gets_state, gets_auth) = (state.clone(), auth.clone());
     let guarded = ServiceBuilder::new()
         .layer(counted())
         .layer(CheckLayer(RequireToken(auth)));
     let json = || CheckLayer(RequireMedia(media::JSON));
     let items = Router::new()
         .route(
-            "/v1/items/{*path}",
+            item_gets::ITEMS_ROUTE,
             get(handlers::get_item::<B>)
                 .put(handlers::put_item::<B>.layer(json()))
                 .post(changes::create_item::<B>.layer(json()))
@@ -290,13 +287,17 @@ pub fn app<B: Backend>(
     // answers, and every request at debug level), the header-size, Host and Origin checks and
     // `Connection: close` after a refusal (`gate::Edge`), then CORS; then the gets of one item
     // that need no router (item_gets.rs) are answered, and the rest routed. The checks wrap the
-    // router once, as its fallback service, rather than as a `Router::layer`, which would wrap
-    // every route (and the fallbacks) on its own, boxing once per layer per request.
+    // router once ([`App`]), rather than as a `Router::layer`, which would wrap every route (and
+    // the fallbacks) on its own, boxing once per layer per request.
     let edge = ServiceBuilder::new()
         .layer(RequestIdLayer)
         .layer(CheckLayer(Edge { policy }))
         .layer(gate::CorsLayer(origins.cors_layer()));
-    App(edge.service(item_gets::ItemGets { routes, ..gets }))
+    App(edge.service(item_gets::ItemGets {
+        routes,
+        state: gets_state,
+        auth: gets_auth,
+    }))
 }
 
 /// The checks every request passes around the gets of one item and the router (see [`app`]).
