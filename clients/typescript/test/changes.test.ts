@@ -5,7 +5,6 @@
  */
 
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import {
@@ -26,6 +25,7 @@ import {
   type Page,
 } from "../src/index.js";
 import { TOKEN, startServer, type Server } from "./server.js";
+import { group, rejects } from "./helpers.js";
 
 let server: Server;
 let db: Client;
@@ -38,21 +38,9 @@ after(async () => {
   await server?.stop();
 });
 
-/** A group of its own for each test. */
-const group = () => new KeyPath().add("t", new Uuid(randomUUID()));
 /** Paths as text: deepEqual cannot see a KeyPath's private fields. */
 const text = (paths: (KeyPath | undefined)[]) => paths.map((p) => p?.toString());
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function rejects<E extends Error>(promise: Promise<unknown>, kind: new (...a: never[]) => E): Promise<E> {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof kind, `expected ${kind.name}, got ${String(e)}`);
-    return e;
-  }
-  assert.fail(`expected ${kind.name}`);
-}
 
 /** A follower's rule (docs/changes.md): apply a change unless it is older than what is held. */
 function apply(local: Map<string, Item>, change: Change): void {

@@ -1,7 +1,6 @@
 /** Every client method and error class against a real `pathdb serve`. */
 
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { after, before, describe, test } from "node:test";
 
@@ -29,6 +28,7 @@ import {
   type Page,
 } from "../src/index.js";
 import { READ_TOKEN, TOKEN, startServer, type Server } from "./server.js";
+import { collect, group, rejects } from "./helpers.js";
 
 let server: Server;
 let db: Client;
@@ -40,25 +40,6 @@ before(async () => {
 after(async () => {
   await server?.stop();
 });
-
-/** A group of its own for each test. */
-const group = () => new KeyPath().add("t", new Uuid(randomUUID()));
-
-async function rejects<E extends PathDBError>(promise: Promise<unknown>, kind: new (...a: never[]) => E): Promise<E> {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof kind, `expected ${kind.name}, got ${String(e)}`);
-    return e;
-  }
-  assert.fail(`expected ${kind.name}`);
-}
-
-async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of items) out.push(item);
-  return out;
-}
 
 describe("items", () => {
   test("put, get, delete", async () => {

@@ -1,7 +1,6 @@
 /** Partial updates (`patch`, `merge`, `increment`) and their transaction operations against a real `pathdb serve`. */
 
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import {
@@ -18,11 +17,11 @@ import {
   PatchTestFailed,
   PathDBError,
   Put,
-  Uuid,
   type Op,
   type PatchOperation,
 } from "../src/index.js";
 import { TOKEN, startServer, type Server } from "./server.js";
+import { group, rejects } from "./helpers.js";
 
 let server: Server;
 let db: Client;
@@ -34,19 +33,6 @@ before(async () => {
 after(async () => {
   await server?.stop();
 });
-
-/** A group of its own for each test. */
-const group = () => new KeyPath().add("t", new Uuid(randomUUID()));
-
-async function rejects<E extends PathDBError>(promise: Promise<unknown>, kind: new (...a: never[]) => E): Promise<E> {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof kind, `expected ${kind.name}, got ${String(e)}`);
-    return e;
-  }
-  assert.fail(`expected ${kind.name}`);
-}
 
 describe("partial updates", () => {
   test("merge", async () => {

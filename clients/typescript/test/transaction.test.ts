@@ -5,7 +5,6 @@
  */
 
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import {
@@ -27,6 +26,7 @@ import {
   type PatchOperation,
 } from "../src/index.js";
 import { TOKEN, startServer, type Server } from "./server.js";
+import { collect, group, rejects } from "./helpers.js";
 
 let server: Server;
 let db: Client;
@@ -41,26 +41,7 @@ after(async () => {
   await server?.stop();
 });
 
-/** A group of its own for each test. */
-const group = () => new KeyPath().add("t", new Uuid(randomUUID()));
-
 const values = (entries: readonly Entry[]) => entries.map((e) => ("node" in e ? "node" : e.value));
-
-async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of items) out.push(item);
-  return out;
-}
-
-async function rejects<E extends Error>(promise: Promise<unknown>, kind: new (...a: never[]) => E): Promise<E> {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof kind, `expected ${kind.name}, got ${String(e)}`);
-    return e;
-  }
-  assert.fail(`expected ${kind.name}`);
-}
 
 describe("transaction", () => {
   test("reads see the transaction's own writes", async () => {
