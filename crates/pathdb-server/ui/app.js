@@ -20,6 +20,13 @@ const state = {
   generation: 0, // of render(): a slower, older navigation must not paint over a newer one
   editing: null, // {version, value} of the item when "Edit" opened it: what a save diffs against
   children: 0, // children shown on the current page
+  view: "node", // "node" (a key path or the groups), "ns-list", "ns-edit" or "ns-violations"
+  admin: false, // whether the session may change namespace definitions
+  nsPages: [null], // page tokens of the namespace list, as `pages`
+  nsPage: 0,
+  ns: null, // {name, def}: the definition the editor opened (def null: not defined yet)
+  nsPending: null, // the body a dry run checked, which "Save" sends
+  viol: null, // {name, token, checked, found}: the violations view's scan so far
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -79,10 +86,11 @@ function sh(text) {
 // The API
 
 class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, details = null) {
     super(message);
     this.status = status;
     this.code = code;
+    this.details = details; // the API's whole `error` object (a 422 carries `violations`)
   }
 }
 
@@ -98,14 +106,16 @@ async function api(method, url, { body, headers = {}, allow = [] } = {}) {
   }
   let code = "http_" + response.status;
   let message = response.statusText;
+  let details = null;
   try {
     const e = (await response.json()).error;
     code = e.code;
     message = e.message;
+    details = e;
   } catch {
     // Not the API's error shape (a proxy?): keep the status line.
   }
-  throw new ApiError(response.status, code, message);
+  throw new ApiError(response.status, code, message, details);
 }
 
 function showError(error) {
@@ -190,6 +200,7 @@ function renderDiff(pre, before, after) {
 
 function showSignIn(message) {
   $("main").hidden = true;
+  $("ns-page").hidden = true;
   $("signin").hidden = false;
   $("signout").hidden = !sessionStorage.getItem(TOKEN_KEY);
   if (message && sessionStorage.getItem(TOKEN_KEY)) {
@@ -210,10 +221,14 @@ async function loadSession() {
     }
     throw error;
   }
-  const readOnly = state.session.scope !== "read-write";
+  const scope = state.session.scope;
+  const readOnly = scope !== "read-write" && scope !== "admin";
+  // Definitions need `admin`; a server without tokens (loopback only) allows everything.
+  state.admin = scope === "admin" || !state.session.auth_required;
   document.body.classList.toggle("read-only", readOnly);
+  document.body.classList.toggle("not-admin", !state.admin);
   $("scope").hidden = !state.session.auth_required;
-  $("scope").textContent = readOnly ? "read-only token" : "read-write token";
+  $("scope").textContent = scope === "admin" ? "admin token" : readOnly ? "read-only token" : "read-write token";
   $("signout").hidden = !state.session.auth_required;
   $("signin").hidden = true;
   // `main` appears with render()'s first paint, whole, rather than empty and then filled in.
@@ -248,6 +263,8 @@ function renderCrumbs() {
 }
 
 async function render() {
+  const route = namespaceRoute();
+  if (route) return renderNamespaces(route);
   const generation = ++state.generation;
   clearError();
   const path = pathFromLocation();
@@ -278,11 +295,15 @@ async function render() {
   $("item").hidden = true;
   $("no-item").hidden = true;
   $("create").hidden = false;
+  state.view = "node";
+  $("ns-page").hidden = true;
+  $("nav-namespaces").removeAttribute("aria-current");
   $("main").hidden = false;
   state.item = null;
   state.editing = null;
   clearInterval(state.ttlTimer);
   updatePreview();
+  clearViolations("new");
   $("notice").hidden = true;
   state.children = 0;
   for (const r of results) {
@@ -327,6 +348,7 @@ function showItem() {
   $("editor-form").hidden = true;
   $("conflict").hidden = true;
   $("saved").hidden = true;
+  clearViolations("editor");
   clearInterval(state.ttlTimer);
   const tick = () => ($("ttl").textContent = item.expires_at == null ? "never" : countdown(item.expires_at));
   tick();
@@ -688,6 +710,7 @@ function parseJson(text) {
 async function createItem(event) {
   event.preventDefault();
   clearError();
+  clearViolations("new");
   try {
     const kind = generatedKind();
     let path = kind ? null : newPath();
@@ -717,7 +740,7 @@ async function createItem(event) {
     navigate(uiHref(path));
   } catch (e) {
     if (e instanceof ApiError && e.status === 412) e.message = "an item already exists at this path";
-    showError(e);
+    showSaveError(e, "new");
   }
 }
 
@@ -729,6 +752,7 @@ function startEdit() {
   $("editor-form").hidden = false;
   $("conflict").hidden = true;
   $("saved").hidden = true;
+  clearViolations("editor");
   $("editor").focus();
 }
 
@@ -763,6 +787,7 @@ async function saved(item, message) {
 async function save(event) {
   if (event) event.preventDefault();
   clearError();
+  clearViolations("editor");
   let mine;
   try {
     mine = parseJson($("editor").value);
@@ -784,7 +809,7 @@ async function save(event) {
     if (patch) await savePatch(patch, mine, base);
     else await putWhole(mine, base.version);
   } catch (e) {
-    showError(e);
+    showSaveError(e, "editor");
   }
 }
 
@@ -859,10 +884,11 @@ async function overwrite() {
     return;
   }
   clearError();
+  clearViolations("editor");
   try {
     await putWhole(parseJson($("editor").value), Number(current));
   } catch (e) {
-    showError(e);
+    showSaveError(e, "editor");
   }
 }
 
@@ -947,6 +973,603 @@ async function confirmMove() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Schema violations (a 422 `schema_violation`): each next to the member it names
+
+/** The namespace of a key path: that of its last element (`/user-7/post-2` is a `post`). */
+function namespaceOf(path) {
+  return splitPath(path).pop().split("-")[0];
+}
+
+/** One token of a JSON Pointer (RFC 6901). */
+function pointerToken(key) {
+  return key.replace(/~/g, "~0").replace(/\//g, "~1");
+}
+
+/**
+ * Where each member and element of a JSON text is, by JSON Pointer: {from, to} spans a member's
+ * name and scalar value (`"age": "x"`), or only its name when the value is an object or an array
+ * (their members have spans of their own). Tolerant: for a text that is not JSON it returns what
+ * it located before the trouble.
+ */
+function jsonSpans(text) {
+  const spans = new Map();
+  let i = 0;
+  const space = () => {
+    while (i < text.length && " \t\n\r".includes(text[i])) i++;
+  };
+  const string = () => {
+    const start = i++;
+    while (i < text.length && text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+    i++;
+    return JSON.parse(text.slice(start, i));
+  };
+  const nested = () => text[i] === "{" || text[i] === "[";
+  const value = (pointer) => {
+    space();
+    const open = text[i];
+    if (open === "{" || open === "[") {
+      i++;
+      space();
+      if (text[i] === (open === "{" ? "}" : "]")) {
+        i++;
+        return;
+      }
+      for (let n = 0; i < text.length; n++) {
+        space();
+        const from = i;
+        let member;
+        let to;
+        if (open === "{") {
+          member = pointer + "/" + pointerToken(string());
+          to = i;
+          space();
+          i++; // ':'
+          space();
+        } else {
+          member = pointer + "/" + n;
+          to = i + 1;
+        }
+        const scalar = !nested();
+        value(member);
+        spans.set(member, { from, to: scalar ? i : to });
+        space();
+        if (text[i++] !== ",") return; // the closing bracket
+      }
+    } else if (open === '"') {
+      string();
+    } else {
+      while (i < text.length && !/[\s,\]}]/.test(text[i])) i++;
+    }
+  };
+  try {
+    value("");
+  } catch {
+    // Not JSON past this point: keep what was located.
+  }
+  return spans;
+}
+
+/** Marks the members named by `pointers` in the editor's text, behind the text itself. */
+function markEditor(pointers) {
+  const text = $("editor").value;
+  const spans = jsonSpans(text);
+  const ranges = [...new Set(pointers)]
+    .map((p) => spans.get(p))
+    .filter(Boolean)
+    .sort((a, b) => a.from - b.from);
+  const parts = [];
+  let at = 0;
+  for (const { from, to } of ranges) {
+    if (from < at) continue;
+    parts.push(text.slice(at, from));
+    const mark = document.createElement("mark");
+    mark.textContent = text.slice(from, to);
+    parts.push(mark);
+    at = to;
+  }
+  // A final newline makes a textarea one line taller: the same for the marks.
+  parts.push(text.slice(at) + "\n");
+  const marks = $("editor-marks");
+  marks.replaceChildren(...parts);
+  marks.hidden = ranges.length === 0;
+  syncMarks();
+  return spans;
+}
+
+/** The marks follow the editor's scrolling and, with its scrollbar, its text's width. */
+function syncMarks() {
+  const editor = $("editor");
+  const marks = $("editor-marks");
+  if (marks.hidden) return;
+  const style = getComputedStyle(editor);
+  const scrollbar = editor.offsetWidth - editor.clientWidth - parseFloat(style.borderLeftWidth) - parseFloat(style.borderRightWidth);
+  marks.style.paddingRight = `calc(${style.paddingRight} + ${scrollbar}px)`;
+  marks.scrollTop = editor.scrollTop;
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/**
+ * A list of violations, one entry per instance path (the whole value first), each with its
+ * messages and schema paths; `lineOf(pointer)` gives the editor line of a member, or null.
+ */
+function violationEntries(violations, lineOf = () => null) {
+  const groups = new Map([["", []]]);
+  for (const v of violations) {
+    if (!groups.has(v.instance_path)) groups.set(v.instance_path, []);
+    groups.get(v.instance_path).push(v);
+  }
+  const entries = [];
+  for (const [pointer, list] of groups) {
+    if (!list.length) continue;
+    const li = el("li");
+    li.dataset.pointer = pointer;
+    li.append(pointer === "" ? el("strong", "member whole", "the whole value") : el("code", "member", pointer));
+    const line = lineOf(pointer);
+    if (line) {
+      const go = el("button", "link line", `line ${line.number}`);
+      go.type = "button";
+      go.addEventListener("click", () => line.select());
+      li.append(" ", go);
+    }
+    for (const v of list) {
+      const row = el("div", "message", v.message);
+      row.append(" ", el("span", "muted schema-path", `(schema ${v.schema_path || "/"})`));
+      li.append(row);
+    }
+    entries.push(li);
+  }
+  return entries;
+}
+
+function clearViolations(where) {
+  $(where + "-violations").hidden = true;
+  $(where + "-violations-list").replaceChildren();
+  if (where === "editor") {
+    $("editor-marks").hidden = true;
+    $("editor-marks").replaceChildren();
+    state.marked = null;
+  }
+}
+
+/** A refused write: the violations of a 422 `schema_violation` beside the form; else the panel. */
+function showSaveError(error, where) {
+  if (!(error instanceof ApiError) || error.code !== "schema_violation" || !error.details) {
+    showError(error);
+    return;
+  }
+  const violations = error.details.violations || [];
+  const path = error.details.path || state.path;
+  const message = $(where + "-violations-message");
+  message.replaceChildren("Not saved: ");
+  if (path) {
+    // A link to the definition that refused it.
+    const ns = namespaceOf(path);
+    const a = el("a", "", ns);
+    a.href = nsHref(ns);
+    message.append("the schema of ", a, " refuses it: ");
+  }
+  message.append(error.message);
+  let lineOf;
+  if (where === "editor") {
+    state.marked = violations.map((v) => v.instance_path).filter((p) => p !== "");
+    const spans = markEditor(state.marked);
+    const text = $("editor").value;
+    lineOf = (pointer) => {
+      const span = spans.get(pointer);
+      if (!span || pointer === "") return null;
+      return {
+        number: text.slice(0, span.from).split("\n").length,
+        select: () => {
+          // Where the member is now, if the text changed since.
+          const now = jsonSpans($("editor").value).get(pointer) || span;
+          $("editor").focus();
+          $("editor").setSelectionRange(now.from, now.to);
+        },
+      };
+    };
+  }
+  $(where + "-violations-list").replaceChildren(...violationEntries(violations, lineOf));
+  $(where + "-violations").hidden = false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Namespace definitions: /ui/.namespaces (the list), /ui/.namespaces/{ns} (the editor) and
+// /ui/.namespaces/{ns}/violations. No key path starts with '.', so these never shadow a node.
+
+const NS_ROOT = "/ui/.namespaces";
+// Pages of GET /v1/namespaces/{ns}/violations one "More" reads at most while they find nothing
+// (a page reads a bounded number of records, so it may hold no item and still go on).
+const VIOLATION_PAGES_PER_CLICK = 20;
+
+/** {name, violations} when the URL is one of the namespace pages, else null. */
+function namespaceRoute() {
+  const m = /^\/ui\/\.namespaces(?:\/([^/]+)(\/violations)?)?\/?$/.exec(location.pathname);
+  if (!m) return null;
+  let name = null;
+  if (m[1]) {
+    try {
+      name = decodeURIComponent(m[1]);
+    } catch {
+      name = m[1];
+    }
+  }
+  return { name, violations: Boolean(m[2]) };
+}
+
+function nsHref(name, violations = false) {
+  return NS_ROOT + "/" + encodeURIComponent(name) + (violations ? "/violations" : "");
+}
+
+function nsUrl(name) {
+  return "/v1/namespaces/" + encodeURIComponent(name);
+}
+
+async function renderNamespaces(route) {
+  const generation = ++state.generation;
+  clearError();
+  clearInterval(state.ttlTimer);
+  state.path = null;
+  state.item = null;
+  state.editing = null;
+  let show;
+  let view;
+  try {
+    if (route.name === null) {
+      view = "ns-list";
+      state.nsPages = [null];
+      state.nsPage = 0;
+      show = await fetchNamespaceList();
+    } else if (route.violations) {
+      view = "ns-violations";
+      show = await fetchViolations(route.name);
+    } else {
+      view = "ns-edit";
+      show = await fetchDefinition(route.name);
+    }
+  } catch (e) {
+    show = () => showError(e);
+  }
+  if (generation !== state.generation) return; // a later navigation owns the page now
+  state.view = view;
+  document.title = (route.name ? route.name + " · " : "") + "Namespaces · PathDB";
+  $("crumbs").replaceChildren();
+  $("main").hidden = true;
+  $("notice").hidden = true;
+  $("nav-namespaces").setAttribute("aria-current", "page");
+  for (const id of ["ns-list-view", "ns-edit-view", "ns-violations-view"]) $(id).hidden = id !== view + "-view";
+  $("ns-page").hidden = false;
+  show();
+  document.body.dataset.renderedAt = performance.now().toFixed(1);
+}
+
+/** One page of definitions; resolves to the function that shows it. */
+async function fetchNamespaceList() {
+  const params = new URLSearchParams({ limit: "100" });
+  const token = state.nsPages[state.nsPage];
+  if (token) params.set("page_token", token);
+  const reply = await api("GET", "/v1/namespaces?" + params);
+  return () => showNamespaceList(reply.json.namespaces, reply.json.next_page_token);
+}
+
+function showNamespaceList(definitions, next) {
+  const fragment = document.createDocumentFragment();
+  for (const d of definitions) {
+    const tr = el("tr");
+    tr.dataset.namespace = d.namespace;
+    const name = el("td");
+    const a = el("a", "path", d.namespace);
+    a.href = nsHref(d.namespace);
+    name.append(a);
+    const violations = el("td");
+    if (d.schema != null) {
+      const v = el("a", "", "violations");
+      v.href = nsHref(d.namespace, true);
+      violations.append(v);
+    }
+    const cells = [
+      name,
+      el("td", "", String(d.version)),
+      el("td", "", d.history == null ? "default" : `${d.history} revisions`),
+      el("td", "", d.schema == null ? "no" : "yes"),
+      el("td", "", d.description ?? ""),
+      violations,
+    ];
+    // At a phone's width the rows are cards without the header: each cell says what it is.
+    ["namespace", "version", "history", "schema", "", ""].forEach((label, i) => label && (cells[i].dataset.label = label));
+    tr.append(...cells);
+    fragment.append(tr);
+  }
+  $("ns-rows").replaceChildren(fragment);
+  $("ns-table").hidden = definitions.length === 0;
+  $("ns-empty").hidden = definitions.length > 0;
+  state.nsPages.length = state.nsPage + 1;
+  if (next) state.nsPages.push(next);
+  $("ns-prev").disabled = state.nsPage === 0;
+  $("ns-next").disabled = !next;
+  $("ns-page-info").textContent = definitions.length ? `page ${state.nsPage + 1} · ${definitions.length} shown` : "";
+}
+
+async function turnNamespacePage(delta) {
+  const target = state.nsPage + delta;
+  if (target < 0 || target >= state.nsPages.length) return;
+  state.nsPage = target;
+  clearError();
+  try {
+    (await fetchNamespaceList())();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+function openNewNamespace(event) {
+  event.preventDefault();
+  const name = $("ns-new-name").value.trim();
+  $("ns-new-name").value = "";
+  navigate(nsHref(name));
+}
+
+/** The definition (or its absence); resolves to the function that shows it in the editor. */
+async function fetchDefinition(name) {
+  const reply = await api("GET", nsUrl(name), { allow: [404] });
+  return () => showDefinition(name, reply.status === 404 ? null : reply.json);
+}
+
+function showDefinition(name, def) {
+  state.ns = { name, def };
+  state.nsPending = null;
+  $("ns-name").textContent = name;
+  $("ns-version").textContent = def ? def.version : "— (not defined)";
+  $("ns-created").textContent = def ? when(def.created_at) : "—";
+  $("ns-modified").textContent = def ? when(def.modified_at) : "—";
+  $("ns-new-note").hidden = def !== null || !state.admin;
+  $("ns-description").value = def?.description ?? "";
+  $("ns-history").value = def?.history ?? "";
+  $("ns-schema").value = def && def.schema != null ? pretty(def.schema) : "";
+  for (const id of ["ns-description", "ns-history", "ns-schema"]) $(id).readOnly = !state.admin;
+  $("ns-violations-link").href = nsHref(name, true);
+  $("ns-violations-link").parentElement.hidden = !def || def.schema == null;
+  $("ns-delete").hidden = !def;
+  $("ns-check").textContent = def ? "Check and save…" : "Check and create…";
+  for (const id of ["ns-dry-run", "ns-conflict", "ns-saved", "ns-schema-error"]) $(id).hidden = true;
+}
+
+function showSchemaError(message) {
+  $("ns-schema-error").textContent = message;
+  $("ns-schema-error").hidden = false;
+}
+
+/** The PUT body the editor holds; throws with a message for what is not JSON or not a schema. */
+function definitionBody() {
+  const body = {};
+  const text = $("ns-schema").value.trim();
+  if (text) {
+    let schema;
+    try {
+      schema = JSON.parse(text);
+    } catch (e) {
+      throw new Error("Not saved: the schema is not JSON: " + e.message);
+    }
+    if (typeof schema !== "boolean" && !isObject(schema))
+      throw new Error("Not saved: a JSON Schema is an object or a boolean, not " + (Array.isArray(schema) ? "an array" : JSON.stringify(schema)));
+    body.schema = schema;
+  }
+  const history = $("ns-history").value.trim();
+  if (history && !/^[1-9][0-9]*$/.test(history)) throw new Error("Not saved: history is a number of revisions, 1 or more");
+  body.history = history ? Number(history) : null;
+  const description = $("ns-description").value.trim();
+  body.description = description || null;
+  return body;
+}
+
+/**
+ * "Check and save": refuses what is not JSON here, then asks the server what the new schema
+ * says about the stored items (PUT ?dry_run=true, nothing stored). An invalid schema stops
+ * there; otherwise the count and the first violating items, and "Save" to confirm.
+ */
+async function checkNamespace(event) {
+  event.preventDefault();
+  if (!state.admin) return; // (Enter in a read-only field)
+  clearError();
+  for (const id of ["ns-dry-run", "ns-conflict", "ns-saved", "ns-schema-error"]) $(id).hidden = true;
+  let body;
+  try {
+    body = definitionBody();
+  } catch (e) {
+    showSchemaError(e.message);
+    return;
+  }
+  const name = state.ns.name;
+  $("ns-check").disabled = true;
+  try {
+    const reply = await api("PUT", nsUrl(name) + "?dry_run=true", { body: JSON.stringify(body) });
+    if (state.view !== "ns-edit" || state.ns.name !== name) return;
+    showDryRun(reply.json, body);
+  } catch (e) {
+    if (e instanceof ApiError && e.code === "invalid_schema") showSchemaError("Not saved: the schema is invalid: " + e.message);
+    else showError(e);
+  } finally {
+    $("ns-check").disabled = false;
+  }
+}
+
+function showDryRun(result, body) {
+  state.nsPending = body;
+  const { checked, violating } = result;
+  const first = result.first || [];
+  let summary = `${violating} of ${checked} stored ${checked === 1 ? "item" : "items"} would violate this schema.`;
+  if (body.schema === undefined) summary = `No schema: no value is refused (${checked} stored ${checked === 1 ? "item" : "items"} read).`;
+  else if (violating > first.length) summary += ` The first ${first.length}:`;
+  $("ns-dry-run-summary").textContent = summary;
+  $("ns-dry-run-first").replaceChildren(...first.map(violatingItem));
+  const def = state.ns.def;
+  $("ns-save").textContent = def ? `Save as version ${def.version + 1}` : "Create the definition";
+  $("ns-dry-run").hidden = false;
+  $("ns-save").focus();
+}
+
+/** An item that a schema refuses: its path (a link to it) and its violations. */
+function violatingItem(item) {
+  const li = el("li");
+  li.dataset.path = item.path;
+  const a = el("a", "path", item.path);
+  a.href = uiHref(item.path);
+  li.append(a);
+  if (item.version != null) li.append(" ", el("span", "muted", `version ${item.version}`));
+  const list = el("ul", "violations");
+  list.append(...violationEntries(item.violations || []));
+  li.append(list);
+  return li;
+}
+
+/** "Save" after a dry run: PUT with If-Match of the version opened (If-None-Match: * for new). */
+async function saveNamespace(version = state.ns.def ? state.ns.def.version : null) {
+  const name = state.ns.name;
+  const body = state.nsPending;
+  clearError();
+  $("ns-save").disabled = true;
+  try {
+    const reply = await api("PUT", nsUrl(name), {
+      body: JSON.stringify(body),
+      headers: version === null ? { "If-None-Match": "*" } : { "If-Match": `"${version}"` },
+      allow: [412],
+    });
+    if (reply.status === 412) {
+      await showNamespaceConflict(body, version);
+      return;
+    }
+    showDefinition(name, reply.json);
+    $("ns-saved").textContent =
+      (reply.status === 201 ? "Created" : "Saved") + ` as version ${reply.json.version}: every write into ${name} is checked from now on.`;
+    $("ns-saved").hidden = false;
+  } catch (e) {
+    $("ns-dry-run").hidden = true;
+    if (e instanceof ApiError && e.code === "invalid_schema") showSchemaError("Not saved: the schema is invalid: " + e.message);
+    else showError(e);
+  } finally {
+    $("ns-save").disabled = false;
+  }
+}
+
+/** The body of a definition as a PUT would send it, to compare with the editor's. */
+function definitionAsBody(def) {
+  if (!def) return null;
+  const body = {};
+  if (def.schema != null) body.schema = def.schema;
+  body.history = def.history ?? null;
+  body.description = def.description ?? null;
+  return body;
+}
+
+/** A 412: someone else created, changed or deleted the definition since it was opened. */
+async function showNamespaceConflict(mine, version) {
+  const reply = await api("GET", nsUrl(state.ns.name), { allow: [404] });
+  const theirs = reply.status === 404 ? null : reply.json;
+  $("ns-dry-run").hidden = true;
+  const opened = version === null ? "you opened it undefined" : `you opened version ${version}`;
+  $("ns-conflict-text").textContent = theirs
+    ? `Someone else saved version ${theirs.version} (${when(theirs.modified_at)}) after ${opened}. Nothing was saved. ` +
+      `The diff below goes from theirs to yours.`
+    : `Someone else deleted it after ${opened}. Nothing was saved.`;
+  renderDiff($("ns-conflict-diff"), theirs ? pretty(definitionAsBody(theirs)) : "", pretty(mine));
+  $("ns-conflict").dataset.current = theirs ? theirs.version : "";
+  $("ns-conflict").hidden = false;
+}
+
+async function overwriteNamespace() {
+  const current = $("ns-conflict").dataset.current;
+  $("ns-conflict").hidden = true;
+  await saveNamespace(current ? Number(current) : null);
+}
+
+async function reloadDefinition() {
+  clearError();
+  try {
+    (await fetchDefinition(state.ns.name))();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+function askDeleteNamespace() {
+  $("ns-delete-name").textContent = state.ns.name;
+  $("confirm-ns-delete").showModal();
+}
+
+async function confirmDeleteNamespace() {
+  if ($("confirm-ns-delete").returnValue !== "yes") return;
+  clearError();
+  const { name, def } = state.ns;
+  try {
+    await api("DELETE", nsUrl(name), { headers: { "If-Match": `"${def.version}"` } });
+    await go(NS_ROOT, `Deleted the definition of ${name}; its items stay.`);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 412) e.message = "the definition changed since you opened it: " + e.message;
+    showError(e);
+  }
+}
+
+/** The first violations of a namespace's schema; resolves to the function that shows them. */
+async function fetchViolations(name) {
+  const viol = { name, token: null, checked: 0, found: [], done: false };
+  await scanViolations(viol);
+  return () => showViolations(viol, viol.found);
+}
+
+/** Reads pages of violations until one holds an item or the scan ends (or after a few pages). */
+async function scanViolations(viol) {
+  const found = [];
+  for (let pages = 0; pages < VIOLATION_PAGES_PER_CLICK && !found.length; pages++) {
+    const params = new URLSearchParams({ limit: "50" });
+    if (viol.token) params.set("page_token", viol.token);
+    const reply = await api("GET", nsUrl(viol.name) + "/violations?" + params);
+    viol.checked += reply.json.checked || 0;
+    found.push(...reply.json.items);
+    viol.token = reply.json.next_page_token;
+    if (!viol.token) {
+      viol.done = true;
+      break;
+    }
+  }
+  viol.found = found;
+  return found;
+}
+
+function showViolations(viol, added, append = false) {
+  state.viol = viol;
+  $("viol-ns").textContent = viol.name;
+  $("viol-ns").href = nsHref(viol.name);
+  const fragment = document.createDocumentFragment();
+  fragment.append(...added.map(violatingItem));
+  if (append) $("viol-items").append(fragment);
+  else $("viol-items").replaceChildren(fragment);
+  const shown = $("viol-items").children.length;
+  const items = (n) => `${n} stored ${n === 1 ? "item" : "items"}`;
+  $("viol-summary").textContent = viol.done
+    ? `${items(shown)} of ${viol.checked} violate the schema of ${viol.name}.`
+    : `${items(shown)} of the ${viol.checked} read so far violate the schema of ${viol.name}; "More" reads on.`;
+  $("viol-more").disabled = viol.done;
+}
+
+async function moreViolations() {
+  const viol = state.viol;
+  clearError();
+  $("viol-more").disabled = true;
+  try {
+    const found = await scanViolations(viol);
+    if (state.viol === viol && state.view === "ns-violations") showViolations(viol, found, true);
+  } catch (e) {
+    $("viol-more").disabled = false;
+    showError(e);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Navigation and keys
 
 /** Opens `href`, then says what was done. */
@@ -1008,6 +1631,13 @@ function onKey(event) {
     return;
   }
   if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (state.view !== "node") {
+    if (event.key === "/") {
+      event.preventDefault();
+      $("goto").focus();
+    }
+    return;
+  }
   const actions = {
     "/": () => $("goto").focus(),
     j: () => focusChild(1),
@@ -1059,7 +1689,10 @@ function init() {
   $("prev").addEventListener("click", () => turnPage(-1));
   $("next").addEventListener("click", () => turnPage(1));
   $("edit").addEventListener("click", startEdit);
-  $("cancel").addEventListener("click", () => ($("editor-form").hidden = true));
+  $("cancel").addEventListener("click", () => {
+    $("editor-form").hidden = true;
+    clearViolations("editor");
+  });
   $("editor-form").addEventListener("submit", (event) => save(event));
   $("conflict-overwrite").addEventListener("click", overwrite);
   $("conflict-discard").addEventListener("click", discard);
@@ -1078,6 +1711,19 @@ function init() {
     updatePreview();
   });
   $("new-generate").addEventListener("click", generateId);
+  $("editor").addEventListener("input", () => state.marked && markEditor(state.marked));
+  $("editor").addEventListener("scroll", syncMarks);
+  $("ns-prev").addEventListener("click", () => turnNamespacePage(-1));
+  $("ns-next").addEventListener("click", () => turnNamespacePage(1));
+  $("ns-new-form").addEventListener("submit", openNewNamespace);
+  $("ns-form").addEventListener("submit", checkNamespace);
+  $("ns-save").addEventListener("click", () => saveNamespace());
+  $("ns-save-cancel").addEventListener("click", () => ($("ns-dry-run").hidden = true));
+  $("ns-conflict-overwrite").addEventListener("click", overwriteNamespace);
+  $("ns-conflict-discard").addEventListener("click", reloadDefinition);
+  $("ns-delete").addEventListener("click", askDeleteNamespace);
+  $("confirm-ns-delete").addEventListener("close", confirmDeleteNamespace);
+  $("viol-more").addEventListener("click", moreViolations);
   start();
 }
 
