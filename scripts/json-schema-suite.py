@@ -269,10 +269,18 @@ def main():
             f.write("%d cases run, %d agree (%.2f%%), %d disagree; %d groups (%d cases) skipped "
                     "because they need the suite's remotes.\n\n"
                     % (run, agree, pct, len(disagree), len(skipped), skipped_cases))
-            f.write("| file | group | test | expected | PathDB answered |\n")
-            f.write("| --- | --- | --- | --- | --- |\n")
-            for row in disagree:
-                f.write("| " + " | ".join(md_cell(c) for c in row) + " |\n")
+            if disagree:
+                f.write("| file | group | test | expected | PathDB answered |\n")
+                f.write("| --- | --- | --- | --- | --- |\n")
+                for row in disagree:
+                    f.write("| " + " | ".join(md_cell(c) for c in row) + " |\n")
+            else:
+                f.write("No case disagrees.\n")
+            if skipped:
+                f.write("\nSkipped (they need a document of the suite's remotes):\n\n")
+                for name, desc, n, remotes in skipped:
+                    f.write("- %s: %s (%d cases; %s)\n"
+                            % (name, md_cell(desc), n, ", ".join("`%s`" % r for r in remotes)))
 
     if run == 0 or pct < args.min:
         print("error: %.2f%% of the cases agree, fewer than the %g%% required" % (pct, args.min),
