@@ -1152,9 +1152,10 @@ function showSaveError(error, where) {
     const ns = namespaceOf(path);
     const a = el("a", "", ns);
     a.href = nsHref(ns);
-    message.append("the schema of ", a, " refuses it: ");
+    message.append("the value does not fit the schema of ", a, violations.length ? "." : ": ");
   }
-  message.append(error.message);
+  // The server's message repeats the violations, which the list shows member by member.
+  if (!violations.length || !path) message.append(error.message);
   let lineOf;
   if (where === "editor") {
     state.marked = violations.map((v) => v.instance_path).filter((p) => p !== "");
@@ -1471,7 +1472,7 @@ async function showNamespaceConflict(mine, version) {
   const reply = await api("GET", nsUrl(state.ns.name), { allow: [404] });
   const theirs = reply.status === 404 ? null : reply.json;
   $("ns-dry-run").hidden = true;
-  const opened = version === null ? "you opened it undefined" : `you opened version ${version}`;
+  const opened = version === null ? "you opened it (not defined then)" : `you opened version ${version}`;
   $("ns-conflict-text").textContent = theirs
     ? `Someone else saved version ${theirs.version} (${when(theirs.modified_at)}) after ${opened}. Nothing was saved. ` +
       `The diff below goes from theirs to yours.`
