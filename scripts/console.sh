@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Browser tests of the web console: headless Chromium (Debian's chromium and chromium-driver)
 # driven by selenium (PyPI, in a venv under the target dir) against one `pathdb serve` with a
-# read-write and a read-only token, seeded with the seed leaderboard, a small user tree and a
+# read-write, a read-only and an admin token, seeded with the seed leaderboard, a small user tree and a
 # node with 10,000 children. Prints the 10,000-children time to first render (recorded in
 # docs/benchmarks.md). The screenshots go to a temporary directory, so a test run leaves the
 # checkout as it was; `--docs` writes them to docs/ instead, for docs/console.md.
@@ -11,7 +11,8 @@
 #
 # Installs Chromium with apt-get when it is missing and we are root. Without it and without
 # root it skips, saying so, except with CI=true, where it fails: CI must run the browser tests.
-# Uses target/debug/pathdb as the test suite built it (builds it if missing; never a release).
+# Uses target/debug/pathdb as the test suite built it (builds it if missing; never a release), or
+# the binary at $PATHDB_BIN when set (then nothing is built: its embedded console is tested).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -50,26 +51,34 @@ chromium --version
 
 python_venv "$venv" "selenium==$selenium_version"
 
-pathdb="$target_dir/debug/pathdb"
-# Always: a binary left from before an edit of the console (ui/ is compiled in) would test the
-# old console. A no-op after `cargo test --workspace`.
-step "cargo build -p pathdb-cli --features dynamodb"
-cargo build -p pathdb-cli --features dynamodb
+if [[ -n "${PATHDB_BIN:-}" ]]; then
+    pathdb="$PATHDB_BIN"
+    if [[ ! -x "$pathdb" ]]; then
+        echo "error: no pathdb binary at $pathdb" >&2
+        exit 1
+    fi
+else
+    pathdb="$target_dir/debug/pathdb"
+    # Always: a binary left from before an edit of the console (ui/ is compiled in) would test
+    # the old console. A no-op after `cargo test --workspace`.
+    step "cargo build -p pathdb-cli --features dynamodb"
+    cargo build -p pathdb-cli --features dynamodb
+fi
 
 make_work_dir console
 # The script's status survives the moto stop: cleanup_work_dir exits with `$?`.
 trap 'status=$?; bash scripts/dynamodb-local.sh stop moto >/dev/null 2>&1 || true; (exit "$status"); cleanup_work_dir' EXIT INT TERM
 
-# run_suite NAME SHOTS N_CHILDREN [SERVE_ARG...]: one server with a read-write and a read-only
-# token, seeded with N_CHILDREN under /big-1, then every browser test; screenshots to SHOTS.
+# run_suite NAME SHOTS N_CHILDREN [SERVE_ARG...]: one server with a read-write, a read-only and
+# an admin token, seeded with N_CHILDREN under /big-1, then every browser test; screenshots to SHOTS.
 run_suite() {
     local name="$1" shots="$2" n_children="$3"
     shift 3
     local dir="$work/$name"
     mkdir -p "$dir" "$shots"
-    step "$name: starting pathdb serve with a read-write and a read-only token"
-    local rw="console-rw-$$" ro="console-ro-$$"
-    PATHDB_TOKENS="$rw=read-write,$ro=read" RUST_LOG=warn start_pathdb_serve "$pathdb" "$dir" "$@"
+    step "$name: starting pathdb serve with a read-write, a read-only and an admin token"
+    local rw="console-rw-$$" ro="console-ro-$$" admin="console-admin-$$"
+    PATHDB_TOKENS="$rw=read-write,$ro=read,$admin=admin" RUST_LOG=warn start_pathdb_serve "$pathdb" "$dir" "$@"
 
     step "$name: seeding (the leaderboard, a user tree, $n_children children under /big-1)"
     local seed_started=$SECONDS
@@ -79,7 +88,7 @@ run_suite() {
     step "$name: browser tests (screenshots to $shots)"
     local status=0
     "$venv/bin/python" scripts/console/console_test.py "$server_url" "$rw" "$ro" "$shots" \
-        "$dir/results.json" "$n_children" || status=$?
+        "$dir/results.json" "$n_children" "$admin" || status=$?
     if [[ $status -ne 0 ]]; then
         mkdir -p "$target_dir/console-failures"
         cp "$dir"/failed-*.png "$target_dir/console-failures/" 2>/dev/null || true

@@ -2,7 +2,7 @@
 Debian's packages, driven by selenium, against one `pathdb serve` with tokens. Each test
 asserts what a person sees; the screenshots of docs/console.md are taken on the way.
 
-    python console_test.py URL RW_TOKEN RO_TOKEN SCREENSHOT_DIR RESULTS_JSON N_CHILDREN
+    python console_test.py URL RW_TOKEN RO_TOKEN SCREENSHOT_DIR RESULTS_JSON N_CHILDREN ADMIN_TOKEN
 
 N_CHILDREN is how many children seed.py wrote under /big-1 (at least 300).
 """
@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 import traceback
+import urllib.error
 import urllib.request
 
 from selenium import webdriver
@@ -25,6 +26,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 URL, RW, RO, SHOTS, RESULTS = sys.argv[1:6]
 N = int(sys.argv[6])
+ADMIN = sys.argv[7]
 BIG_PAGE = min(N, 1000)
 # Viewports (the page's size, without the browser's own bars): a laptop and a phone.
 WIDE = (1280, 900)
@@ -43,6 +45,14 @@ def api(method, path, body=None, token=RW, headers=None, content_type="applicati
         request.add_header("Content-Type", content_type)
     with urllib.request.urlopen(request, data) as response:
         return json.loads(response.read() or b"null")
+
+
+def status_of(method, path, token=RW):
+    try:
+        api(method, path, token=token)
+        return 200
+    except urllib.error.HTTPError as e:
+        return e.code
 
 
 PROFILE = tempfile.mkdtemp(prefix="pathdb-chromium-")
@@ -563,6 +573,101 @@ def test_ttl_countdown_and_the_error_panel():
     assert "leading zeros" in by_id("error-message").text, by_id("error-message").text
     by_id("error-close").click()
     assert not by_id("error").is_displayed()
+
+
+PERSON = {"type": "object", "required": ["age"], "properties": {"age": {"type": "integer"}}}
+
+
+def test_namespace_schema_editor_and_a_save_refused_by_the_schema():
+    # Stored before the schema: the dry run reads both and finds person-0 without an age.
+    api("PUT", "/v1/items/person-0", {"name": "no age"})
+    api("PUT", "/v1/items/person-1", {"name": "Ada", "age": 36})
+    sign_in(ADMIN)
+    assert by_id("scope").text == "admin token"
+    by_id("nav-namespaces").click()
+    shown("ns-list-view")
+    by_id("ns-new-name").send_keys("person")
+    by_id("ns-new-open").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/.namespaces/person"))
+    shown("ns-new-note")
+    schema = shown("ns-schema")
+    # Not JSON: refused in the page, nothing sent. Not a schema: the dry run's invalid_schema.
+    schema.send_keys('{"type": ')
+    by_id("ns-check").click()
+    assert "the schema is not JSON" in shown("ns-schema-error").text, by_id("ns-schema-error").text
+    schema.clear()
+    schema.send_keys('{"type": 12}')
+    by_id("ns-check").click()
+    wait.until(lambda d: "the schema is invalid" in by_id("ns-schema-error").text)
+    assert not by_id("ns-dry-run").is_displayed()
+    assert status_of("GET", "/v1/namespaces/person") == 404
+    # A valid one: the dry run counts what it would refuse, then Save creates version 1.
+    schema.clear()
+    schema.send_keys(json.dumps(PERSON))
+    by_id("ns-description").send_keys("People, with their age")
+    by_id("ns-check").click()
+    shown("ns-dry-run")
+    assert not by_id("ns-schema-error").is_displayed()
+    assert by_id("ns-dry-run-summary").text == "1 of 2 stored items would violate this schema.", by_id("ns-dry-run-summary").text
+    first = driver.find_elements(By.CSS_SELECTOR, "#ns-dry-run-first > li")
+    assert [li.get_attribute("data-path") for li in first] == ["/person-0"] and "age" in first[0].text, first[0].text
+    screenshot("namespace")
+    by_id("ns-save").click()
+    wait.until(lambda d: by_id("ns-version").text == "1")
+    stored = api("GET", "/v1/namespaces/person")
+    assert stored["schema"] == PERSON and stored["description"] == "People, with their age", stored
+    # The violations view lists the stored item the schema refuses.
+    by_id("ns-violations-link").click()
+    wait.until(lambda d: [li.get_attribute("data-path") for li in d.find_elements(By.CSS_SELECTOR, "#viol-items > li")]
+               == ["/person-0"])
+    # Someone else saves version 2 while the editor holds version 1: the save is a 412, shown.
+    by_id("viol-ns").click()
+    wait.until(lambda d: by_id("ns-version").text == "1")
+    api("PUT", "/v1/namespaces/person", {"schema": PERSON, "description": "theirs"}, token=ADMIN,
+        headers={"If-Match": '"1"'})
+    by_id("ns-history").send_keys("5")
+    by_id("ns-check").click()
+    shown("ns-dry-run")
+    by_id("ns-save").click()
+    assert "Someone else saved version 2" in shown("ns-conflict").text, by_id("ns-conflict").text
+    assert api("GET", "/v1/namespaces/person")["description"] == "theirs"
+    by_id("ns-conflict-discard").click()
+    wait.until(lambda d: by_id("ns-version").text == "2" and by_id("ns-description").get_attribute("value") == "theirs")
+    # The item editor: the server's 422 beside the member it names, the member marked in the text.
+    editor = open_editor("person-1", {"name": "Ada", "age": 36})
+    editor.clear()
+    editor.send_keys(json.dumps({"name": "Ada", "age": "x"}, indent=2))
+    by_id("save").click()
+    entry = wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, '#editor-violations-list li[data-pointer="/age"]')))
+    assert "integer" in entry.text and "line 3" in entry.text, entry.text
+    marked = driver.execute_script("return [...document.querySelectorAll('#editor-marks mark')].map(m => m.textContent)")
+    assert marked == ['"age": "x"'], marked
+    assert by_id("item-version").text == "1" and api("GET", "/v1/items/person-1")["version"] == 1
+    screenshot("violation")
+    # A violation of the whole value (no `age` at all) comes first, unmarked.
+    type_value(editor, {"name": "Ada"})
+    by_id("save").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#editor-violations-list li[data-pointer=""]'))
+    assert driver.find_element(By.CSS_SELECTOR, "#editor-violations-list li").text.startswith("the whole value")
+    # Fixed: saved, and the violations are gone.
+    type_value(editor, {"name": "Ada", "age": 37})
+    by_id("save").click()
+    wait.until(lambda d: by_id("item-version").text == "2")
+    assert not by_id("editor-violations").is_displayed()
+    # Delete the definition, with confirmation; the items stay.
+    open_page("/ui/.namespaces/person")
+    wait.until(lambda d: by_id("ns-version").text == "2")
+    by_id("ns-delete").click()
+    shown("confirm-ns-delete")
+    by_id("ns-delete-yes").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/.namespaces"))
+    assert "Deleted the definition of person" in shown("notice").text
+    assert status_of("GET", "/v1/namespaces/person") == 404 and api("GET", "/v1/items/person-0")
+    # A read-write token sees definitions read-only.
+    sign_in(RW)
+    open_page("/ui/.namespaces/person")
+    shown("ns-edit-view")
+    assert not by_id("ns-check").is_displayed() and by_id("ns-schema").get_attribute("readonly") is not None
 
 
 def test_read_only_token_sees_no_edit_controls():
