@@ -41,7 +41,9 @@
 //!   [`increments_and_missing_items`], [`patches_in_transactions`], [`racing_increments`],
 //!   [`patches_after_puts_in_transactions`] (`patch`), [`random_patches_against_a_model`] (`patch_model`);
 //! - [`list_checks_are_exact`], [`interactive_transactions`],
-//!   [`interactive_transactions_under_contention`] (`transactions`).
+//!   [`interactive_transactions_under_contention`] (`transactions`);
+//! - [`namespace_definitions`], [`schema_checked_on_every_write`],
+//!   [`schema_changes_and_violations`], [`history_setting_of_an_earlier_build`] (`namespaces`).
 //!
 //! Outside the macro, because it wraps the backend rather than opening a store:
 //! [`fault_injection`] (`faults`), which each backend's tests call with a fresh backend.
@@ -62,6 +64,7 @@ mod faults;
 mod groups;
 mod lifecycle;
 mod listing;
+mod namespaces;
 mod patch;
 mod patch_model;
 mod transactions;
@@ -91,6 +94,10 @@ pub use listing::{
     aliased_ids, bounds_in_both_directions, children_only_deep_subtrees,
     dead_entries_between_pages, page_token_errors, page_tokens_stitch,
     page_tokens_with_writes_between_pages, prefix_is_segment_bounded, typed_order,
+};
+pub use namespaces::{
+    history_setting_of_an_earlier_build, namespace_definitions, schema_changes_and_violations,
+    schema_checked_on_every_write,
 };
 pub use patch::{
     increments_and_missing_items, json_patch_rfc6902_examples, merge_patch_rfc7396_examples,
@@ -160,6 +167,10 @@ macro_rules! conformance_tests {
             list_checks_are_exact,
             interactive_transactions,
             interactive_transactions_under_contention,
+            namespace_definitions,
+            schema_checked_on_every_write,
+            schema_changes_and_violations,
+            history_setting_of_an_earlier_build,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

@@ -305,6 +305,36 @@ pub enum Error {
     /// nothing was written.
     #[error("the database is open read-only: writes are refused")]
     ReadOnly,
+    /// A value does not fit the JSON Schema of its namespace's definition; nothing was written
+    /// (in a transaction or an import, none of its other writes either).
+    #[error("{path} does not fit the schema of namespace {namespace}: {summary}",
+        namespace = path.last().namespace().as_str(), summary = summarize(violations))]
+    SchemaViolation {
+        /// The item whose value was refused.
+        path: KeyPath,
+        /// The operation's index among the write's operations (an import's: the record's).
+        index: usize,
+        /// What failed, at most [`MAX_VIOLATIONS`](crate::MAX_VIOLATIONS).
+        violations: Vec<crate::Violation>,
+    },
+    /// A condition on a namespace definition did not hold (someone changed it since it was
+    /// read); nothing was written.
+    #[error("condition failed for the definition of namespace {namespace}: {condition}, but it {}", describe(*.current))]
+    DefinitionConditionFailed {
+        /// The namespace.
+        namespace: String,
+        /// The condition.
+        condition: Condition,
+        /// The definition's version found, `None` if there is none.
+        current: Option<u64>,
+    },
+    /// A namespace has no definition.
+    #[error("namespace {0} has no definition")]
+    NamespaceNotFound(String),
+    /// A namespace definition's schema is not a valid JSON Schema (or needs a schema from
+    /// elsewhere, which is never fetched); nothing was stored.
+    #[error("invalid schema: {0}")]
+    InvalidSchema(String),
     /// The storage engine failed.
     #[error(transparent)]
     Storage(StorageError),
@@ -319,6 +349,19 @@ impl From<StorageError> for Error {
             _ => Error::Storage(e),
         }
     }
+}
+
+fn summarize(violations: &[crate::Violation]) -> String {
+    let mut text = violations
+        .iter()
+        .take(3)
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if violations.len() > 3 {
+        text.push_str(&format!(" (and {} more)", violations.len() - 3));
+    }
+    text
 }
 
 fn describe(current: Option<u64>) -> String {

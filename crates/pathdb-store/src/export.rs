@@ -170,7 +170,8 @@ pub struct ScanPage {
     pub cursor: Option<String>,
 }
 
-fn encode_cursor(tokens: &TokenKey, key: &Key) -> String {
+/// A scan cursor that continues after `key`.
+pub(crate) fn encode_cursor(tokens: &TokenKey, key: &Key) -> String {
     let mut raw = Vec::with_capacity(2 + key.partition.len() + key.sort.len());
     raw.extend_from_slice(&(key.partition.len() as u16).to_be_bytes());
     raw.extend_from_slice(&key.partition);
@@ -740,6 +741,12 @@ impl<B: Backend> Importer<'_, B> {
         progress: &mut dyn FnMut(&ImportReport),
     ) -> Result<ImportReport, ImportError> {
         let mut report = ImportReport::default();
+        // Every value before anything is written: one that does not fit its namespace's schema
+        // stops the import with nothing written.
+        self.check_schemas(records).map_err(|error| ImportError {
+            applied: report.clone(),
+            error,
+        })?;
         let mut written: HashSet<Key> = HashSet::new();
         // Paths whose item this import left alone: their revisions are left alone too.
         let mut skipped_items: HashSet<KeyPath> = HashSet::new();
@@ -780,6 +787,32 @@ impl<B: Backend> Importer<'_, B> {
             start = end;
         }
         Ok(report)
+    }
+
+    /// Fails with [`Error::SchemaViolation`] (`index`: the record's) at the first item record
+    /// whose value does not fit its namespace's schema. Revisions are history: not checked.
+    fn check_schemas(&self, records: &[ImportRecord]) -> Result<(), Error> {
+        let reader = self.backend.reader()?;
+        let definitions = self.settings.namespaces.current(&reader)?;
+        for (index, record) in records.iter().enumerate() {
+            let (path, value) = match record {
+                ImportRecord::Exported(ExportRecord::Item(item)) => (&item.path, &item.value),
+                ImportRecord::Value { path, value } => (path, value),
+                ImportRecord::Exported(_) => continue,
+            };
+            let Some(schema) = crate::namespaces::schema_for(&definitions, path)? else {
+                continue;
+            };
+            let violations = schema.violations_of_text(value.as_str().as_bytes())?;
+            if !violations.is_empty() {
+                return Err(Error::SchemaViolation {
+                    path: path.clone(),
+                    index,
+                    violations,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Plans and commits one batch, re-planning after a concurrent change.

@@ -6,7 +6,7 @@
 //! | tombstone of a deleted or expired item | the item's | the item's (a record with an empty value) |
 //! | revision | encoded group | `ff` + item sort key + big-endian `u64::MAX - version` |
 //! | expiry index entry | `00` | `01` + big-endian expiry + `u16` partition length + partition + sort |
-//! | namespace history setting | `00` | `02` + namespace |
+//! | namespace definition (namespaces.rs; an earlier build: its history setting, a number) | `00` | `02` + namespace |
 //! | sequence of a namespace of groups | `00` | `03` + namespace |
 //! | the key that seals tokens (token.rs) | `00` | `04` |
 //! | an unfinished subtree delete, move or copy (subtree.rs) | `00` | `05` + operation + `u16` length of `from` + encoded `from` + encoded `to` |
@@ -34,7 +34,9 @@ use std::ops::Bound;
 
 pub(crate) const SYSTEM_PARTITION: &[u8] = &[0x00];
 const EXPIRY_INDEX: u8 = 0x01;
-const NAMESPACE_HISTORY: u8 = 0x02;
+/// A namespace's definition (namespaces.rs); an earlier build kept only its history setting
+/// here, as a bare number.
+const NAMESPACE: u8 = 0x02;
 const GROUP_SEQUENCE: u8 = 0x03;
 const TOKEN_KEY: u8 = 0x04;
 const SUBTREE_JOB: u8 = 0x05;
@@ -147,8 +149,9 @@ pub(crate) fn parse_expiry_key(sort: &[u8]) -> Option<(i64, Key)> {
     Some((t as i64, Key { partition, sort }))
 }
 
-pub(crate) fn namespace_history_key(namespace: &str) -> Key {
-    let mut sort = vec![NAMESPACE_HISTORY];
+/// Where `namespace`'s definition is kept.
+pub(crate) fn namespace_key(namespace: &str) -> Key {
+    let mut sort = vec![NAMESPACE];
     sort.extend_from_slice(namespace.as_bytes());
     Key {
         partition: SYSTEM_PARTITION.to_vec(),
@@ -196,10 +199,14 @@ pub(crate) fn subtree_job_range() -> SortRange {
     }
 }
 
-pub(crate) fn namespace_history_range() -> SortRange {
+/// Every namespace definition, after `after` when given (in name order).
+pub(crate) fn namespace_range(after: Option<&str>) -> SortRange {
     SortRange {
-        start: Bound::Included(vec![NAMESPACE_HISTORY]),
-        end: Bound::Excluded(vec![NAMESPACE_HISTORY + 1]),
+        start: match after {
+            Some(name) => Bound::Excluded(namespace_key(name).sort),
+            None => Bound::Included(vec![NAMESPACE]),
+        },
+        end: Bound::Excluded(vec![NAMESPACE + 1]),
     }
 }
 

@@ -47,6 +47,7 @@ mod export;
 mod groups;
 mod list;
 mod listed;
+mod namespace_scan;
 // Interactive transactions: reads recorded as the checks of one commit.
 mod interactive;
 mod subtree;
@@ -73,11 +74,14 @@ pub use limits::{
 };
 pub use list::{DEFAULT_LIST_LIMIT, ListEntry, ListPage, ListRequest, MAX_LIST_LIMIT};
 pub use listed::{EncodedPath, ListedEntry, ListedItem, ListedPage};
+pub use namespace_scan::{SchemaCheck, ViolatingItem, ViolationPage};
+pub use namespaces::{Definition, MAX_VIOLATIONS, NamespaceDefinition, Schema, Violation};
 pub use ops::{
     IdKind, ListCheck, ListRange, Parent, Transaction, TxOp, TxResult, parse_create_target,
 };
 pub use options::{
-    Clock, DEFAULT_CHANGE_RETENTION, Expiry, ManualClock, PutOptions, StoreOptions, SystemClock,
+    Clock, DEFAULT_CHANGE_RETENTION, DEFAULT_DEFINITIONS_REFRESH, Expiry, ManualClock, PutOptions,
+    StoreOptions, SystemClock,
 };
 pub use patch::{MAX_EXACT_INTEGER, Patch, PatchError, PatchOp};
 pub use store::Store;

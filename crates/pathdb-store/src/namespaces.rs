@@ -1,96 +1,367 @@
-//! Per-namespace settings kept in the database: which namespaces keep history, and how many
-//! revisions each (`00 02` + namespace, layout.rs). Read once when a store opens, then kept in
-//! memory; the write pipeline's history stage asks [`NamespaceHistory::retention`].
+//! Namespace definitions: what a user declared about the items of one namespace (their JSON
+//! Schema, how many revisions they keep, a description), kept in the database at
+//! `00 02` + namespace (layout.rs), and the store's compiled copy of them.
+//!
+//! The namespace of an item is its path's last element's (`/user-7/post-2` is a `post`).
+//!
+//! A definition is a record like an item's: its version counts its writes, a delete leaves a
+//! tombstone (so an `If-Match` held from before a delete never matches a new definition). An
+//! earlier build stored only the history setting there, as a bare number: it reads back as a
+//! definition with just `history`.
+//!
+//! [`Namespaces`] keeps every definition in memory with its schema compiled once per version.
+//! Where this process is the database's only writer (redb, memory), its own writes keep the copy
+//! current. Where others write too ([`Backend::shared`](crate::backend::Backend::shared):
+//! several servers on one DynamoDB table), a plan that finds the copy older than
+//! [`StoreOptions::definitions_refresh`](crate::StoreOptions::definitions_refresh) reads the
+//! definitions again (one query of the system partition) first.
 
-use crate::backend::{Direction, Reader, Record, WriteOp};
-use crate::{Error, StorageError, layout};
+use crate::backend::{Direction, Reader, Record};
+use crate::{Error, StorageError, Timestamp, layout};
 use pathdb_keys::KeyPath;
-use std::collections::HashMap;
-use std::sync::RwLock;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
-/// Revisions kept per namespace, for namespaces with history on, and the retention of a put
-/// that asks for history in a namespace without a setting.
-pub(crate) struct NamespaceHistory {
-    namespaces: RwLock<HashMap<String, u32>>,
-    default_retention: u32,
+/// Most violations a refused value reports (the first ones the validator finds).
+pub const MAX_VIOLATIONS: usize = 20;
+
+/// What a user declares about the items of a namespace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Definition {
+    /// The JSON Schema every value written into the namespace must satisfy (draft 2020-12
+    /// unless it names another draft with `$schema`); `None`: any JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Value>,
+    /// Revisions kept per item (history on); `None`: history only for puts that ask for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<u32>,
+    /// For people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
-impl NamespaceHistory {
-    /// The settings stored in the database `reader` reads.
-    pub(crate) fn load<R: Reader>(reader: &R, default_retention: u32) -> Result<Self, Error> {
-        let mut namespaces = HashMap::new();
-        for (sort, record) in reader.scan(
-            layout::SYSTEM_PARTITION,
-            &layout::namespace_history_range(),
-            Direction::Forward,
-            usize::MAX,
-        )? {
-            let ns = String::from_utf8_lossy(&sort[1..]).into_owned();
-            let retention: u32 = serde_json::from_slice(&record.value)
-                .map_err(|e| StorageError::new("corrupt namespace setting", e))?;
-            namespaces.insert(ns, retention);
+/// A stored definition and its metadata.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NamespaceDefinition {
+    /// The namespace.
+    pub namespace: String,
+    /// 1 when first defined, +1 on every change.
+    pub version: u64,
+    /// When first defined.
+    pub created_at: Timestamp,
+    /// When last changed.
+    pub modified_at: Timestamp,
+    /// What it declares.
+    pub definition: Definition,
+}
+
+/// One way a value fails its namespace's schema.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// JSON pointer to the part of the value that fails (`""`: the whole value).
+    pub instance_path: String,
+    /// JSON pointer to the schema keyword that fails it.
+    pub schema_path: String,
+    /// What is wrong, for people.
+    pub message: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.instance_path.is_empty() {
+            "the value"
+        } else {
+            &self.instance_path
+        };
+        write!(f, "{at}: {}", self.message)
+    }
+}
+
+/// A definition's schema, compiled.
+pub struct Schema {
+    validator: jsonschema::Validator,
+}
+
+impl Schema {
+    /// Compiles `schema`, refusing what is not a valid schema and any `$ref` outside it (no
+    /// schema is ever fetched).
+    ///
+    /// # Errors
+    /// [`Error::InvalidSchema`], naming what is wrong.
+    pub fn compile(schema: &serde_json::Value) -> Result<Schema, Error> {
+        if !(schema.is_object() || schema.is_boolean()) {
+            return Err(Error::InvalidSchema(
+                "a schema is a JSON object or a boolean".into(),
+            ));
         }
-        Ok(NamespaceHistory {
-            namespaces: RwLock::new(namespaces),
+        jsonschema::options()
+            .offline()
+            .build(schema)
+            .map(|validator| Schema { validator })
+            .map_err(|e| {
+                let at = e.instance_path().to_string();
+                let text = e.to_string();
+                let text = if text.contains("etriev") {
+                    format!(
+                        "{text} (PathDB never fetches a schema: a `$ref` must point inside the schema)"
+                    )
+                } else {
+                    text
+                };
+                Error::InvalidSchema(if at.is_empty() {
+                    text
+                } else {
+                    format!("at {at}: {text}")
+                })
+            })
+    }
+
+    /// What `value` breaks, at most [`MAX_VIOLATIONS`]; empty when it fits.
+    pub fn violations(&self, value: &serde_json::Value) -> Vec<Violation> {
+        if self.validator.is_valid(value) {
+            return Vec::new();
+        }
+        self.validator
+            .iter_errors(value)
+            .take(MAX_VIOLATIONS)
+            .map(|e| Violation {
+                instance_path: e.instance_path().to_string(),
+                schema_path: e.schema_path().to_string(),
+                message: e.to_string(),
+            })
+            .collect()
+    }
+
+    /// What the stored JSON text `value` breaks (see [`Schema::violations`]).
+    pub(crate) fn violations_of_text(&self, value: &[u8]) -> Result<Vec<Violation>, Error> {
+        let value: serde_json::Value = serde_json::from_slice(value).map_err(Error::InvalidJson)?;
+        Ok(self.violations(&value))
+    }
+}
+
+impl std::fmt::Debug for Schema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Schema").finish_non_exhaustive()
+    }
+}
+
+/// A definition as the store uses it: stored, with its schema compiled.
+#[derive(Debug)]
+pub(crate) struct Compiled {
+    pub(crate) stored: NamespaceDefinition,
+    /// Its schema; `Err`: a stored schema that no longer compiles (a newer validator is
+    /// stricter), which refuses every write into the namespace rather than letting values by.
+    pub(crate) schema: Result<Option<Schema>, String>,
+}
+
+/// Every definition, by namespace.
+pub(crate) type Definitions = BTreeMap<String, Arc<Compiled>>;
+
+/// The store's copy of the definitions (see the module's documentation).
+pub(crate) struct Namespaces {
+    state: RwLock<State>,
+    /// History kept by a put that asks for it in a namespace without a setting.
+    default_retention: u32,
+    /// How old the copy may get before a plan reads it again (others write the database).
+    refresh: Option<Duration>,
+}
+
+struct State {
+    definitions: Arc<Definitions>,
+    read_at: Instant,
+}
+
+impl Namespaces {
+    /// The definitions stored in the database `reader` reads; `refresh`: see
+    /// [`Namespaces::current`].
+    pub(crate) fn load<R: Reader + ?Sized>(
+        reader: &R,
+        default_retention: u32,
+        refresh: Option<Duration>,
+    ) -> Result<Self, Error> {
+        let definitions = read_all(reader, &Definitions::new())?;
+        Ok(Namespaces {
+            state: RwLock::new(State {
+                definitions: Arc::new(definitions),
+                read_at: Instant::now(),
+            }),
             default_retention,
+            refresh,
         })
+    }
+
+    /// The definitions, read again through `reader` first if the copy is older than the
+    /// refresh interval (only where others write the database).
+    pub(crate) fn current<R: Reader + ?Sized>(
+        &self,
+        reader: &R,
+    ) -> Result<Arc<Definitions>, Error> {
+        let state = self.state.read().map_err(|_| poisoned())?;
+        let stale = self
+            .refresh
+            .is_some_and(|every| state.read_at.elapsed() >= every);
+        if !stale {
+            return Ok(Arc::clone(&state.definitions));
+        }
+        let known = Arc::clone(&state.definitions);
+        drop(state);
+        let read_at = Instant::now();
+        let definitions = Arc::new(read_all(reader, &known)?);
+        let mut state = self.state.write().map_err(|_| poisoned())?;
+        if state.read_at < read_at {
+            state.definitions = Arc::clone(&definitions);
+            state.read_at = read_at;
+        }
+        Ok(definitions)
+    }
+
+    /// Takes in a definition this store wrote (`None`: deleted), once it committed.
+    pub(crate) fn apply(&self, namespace: &str, compiled: Option<Compiled>) -> Result<(), Error> {
+        let mut state = self.state.write().map_err(|_| poisoned())?;
+        let mut definitions = (*state.definitions).clone();
+        match compiled {
+            // A copy read meanwhile may hold a newer version already.
+            Some(c) => {
+                let newer = definitions
+                    .get(namespace)
+                    .is_some_and(|old| old.stored.version > c.stored.version);
+                if !newer {
+                    definitions.insert(namespace.to_owned(), Arc::new(c));
+                }
+            }
+            None => {
+                definitions.remove(namespace);
+            }
+        }
+        state.definitions = Arc::new(definitions);
+        Ok(())
     }
 
     /// Revisions to keep for a put of `path` (`asked`: the put asked for history), or `None`
     /// when it keeps none.
-    pub(crate) fn retention(&self, path: &KeyPath, asked: bool) -> Option<u32> {
-        let ns = path.last().namespace().as_str();
-        let configured = self.namespaces.read().ok().and_then(|m| m.get(ns).copied());
+    pub(crate) fn retention(
+        &self,
+        definitions: &Definitions,
+        path: &KeyPath,
+        asked: bool,
+    ) -> Option<u32> {
+        let configured = definitions
+            .get(path.last().namespace().as_str())
+            .and_then(|c| c.stored.definition.history);
         match configured {
             Some(n) => Some(n),
             None if asked => Some(self.default_retention),
             None => None,
         }
     }
+}
 
-    /// The write that stores `namespace`'s setting (`None`: history off), after checking it.
-    ///
-    /// # Errors
-    /// An invalid namespace, a retention of 0.
-    pub(crate) fn setting_write(
-        namespace: &str,
-        retention: Option<u32>,
-        now: i64,
-    ) -> Result<WriteOp, Error> {
-        pathdb_keys::Namespace::new(namespace)
-            .map_err(|rule| Error::InvalidRequest(format!("namespace {namespace:?}: {rule}")))?;
-        let key = layout::namespace_history_key(namespace);
-        Ok(match retention {
-            Some(0) => {
-                return Err(Error::InvalidRequest(
-                    "history retention must be at least 1".into(),
-                ));
-            }
-            Some(n) => WriteOp::Put {
-                key,
-                record: Record {
-                    version: 1,
-                    created_at: now,
-                    modified_at: now,
-                    expires_at: None,
-                    value: n.to_string().into_bytes(),
-                },
-                expect: None,
-            },
-            None => WriteOp::Delete { key, expect: None },
-        })
-    }
+/// The compiled schema that values at `path` must fit, if its namespace has one.
+///
+/// # Errors
+/// The namespace's stored schema does not compile.
+pub(crate) fn schema_for<'d>(
+    definitions: &'d Definitions,
+    path: &KeyPath,
+) -> Result<Option<&'d Schema>, Error> {
+    let Some(compiled) = definitions.get(path.last().namespace().as_str()) else {
+        return Ok(None);
+    };
+    compiled.schema.as_ref().map(Option::as_ref).map_err(|e| {
+        StorageError::msg(format!(
+            "the stored schema of namespace {:?} does not compile: {e}",
+            compiled.stored.namespace
+        ))
+        .into()
+    })
+}
 
-    /// Applies a setting that was written.
-    pub(crate) fn set(&self, namespace: &str, retention: Option<u32>) -> Result<(), Error> {
-        let mut map = self
-            .namespaces
-            .write()
-            .map_err(|_| StorageError::msg("lock poisoned"))?;
-        match retention {
-            Some(n) => map.insert(namespace.to_owned(), n),
-            None => map.remove(namespace),
-        };
-        Ok(())
+fn poisoned() -> Error {
+    StorageError::msg("namespace definitions: lock poisoned").into()
+}
+
+/// Checks a definition before it is stored: a valid namespace, a retention of at least 1, a
+/// schema that compiles.
+///
+/// # Errors
+/// [`Error::InvalidRequest`], [`Error::InvalidSchema`].
+pub(crate) fn check(namespace: &str, definition: &Definition) -> Result<Option<Schema>, Error> {
+    pathdb_keys::Namespace::new(namespace)
+        .map_err(|rule| Error::InvalidRequest(format!("namespace {namespace:?}: {rule}")))?;
+    if definition.history == Some(0) {
+        return Err(Error::InvalidRequest(
+            "history retention must be at least 1".into(),
+        ));
     }
+    definition.schema.as_ref().map(Schema::compile).transpose()
+}
+
+/// The stored form of `definition`.
+pub(crate) fn to_value(definition: &Definition) -> Vec<u8> {
+    // A struct of JSON values and numbers always serializes.
+    serde_json::to_vec(definition).unwrap_or_default()
+}
+
+/// The definition stored in `record` (`None`: a tombstone).
+pub(crate) fn from_record(
+    namespace: &str,
+    record: &Record,
+) -> Result<Option<NamespaceDefinition>, Error> {
+    if record.value.is_empty() {
+        return Ok(None);
+    }
+    let corrupt =
+        |e| StorageError::new(format!("corrupt definition of namespace {namespace:?}"), e);
+    // An earlier build's history setting: a bare number.
+    let definition = match serde_json::from_slice::<u32>(&record.value) {
+        Ok(history) => Definition {
+            history: Some(history),
+            ..Definition::default()
+        },
+        Err(_) => serde_json::from_slice(&record.value).map_err(corrupt)?,
+    };
+    Ok(Some(NamespaceDefinition {
+        namespace: namespace.to_owned(),
+        version: record.version,
+        created_at: Timestamp(record.created_at),
+        modified_at: Timestamp(record.modified_at),
+        definition,
+    }))
+}
+
+/// Compiles a stored definition (see [`Compiled::schema`]).
+pub(crate) fn compile(stored: NamespaceDefinition) -> Compiled {
+    let schema = match &stored.definition.schema {
+        Some(schema) => Schema::compile(schema).map(Some).map_err(|e| e.to_string()),
+        None => Ok(None),
+    };
+    Compiled { stored, schema }
+}
+
+/// Every stored definition, compiled; a definition whose version `known` holds already keeps
+/// its compiled schema.
+fn read_all<R: Reader + ?Sized>(reader: &R, known: &Definitions) -> Result<Definitions, Error> {
+    let mut out = Definitions::new();
+    for (sort, record) in reader.scan(
+        layout::SYSTEM_PARTITION,
+        &layout::namespace_range(None),
+        Direction::Forward,
+        usize::MAX,
+    )? {
+        let namespace = String::from_utf8_lossy(&sort[1..]).into_owned();
+        if let Some(old) = known.get(&namespace)
+            && old.stored.version == record.version
+            && old.stored.modified_at.0 == record.modified_at
+        {
+            out.insert(namespace, Arc::clone(old));
+            continue;
+        }
+        if let Some(stored) = from_record(&namespace, &record)? {
+            out.insert(namespace, Arc::new(compile(stored)));
+        }
+    }
+    Ok(out)
 }

@@ -59,7 +59,15 @@ pub struct StoreOptions {
     /// How long the change feed keeps changes: a token whose next change is older answers
     /// [`Error::ChangesExpired`] (docs/changes.md).
     pub change_retention: Duration,
+    /// Where others write the same database too ([`Backend::shared`](crate::backend::Backend::shared):
+    /// several servers on one DynamoDB table), how old this store's copy of the namespace
+    /// definitions may be when a write starts: a definition another server changed applies
+    /// here within this time. Where this store is the only writer, its copy is always current.
+    pub definitions_refresh: Duration,
 }
+
+/// [`StoreOptions::definitions_refresh`] by default: 1 second.
+pub const DEFAULT_DEFINITIONS_REFRESH: Duration = Duration::from_secs(1);
 
 /// [`StoreOptions::change_retention`] by default: 7 days.
 pub const DEFAULT_CHANGE_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -71,6 +79,7 @@ impl Default for StoreOptions {
             default_history_retention: 100,
             sweep_interval: Some(Duration::from_secs(1)),
             change_retention: DEFAULT_CHANGE_RETENTION,
+            definitions_refresh: DEFAULT_DEFINITIONS_REFRESH,
         }
     }
 }
@@ -81,6 +90,7 @@ impl std::fmt::Debug for StoreOptions {
             .field("default_history_retention", &self.default_history_retention)
             .field("sweep_interval", &self.sweep_interval)
             .field("change_retention", &self.change_retention)
+            .field("definitions_refresh", &self.definitions_refresh)
             .finish_non_exhaustive()
     }
 }

@@ -20,7 +20,8 @@ use crate::interactive::{MAX_TRANSACTION_ATTEMPTS, Reads, Tx};
 use crate::limits::{MAX_GET_MANY, MAX_TRANSACTION_OPS, check_key, checked_item_key};
 use crate::list::{ListPage, ListRequest};
 use crate::listed::ListedPage;
-use crate::namespaces::NamespaceHistory;
+use crate::namespace_scan::{SchemaCheck, ViolationPage};
+use crate::namespaces::{Definition, NamespaceDefinition, Namespaces, Schema};
 use crate::ops::{IdKind, Parent, Transaction, TxOp, TxResult};
 use crate::options::{PutOptions, StoreOptions};
 use crate::patch::Patch;
@@ -52,8 +53,8 @@ struct Replanned {
 struct Inner<B> {
     backend: B,
     options: StoreOptions,
-    /// Which namespaces keep history.
-    namespace_history: NamespaceHistory,
+    /// The namespace definitions, schemas compiled (namespaces.rs).
+    namespaces: Namespaces,
     /// The change feeds waiting for a commit, per group; woken after each commit.
     waiters: Waiters,
     /// Plans made, to spread the removal of expired log entries (write/changelog.rs).
@@ -72,7 +73,7 @@ impl<B: Backend> Inner<B> {
     /// What every plan of this store needs besides a snapshot.
     fn settings(&self) -> Settings<'_> {
         Settings {
-            history: &self.namespace_history,
+            namespaces: &self.namespaces,
             max_batch_ops: self.backend.max_batch_ops(),
             change_retention: self.options.change_retention,
             plans: &self.plans,
@@ -156,14 +157,15 @@ impl<B: Backend> Store<B> {
     pub fn new(backend: B, options: StoreOptions) -> Result<Self, Error> {
         crate::upgrade::record_used_paths(&backend)?;
         let reader = backend.reader()?;
-        let namespace_history = NamespaceHistory::load(&reader, options.default_history_retention)?;
+        let refresh = backend.shared().then_some(options.definitions_refresh);
+        let namespaces = Namespaces::load(&reader, options.default_history_retention, refresh)?;
         drop(reader);
         let tokens = TokenKey::load_or_create(&backend)?;
         let sweep = options.sweep_interval;
         let inner = Arc::new(Inner {
             backend,
             options,
-            namespace_history,
+            namespaces,
             waiters: Waiters::new(),
             plans: AtomicU64::new(0),
             tokens,
@@ -605,7 +607,8 @@ impl<B: Backend> Store<B> {
     }
 
     /// Turns history on for every item whose last element has `namespace`, keeping `retention`
-    /// revisions each, or off with `None`.
+    /// revisions each, or off with `None`: the `history` member of its definition
+    /// ([`Store::define_namespace`]), the rest of the definition kept.
     ///
     /// # Errors
     /// Invalid namespace, zero retention, storage failures.
@@ -614,17 +617,245 @@ impl<B: Backend> Store<B> {
         namespace: &str,
         retention: Option<u32>,
     ) -> Result<(), Error> {
-        let op = NamespaceHistory::setting_write(namespace, retention, self.now())?;
-        self.inner
-            .backend
-            .write(WriteBatch { ops: vec![op] })
-            .map_err(|e| match e {
-                WriteError::Storage(s) => Error::Storage(s),
-                WriteError::ConditionFailed { .. } => {
-                    Error::Storage(StorageError::msg("unconditional write failed a condition"))
+        loop {
+            let current = self.namespace(namespace)?;
+            let condition = Some(match &current {
+                Some(c) => Condition::IfVersion(c.version),
+                None => Condition::MustNotExist,
+            });
+            let mut definition = current.map(|c| c.definition).unwrap_or_default();
+            definition.history = retention;
+            let written = if definition == Definition::default() {
+                self.delete_namespace(namespace, condition).map(|_| ())
+            } else {
+                self.define_namespace(namespace, definition, condition)
+                    .map(|_| ())
+            };
+            match written {
+                // Someone changed the definition between the read and the write.
+                Err(Error::DefinitionConditionFailed { .. }) => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// The definition of `namespace`, as stored now.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>, Error> {
+        let reader = self.inner.backend.reader()?;
+        match reader.get(&layout::namespace_key(namespace))? {
+            Some(record) => crate::namespaces::from_record(namespace, &record),
+            None => Ok(None),
+        }
+    }
+
+    /// Up to `limit` definitions in namespace order, after the namespace `after`; the page
+    /// holds fewer than `limit` only at the end.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn namespaces(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<NamespaceDefinition>, Error> {
+        let reader = self.inner.backend.reader()?;
+        let mut out = Vec::new();
+        let mut after = after.map(str::to_owned);
+        // Tombstones take no place in a page: read on past them.
+        while out.len() < limit {
+            let entries = reader.scan(
+                layout::SYSTEM_PARTITION,
+                &layout::namespace_range(after.as_deref()),
+                Direction::Forward,
+                limit - out.len(),
+            )?;
+            let Some((last, _)) = entries.last() else {
+                break;
+            };
+            after = Some(String::from_utf8_lossy(&last[1..]).into_owned());
+            for (sort, record) in &entries {
+                let namespace = String::from_utf8_lossy(&sort[1..]);
+                out.extend(crate::namespaces::from_record(&namespace, record)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Creates or replaces the definition of `namespace`, if `condition` holds for the one
+    /// stored (`IfVersion`, `MustNotExist`, `MustExist`, as for items). It applies to every
+    /// write that starts after this returns (on a store that shares its database with others,
+    /// theirs within [`StoreOptions::definitions_refresh`]); items stored already are not
+    /// checked again (see [`Store::check_schema`]). Returns the definition stored and whether
+    /// it is new.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSchema`], [`Error::InvalidRequest`] (namespace, zero history),
+    /// [`Error::DefinitionConditionFailed`], storage failures.
+    pub fn define_namespace(
+        &self,
+        namespace: &str,
+        definition: Definition,
+        condition: Option<Condition>,
+    ) -> Result<(NamespaceDefinition, bool), Error> {
+        let schema = crate::namespaces::check(namespace, &definition)?;
+        let value = crate::namespaces::to_value(&definition);
+        let (stored, created) = self.write_definition(namespace, condition, Some(value))?;
+        let stored = NamespaceDefinition {
+            definition,
+            ..stored.ok_or_else(|| StorageError::msg("definition write returned nothing"))?
+        };
+        let compiled = crate::namespaces::Compiled {
+            stored: stored.clone(),
+            schema: Ok(schema),
+        };
+        self.inner.namespaces.apply(namespace, Some(compiled))?;
+        Ok((stored, created))
+    }
+
+    /// Removes the definition of `namespace` (its items stay), if `condition` holds; returns
+    /// the definition removed, `None` if there was none.
+    ///
+    /// # Errors
+    /// [`Error::DefinitionConditionFailed`], storage failures.
+    pub fn delete_namespace(
+        &self,
+        namespace: &str,
+        condition: Option<Condition>,
+    ) -> Result<Option<NamespaceDefinition>, Error> {
+        let (removed, _) = self.write_definition(namespace, condition, None)?;
+        self.inner.namespaces.apply(namespace, None)?;
+        Ok(removed)
+    }
+
+    /// Writes `value` as the definition of `namespace` (`None`: its tombstone) over the record
+    /// read, if `condition` holds; again on a concurrent change. Returns the definition written
+    /// (for a delete: the one removed) and whether none was live before.
+    fn write_definition(
+        &self,
+        namespace: &str,
+        condition: Option<Condition>,
+        value: Option<Vec<u8>>,
+    ) -> Result<(Option<NamespaceDefinition>, bool), Error> {
+        pathdb_keys::Namespace::new(namespace)
+            .map_err(|rule| Error::InvalidRequest(format!("namespace {namespace:?}: {rule}")))?;
+        let key = layout::namespace_key(namespace);
+        loop {
+            let now = self.now();
+            let stored = self.inner.backend.reader()?.get(&key)?;
+            let live = stored.as_ref().filter(|r| !r.value.is_empty());
+            let version = live.map(|r| r.version);
+            if let Some(condition) = condition {
+                let holds = match condition {
+                    Condition::MustNotExist => version.is_none(),
+                    Condition::MustExist => version.is_some(),
+                    Condition::IfVersion(v) => version == Some(v),
+                };
+                if !holds {
+                    return Err(Error::DefinitionConditionFailed {
+                        namespace: namespace.to_owned(),
+                        condition,
+                        current: version,
+                    });
                 }
-            })?;
-        self.inner.namespace_history.set(namespace, retention)
+            }
+            let expect = stored.as_ref().map_or(crate::backend::Expect::Absent, |r| {
+                crate::backend::Expect::Version(r.version)
+            });
+            let next = stored.as_ref().map_or(1, |r| r.version + 1);
+            let record = match (&value, live) {
+                (Some(value), _) => crate::backend::Record {
+                    version: next,
+                    created_at: live.map_or(now, |r| r.created_at),
+                    modified_at: now,
+                    expires_at: None,
+                    value: value.clone(),
+                },
+                // Nothing to delete.
+                (None, None) => return Ok((None, true)),
+                (None, Some(r)) => crate::record::tombstone(r, next, now),
+            };
+            let answer = match &value {
+                Some(_) => crate::namespaces::from_record(namespace, &record)?,
+                None => live
+                    .map(|r| crate::namespaces::from_record(namespace, r))
+                    .transpose()?
+                    .flatten(),
+            };
+            let op = crate::backend::WriteOp::Put {
+                key: key.clone(),
+                record,
+                expect: Some(expect),
+            };
+            match self.inner.backend.write(WriteBatch { ops: vec![op] }) {
+                Ok(()) => return Ok((answer, live.is_none())),
+                // Changed since the read: read again (the caller's condition decides).
+                Err(WriteError::ConditionFailed { .. }) => continue,
+                Err(WriteError::Storage(e)) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// What `schema` would say about the items of `namespace` stored now: how many it reads,
+    /// how many it refuses and the first of those. Reads every item of the database (the
+    /// namespace of an item is only known from its path); `progress` gets the records read so
+    /// far after each scan request.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn check_schema(
+        &self,
+        namespace: &str,
+        schema: &Schema,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<SchemaCheck, Error> {
+        let inner = &self.inner;
+        crate::namespace_scan::check_all(
+            &inner.backend,
+            &inner.tokens,
+            self.now(),
+            namespace,
+            schema,
+            progress,
+        )
+    }
+
+    /// A page of the stored items of `namespace` that its current schema refuses, from
+    /// `cursor` (a page's [`ViolationPage::cursor`]); at most `limit` items, and fewer (even
+    /// none, with a cursor) when the page has read its share of the database.
+    ///
+    /// # Errors
+    /// [`Error::NamespaceNotFound`]; a cursor this database did not issue; storage failures.
+    pub fn namespace_violations(
+        &self,
+        namespace: &str,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<ViolationPage, Error> {
+        let Some(stored) = self.namespace(namespace)? else {
+            return Err(Error::NamespaceNotFound(namespace.to_owned()));
+        };
+        let Some(schema) = &stored.definition.schema else {
+            // Without a schema every value fits.
+            return Ok(ViolationPage {
+                items: Vec::new(),
+                checked: 0,
+                cursor: None,
+            });
+        };
+        let schema = Schema::compile(schema)?;
+        let inner = &self.inner;
+        crate::namespace_scan::violations(
+            &inner.backend,
+            &inner.tokens,
+            self.now(),
+            namespace,
+            &schema,
+            cursor,
+            limit.max(1),
+        )
     }
 
     /// Revisions of `path`, newest first, at most `limit`.

@@ -16,7 +16,11 @@ pub(super) fn stage<R: Reader + ?Sized>(
     let Some((index, options)) = written.put else {
         return Ok(());
     };
-    let Some(retention) = ctx.history.retention(&written.path, options.history) else {
+    let definitions = ctx.definitions()?;
+    let Some(retention) = ctx
+        .namespaces
+        .retention(definitions, &written.path, options.history)
+    else {
         return Ok(());
     };
     let Some(record) = plan.put_record(index).cloned() else {

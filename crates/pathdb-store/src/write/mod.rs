@@ -9,6 +9,7 @@
 //! | `ids` | operation | nothing yet: a create's path (a generated id) |
 //! | `listing` | listing check | nothing but a check: the listing's range has no change in the log after its token (else the caller's condition fails), and the log no entry after the newest one read |
 //! | `items` | operation | the item record, its tombstone, or a check, conditional on what was read (a patch: the put of the patched value); the result and the change |
+//! | `schema` | put | nothing: the value must fit its namespace's schema, or the plan fails |
 //! | `history` | put | the revision, and the removal of revisions beyond the retention |
 //! | `expiry` | put | the expiry index entry |
 //! | `ids` | plan | the records of the sequences the creates advanced |
@@ -30,6 +31,7 @@ mod items;
 mod listing;
 mod plan;
 mod relocate;
+mod schema;
 
 pub(crate) use changelog::log_changes;
 pub(crate) use plan::{Context, Plan, Settings};
@@ -53,6 +55,7 @@ pub(crate) fn plan<R: Reader + ?Sized>(ctx: &Context<'_, R>, ops: &[TxOp]) -> Re
         }
         let (path, fresh) = ids.target(ctx, index, op)?;
         let written = items::stage(ctx, &mut plan, &read, op, path, fresh)?;
+        schema::stage(ctx, &plan, index, &written)?;
         history::stage(ctx, &mut plan, &written)?;
         expiry::stage(ctx, &mut plan, &written);
     }

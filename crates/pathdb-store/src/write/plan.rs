@@ -1,9 +1,11 @@
 //! The planning context: what every stage reads from ([`Context`]) and what the stages build
 //! together ([`Plan`]). Stages depend on this module and the layers below, never on `Store`.
 
+use crate::Error;
+use crate::backend::Reader;
 use crate::backend::{Key, Record, WriteBatch, WriteOp};
 use crate::changelog::{Change, TrimSchedule};
-use crate::namespaces::NamespaceHistory;
+use crate::namespaces::{Definitions, Namespaces};
 use crate::ops::TxResult;
 use crate::options::PutOptions;
 use crate::token::TokenKey;
@@ -13,8 +15,8 @@ use std::time::Duration;
 
 /// The store's settings that every plan needs; [`Settings::context`] adds a snapshot and a time.
 pub(crate) struct Settings<'a> {
-    /// Which namespaces keep history.
-    pub(crate) history: &'a NamespaceHistory,
+    /// The namespace definitions (history settings, schemas).
+    pub(crate) namespaces: &'a Namespaces,
     /// Operations the backend takes in one atomic batch.
     pub(crate) max_batch_ops: usize,
     /// How long the change log keeps entries.
@@ -36,7 +38,8 @@ impl<'a> Settings<'a> {
         Context {
             reader,
             now,
-            history: self.history,
+            namespaces: self.namespaces,
+            definitions: std::cell::OnceCell::new(),
             max_batch_ops: self.max_batch_ops,
             change_retention: self.change_retention,
             commit: self.plans.fetch_add(1, Ordering::Relaxed),
@@ -52,8 +55,10 @@ pub(crate) struct Context<'a, R: ?Sized> {
     pub(crate) reader: &'a R,
     /// The time of the write, in microseconds.
     pub(crate) now: i64,
-    /// Which namespaces keep history.
-    pub(crate) history: &'a NamespaceHistory,
+    /// The namespace definitions.
+    pub(crate) namespaces: &'a Namespaces,
+    /// The definitions this plan reads, taken once ([`Context::definitions`]).
+    definitions: std::cell::OnceCell<std::sync::Arc<Definitions>>,
     /// Operations the backend takes in one atomic batch.
     pub(crate) max_batch_ops: usize,
     /// How long the change log keeps entries.
@@ -64,6 +69,18 @@ pub(crate) struct Context<'a, R: ?Sized> {
     pub(crate) trims: &'a TrimSchedule,
     /// The database's key for tokens.
     pub(crate) tokens: &'a TokenKey,
+}
+
+impl<R: Reader + ?Sized> Context<'_, R> {
+    /// The namespace definitions, the same for the whole plan (read again first where others
+    /// write the database and the store's copy is old: namespaces.rs).
+    pub(crate) fn definitions(&self) -> Result<&Definitions, Error> {
+        if let Some(d) = self.definitions.get() {
+            return Ok(d);
+        }
+        let d = self.namespaces.current(self.reader)?;
+        Ok(self.definitions.get_or_init(|| d))
+    }
 }
 
 impl<R: ?Sized> Context<'_, R> {

@@ -5,7 +5,7 @@
 //! a concurrent change fails the batch instead of being overwritten.
 
 use super::plan::{Context, Plan};
-use crate::backend::{Expect, Key, Record, WriteOp};
+use crate::backend::{Expect, Key, Reader, Record, WriteOp};
 use crate::changelog::Change;
 use crate::limits::{MAX_VERSION, next_version, revision_key_fits};
 use crate::record::{index_record, to_item, tombstone};
@@ -74,11 +74,17 @@ impl Relocation {
 }
 
 /// Plans the writes of `item`.
-pub(super) fn stage<R: ?Sized>(
+pub(super) fn stage<R: Reader + ?Sized>(
     ctx: &Context<'_, R>,
     plan: &mut Plan,
     item: &Relocation,
 ) -> Result<(), Error> {
+    // Only the subtree's root can change namespace (its last element is the one renamed).
+    if let Some(target) = &item.target
+        && target.path.last().namespace() != item.path.last().namespace()
+    {
+        super::schema::check(ctx, &target.path, 0, &item.record.value)?;
+    }
     let version = item.record.version;
     let source = match item.source {
         Source::Remove => {
