@@ -17,6 +17,8 @@ pub enum Scope {
     Read,
     /// Reads and writes.
     ReadWrite,
+    /// Reads, writes, and changes to namespace definitions (`PUT`/`DELETE /v1/namespaces/..`).
+    Admin,
 }
 
 impl std::str::FromStr for Scope {
@@ -25,8 +27,9 @@ impl std::str::FromStr for Scope {
         match s {
             "read" => Ok(Scope::Read),
             "read-write" | "rw" => Ok(Scope::ReadWrite),
+            "admin" => Ok(Scope::Admin),
             other => Err(format!(
-                "unknown token scope {other:?} (read or read-write)"
+                "unknown token scope {other:?} (read, read-write or admin)"
             )),
         }
     }
@@ -90,6 +93,12 @@ fn is_write(method: &Method, path: &str) -> bool {
     }
 }
 
+/// Whether a request changes a namespace definition (the `admin` scope's). A dry run is a
+/// `PUT` too: it reads the whole database, which is the admin's to ask for.
+fn is_admin(method: &Method, path: &str) -> bool {
+    matches!(*method, Method::PUT | Method::DELETE) && path.starts_with("/v1/namespaces/")
+}
+
 /// 401, naming the scheme to use (RFC 9110 requires `WWW-Authenticate` on a 401).
 fn unauthorized(message: &str) -> Response {
     let mut response =
@@ -118,6 +127,8 @@ pub enum Refusal {
     UnknownToken,
     /// A write with a read-only token: 403.
     ReadOnly,
+    /// A change to a namespace definition without the `admin` scope: 403.
+    NotAdmin,
 }
 
 impl IntoResponse for Refusal {
@@ -131,12 +142,18 @@ impl IntoResponse for Refusal {
                 "this token may only read",
             )
             .into_response(),
+            Refusal::NotAdmin => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "changing a namespace definition needs a token with the admin scope",
+            )
+            .into_response(),
         }
     }
 }
 
 /// Checks the bearer token and its scope: what the request may do, or why not. Without tokens
-/// everyone may read and write. (Run on the API's routes, before their handlers: see `gate`.)
+/// everyone may read and write, and change definitions. (Run on the API's routes, before their handlers: see `gate`.)
 ///
 /// # Errors
 /// The refusal; its response is the answer to send.
@@ -144,7 +161,7 @@ pub fn check<B>(auth: &Auth, request: &axum::http::Request<B>) -> Result<Granted
     if !auth.enabled() {
         return Ok(Granted {
             auth_required: false,
-            scope: Scope::ReadWrite,
+            scope: Scope::Admin,
         });
     }
     // The scheme is case-insensitive (RFC 9110 section 11.1).
@@ -161,8 +178,12 @@ pub fn check<B>(auth: &Auth, request: &axum::http::Request<B>) -> Result<Granted
     let Some(scope) = auth.scope_of(token) else {
         return Err(Refusal::UnknownToken);
     };
-    if scope == Scope::Read && is_write(request.method(), request.uri().path()) {
+    let (method, path) = (request.method(), request.uri().path());
+    if scope == Scope::Read && is_write(method, path) {
         return Err(Refusal::ReadOnly);
+    }
+    if scope != Scope::Admin && is_admin(method, path) {
+        return Err(Refusal::NotAdmin);
     }
     Ok(Granted {
         auth_required: true,

@@ -180,7 +180,7 @@ pub async fn explain_key(_: NoQuery, UrlPath(path): UrlPath) -> axum::Json<KeyOu
 pub struct SessionOut {
     /// Whether the server requires a token at all.
     pub auth_required: bool,
-    /// `read` or `read-write`.
+    /// `read`, `read-write` or `admin` (without tokens: `admin`, anyone may do anything).
     #[schema(example = "read-write")]
     pub scope: String,
 }
@@ -202,6 +202,7 @@ pub async fn session(
         scope: match granted.scope {
             Scope::Read => "read",
             Scope::ReadWrite => "read-write",
+            Scope::Admin => "admin",
         }
         .to_owned(),
     })

@@ -23,7 +23,9 @@ pub struct ErrorDetail {
     /// `too_large`, `unsupported_media_type`, `timeout`, `unavailable` (503, with
     /// `Retry-After` when retrying later should help), `insufficient_storage` (507: the disk is
     /// full), `outcome_unknown` (503: a write was sent but its outcome could not be learned),
-    /// `internal`, `read_only` (403: the server's database is open read-only).
+    /// `internal`, `read_only` (403: the server's database is open read-only),
+    /// `schema_violation` (422: a value does not fit its namespace's schema; see
+    /// `violations`), `invalid_schema` (400: a namespace definition's schema is not one).
     pub code: String,
     /// For people.
     pub message: String,
@@ -31,6 +33,46 @@ pub struct ErrorDetail {
     /// `condition_failed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<usize>,
+    /// In an import's answer, the line (from 1) the error is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// With `schema_violation`: the item whose value was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// With `schema_violation`: what failed (at most 20), each with a JSON pointer into the
+    /// value and one into the schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub violations: Option<Vec<ViolationOut>>,
+}
+
+/// One way a value fails its namespace's schema.
+#[derive(Serialize, serde::Deserialize, ToSchema, Clone, Debug)]
+pub struct ViolationOut {
+    /// JSON pointer to the failing part of the value (`""`: the whole value).
+    #[schema(example = "/age")]
+    pub instance_path: String,
+    /// JSON pointer to the failing keyword in the schema.
+    #[schema(example = "/properties/age/type")]
+    pub schema_path: String,
+    /// For people.
+    pub message: String,
+}
+
+impl From<pathdb_store::Violation> for ViolationOut {
+    fn from(v: pathdb_store::Violation) -> ViolationOut {
+        ViolationOut {
+            instance_path: v.instance_path,
+            schema_path: v.schema_path,
+            message: v.message,
+        }
+    }
+}
+
+/// What a `schema_violation` carries besides its message.
+#[derive(Debug)]
+struct Refused {
+    path: String,
+    violations: Vec<ViolationOut>,
 }
 
 /// A failed request.
@@ -43,6 +85,10 @@ pub struct ApiError {
     retry_after: Option<u64>,
     /// The transaction operation it is about.
     index: Option<usize>,
+    /// The import line it is about.
+    line: Option<u64>,
+    /// A refused value's path and violations.
+    refused: Option<Box<Refused>>,
 }
 
 impl ApiError {
@@ -54,6 +100,18 @@ impl ApiError {
             message: message.into(),
             retry_after: None,
             index: None,
+            line: None,
+            refused: None,
+        }
+    }
+
+    /// The same error, about line `line` of an import (`error.line`, and named in the
+    /// message).
+    pub fn at_line(self, line: u64) -> ApiError {
+        ApiError {
+            message: format!("line {line}: {}", self.message),
+            line: Some(line),
+            ..self
         }
     }
 
@@ -102,6 +160,21 @@ impl ApiError {
 impl From<pathdb_store::Error> for ApiError {
     fn from(e: pathdb_store::Error) -> ApiError {
         use pathdb_store::Error as E;
+        if let E::SchemaViolation {
+            path, violations, ..
+        } = &e
+        {
+            let mut error = ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "schema_violation",
+                e.to_string(),
+            );
+            error.refused = Some(Box::new(Refused {
+                path: path.to_string(),
+                violations: violations.iter().cloned().map(Into::into).collect(),
+            }));
+            return error;
+        }
         let (status, code) = match &e {
             E::ConditionFailed { .. } | E::ListChanged { .. } => {
                 (StatusCode::CONFLICT, "condition_failed")
@@ -120,6 +193,12 @@ impl From<pathdb_store::Error> for ApiError {
             E::PatchConflict { .. } => (StatusCode::CONFLICT, "patch_conflict"),
             E::DestinationNotEmpty { .. } => (StatusCode::CONFLICT, "destination_not_empty"),
             E::ReadOnly => (StatusCode::FORBIDDEN, "read_only"),
+            E::InvalidSchema(_) => (StatusCode::BAD_REQUEST, "invalid_schema"),
+            E::NamespaceNotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            // Only an HTTP precondition puts a condition on a definition.
+            E::DefinitionConditionFailed { .. } => {
+                (StatusCode::PRECONDITION_FAILED, "condition_failed")
+            }
             E::Storage(storage) => return storage_error(storage),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
@@ -179,6 +258,9 @@ impl IntoResponse for ApiError {
                 code: self.code.to_owned(),
                 message: self.message,
                 index: self.index,
+                line: self.line,
+                path: self.refused.as_ref().map(|r| r.path.clone()),
+                violations: self.refused.map(|r| r.violations),
             },
         };
         let failure = self.status.is_server_error().then(|| ServerFailure {

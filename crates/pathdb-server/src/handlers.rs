@@ -611,7 +611,8 @@ pub async fn transact<B: Backend>(
             // A failed condition names its operation: a listing's check by its index, an
             // item's by its path (a path appears once in a transaction).
             let index = match &e {
-                pathdb_store::Error::ListChanged { index, .. } => Some(*index),
+                pathdb_store::Error::ListChanged { index, .. }
+                | pathdb_store::Error::SchemaViolation { index, .. } => Some(*index),
                 pathdb_store::Error::ConditionFailed { path, .. } => {
                     paths.iter().position(|p| p.as_ref() == Some(path))
                 }
@@ -723,11 +724,19 @@ pub async fn import<B: Backend>(
     let report = blocking(move || {
         let report = state
             .store
-            .import(&records, on_existing, &mut |_| {})
+            .import(&records.records, on_existing, &mut |_| {})
             .map_err(|e| {
                 let message = format!("{e}: {}", e.error);
                 tracing::error!(error = %message, "import stopped");
-                ApiError::from(e.error).with_message(message)
+                let line = match &e.error {
+                    pathdb_store::Error::SchemaViolation { index, .. } => records.line(*index),
+                    _ => None,
+                };
+                let error = ApiError::from(e.error).with_message(message);
+                match line {
+                    Some(line) => error.at_line(line),
+                    None => error,
+                }
             });
         drop(records);
         crate::import::release_memory();

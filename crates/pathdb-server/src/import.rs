@@ -51,6 +51,21 @@ impl Default for Imports {
     }
 }
 
+/// An import's records, and the body's line of each.
+pub(crate) struct Records {
+    /// The records, in the body's order.
+    pub(crate) records: Vec<ImportRecord>,
+    /// The line (from 1) of each record.
+    pub(crate) lines: Vec<u64>,
+}
+
+impl Records {
+    /// The line of the record at `index`.
+    pub(crate) fn line(&self, index: usize) -> Option<u64> {
+        self.lines.get(index).copied()
+    }
+}
+
 /// Reads `body` (at most `limit` bytes, with at most `idle` between chunks) and parses it as
 /// import lines while it arrives.
 pub(crate) async fn read_records(
@@ -58,11 +73,20 @@ pub(crate) async fn read_records(
     limit: usize,
     idle: std::time::Duration,
     partial: bool,
-) -> Result<Vec<ImportRecord>, ApiError> {
+) -> Result<Records, ApiError> {
     use http_body_util::BodyExt as _;
     let (tx, rx) = mpsc::channel::<axum::body::Bytes>(CHUNKS);
     let parser = tokio::task::spawn_blocking(move || {
-        pathdb_store::parse_import(Lines::new(rx), partial).map_err(ApiError::from)
+        // The line of each record (blank lines are skipped), to name a refused one.
+        let mut lines = Vec::new();
+        let numbered = Lines::new(rx).enumerate().map(|(n, line)| {
+            if line.as_ref().is_ok_and(|l| !l.trim().is_empty()) {
+                lines.push(n as u64 + 1);
+            }
+            line
+        });
+        let records = pathdb_store::parse_import(numbered, partial).map_err(ApiError::from)?;
+        Ok(Records { records, lines })
     });
     let mut body = body;
     let mut read = 0usize;

@@ -22,6 +22,7 @@ mod handlers;
 mod import;
 mod item_gets;
 mod media;
+mod namespaces;
 pub mod origin;
 mod precondition;
 mod slots;
@@ -107,11 +108,13 @@ impl<B: Backend> Clone for AppState<B> {
         handlers::copy_subtree, handlers::get_many, handlers::list,
         handlers::history, handlers::transact, handlers::export, handlers::import, handlers::healthz,
         handlers::readyz, handlers::metrics, browse::groups, browse::explain_key, browse::session,
-        changes::changes, changes::create_item
+        changes::changes, changes::create_item, namespaces::list, namespaces::get, namespaces::put,
+        namespaces::delete, namespaces::violations
     ),
     modifiers(&BearerAuth, &TaggedUnions),
     tags((name = "items", description = "Items, listings, history, transactions"),
          (name = "transfer", description = "Export and import as JSON lines"),
+         (name = "namespaces", description = "Namespace definitions: a JSON Schema checked on every write, history"),
          (name = "meta", description = "Liveness, readiness and metrics"))
 )]
 pub struct ApiDoc;
@@ -221,6 +224,7 @@ pub fn app<B: Backend>(
         .route("/v1/groups", get(browse::groups::<B>))
         .route("/v1/keys/{*path}", get(browse::explain_key))
         .route("/v1/session", get(browse::session))
+        .route("/v1/namespaces", get(namespaces::list::<B>))
         .route_layer(
             guarded
                 .clone()
@@ -247,6 +251,20 @@ pub fn app<B: Backend>(
                 .layer(json())
                 .layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
         );
+    // A definition's dry run reads the whole database, and a page of its violations a bounded
+    // share of it, which on a slow backend can outlast the request timeout.
+    let scans = Router::new()
+        .route(
+            "/v1/namespaces/{namespace}",
+            get(namespaces::get::<B>)
+                .put(namespaces::put::<B>.layer(json()))
+                .delete(namespaces::delete::<B>),
+        )
+        .route(
+            "/v1/namespaces/{namespace}/violations",
+            get(namespaces::violations::<B>),
+        )
+        .route_layer(guarded.clone().layer(DefaultBodyLimit::max(MAX_BODY_BYTES)));
     // Long polls (up to 60 s) and event streams outlive the request timeout.
     let feed = Router::new()
         .route("/v1/changes/{*prefix}", get(changes::changes::<B>))
@@ -254,6 +272,7 @@ pub fn app<B: Backend>(
     let api = items
         .merge(subtree)
         .merge(import)
+        .merge(scans)
         .merge(feed)
         .route("/metrics", get(handlers::metrics).route_layer(guarded))
         .with_state(state.clone());

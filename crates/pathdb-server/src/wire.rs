@@ -814,3 +814,141 @@ fn upper_camel(text: &str) -> String {
         })
         .collect()
 }
+
+/// A namespace definition as stored (`GET`/`PUT /v1/namespaces/{ns}`).
+#[derive(Serialize, ToSchema)]
+pub struct DefinitionOut {
+    /// The namespace: items whose path's last element has it.
+    #[schema(example = "post")]
+    pub namespace: String,
+    /// 1 when first defined, +1 on every change (the `ETag`).
+    pub version: u64,
+    /// Microseconds since the Unix epoch, UTC.
+    pub created_at: i64,
+    /// Microseconds since the Unix epoch, UTC.
+    pub modified_at: i64,
+    /// The JSON Schema every value of the namespace must fit; null: any JSON.
+    pub schema: Option<serde_json::Value>,
+    /// Revisions kept per item; null: history only for puts that ask for it.
+    pub history: Option<u32>,
+    /// For people.
+    pub description: Option<String>,
+}
+
+impl From<pathdb_store::NamespaceDefinition> for DefinitionOut {
+    fn from(d: pathdb_store::NamespaceDefinition) -> DefinitionOut {
+        DefinitionOut {
+            namespace: d.namespace,
+            version: d.version,
+            created_at: d.created_at.micros(),
+            modified_at: d.modified_at.micros(),
+            schema: d.definition.schema,
+            history: d.definition.history,
+            description: d.definition.description,
+        }
+    }
+}
+
+/// The body of `PUT /v1/namespaces/{ns}`. Unknown members are refused.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DefinitionIn {
+    /// A JSON Schema (draft 2020-12, or the draft its `$schema` names); absent or null: any
+    /// JSON. References must point inside the schema: none is fetched.
+    #[serde(default)]
+    pub schema: Option<serde_json::Value>,
+    /// Revisions kept per item, at least 1; absent or null: history only for puts that ask.
+    #[serde(default)]
+    #[schema(minimum = 1)]
+    pub history: Option<u32>,
+    /// For people.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// Options of `GET /v1/namespaces`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct NamespacesQuery {
+    /// Definitions per page, 1..=1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<usize>,
+    /// `next_page_token` of the previous page.
+    pub page_token: Option<String>,
+}
+
+/// A page of definitions, in namespace order.
+#[derive(Serialize, ToSchema)]
+pub struct DefinitionsOut {
+    /// The definitions.
+    pub namespaces: Vec<DefinitionOut>,
+    /// Present when more follow: pass it as `page_token`.
+    pub next_page_token: Option<String>,
+}
+
+/// Options of `PUT /v1/namespaces/{ns}`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct DefinitionPutQuery {
+    /// `true`: store nothing; answer what the schema would say about the items stored.
+    pub dry_run: Option<bool>,
+}
+
+/// A stored item that a schema refuses.
+#[derive(Serialize, ToSchema)]
+pub struct ViolatingItemOut {
+    /// The item's path.
+    pub path: String,
+    /// Its version.
+    pub version: u64,
+    /// What fails (at most 20).
+    pub violations: Vec<crate::error::ViolationOut>,
+}
+
+impl From<pathdb_store::ViolatingItem> for ViolatingItemOut {
+    fn from(v: pathdb_store::ViolatingItem) -> ViolatingItemOut {
+        ViolatingItemOut {
+            path: v.path.to_string(),
+            version: v.version,
+            violations: v.violations.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// The answer of a dry run (`PUT /v1/namespaces/{ns}?dry_run=true`).
+#[derive(Serialize, ToSchema)]
+pub struct DryRunOut {
+    /// Items of the namespace read.
+    pub checked: u64,
+    /// How many of them the schema refuses.
+    pub violating: u64,
+    /// The first of those (at most 20), in key order.
+    pub first: Vec<ViolatingItemOut>,
+}
+
+/// Options of `GET /v1/namespaces/{ns}/violations`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ViolationsQuery {
+    /// Refused items per page at most, 1..=1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<usize>,
+    /// `next_page_token` of the previous page.
+    pub page_token: Option<String>,
+}
+
+/// A page of the stored items the namespace's schema refuses. A page reads a bounded share of
+/// the database: it may hold fewer items than `limit` (even none) and still have a
+/// `next_page_token`.
+#[derive(Serialize, ToSchema)]
+pub struct ViolationsOut {
+    /// The refused items, in key order.
+    pub items: Vec<ViolatingItemOut>,
+    /// Items of the namespace this page read.
+    pub checked: u64,
+    /// Present when the scan goes on: pass it as `page_token`.
+    pub next_page_token: Option<String>,
+}

@@ -249,7 +249,7 @@ async fn the_session_says_what_the_token_may_do() {
     let open = TestServer::new().get("/v1/session").await.expect(200);
     assert_eq!(
         open,
-        serde_json::json!({"auth_required": false, "scope": "read-write"})
+        serde_json::json!({"auth_required": false, "scope": "admin"})
     );
     let mut server = TestServer::with_tokens(&[("rw", Scope::ReadWrite), ("ro", Scope::Read)]);
     server

@@ -53,6 +53,15 @@ async fn every_operation_has_a_stable_operation_id() {
         ("post", "/v1/move", "moveSubtree"),
         ("post", "/v1/copy", "copySubtree"),
         ("patch", "/v1/items/{path}", "patchItem"),
+        ("get", "/v1/namespaces", "listNamespaces"),
+        ("get", "/v1/namespaces/{namespace}", "getNamespace"),
+        ("put", "/v1/namespaces/{namespace}", "putNamespace"),
+        ("delete", "/v1/namespaces/{namespace}", "deleteNamespace"),
+        (
+            "get",
+            "/v1/namespaces/{namespace}/violations",
+            "listNamespaceViolations",
+        ),
     ];
     let mut expected: Vec<(String, String, String)> = expected
         .iter()

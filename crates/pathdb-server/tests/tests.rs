@@ -12,6 +12,7 @@ mod cross_site;
 mod items;
 mod listener;
 mod listing;
+mod namespaces;
 mod openapi;
 mod operations;
 mod patch;
@@ -84,17 +85,33 @@ impl Reply {
             .get("error")
             .and_then(Value::as_object)
             .unwrap_or_else(|| panic!("not the error shape: {body}"));
-        // A transaction's failed condition also names its operation.
+        // A transaction's failed condition or refused value also names its operation, an
+        // import's refused value its line; a refused value carries its path and violations.
         let index = error.get("index").map(|i| {
             assert!(i.is_u64(), "index is an operation's index: {body}");
-            assert_eq!(
-                code, "condition_failed",
-                "only a failed condition has one: {body}"
+            assert!(
+                code == "condition_failed" || code == "schema_violation",
+                "only a failed condition or a refused value has one: {body}"
             );
         });
+        let line = error.get("line").map(|l| {
+            assert!(l.is_u64(), "line is a line number: {body}");
+            assert_eq!(
+                code, "schema_violation",
+                "only a refused value has one: {body}"
+            );
+        });
+        let refused = code == "schema_violation";
+        if refused {
+            assert!(error["path"].is_string(), "{body}");
+            let violations = error["violations"].as_array().expect("violations");
+            assert!((1..=20).contains(&violations.len()), "{body}");
+        }
         assert_eq!(
             error.len(),
-            2 + usize::from(index.is_some()),
+            2 + usize::from(index.is_some())
+                + usize::from(line.is_some())
+                + 2 * usize::from(refused),
             "error has code and message only (and a failed condition's index): {body}"
         );
         assert_eq!(error["code"], code, "{body}");

@@ -1,0 +1,258 @@
+//! `/v1/namespaces`: namespace definitions (a JSON Schema, history, a description) as a
+//! resource of their own, versioned with an `ETag` and `If-Match` like items. Changing one needs
+//! the `admin` scope (auth.rs). The store checks every write against them (docs/namespaces.md).
+
+use crate::AppState;
+use crate::calls::store_call;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Json, NoQuery, Preconditions, Query};
+use crate::precondition::{self, WritePrecondition};
+use crate::wire::{
+    DefinitionIn, DefinitionOut, DefinitionPutQuery, DefinitionsOut, DryRunOut, NamespacesQuery,
+    ViolationsOut, ViolationsQuery,
+};
+use axum::extract::Path;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pathdb_store::backend::Backend;
+use pathdb_store::{Condition, Definition, NamespaceDefinition, Schema};
+
+/// Definitions or refused items per page, by default and at most.
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 1000;
+
+/// The namespace named in the URL, checked.
+fn namespace(name: &str) -> Result<String, ApiError> {
+    pathdb_keys::Namespace::new(name).map_err(|rule| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!("namespace {name:?}: {rule}"),
+        )
+    })?;
+    Ok(name.to_owned())
+}
+
+fn limit(asked: Option<usize>) -> Result<usize, ApiError> {
+    match asked.unwrap_or(DEFAULT_LIMIT) {
+        n @ 1..=MAX_LIMIT => Ok(n),
+        n => Err(ApiError::bad_request(format!(
+            "limit must be 1..={MAX_LIMIT}, got {n}"
+        ))),
+    }
+}
+
+/// One definition, with its version as the `ETag`.
+fn definition_response(status: StatusCode, definition: NamespaceDefinition) -> Response {
+    let etag = precondition::etag(definition.version);
+    let mut response = (status, axum::Json(DefinitionOut::from(definition))).into_response();
+    if let Ok(etag) = HeaderValue::from_str(&etag) {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    response
+}
+
+/// 404 for a namespace without a definition.
+fn not_found(ns: &str) -> ApiError {
+    ApiError::not_found(format!("namespace {ns} has no definition"))
+}
+
+/// Lists the namespace definitions, in namespace order.
+#[utoipa::path(get, path = "/v1/namespaces", tag = "namespaces", operation_id = "listNamespaces",
+    params(NamespacesQuery),
+    responses((status = 200, body = DefinitionsOut),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn list<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Query(q): Query<NamespacesQuery>,
+) -> Result<axum::Json<DefinitionsOut>, ApiError> {
+    let limit = limit(q.limit)?;
+    // The token is the last namespace of the previous page: definitions are few and public to
+    // every reader, so there is nothing to seal.
+    let after = q.page_token.as_deref().map(namespace).transpose()?;
+    let page = store_call("namespaces", move || {
+        // One more than asked tells whether another page follows.
+        Ok(state.store.namespaces(after.as_deref(), limit + 1)?)
+    })
+    .await?;
+    let more = page.len() > limit;
+    let namespaces: Vec<DefinitionOut> = page.into_iter().take(limit).map(Into::into).collect();
+    let next_page_token = more
+        .then(|| namespaces.last().map(|d| d.namespace.clone()))
+        .flatten();
+    Ok(axum::Json(DefinitionsOut {
+        namespaces,
+        next_page_token,
+    }))
+}
+
+/// Reads a namespace's definition.
+#[utoipa::path(get, path = "/v1/namespaces/{namespace}", tag = "namespaces", operation_id = "getNamespace",
+    params(("namespace" = String, Path, description = "The namespace", example = "post")),
+    responses(
+        (status = 200, body = DefinitionOut, headers(("ETag" = String, description = "The definition's version, quoted"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, description = "The namespace has no definition", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn get<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Path(ns): Path<String>,
+    _: NoQuery,
+) -> Result<Response, ApiError> {
+    let ns = namespace(&ns)?;
+    let missing = not_found(&ns);
+    let definition = store_call("namespace", move || Ok(state.store.namespace(&ns)?))
+        .await?
+        .ok_or(missing)?;
+    Ok(definition_response(StatusCode::OK, definition))
+}
+
+/// Creates or replaces a namespace's definition (the `admin` scope). It applies to every write
+/// that starts after the answer; items stored already are not checked again. With
+/// `dry_run=true` nothing is stored: the answer says how many of the namespace's stored items
+/// the schema would refuse (reading every item of the database).
+#[utoipa::path(put, path = "/v1/namespaces/{namespace}", tag = "namespaces", operation_id = "putNamespace",
+    params(("namespace" = String, Path, description = "The namespace", example = "post"), DefinitionPutQuery,
+        ("If-None-Match" = Option<String>, Header, description = "`*`: fail with 412 if the namespace has a definition", pattern = r"^\*$"),
+        ("If-Match" = Option<String>, Header, description = "`*`: fail with 412 unless it has one; entity tags (`\"3\"`): unless it is at one of these versions", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
+    request_body(content = DefinitionIn, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Replaced; with `dry_run=true`, a `DryRunOut`", body = DefinitionOut, headers(("ETag" = String, description = "The new version, quoted"))),
+        (status = 201, description = "Created", body = DefinitionOut, headers(("ETag" = String, description = "The new version, quoted"))),
+        (status = 400, description = "`invalid_schema`: the schema is not a valid JSON Schema, or refers outside itself; `invalid_request`: an unknown member, a history of 0", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "The token's scope is not `admin`", body = ErrorBody),
+        (status = 412, description = "If-Match or If-None-Match did not hold; nothing stored", body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn put<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Path(ns): Path<String>,
+    Query(q): Query<DefinitionPutQuery>,
+    Preconditions(headers): Preconditions,
+    Json(body): Json<serde_json::Map<String, serde_json::Value>>,
+) -> Result<Response, ApiError> {
+    let ns = namespace(&ns)?;
+    // An object, read here rather than by the extractor: serde would also take an array for a
+    // struct, and an unknown member is the caller's mistake to name, not a JSON error.
+    let body: DefinitionIn = serde_json::from_value(serde_json::Value::Object(body))
+        .map_err(|e| ApiError::bad_request(format!("a namespace definition: {e}")))?;
+    let precondition = precondition::write_precondition(&headers)?;
+    let definition = Definition {
+        schema: body.schema.filter(|s| !s.is_null()),
+        history: body.history,
+        description: body.description,
+    };
+    if q.dry_run == Some(true) {
+        // The schema's errors first, as the real PUT would answer them.
+        let schema = definition
+            .schema
+            .as_ref()
+            .map(Schema::compile)
+            .transpose()?;
+        let check = store_call("check_schema", move || match schema {
+            Some(schema) => Ok(state.store.check_schema(&ns, &schema, &mut |_| {})?),
+            None => Ok(pathdb_store::SchemaCheck {
+                checked: 0,
+                violating: 0,
+                first: Vec::new(),
+            }),
+        })
+        .await?;
+        return Ok(axum::Json(DryRunOut {
+            checked: check.checked,
+            violating: check.violating,
+            first: check.first.into_iter().map(Into::into).collect(),
+        })
+        .into_response());
+    }
+    let (stored, created) = store_call("define_namespace", move || {
+        let condition = resolve(precondition, &state.store, &ns)?;
+        Ok(state.store.define_namespace(&ns, definition, condition)?)
+    })
+    .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(definition_response(status, stored))
+}
+
+/// Removes a namespace's definition (the `admin` scope); its items stay.
+#[utoipa::path(delete, path = "/v1/namespaces/{namespace}", tag = "namespaces", operation_id = "deleteNamespace",
+    params(("namespace" = String, Path, description = "The namespace", example = "post"),
+        ("If-Match" = Option<String>, Header, description = "`*` or entity tags: fail with 412 unless the definition is at one of these versions", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, description = "The token's scope is not `admin`", body = ErrorBody),
+        (status = 404, description = "The namespace has no definition", body = ErrorBody),
+        (status = 412, description = "If-Match did not hold; nothing removed", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn delete<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Path(ns): Path<String>,
+    _: NoQuery,
+    Preconditions(headers): Preconditions,
+) -> Result<Response, ApiError> {
+    let ns = namespace(&ns)?;
+    let precondition = precondition::write_precondition(&headers)?;
+    if precondition == WritePrecondition::Store(Condition::MustNotExist) {
+        return Err(ApiError::bad_request(
+            "If-None-Match does not apply to DELETE",
+        ));
+    }
+    let missing = not_found(&ns);
+    store_call("delete_namespace", move || {
+        let condition = resolve(precondition, &state.store, &ns)?;
+        Ok(state.store.delete_namespace(&ns, condition)?)
+    })
+    .await?
+    .ok_or(missing)?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Lists, paged, the stored items of a namespace that its current schema refuses. Reads every
+/// item of the database (the namespace of an item is only known from its path), a bounded share
+/// per page: a page may hold fewer items than `limit`, even none, and still have a
+/// `next_page_token`.
+#[utoipa::path(get, path = "/v1/namespaces/{namespace}/violations", tag = "namespaces", operation_id = "listNamespaceViolations",
+    params(("namespace" = String, Path, description = "The namespace", example = "post"), ViolationsQuery),
+    responses((status = 200, body = ViolationsOut),
+        (status = 400, description = "An invalid namespace, limit or page token", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, description = "The namespace has no definition", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn violations<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Path(ns): Path<String>,
+    Query(q): Query<ViolationsQuery>,
+) -> Result<axum::Json<ViolationsOut>, ApiError> {
+    let ns = namespace(&ns)?;
+    let limit = limit(q.limit)?;
+    let page = store_call("namespace_violations", move || {
+        Ok(state.store.namespace_violations(&ns, q.page_token, limit)?)
+    })
+    .await?;
+    Ok(axum::Json(ViolationsOut {
+        items: page.items.into_iter().map(Into::into).collect(),
+        checked: page.checked,
+        next_page_token: page.cursor,
+    }))
+}
+
+/// The store condition of an HTTP precondition on `ns`'s definition.
+fn resolve<B: Backend>(
+    precondition: WritePrecondition,
+    store: &pathdb_store::Store<B>,
+    ns: &str,
+) -> Result<Option<Condition>, ApiError> {
+    precondition.resolve(|| Ok(store.namespace(ns)?.map(|d| d.version)))
+}
