@@ -5,9 +5,10 @@ use crate::exit::Failure;
 use anyhow::{Context, Result, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
-    Change, Condition, Expiry, ExportEnd, ExportLine, ExportStatus, GroupPage, IdKind,
-    ImportReport, Item, Json, ListEntry, ListRequest, ListedPage, Patch, PutOptions, SubtreeJob,
-    SubtreeOp, Timestamp,
+    Change, Condition, Definition, Expiry, ExportEnd, ExportLine, ExportStatus, GroupPage, IdKind,
+    ImportReport, Item, Json, ListEntry, ListRequest, ListedPage, NamespaceDefinition, Patch,
+    PutOptions, SchemaCheck, SubtreeJob, SubtreeOp, Timestamp, ViolatingItem, Violation,
+    ViolationPage,
 };
 use serde::Deserialize;
 use std::io::BufRead;
@@ -129,6 +130,75 @@ struct ErrorIn {
 struct ErrorDetailIn {
     code: String,
     message: String,
+    #[serde(default)]
+    violations: Vec<Violation>,
+}
+
+#[derive(Deserialize)]
+struct DefinitionIn {
+    namespace: String,
+    version: u64,
+    created_at: i64,
+    modified_at: i64,
+    schema: Option<serde_json::Value>,
+    history: Option<u32>,
+    description: Option<String>,
+}
+
+impl From<DefinitionIn> for NamespaceDefinition {
+    fn from(d: DefinitionIn) -> NamespaceDefinition {
+        NamespaceDefinition {
+            namespace: d.namespace,
+            version: d.version,
+            created_at: Timestamp(d.created_at),
+            modified_at: Timestamp(d.modified_at),
+            definition: Definition {
+                schema: d.schema,
+                history: d.history,
+                description: d.description,
+            },
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct DefinitionsIn {
+    namespaces: Vec<DefinitionIn>,
+    next_page_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ViolatingIn {
+    path: String,
+    version: u64,
+    violations: Vec<Violation>,
+}
+
+impl ViolatingIn {
+    fn into_item(self) -> Result<ViolatingItem> {
+        Ok(ViolatingItem {
+            path: self
+                .path
+                .parse()
+                .with_context(|| format!("server sent an invalid path {:?}", self.path))?,
+            version: self.version,
+            violations: self.violations,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct DryRunIn {
+    checked: u64,
+    violating: u64,
+    first: Vec<ViolatingIn>,
+}
+
+#[derive(Deserialize)]
+struct ViolationsIn {
+    items: Vec<ViolatingIn>,
+    checked: u64,
+    next_page_token: Option<String>,
 }
 
 /// Whether a content type is JSON (or JSON lines), as every PathDB answer but the console is.
@@ -163,6 +233,11 @@ impl Client {
             token,
             agent: config.into(),
         }
+    }
+
+    /// The URL of a namespace's definition (a namespace needs no escaping), and `rest` after it.
+    fn namespace_url(&self, namespace: &str, rest: &str) -> String {
+        format!("{}/v1/namespaces/{namespace}{rest}", self.base)
     }
 
     fn url(&self, route: &str, path: &KeyPath) -> String {
@@ -210,6 +285,7 @@ impl Client {
                 status,
                 code: e.error.code,
                 message: e.error.message,
+                violations: e.error.violations,
             }
             .into());
         }
@@ -586,6 +662,135 @@ impl Db for Client {
             skipped: r.skipped,
             last_path: r.last_path.map(|p| p.parse()).transpose()?,
         })
+    }
+
+    fn namespaces(&self) -> Result<Vec<NamespaceDefinition>> {
+        let mut all = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut request = self
+                .auth(self.agent.get(format!("{}/v1/namespaces", self.base)))
+                .query("limit", "1000");
+            if let Some(t) = &token {
+                request = request.query("page_token", t);
+            }
+            let (status, body) = self.read(request.call(), "list namespaces")?;
+            let page: DefinitionsIn = self.parse(status, &body)?;
+            all.extend(page.namespaces.into_iter().map(NamespaceDefinition::from));
+            match page.next_page_token {
+                Some(next) => token = Some(next),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    fn namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>> {
+        let request = self.auth(self.agent.get(self.namespace_url(namespace, "")));
+        match self.read(request.call(), "get namespace")? {
+            (404, _) => Ok(None),
+            (status, body) => Ok(Some(self.parse::<DefinitionIn>(status, &body)?.into())),
+        }
+    }
+
+    fn define_namespace(
+        &self,
+        namespace: &str,
+        definition: Definition,
+        condition: Option<Condition>,
+    ) -> Result<(NamespaceDefinition, bool)> {
+        let request = self
+            .auth(self.agent.put(self.namespace_url(namespace, "")))
+            .header("Content-Type", "application/json");
+        let request = Self::precondition(request, condition, "set namespace")?;
+        let body = serde_json::to_string(&definition)?;
+        let (status, body) = self.read(request.send(&body), "set namespace")?;
+        if status == 404 {
+            bail!("set namespace: {body}");
+        }
+        let stored: DefinitionIn = self.parse(status, &body)?;
+        Ok((stored.into(), status == 201))
+    }
+
+    fn delete_namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>> {
+        // The definition removed, as a local delete answers: read first, then removed at that
+        // version (a change in between fails rather than removing what was not shown).
+        let Some(current) = self.namespace(namespace)? else {
+            return Ok(None);
+        };
+        let request = self
+            .auth(self.agent.delete(self.namespace_url(namespace, "")))
+            .header("If-Match", &format!("\"{}\"", current.version));
+        let response = request
+            .call()
+            .context("remove namespace: cannot reach the server")?;
+        // 204 has no body; anything else is an error (or not PathDB) that `read` names.
+        if response.status().as_u16() == 204 {
+            return Ok(Some(current));
+        }
+        match self.read(Ok(response), "remove namespace")? {
+            (404, _) => Ok(None),
+            (status, body) => Err(self.not_pathdb(status, "application/json", &body)),
+        }
+    }
+
+    fn check_schema(
+        &self,
+        namespace: &str,
+        schema: &serde_json::Value,
+        _progress: &mut dyn FnMut(u64),
+    ) -> Result<SchemaCheck> {
+        let request = self
+            .auth(self.agent.put(self.namespace_url(namespace, "")))
+            .query("dry_run", "true")
+            .header("Content-Type", "application/json");
+        let body = serde_json::json!({ "schema": schema }).to_string();
+        let (status, body) = self.read(request.send(&body), "check namespace")?;
+        if status == 404 {
+            bail!("check namespace: {body}");
+        }
+        let check: DryRunIn = self.parse(status, &body)?;
+        Ok(SchemaCheck {
+            checked: check.checked,
+            violating: check.violating,
+            first: check
+                .first
+                .into_iter()
+                .map(ViolatingIn::into_item)
+                .collect::<Result<_>>()?,
+        })
+    }
+
+    fn namespace_violations(
+        &self,
+        namespace: &str,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<ViolationPage> {
+        let mut request = self
+            .auth(self.agent.get(self.namespace_url(namespace, "/violations")))
+            .query("limit", limit.to_string());
+        if let Some(c) = &cursor {
+            request = request.query("page_token", c);
+        }
+        match self.read(request.call(), "namespace violations")? {
+            (404, body) => {
+                let message =
+                    serde_json::from_str::<ErrorIn>(&body).map_or(body, |e| e.error.message);
+                Err(Failure::NotFound(message).into())
+            }
+            (status, body) => {
+                let page: ViolationsIn = self.parse(status, &body)?;
+                Ok(ViolationPage {
+                    items: page
+                        .items
+                        .into_iter()
+                        .map(ViolatingIn::into_item)
+                        .collect::<Result<_>>()?,
+                    checked: page.checked,
+                    cursor: page.next_page_token,
+                })
+            }
+        }
     }
 }
 

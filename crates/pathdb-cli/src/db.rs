@@ -5,8 +5,9 @@ use anyhow::Result;
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
-    Change, ChangeToken, Condition, ExportEnd, GroupPage, IdKind, ImportReport, Item, Json,
-    ListRequest, ListedPage, OnExisting, Patch, PutOptions, Store, SubtreeJob,
+    Change, ChangeToken, Condition, Definition, ExportEnd, GroupPage, IdKind, ImportReport, Item,
+    Json, ListRequest, ListedPage, NamespaceDefinition, OnExisting, Patch, PutOptions, SchemaCheck,
+    Store, SubtreeJob, ViolationPage,
 };
 use std::time::Duration;
 
@@ -82,6 +83,35 @@ pub trait Db {
         mode: ImportMode,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<ImportReport>;
+    /// Every namespace definition, in namespace order.
+    fn namespaces(&self) -> Result<Vec<NamespaceDefinition>>;
+    /// One namespace's definition.
+    fn namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>>;
+    /// Creates or replaces a definition if `condition` holds; the definition stored and
+    /// whether it is new.
+    fn define_namespace(
+        &self,
+        namespace: &str,
+        definition: Definition,
+        condition: Option<Condition>,
+    ) -> Result<(NamespaceDefinition, bool)>;
+    /// Removes a definition; the one removed, if there was one.
+    fn delete_namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>>;
+    /// What `schema` would say about the namespace's stored items (nothing is stored);
+    /// `progress` gets the records read so far where the database tells it (a local file).
+    fn check_schema(
+        &self,
+        namespace: &str,
+        schema: &serde_json::Value,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<SchemaCheck>;
+    /// One page of the stored items the namespace's schema refuses.
+    fn namespace_violations(
+        &self,
+        namespace: &str,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<ViolationPage>;
 }
 
 impl<B: Backend> Db for Store<B> {
@@ -188,5 +218,58 @@ impl<B: Backend> Db for Store<B> {
         Ok(Store::import(self, &records, mode.on_existing, &mut |r| {
             progress(r.imported + r.unchanged + r.skipped, total)
         })?)
+    }
+
+    fn namespaces(&self) -> Result<Vec<NamespaceDefinition>> {
+        let mut all = Vec::new();
+        loop {
+            let after = all
+                .last()
+                .map(|d: &NamespaceDefinition| d.namespace.clone());
+            let page = Store::namespaces(self, after.as_deref(), 1000)?;
+            let done = page.len() < 1000;
+            all.extend(page);
+            if done {
+                return Ok(all);
+            }
+        }
+    }
+
+    fn namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>> {
+        Ok(Store::namespace(self, namespace)?)
+    }
+
+    fn define_namespace(
+        &self,
+        namespace: &str,
+        definition: Definition,
+        condition: Option<Condition>,
+    ) -> Result<(NamespaceDefinition, bool)> {
+        Ok(Store::define_namespace(
+            self, namespace, definition, condition,
+        )?)
+    }
+
+    fn delete_namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>> {
+        Ok(Store::delete_namespace(self, namespace, None)?)
+    }
+
+    fn check_schema(
+        &self,
+        namespace: &str,
+        schema: &serde_json::Value,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<SchemaCheck> {
+        let schema = pathdb_store::Schema::compile(schema)?;
+        Ok(Store::check_schema(self, namespace, &schema, progress)?)
+    }
+
+    fn namespace_violations(
+        &self,
+        namespace: &str,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<ViolationPage> {
+        Ok(Store::namespace_violations(self, namespace, cursor, limit)?)
     }
 }

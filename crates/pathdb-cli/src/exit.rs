@@ -25,6 +25,9 @@ pub enum Status {
     /// 5: refused: the token is missing or lacks the scope, the database is read-only, or the
     /// operating system denies access to the file.
     Refused = 5,
+    /// 6: a value does not fit the JSON Schema of its namespace (nothing was written); the
+    /// error lists what failed, each with a JSON pointer into the value.
+    SchemaViolation = 6,
 }
 
 /// The text for `pathdb --help`; kept next to [`Status`] so that the two agree.
@@ -42,7 +45,10 @@ Exit status:
      database file in use by another process, storage or DynamoDB failure, an export that did
      not complete
   5  refused: missing or read-only access token, read-only database, or no permission to
-     open the file (e.g. a write to a file you may only read)";
+     open the file (e.g. a write to a file you may only read)
+  6  schema violation: a value does not fit its namespace's JSON Schema; nothing was
+     written, and each failure is printed with its JSON pointer (`pathdb ns get NS` shows
+     the schema)";
 
 impl From<Status> for ExitCode {
     fn from(status: Status) -> ExitCode {
@@ -65,6 +71,8 @@ pub enum Failure {
         code: String,
         /// The error body's message (or the body).
         message: String,
+        /// With `schema_violation`: what failed.
+        violations: Vec<pathdb_store::Violation>,
     },
     /// The database file is locked by another process.
     #[error("{}", in_use_message(path, server.as_deref()))]
@@ -128,6 +136,7 @@ impl Failure {
 /// The status for an HTTP error answer, by the server's error code first, then by HTTP status.
 fn http_status(status: u16, code: &str) -> Status {
     match (status, code) {
+        (_, "schema_violation") | (422, _) => Status::SchemaViolation,
         (_, "condition_failed" | "conflict") | (409 | 412, _) => Status::Condition,
         (_, "not_found") | (404, _) => Status::NotFound,
         (_, "unauthorized" | "forbidden" | "read_only") | (401 | 403, _) => Status::Refused,
@@ -145,8 +154,12 @@ fn store_status(error: &pathdb_store::Error) -> Status {
         | E::Conflict { .. }
         | E::DestinationNotEmpty { .. }
         | E::PatchTestFailed { .. }
-        | E::PatchConflict { .. } => Status::Condition,
-        E::NothingBelow { .. } | E::ItemNotFound { .. } => Status::NotFound,
+        | E::PatchConflict { .. }
+        | E::DefinitionConditionFailed { .. } => Status::Condition,
+        E::NothingBelow { .. } | E::ItemNotFound { .. } | E::NamespaceNotFound(_) => {
+            Status::NotFound
+        }
+        E::SchemaViolation { .. } => Status::SchemaViolation,
         E::ReadOnly => Status::Refused,
         E::Storage(e) if e.kind() == pathdb_store::StorageErrorKind::PermissionDenied => {
             Status::Refused
@@ -162,7 +175,12 @@ fn store_code(error: &pathdb_store::Error) -> &'static str {
     use pathdb_store::Error as E;
     use pathdb_store::StorageErrorKind as K;
     match error {
-        E::ConditionFailed { .. } | E::ListChanged { .. } => "condition_failed",
+        E::ConditionFailed { .. } | E::ListChanged { .. } | E::DefinitionConditionFailed { .. } => {
+            "condition_failed"
+        }
+        E::SchemaViolation { .. } => "schema_violation",
+        E::InvalidSchema(_) => "invalid_schema",
+        E::NamespaceNotFound(_) => "not_found",
         E::Conflict { .. } => "conflict",
         E::KeyTooLarge { .. } | E::ItemTooLarge { .. } => "too_large",
         E::InvalidJson(_) => "invalid_json",
@@ -218,18 +236,41 @@ pub fn code_of(error: &anyhow::Error) -> String {
         Status::Condition => "condition_failed",
         Status::Unavailable => "unavailable",
         Status::Refused => "forbidden",
+        Status::SchemaViolation => "schema_violation",
         Status::Ok | Status::Usage => "invalid_request",
     }
     .to_owned()
 }
 
 /// A failed command as `--json` prints it on stderr: one line,
-/// `{"error": {"code": "...", "message": "...", "exit": N}}`.
-pub fn json_error(code: &str, message: &str, status: Status) -> String {
-    serde_json::json!({
-        "error": {"code": code, "message": message, "exit": status as u8}
-    })
-    .to_string()
+/// `{"error": {"code": "...", "message": "...", "exit": N}}`, and with a schema violation its
+/// `"violations"` (as the server answers them).
+pub fn json_error(
+    code: &str,
+    message: &str,
+    status: Status,
+    violations: &[pathdb_store::Violation],
+) -> String {
+    let mut error = serde_json::json!({"code": code, "message": message, "exit": status as u8});
+    if !violations.is_empty() {
+        error["violations"] = serde_json::json!(violations);
+    }
+    serde_json::json!({ "error": error }).to_string()
+}
+
+/// What a refused value broke, from a local store error or a server's answer.
+pub fn violations_of(error: &anyhow::Error) -> &[pathdb_store::Violation] {
+    for cause in error.chain() {
+        if let Some(Failure::Server { violations, .. }) = cause.downcast_ref::<Failure>() {
+            return violations;
+        }
+        if let Some(pathdb_store::Error::SchemaViolation { violations, .. }) =
+            cause.downcast_ref::<pathdb_store::Error>()
+        {
+            return violations;
+        }
+    }
+    &[]
 }
 
 /// The exit status for a failed command: the first cause in the chain that says.

@@ -29,7 +29,7 @@ fn main() -> ExitCode {
             let message = first_line(&text).trim_start_matches("error: ").trim();
             eprintln!(
                 "{}",
-                exit::json_error("usage", message, exit::Status::Usage)
+                exit::json_error("usage", message, exit::Status::Usage, &[])
             );
             return exit::Status::Usage.into();
         }
@@ -39,14 +39,24 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => exit::Status::Ok.into(),
         Err(err) => {
             let status = exit::status_of(&err);
+            let violations = exit::violations_of(&err);
             if json {
                 let message = format!("{err:#}");
                 eprintln!(
                     "{}",
-                    exit::json_error(&exit::code_of(&err), &message, status)
+                    exit::json_error(&exit::code_of(&err), &message, status, violations)
                 );
             } else {
                 eprintln!("error: {err:#}");
+                // Every failure, one per line, where the message names only the first few.
+                for v in violations {
+                    let at = if v.instance_path.is_empty() {
+                        "(the value)"
+                    } else {
+                        &v.instance_path
+                    };
+                    eprintln!("  {at}: {} [schema {}]", v.message, v.schema_path);
+                }
             }
             status.into()
         }

@@ -13,6 +13,7 @@ mod full_disk;
 mod help;
 mod json;
 mod key;
+mod namespaces;
 mod read_only;
 mod scripts;
 mod server;

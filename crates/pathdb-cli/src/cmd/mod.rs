@@ -1,11 +1,13 @@
 //! The subcommands: one module each, dispatched from [`Command`].
 
 mod bench;
+mod codegen;
 mod demo;
 mod dynamodb;
 mod item;
 mod key;
 mod list;
+mod ns;
 mod output;
 mod serve;
 mod storekey;
@@ -79,6 +81,12 @@ enum Command {
     Export,
     /// Read JSON lines (as written by export) from FILE or stdin.
     Import(transfer::ImportArgs),
+    /// Namespace definitions: a JSON Schema checked on every write, history, a description.
+    #[command(subcommand)]
+    Ns(ns::NsCommand),
+    /// Generate typed clients (TypeScript, Python) from the namespace definitions.
+    #[command(subcommand)]
+    Codegen(codegen::CodegenCommand),
     /// Administer a DynamoDB table for `serve --backend dynamodb`.
     #[command(subcommand)]
     Dynamodb(dynamodb::DynamoCommand),
@@ -180,6 +188,14 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Watch(args) => watch::watch(&*connect(Read)?, args, out),
         Command::Export => transfer::export(&*connect(Read)?, out),
         Command::Import(args) => transfer::import(&*connect(Write)?, args, out),
+        Command::Ns(cmd) => {
+            let access = match cmd {
+                ns::NsCommand::Set(_) | ns::NsCommand::Rm(_) => Write,
+                _ => Read,
+            };
+            ns::run(&*connect(access)?, cmd, out)
+        }
+        Command::Codegen(cmd) => codegen::run(&*connect(Read)?, cmd),
     }
 }
 

@@ -1,0 +1,296 @@
+//! `pathdb ns`: namespace definitions (a JSON Schema checked on every write, history, a
+//! description), on a local file or through `--server`, with the same output. See
+//! docs/namespaces.md.
+
+use super::output::{bar, rfc3339, write_table};
+use crate::db::Db;
+use crate::exit::Failure;
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use pathdb_store::{Condition, NamespaceDefinition, ViolatingItem};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Subcommand, Debug)]
+pub enum NsCommand {
+    /// List the namespace definitions.
+    Ls,
+    /// Print a namespace's definition (its schema as JSON).
+    Get(NsArgs),
+    /// Create or change a namespace's definition: the members given replace the stored ones,
+    /// the others stay. Applies to every write from then on; stored items are not checked
+    /// again (`ns check` first says which would fail).
+    Set(SetArgs),
+    /// Remove a namespace's definition; its items stay.
+    Rm(NsArgs),
+    /// Dry run: what a schema would say about the namespace's stored items, without storing
+    /// it. Reads every item of the database.
+    Check(CheckArgs),
+    /// List the namespace's stored items that its schema refuses. Reads every item of the
+    /// database.
+    Violations(NsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct NsArgs {
+    /// The namespace (`post` for items like /user-7/post-2).
+    namespace: String,
+}
+
+#[derive(Args, Debug)]
+pub struct SetArgs {
+    /// The namespace.
+    namespace: String,
+    /// A JSON Schema file (draft 2020-12 unless its `$schema` names another); `-` for stdin.
+    #[arg(long, value_name = "FILE")]
+    schema: Option<PathBuf>,
+    /// Remove the schema: any JSON is accepted again.
+    #[arg(long, conflicts_with = "schema")]
+    no_schema: bool,
+    /// Revisions kept per item (history on).
+    #[arg(long, value_name = "N")]
+    history: Option<u32>,
+    /// Turn history off (only puts that ask for it keep revisions).
+    #[arg(long, conflicts_with = "history")]
+    no_history: bool,
+    /// A description, for people.
+    #[arg(long, value_name = "TEXT")]
+    description: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The namespace.
+    namespace: String,
+    /// The JSON Schema to try; `-` for stdin.
+    #[arg(long, value_name = "FILE")]
+    schema: PathBuf,
+}
+
+pub fn run(db: &dyn Db, cmd: NsCommand, out: super::Output) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match cmd {
+        NsCommand::Ls => {
+            let all = db.namespaces()?;
+            if out.json {
+                for d in &all {
+                    writeln!(stdout, "{}", definition_json(d))?;
+                }
+                return Ok(());
+            }
+            let rows: Vec<[String; 5]> = all
+                .iter()
+                .map(|d| {
+                    let def = &d.definition;
+                    [
+                        d.namespace.clone(),
+                        d.version.to_string(),
+                        if def.schema.is_some() { "yes" } else { "no" }.to_owned(),
+                        def.history.map_or("-".to_owned(), |n| n.to_string()),
+                        def.description.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            write_table(
+                &mut stdout,
+                ["NAMESPACE", "VERSION", "SCHEMA", "HISTORY", "DESCRIPTION"],
+                &rows,
+                &[1],
+            )?;
+        }
+        NsCommand::Get(args) => {
+            let d = db
+                .namespace(&args.namespace)?
+                .ok_or_else(|| no_definition(&args.namespace))?;
+            print_definition(&mut stdout, &d, out.json)?;
+        }
+        NsCommand::Set(args) => {
+            let current = db.namespace(&args.namespace)?;
+            let condition = Some(match &current {
+                Some(c) => Condition::IfVersion(c.version),
+                None => Condition::MustNotExist,
+            });
+            let mut definition = current.map(|c| c.definition).unwrap_or_default();
+            if let Some(file) = &args.schema {
+                definition.schema = Some(read_json(file)?);
+            }
+            if args.no_schema {
+                definition.schema = None;
+            }
+            if let Some(n) = args.history {
+                definition.history = Some(n);
+            }
+            if args.no_history {
+                definition.history = None;
+            }
+            if let Some(text) = args.description {
+                definition.description = Some(text).filter(|t| !t.is_empty());
+            }
+            let (stored, created) = db.define_namespace(&args.namespace, definition, condition)?;
+            if out.json {
+                writeln!(stdout, "{}", definition_json(&stored))?;
+            } else {
+                let verb = if created { "defined" } else { "changed" };
+                writeln!(
+                    stdout,
+                    "{verb} namespace {} (version {})",
+                    stored.namespace, stored.version
+                )?;
+            }
+        }
+        NsCommand::Rm(args) => {
+            let removed = db
+                .delete_namespace(&args.namespace)?
+                .ok_or_else(|| no_definition(&args.namespace))?;
+            if out.json {
+                writeln!(stdout, "{}", definition_json(&removed))?;
+            } else {
+                writeln!(
+                    stdout,
+                    "removed the definition of namespace {} (its items stay)",
+                    removed.namespace
+                )?;
+            }
+        }
+        NsCommand::Check(args) => {
+            let schema = read_json(&args.schema)?;
+            let bar = bar("{spinner} read {pos} records ({per_sec})");
+            let result = db.check_schema(&args.namespace, &schema, &mut |n| bar.set_position(n));
+            bar.finish_and_clear();
+            let check = result?;
+            if out.json {
+                let first: Vec<_> = check.first.iter().map(violating_json).collect();
+                let line = serde_json::json!({
+                    "checked": check.checked, "violating": check.violating, "first": first
+                });
+                writeln!(stdout, "{line}")?;
+                return Ok(());
+            }
+            writeln!(
+                stdout,
+                "{} of {} stored {} items would violate this schema",
+                check.violating, check.checked, args.namespace
+            )?;
+            for item in &check.first {
+                print_violating(&mut stdout, item)?;
+            }
+            if check.violating > check.first.len() as u64 {
+                writeln!(
+                    stdout,
+                    "(the first {} shown; `pathdb ns violations {}` lists all once the schema is set)",
+                    check.first.len(),
+                    args.namespace
+                )?;
+            }
+        }
+        NsCommand::Violations(args) => {
+            let bar = bar("{spinner} checked {pos} items, {msg} refused");
+            let (mut cursor, mut checked, mut refused) = (None, 0u64, 0u64);
+            loop {
+                let page = db.namespace_violations(&args.namespace, cursor, 100)?;
+                checked += page.checked;
+                refused += page.items.len() as u64;
+                bar.set_position(checked);
+                bar.set_message(refused.to_string());
+                for item in &page.items {
+                    if out.json {
+                        writeln!(stdout, "{}", violating_json(item))?;
+                    } else {
+                        bar.suspend(|| print_violating(&mut stdout, item))?;
+                    }
+                }
+                match page.cursor {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+            bar.finish_and_clear();
+            if !out.json {
+                writeln!(
+                    stdout,
+                    "{refused} of {checked} stored {} items violate its schema",
+                    args.namespace
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn no_definition(namespace: &str) -> anyhow::Error {
+    Failure::NotFound(format!("namespace {namespace} has no definition")).into()
+}
+
+/// A JSON file (`-`: stdin).
+fn read_json(file: &Path) -> Result<serde_json::Value> {
+    let mut text = String::new();
+    if file.as_os_str() == "-" {
+        std::io::stdin().read_to_string(&mut text)?;
+    } else {
+        text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    }
+    match serde_json::from_str(&text) {
+        Ok(value) => Ok(value),
+        Err(e) => bail!("{} is not JSON: {e}", file.display()),
+    }
+}
+
+/// A definition as the server answers it.
+pub fn definition_json(d: &NamespaceDefinition) -> serde_json::Value {
+    serde_json::json!({
+        "namespace": d.namespace,
+        "version": d.version,
+        "created_at": d.created_at.micros(),
+        "modified_at": d.modified_at.micros(),
+        "schema": d.definition.schema,
+        "history": d.definition.history,
+        "description": d.definition.description,
+    })
+}
+
+fn print_definition(out: &mut impl Write, d: &NamespaceDefinition, json: bool) -> Result<()> {
+    if json {
+        writeln!(out, "{}", definition_json(d))?;
+        return Ok(());
+    }
+    let def = &d.definition;
+    writeln!(out, "namespace:   {}", d.namespace)?;
+    writeln!(out, "version:     {}", d.version)?;
+    writeln!(out, "modified:    {}", rfc3339(d.modified_at))?;
+    let history = def
+        .history
+        .map_or("off".to_owned(), |n| format!("{n} revisions"));
+    writeln!(out, "history:     {history}")?;
+    if let Some(text) = &def.description {
+        writeln!(out, "description: {text}")?;
+    }
+    match &def.schema {
+        Some(schema) => writeln!(
+            out,
+            "schema:\n{}",
+            serde_json::to_string_pretty(schema).unwrap_or_default()
+        )?,
+        None => writeln!(out, "schema:      none (any JSON)")?,
+    }
+    Ok(())
+}
+
+fn violating_json(item: &ViolatingItem) -> serde_json::Value {
+    serde_json::json!({
+        "path": item.path.to_string(), "version": item.version, "violations": item.violations
+    })
+}
+
+fn print_violating(out: &mut impl Write, item: &ViolatingItem) -> std::io::Result<()> {
+    writeln!(out, "{} (version {})", item.path, item.version)?;
+    for v in &item.violations {
+        let at = if v.instance_path.is_empty() {
+            "(the value)"
+        } else {
+            &v.instance_path
+        };
+        writeln!(out, "  {at}: {} [schema {}]", v.message, v.schema_path)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! `pathdb ns` and `pathdb codegen schemas`: the same output on a local file and through
+//! `--server`, and a refused value's exit status 6 with its JSON pointers.
+
+use crate::{Served, pathdb};
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// Sets every `created_at` and `modified_at` in `value` to 0.
+fn mask(value: &mut Value) {
+    match value {
+        Value::Object(o) => {
+            for (key, v) in o.iter_mut() {
+                if key == "created_at" || key == "modified_at" {
+                    *v = json!(0);
+                } else {
+                    mask(v);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(mask),
+        _ => {}
+    }
+}
+
+/// Times differ between two databases: masked, in JSON (a document or lines) and in `ns
+/// get`'s text.
+fn normalize(output: &str) -> String {
+    if let Ok(mut document) = serde_json::from_str::<Value>(output) {
+        mask(&mut document);
+        return document.to_string();
+    }
+    output
+        .lines()
+        .map(|line| match serde_json::from_str::<Value>(line) {
+            Ok(mut value) => {
+                mask(&mut value);
+                value.to_string()
+            }
+            _ if line.starts_with("modified:") => "modified: <time>".to_owned(),
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Runs `args` after `target` (`--db FILE` or `--server URL`): exit status, stdout, stderr.
+fn run(target: &[&str], args: &[&str]) -> (i32, String, String) {
+    let out = pathdb(&[target, args].concat());
+    (
+        out.status.code().unwrap_or(-1),
+        normalize(&String::from_utf8_lossy(&out.stdout)),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn session(target: &[&str], dir: &Path) -> Vec<(i32, String, String)> {
+    let schema = dir.join("person.json");
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name"]}"#,
+    )
+    .unwrap();
+    let strict = dir.join("strict.json");
+    std::fs::write(&strict, r#"{"required": ["age"]}"#).unwrap();
+    let (schema, strict) = (schema.to_str().unwrap(), strict.to_str().unwrap());
+    let steps: &[&[&str]] = &[
+        &["--json", "put", "/org-1/person-1", r#"{"name": "Ada"}"#],
+        &[
+            "--json",
+            "put",
+            "/org-1/person-2",
+            r#"{"name": "Bo", "age": "x"}"#,
+        ],
+        &[
+            "ns",
+            "set",
+            "person",
+            "--schema",
+            schema,
+            "--history",
+            "2",
+            "--description",
+            "people",
+        ],
+        &["ns", "ls"],
+        &["--json", "ns", "ls"],
+        &["ns", "get", "person"],
+        &["--json", "ns", "get", "person"],
+        &["put", "/org-1/person-3", r#"{"name": 3, "age": "x"}"#],
+        &["--json", "put", "/org-1/person-3", r#"{"age": 1.5}"#],
+        &["get", "/org-1/person-3"],
+        &["ns", "check", "person", "--schema", strict],
+        &["--json", "ns", "check", "person", "--schema", strict],
+        &["ns", "violations", "person"],
+        &["--json", "ns", "violations", "person"],
+        &["ns", "set", "person", "--no-schema"],
+        &["--json", "put", "/org-1/person-3", r#"{"age": "x"}"#],
+        &["codegen", "schemas"],
+        &["ns", "set", "person", "--schema", "/no/such/file.json"],
+        &["ns", "get", "nobody"],
+        &["ns", "rm", "person"],
+        &["ns", "rm", "person"],
+        &["ns", "ls"],
+    ];
+    steps.iter().map(|args| run(target, args)).collect()
+}
+
+#[test]
+fn ns_commands_print_the_same_on_a_file_and_through_a_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let local = dir.path().join("local.pathdb");
+    let server = Served::file(&dir.path().join("served.pathdb"));
+    let local = session(&["--db", local.to_str().unwrap()], dir.path());
+    let remote = session(&["--server", server.url.as_str()], dir.path());
+    for (i, (l, r)) in local.iter().zip(&remote).enumerate() {
+        assert_eq!(l.0, r.0, "step {i}: exit status (file {l:?}, server {r:?})");
+        assert_eq!(l.1, r.1, "step {i}: stdout");
+    }
+    let status = |i: usize| local[i].0;
+    assert_eq!(status(2), 0, "{:?}", local[2]);
+    assert!(local[2].1.contains("defined namespace person (version 1)"));
+    assert!(
+        local[3]
+            .1
+            .contains("person           1  yes     2        people"),
+        "{}",
+        local[3].1
+    );
+    assert!(local[5].1.contains("\"required\""), "{}", local[5].1);
+    // A refused put: status 6, nothing on stdout, each failure with its pointer on stderr.
+    for refused in [&local[7], &remote[7]] {
+        assert_eq!(refused.0, 6, "{refused:?}");
+        assert!(refused.1.is_empty());
+        assert!(
+            refused.2.contains("  /name: 3 is not of type \"string\""),
+            "{}",
+            refused.2
+        );
+        assert!(
+            refused
+                .2
+                .contains("  /age: \"x\" is not of type \"integer\" [schema /properties/age/type]"),
+            "{}",
+            refused.2
+        );
+    }
+    for refused in [&local[8], &remote[8]] {
+        assert_eq!(refused.0, 6);
+        let error: Value = serde_json::from_str(refused.2.trim()).expect("one JSON error line");
+        assert_eq!(error["error"]["code"], "schema_violation");
+        assert_eq!(error["error"]["exit"], 6);
+        let pointers: Vec<&str> = error["error"]["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["instance_path"].as_str().unwrap())
+            .collect();
+        assert_eq!(pointers, ["", "/age"], "{error}");
+    }
+    assert_eq!(status(9), 1, "nothing was written: {:?}", local[9]);
+    // The dry run and the listing.
+    assert!(local[10].1.starts_with("1 of 2 stored person items would violate this schema\n/org-1/person-1 (version 1)\n  (the value): \"age\" is a required property"), "{}", local[10].1);
+    let check: Value = serde_json::from_str(&local[11].1).unwrap();
+    assert_eq!(
+        (check["checked"].clone(), check["violating"].clone()),
+        (json!(2), json!(1))
+    );
+    assert!(
+        local[12]
+            .1
+            .contains("/org-1/person-2 (version 1)\n  /age: \"x\" is not of type \"integer\""),
+        "{}",
+        local[12].1
+    );
+    assert!(
+        local[12]
+            .1
+            .ends_with("1 of 2 stored person items violate its schema"),
+        "{}",
+        local[12].1
+    );
+    assert_eq!(super::json_lines(&local[13].1).len(), 1);
+    // Without its schema, anything goes again.
+    assert_eq!(
+        (status(14), status(15)),
+        (0, 0),
+        "{:?} {:?}",
+        local[14],
+        local[15]
+    );
+    let bundle: Value = serde_json::from_str(&local[16].1).unwrap();
+    assert_eq!(bundle["pathdb_namespaces"], 1);
+    assert_eq!(bundle["namespaces"][0]["namespace"], "person");
+    assert_eq!(bundle["namespaces"][0]["history"], 2);
+    assert_eq!(status(17), 2, "{:?}", local[17]);
+    assert_eq!(status(18), 1, "{:?}", local[18]);
+    assert_eq!((status(19), status(20)), (0, 1));
+    assert_eq!(
+        local[21].1,
+        "NAMESPACE  VERSION  SCHEMA  HISTORY  DESCRIPTION"
+    );
+}
