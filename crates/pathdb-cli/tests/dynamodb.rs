@@ -134,3 +134,37 @@ fn bench_dynamodb_cost_prints_the_table_and_removes_its_table() {
     let created = ok(&[&["dynamodb", "create-table"][..], where_].concat());
     assert_eq!(created.trim(), format!("created table {table}"));
 }
+
+/// Two servers on one table: a definition one of them accepts reaches the other within its
+/// refresh interval (StoreOptions::definitions_refresh, 1 s): after that, the other refuses a
+/// value the new schema refuses, and it lists the definition at once (reads are not cached).
+#[test]
+fn a_definition_set_through_one_server_applies_on_another() {
+    let Some((_, flags)) = table_flags("pathdb-ns") else {
+        return;
+    };
+    let where_: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let where_ = where_.as_slice();
+    ok(&[&["dynamodb", "create-table"][..], where_].concat());
+    let (a, b) = (Served::dynamodb(where_), Served::dynamodb(where_));
+    // b has written before: its copy of the definitions (none) is loaded.
+    ok(&["--server", &b.url, "put", "/person-1", r#"{"age": "x"}"#]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let schema = dir.path().join("person.json");
+    std::fs::write(&schema, r#"{"properties": {"age": {"type": "integer"}}}"#).expect("write");
+    let schema = schema.to_str().expect("utf-8");
+    ok(&[
+        "--server", &a.url, "ns", "set", "person", "--schema", schema,
+    ]);
+    assert!(ok(&["--server", &b.url, "ns", "ls"]).contains("person"));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let refused = pathdb_command()
+        .args(["--server", &b.url, "put", "/person-2", r#"{"age": "x"}"#])
+        .output()
+        .expect("pathdb runs");
+    assert_eq!(refused.status.code(), Some(6), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("/age"));
+    let violations = ok(&["--server", &b.url, "ns", "violations", "person"]);
+    assert!(violations.contains("/person-1 (version 1)"), "{violations}");
+    ok(&["--server", &b.url, "put", "/person-2", r#"{"age": 2}"#]);
+}

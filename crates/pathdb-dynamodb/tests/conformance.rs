@@ -21,6 +21,10 @@ const NEED_TRANSACTIONS: &[&str] = &[
     "versions_never_reused",
     "import_never_goes_backwards",
     "import_keeps_history_consistent",
+    // Namespaces with history, and transactions refused whole.
+    "namespace_definitions",
+    "schema_checked_on_every_write",
+    "history_setting_of_an_earlier_build",
 ];
 
 /// The server named by the environment, if any.

@@ -12,7 +12,7 @@ mod hot_group;
 
 use pathdb_conformance::{Harness, TestStore};
 use pathdb_dynamodb::{DynamoBackend, DynamoOptions, create_table};
-use pathdb_store::{Store, StoreOptions};
+use pathdb_store::{Json, PutOptions, Store, StoreOptions};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Which local server the endpoint is.
@@ -412,6 +412,55 @@ fn get_many_of_several_requests_is_one_snapshot() {
         .get_many(&accounts)
         .expect("a quiet read is a snapshot");
     assert_eq!(total(&items), 100 * ACCOUNTS as i64);
+}
+
+/// Two stores on one table, as two servers: a definition one of them writes applies to the
+/// other's writes once its copy is older than `definitions_refresh` (here 200 ms), and the
+/// other reads it back at once (reads of definitions are not cached).
+#[test]
+fn a_definition_written_by_one_store_applies_in_another() {
+    let Some((endpoint, flavor)) = endpoint() else {
+        return;
+    };
+    if flavor == Flavor::Dynalite {
+        return;
+    }
+    let _quiet = quiet_moto();
+    let refresh = std::time::Duration::from_millis(200);
+    let options = || StoreOptions {
+        sweep_interval: None,
+        definitions_refresh: refresh,
+        ..StoreOptions::default()
+    };
+    let dynamo = Dynamo::new(endpoint);
+    let a = Store::new(dynamo.backend(), options()).expect("store opens");
+    let b = dynamo
+        .reopen(pathdb_conformance::TestStore::new(a.clone()), options())
+        .expect("a second client");
+    let person = |text: &str| Json::parse(text).expect("json");
+    let path: pathdb_keys::KeyPath = "/person-1".parse().expect("path");
+    b.put(&path, person(r#"{"age": "x"}"#), PutOptions::default())
+        .expect("no schema yet");
+    let schema = serde_json::json!({"properties": {"age": {"type": "integer"}}});
+    let definition = pathdb_store::Definition {
+        schema: Some(schema),
+        ..Default::default()
+    };
+    a.define_namespace("person", definition, None)
+        .expect("defined");
+    assert!(b.namespace("person").expect("read").is_some());
+    std::thread::sleep(refresh + std::time::Duration::from_millis(50));
+    match b.put(&path, person(r#"{"age": "y"}"#), PutOptions::default()) {
+        Err(pathdb_store::Error::SchemaViolation { .. }) => {}
+        other => panic!("the other store must refuse it by now, got {other:?}"),
+    }
+    b.put(&path, person(r#"{"age": 7}"#), PutOptions::default())
+        .expect("a value that fits");
+    // And back: a removal reaches the first store the same way.
+    b.delete_namespace("person", None).expect("removed");
+    std::thread::sleep(refresh + std::time::Duration::from_millis(50));
+    a.put(&path, person(r#"{"age": "z"}"#), PutOptions::default())
+        .expect("no schema any more");
 }
 
 /// A store on a fresh table of `endpoint`, without the expiry sweeper (whose reads the
