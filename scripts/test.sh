@@ -73,6 +73,11 @@ cargo test --workspace --doc --features pathdb-cli/dynamodb
 step "bash scripts/readme.sh (the docs' console blocks)"
 bash scripts/readme.sh
 
+# The official JSON Schema Test Suite (draft 2020-12, vendored in scripts/json-schema-suite/)
+# through the namespace API: at least 99% of its cases agree (docs/namespaces.md).
+step "bash scripts/json-schema-suite.sh"
+bash scripts/json-schema-suite.sh
+
 if [[ -f fuzz/Cargo.toml ]]; then
     # Stable only checks that the targets compile; fuzzing needs nightly (see fuzz/README.md).
     if [[ -z "${CXX:-}" ]] && ! command -v c++ >/dev/null 2>&1; then
