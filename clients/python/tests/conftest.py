@@ -1,5 +1,5 @@
 """Starts one `pathdb serve` (from $PATHDB_BIN, default target/debug/pathdb) on a free loopback
-port for the whole session, with a read-write and a read-only token."""
+port for the whole session, with a read-write, a read-only and an admin token."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ settings.load_profile("pathdb")
 REPO = Path(__file__).resolve().parents[3]
 TOKEN = "secret"
 READ_TOKEN = "ro"
+ADMIN_TOKEN = "adm"
 
 
 class Server:
@@ -37,7 +38,7 @@ def server() -> Iterator[Server]:
     if not binary.exists():
         pytest.fail(f"no pathdb binary at {binary}: cargo build -p pathdb-cli, or set PATHDB_BIN")
     with tempfile.TemporaryDirectory(prefix="pathdb-py-") as work:
-        env = dict(os.environ, PATHDB_TOKENS=f"{TOKEN}=read-write,{READ_TOKEN}=read", RUST_LOG="warn")
+        env = dict(os.environ, PATHDB_TOKENS=f"{TOKEN}=read-write,{READ_TOKEN}=read,{ADMIN_TOKEN}=admin", RUST_LOG="warn")
         process = subprocess.Popen(
             [str(binary), "--db", str(Path(work) / "test.pathdb"), "serve", "--addr", "127.0.0.1:0"],
             stdout=subprocess.PIPE,
@@ -71,6 +72,13 @@ def server() -> Iterator[Server]:
 @pytest.fixture
 def client(server: Server) -> Iterator[Client]:
     with Client(server.url, token=TOKEN) as c:
+        yield c
+
+
+@pytest.fixture
+def admin(server: Server) -> Iterator[Client]:
+    """A client with the admin scope, which namespace definitions need."""
+    with Client(server.url, token=ADMIN_TOKEN) as c:
         yield c
 
 

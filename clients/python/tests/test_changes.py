@@ -228,7 +228,7 @@ def test_uuid_and_rand53_ids(client: Client, group: KeyPath) -> None:
     with pytest.raises(InvalidKeyPath):
         client.create(group.add("ns"), "post", 1)
     with pytest.raises(InvalidRequest):
-        client.create(group, "post", 1, id="serial")  # type: ignore[arg-type]
+        client.create(group, "post", 1, id="serial")  # type: ignore[call-overload]
 
 
 def test_creates_in_transactions(client: Client, group: KeyPath) -> None:

@@ -5,7 +5,7 @@
 '/season-2026/score-!1500'
 """
 
-from ._client import AsyncClient, AsyncWatch, Client, Watch
+from ._client import AsyncClient, AsyncWatch, Client, JsonValue, Watch
 from ._errors import (
     ConditionFailed,
     Conflict,
@@ -19,11 +19,12 @@ from ._errors import (
     PatchConflict,
     PatchTestFailed,
     PathDBError,
+    SchemaViolation,
     TokenExpired,
     Unauthorized,
     Unavailable,
 )
-from ._keypath import Desc, Element, Id, InvalidKeyPath, KeyPath, PathLike, format_id
+from ._keypath import Desc, Element, Id, InvalidKeyPath, KeyPath, PathLike, format_id, to_path
 from ._model import (
     Change,
     ChangePage,
@@ -38,6 +39,8 @@ from ._model import (
     Increment,
     Item,
     Merge,
+    NamespaceDefinition,
+    NamespacePage,
     Node,
     Op,
     Page,
@@ -52,6 +55,11 @@ from ._model import (
     PatchTest,
     Put,
     PutChange,
+    Schema,
+    SchemaCheck,
+    ViolatingItem,
+    Violation,
+    ViolationsPage,
 )
 from ._transaction import (
     MAX_TRANSACTION_ATTEMPTS,
@@ -83,13 +91,16 @@ __all__ = [
     "Id",
     "IdKind",
     "Increment",
-    "InvalidKeyPath",
     "InsufficientStorage",
+    "InvalidKeyPath",
     "InvalidRequest",
     "Item",
+    "JsonValue",
     "KeyPath",
     "MAX_TRANSACTION_ATTEMPTS",
     "Merge",
+    "NamespaceDefinition",
+    "NamespacePage",
     "Node",
     "NotFound",
     "NotPathDB",
@@ -112,12 +123,19 @@ __all__ = [
     "PendingCreate",
     "Put",
     "PutChange",
+    "Schema",
+    "SchemaCheck",
+    "SchemaViolation",
     "TokenExpired",
     "Transaction",
     "Unauthorized",
     "Unavailable",
+    "ViolatingItem",
+    "Violation",
+    "ViolationsPage",
     "Watch",
     "format_id",
+    "to_path",
 ]
 
 __version__ = "0.1.0"

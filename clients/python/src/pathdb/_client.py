@@ -24,6 +24,7 @@ from typing import (
     Literal,
     Optional,
     Sequence,
+    Type,
     TypeVar,
     Union,
     overload,
@@ -49,10 +50,19 @@ from ._model import (
     Entry,
     IdKind,
     Item,
+    NamespaceDefinition,
+    NamespacePage,
+    Node,
     Op,
     Page,
     PatchOperation,
+    Schema,
+    SchemaCheck,
+    V,
+    ViolatingItem,
+    ViolationsPage,
     change_from_wire,
+    check_namespace,
     create_target,
     entry_from_wire,
     increment_operation,
@@ -65,6 +75,11 @@ from ._transaction import (
 )
 
 T = TypeVar("T")
+W = TypeVar("W")
+
+JsonValue = Union[Dict[str, Any], List[Any], str, int, float, bool, None]
+"""A value as JSON reads it: what `put` and `create` type as `Item[Any]`, like before values
+had types. Any other value (a TypedDict's, say) gives an `Item` of its own type."""
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
@@ -286,6 +301,115 @@ class _Api:
         )
 
     @staticmethod
+    def namespace_route(namespace: str) -> str:
+        check_namespace(namespace)  # letters, digits and '_': nothing to escape
+        return "/v1/namespaces/" + namespace
+
+    @staticmethod
+    def list_namespaces(page_size: Optional[int], page_token: Optional[str]) -> _Request:
+        request = _Request("GET", "/v1/namespaces")
+        if page_size is not None:
+            request.params["limit"] = str(int(page_size))
+        if page_token is not None:
+            request.params["page_token"] = page_token
+        return request
+
+    @staticmethod
+    def namespace_page(response: httpx.Response) -> NamespacePage:
+        body = _Api.body(response)
+        return NamespacePage(
+            namespaces=[NamespaceDefinition.from_wire(d) for d in body["namespaces"]],
+            next_page_token=body.get("next_page_token"),
+        )
+
+    @staticmethod
+    def definition_or_none(response: httpx.Response) -> Optional[NamespaceDefinition]:
+        if response.status_code == 404:
+            error = _Api.error(response)
+            if isinstance(error, NotFound):
+                return None
+            raise error
+        return NamespaceDefinition.from_wire(_Api.body(response))
+
+    @staticmethod
+    def put_namespace(
+        namespace: str,
+        schema: Optional[Schema],
+        history: Optional[int],
+        description: Optional[str],
+        must_not_exist: bool,
+        if_version: Optional[int],
+        dry_run: bool,
+    ) -> _Request:
+        if must_not_exist and if_version is not None:
+            raise ValueError("give at most one of must_not_exist and if_version")
+        definition: Dict[str, Any] = {}
+        if schema is not None:
+            definition["schema"] = schema
+        if history is not None:
+            definition["history"] = int(history)
+        if description is not None:
+            definition["description"] = description
+        request = _Request(
+            "PUT",
+            _Api.namespace_route(namespace),
+            headers={"Content-Type": "application/json"},
+            body=_json_body(definition),
+        )
+        if must_not_exist:
+            request.headers["If-None-Match"] = "*"
+        if if_version is not None:
+            request.headers["If-Match"] = f'"{int(if_version)}"'
+        _flag(request.params, "dry_run", dry_run)
+        return request
+
+    @staticmethod
+    def delete_namespace(namespace: str, if_version: Optional[int]) -> _Request:
+        request = _Request("DELETE", _Api.namespace_route(namespace))
+        if if_version is not None:
+            request.headers["If-Match"] = f'"{int(if_version)}"'
+        return request
+
+    @staticmethod
+    def deleted(response: httpx.Response) -> bool:
+        if response.status_code == 404:
+            error = _Api.error(response)
+            if isinstance(error, NotFound):
+                return False
+            raise error
+        _Api.checked(response)
+        return True
+
+    @staticmethod
+    def schema_check(response: httpx.Response) -> SchemaCheck:
+        body = _Api.body(response)
+        return SchemaCheck(
+            checked=int(body["checked"]),
+            violating=int(body["violating"]),
+            first=[ViolatingItem.from_wire(i) for i in body["first"]],
+        )
+
+    @staticmethod
+    def namespace_violations(
+        namespace: str, page_size: Optional[int], page_token: Optional[str]
+    ) -> _Request:
+        request = _Request("GET", _Api.namespace_route(namespace) + "/violations")
+        if page_size is not None:
+            request.params["limit"] = str(int(page_size))
+        if page_token is not None:
+            request.params["page_token"] = page_token
+        return request
+
+    @staticmethod
+    def violations_page(response: httpx.Response) -> ViolationsPage:
+        body = _Api.body(response)
+        return ViolationsPage(
+            items=[ViolatingItem.from_wire(i) for i in body["items"]],
+            checked=int(body.get("checked", 0)),
+            next_page_token=body.get("next_page_token"),
+        )
+
+    @staticmethod
     def error(response: httpx.Response) -> PathDBError:
         """The exception for an error answer: PathDB's own, or `NotPathDB` for an answer
         without PathDB's JSON error body (another program on the address)."""
@@ -297,7 +421,7 @@ class _Api:
         index = detail.get("index")
         if isinstance(index, bool) or not isinstance(index, int):
             index = None
-        return error_for(response.status_code, code, message, index)
+        return error_for(response.status_code, code, message, index, detail)
 
     @staticmethod
     def foreign(response: httpx.Response) -> PathDBError:
@@ -570,6 +694,30 @@ class Client(_Base):
             time.sleep(self._delay(attempt))
             attempt += 1
 
+    @overload
+    def put(
+        self,
+        path: PathLike,
+        value: JsonValue,
+        *,
+        must_not_exist: bool = ...,
+        if_version: Optional[int] = ...,
+        history: bool = ...,
+        ttl_seconds: Optional[int] = ...,
+    ) -> Item: ...
+
+    @overload
+    def put(
+        self,
+        path: PathLike,
+        value: W,
+        *,
+        must_not_exist: bool = ...,
+        if_version: Optional[int] = ...,
+        history: bool = ...,
+        ttl_seconds: Optional[int] = ...,
+    ) -> Item[W]: ...
+
     def put(
         self,
         path: PathLike,
@@ -579,9 +727,11 @@ class Client(_Base):
         if_version: Optional[int] = None,
         history: bool = False,
         ttl_seconds: Optional[int] = None,
-    ) -> Item:
+    ) -> Item[Any]:
         """Creates or replaces the item at `path`. Raises `ConditionFailed` if `must_not_exist`
-        or `if_version` does not hold."""
+        or `if_version` does not hold, `SchemaViolation` if the value does not fit its
+        namespace's schema. The item returned has the value's type: `put(path, Post(...))` is
+        an `Item[Post]` (a plain dict, list or scalar gives an `Item[Any]`)."""
         request = _Api.put(path, value, must_not_exist, if_version, history, ttl_seconds)
         return Item.from_wire(_Api.body(self._send(request)))
 
@@ -661,12 +811,17 @@ class Client(_Base):
             ttl_seconds=ttl_seconds,
         )
 
-    def get(self, path: PathLike) -> Optional[Item]:
-        """The item at `path`, or None."""
+    def get(self, path: PathLike, value_type: Optional[Type[V]] = None) -> Optional[Item[V]]:
+        """The item at `path`, or None. `value_type` (a TypedDict generated by
+        `python -m pathdb.codegen`, say: `db.get(path, Post)`) types the item for type
+        checkers, as an `Item[Post]`; the client does not check the value."""
         return _Api.item_or_none(self._send(_Api.get(path, None)))
 
-    def get_version(self, path: PathLike, version: int) -> Item:
-        """A past version of the item at `path` from its history. Raises `NotFound`."""
+    def get_version(
+        self, path: PathLike, version: int, value_type: Optional[Type[V]] = None
+    ) -> Item[V]:
+        """A past version of the item at `path` from its history. Raises `NotFound`.
+        `value_type` types it, as in `get`."""
         return Item.from_wire(_Api.body(self._send(_Api.get(path, version))))
 
     def delete(self, path: PathLike, *, if_version: Optional[int] = None) -> Optional[Item]:
@@ -693,8 +848,11 @@ class Client(_Base):
         """Like `move`, but the source stays as it is; how many items it copied."""
         return _Api.count(self._send(_Api.relocate("/v1/copy", path, to)), "copied")
 
-    def get_many(self, paths: Iterable[PathLike]) -> List[Optional[Item]]:
-        """The items at `paths` (at most 100), read from one snapshot, None where missing."""
+    def get_many(
+        self, paths: Iterable[PathLike], value_type: Optional[Type[V]] = None
+    ) -> List[Optional[Item[V]]]:
+        """The items at `paths` (at most 100), read from one snapshot, None where missing.
+        `value_type` types them, as in `get`."""
         key_paths = [to_path(p) for p in paths]
         return _Api.many(key_paths, self._send(_Api.get_many(key_paths)))
 
@@ -711,7 +869,8 @@ class Client(_Base):
         lte: Optional[PathLike] = ...,
         page_size: Optional[int] = ...,
         page_token: Optional[str] = ...,
-    ) -> Page[Item]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> Page[Item[V]]: ...
 
     @overload
     def list_page(
@@ -726,7 +885,8 @@ class Client(_Base):
         lte: Optional[PathLike] = ...,
         page_size: Optional[int] = ...,
         page_token: Optional[str] = ...,
-    ) -> Page[Entry]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> Page[Union[Item[V], Node]]: ...
 
     @overload
     def list_page(
@@ -741,7 +901,8 @@ class Client(_Base):
         lte: Optional[PathLike] = ...,
         page_size: Optional[int] = ...,
         page_token: Optional[str] = ...,
-    ) -> Page[Entry]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> Page[Union[Item[V], Node]]: ...
 
     def list_page(
         self,
@@ -755,9 +916,11 @@ class Client(_Base):
         lte: Optional[PathLike] = None,
         page_size: Optional[int] = None,
         page_token: Optional[str] = None,
+        value_type: Optional[Type[Any]] = None,
     ) -> Page[Any]:
         """One page of the items under `prefix` (the item at `prefix` itself, then its subtree,
-        in key order); `page_size` is 1..=1000, 100 by default."""
+        in key order); `page_size` is 1..=1000, 100 by default. `value_type` types the items'
+        values, as in `get`."""
         request = _Api.list_page(
             prefix, children, reverse, gt, gte, lt, lte, page_size, page_token
         )
@@ -776,7 +939,8 @@ class Client(_Base):
         lte: Optional[PathLike] = ...,
         limit: Optional[int] = ...,
         page_size: Optional[int] = ...,
-    ) -> Iterator[Item]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> Iterator[Item[V]]: ...
 
     @overload
     def list(
@@ -791,7 +955,8 @@ class Client(_Base):
         lte: Optional[PathLike] = ...,
         limit: Optional[int] = ...,
         page_size: Optional[int] = ...,
-    ) -> Iterator[Entry]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> Iterator[Union[Item[V], Node]]: ...
 
     @overload
     def list(
@@ -806,7 +971,8 @@ class Client(_Base):
         lte: Optional[PathLike] = ...,
         limit: Optional[int] = ...,
         page_size: Optional[int] = ...,
-    ) -> Iterator[Entry]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> Iterator[Union[Item[V], Node]]: ...
 
     def list(
         self,
@@ -820,10 +986,11 @@ class Client(_Base):
         lte: Optional[PathLike] = None,
         limit: Optional[int] = None,
         page_size: Optional[int] = None,
+        value_type: Optional[Type[Any]] = None,
     ) -> Iterator[Any]:
         """Every item under `prefix` (or the first `limit`), following page tokens; with
         `children`, each child of `prefix` as its `Item`, or as a `Node` when only items below
-        it exist."""
+        it exist. `value_type` types the items' values, as in `get`."""
         token: Optional[str] = None
         remaining = limit
         while remaining is None or remaining > 0:
@@ -847,6 +1014,30 @@ class Client(_Base):
             if token is None:
                 return
 
+    @overload
+    def create(
+        self,
+        parent: Optional[PathLike],
+        namespace: str,
+        value: JsonValue,
+        *,
+        id: IdKind = ...,
+        history: bool = ...,
+        ttl_seconds: Optional[int] = ...,
+    ) -> Item: ...
+
+    @overload
+    def create(
+        self,
+        parent: Optional[PathLike],
+        namespace: str,
+        value: W,
+        *,
+        id: IdKind = ...,
+        history: bool = ...,
+        ttl_seconds: Optional[int] = ...,
+    ) -> Item[W]: ...
+
     def create(
         self,
         parent: Optional[PathLike],
@@ -856,7 +1047,7 @@ class Client(_Base):
         id: IdKind = "uuid",
         history: bool = False,
         ttl_seconds: Optional[int] = None,
-    ) -> Item:
+    ) -> Item[Any]:
         """Creates an item at `{parent}/{namespace}-{id}` with an id the server generates, at a
         path never used before, and returns it (its `path` holds the id). `parent` None makes
         a new group `/{namespace}-{id}`. `id` is "uuid" (random), "rand53" (a random integer
@@ -895,8 +1086,15 @@ class Client(_Base):
         `token`."""
         return Watch(self, prefix, since, wait, limit)
 
-    def history(self, path: PathLike, *, limit: Optional[int] = None) -> List[Item]:
-        """The kept revisions of `path`, newest first (100 by default, at most 1000)."""
+    def history(
+        self,
+        path: PathLike,
+        *,
+        limit: Optional[int] = None,
+        value_type: Optional[Type[V]] = None,
+    ) -> List[Item[V]]:
+        """The kept revisions of `path`, newest first (100 by default, at most 1000);
+        `value_type` types them, as in `get`."""
         body = _Api.body(self._send(_Api.history(path, limit)))
         return [Item.from_wire(i) for i in body["items"]]
 
@@ -951,6 +1149,118 @@ class Client(_Base):
                 continue
             tx._state.committed(results)
             return value
+
+    def list_namespaces_page(
+        self, *, page_size: Optional[int] = None, page_token: Optional[str] = None
+    ) -> NamespacePage:
+        """One page of the namespace definitions, in name order (`page_size` 1..=1000, 100 by
+        default); pass its `next_page_token` as `page_token` for the next."""
+        return _Api.namespace_page(self._send(_Api.list_namespaces(page_size, page_token)))
+
+    def list_namespaces(
+        self, *, limit: Optional[int] = None, page_size: Optional[int] = None
+    ) -> Iterator[NamespaceDefinition]:
+        """Every namespace definition (or the first `limit`), in name order, following page
+        tokens."""
+        token: Optional[str] = None
+        remaining = limit
+        while remaining is None or remaining > 0:
+            page = self.list_namespaces_page(
+                page_size=_page_size(page_size, remaining), page_token=token
+            )
+            yield from page.namespaces[:remaining]
+            if remaining is not None:
+                remaining -= len(page.namespaces)
+            token = page.next_page_token
+            if token is None:
+                return
+
+    def get_namespace(self, namespace: str) -> Optional[NamespaceDefinition]:
+        """The definition of `namespace`, or None when it has none."""
+        request = _Request("GET", _Api.namespace_route(namespace))
+        return _Api.definition_or_none(self._send(request))
+
+    def put_namespace(
+        self,
+        namespace: str,
+        *,
+        schema: Optional[Schema] = None,
+        history: Optional[int] = None,
+        description: Optional[str] = None,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+    ) -> NamespaceDefinition:
+        """Creates or replaces the definition of `namespace` (it replaces all of it: what is
+        not given is removed), and returns it. `schema` is a JSON Schema (draft 2020-12 unless
+        its `$schema` says 2019-09 or draft 7) that every write into the namespace is checked
+        against from now on (items already stored are not: see `check_namespace` and
+        `namespace_violations`); `history` how many revisions a put with history keeps.
+        `must_not_exist` and `if_version` are conditions as on an item's `put` (the
+        definition's `version`). Needs an `admin` token on a server with tokens (else
+        `Forbidden`). Raises `InvalidRequest` with code `invalid_schema` for a schema that is
+        not one (or needs a remote `$ref`), `ConditionFailed` for a condition that does not
+        hold."""
+        request = _Api.put_namespace(
+            namespace, schema, history, description, must_not_exist, if_version, False
+        )
+        return NamespaceDefinition.from_wire(_Api.body(self._send(request)))
+
+    def delete_namespace(self, namespace: str, *, if_version: Optional[int] = None) -> bool:
+        """Removes the definition of `namespace` (its items stay, unchecked from now on):
+        True, or False when there was none. Needs an `admin` token; raises `ConditionFailed`
+        if `if_version` does not hold."""
+        return _Api.deleted(self._send(_Api.delete_namespace(namespace, if_version)))
+
+    def check_namespace(
+        self,
+        namespace: str,
+        *,
+        schema: Optional[Schema] = None,
+        history: Optional[int] = None,
+        description: Optional[str] = None,
+    ) -> SchemaCheck:
+        """A dry run of `put_namespace`: what the definition would say about the items of
+        `namespace` already stored (how many it checked, how many violate it, the first 20),
+        storing nothing. It reads every item of the namespace (on DynamoDB, a Scan). Needs an
+        `admin` token, like `put_namespace`."""
+        request = _Api.put_namespace(namespace, schema, history, description, False, None, True)
+        return _Api.schema_check(self._send(request))
+
+    def namespace_violations_page(
+        self,
+        namespace: str,
+        *,
+        page_size: Optional[int] = None,
+        page_token: Optional[str] = None,
+    ) -> ViolationsPage:
+        """One page of the stored items of `namespace` that its current schema refuses. A page
+        may hold fewer than `page_size` items, even none, and still have a `next_page_token`:
+        follow it until it is None."""
+        request = _Api.namespace_violations(namespace, page_size, page_token)
+        return _Api.violations_page(self._send(request))
+
+    def namespace_violations(
+        self,
+        namespace: str,
+        *,
+        limit: Optional[int] = None,
+        page_size: Optional[int] = None,
+    ) -> Iterator[ViolatingItem]:
+        """Every stored item of `namespace` that its current schema refuses (or the first
+        `limit`), following page tokens. It reads every item of the namespace (on DynamoDB, a
+        Scan)."""
+        token: Optional[str] = None
+        remaining = limit
+        while remaining is None or remaining > 0:
+            page = self.namespace_violations_page(
+                namespace, page_size=_page_size(page_size, remaining), page_token=token
+            )
+            yield from page.items[:remaining]
+            if remaining is not None:
+                remaining -= len(page.items)
+            token = page.next_page_token
+            if token is None:
+                return
 
 
 class AsyncClient(_Base):
@@ -1009,6 +1319,30 @@ class AsyncClient(_Base):
             await asyncio.sleep(self._delay(attempt))
             attempt += 1
 
+    @overload
+    async def put(
+        self,
+        path: PathLike,
+        value: JsonValue,
+        *,
+        must_not_exist: bool = ...,
+        if_version: Optional[int] = ...,
+        history: bool = ...,
+        ttl_seconds: Optional[int] = ...,
+    ) -> Item: ...
+
+    @overload
+    async def put(
+        self,
+        path: PathLike,
+        value: W,
+        *,
+        must_not_exist: bool = ...,
+        if_version: Optional[int] = ...,
+        history: bool = ...,
+        ttl_seconds: Optional[int] = ...,
+    ) -> Item[W]: ...
+
     async def put(
         self,
         path: PathLike,
@@ -1018,7 +1352,7 @@ class AsyncClient(_Base):
         if_version: Optional[int] = None,
         history: bool = False,
         ttl_seconds: Optional[int] = None,
-    ) -> Item:
+    ) -> Item[Any]:
         """See `Client.put`."""
         request = _Api.put(path, value, must_not_exist, if_version, history, ttl_seconds)
         return Item.from_wire(_Api.body(await self._send(request)))
@@ -1087,11 +1421,15 @@ class AsyncClient(_Base):
             ttl_seconds=ttl_seconds,
         )
 
-    async def get(self, path: PathLike) -> Optional[Item]:
+    async def get(
+        self, path: PathLike, value_type: Optional[Type[V]] = None
+    ) -> Optional[Item[V]]:
         """See `Client.get`."""
         return _Api.item_or_none(await self._send(_Api.get(path, None)))
 
-    async def get_version(self, path: PathLike, version: int) -> Item:
+    async def get_version(
+        self, path: PathLike, version: int, value_type: Optional[Type[V]] = None
+    ) -> Item[V]:
         """See `Client.get_version`."""
         return Item.from_wire(_Api.body(await self._send(_Api.get(path, version))))
 
@@ -1111,7 +1449,9 @@ class AsyncClient(_Base):
         """See `Client.copy`."""
         return _Api.count(await self._send(_Api.relocate("/v1/copy", path, to)), "copied")
 
-    async def get_many(self, paths: Iterable[PathLike]) -> List[Optional[Item]]:
+    async def get_many(
+        self, paths: Iterable[PathLike], value_type: Optional[Type[V]] = None
+    ) -> List[Optional[Item[V]]]:
         """See `Client.get_many`."""
         key_paths = [to_path(p) for p in paths]
         return _Api.many(key_paths, await self._send(_Api.get_many(key_paths)))
@@ -1129,7 +1469,8 @@ class AsyncClient(_Base):
         lte: Optional[PathLike] = ...,
         page_size: Optional[int] = ...,
         page_token: Optional[str] = ...,
-    ) -> Page[Item]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> Page[Item[V]]: ...
 
     @overload
     async def list_page(
@@ -1144,7 +1485,8 @@ class AsyncClient(_Base):
         lte: Optional[PathLike] = ...,
         page_size: Optional[int] = ...,
         page_token: Optional[str] = ...,
-    ) -> Page[Entry]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> Page[Union[Item[V], Node]]: ...
 
     @overload
     async def list_page(
@@ -1159,7 +1501,8 @@ class AsyncClient(_Base):
         lte: Optional[PathLike] = ...,
         page_size: Optional[int] = ...,
         page_token: Optional[str] = ...,
-    ) -> Page[Entry]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> Page[Union[Item[V], Node]]: ...
 
     async def list_page(
         self,
@@ -1173,6 +1516,7 @@ class AsyncClient(_Base):
         lte: Optional[PathLike] = None,
         page_size: Optional[int] = None,
         page_token: Optional[str] = None,
+        value_type: Optional[Type[Any]] = None,
     ) -> Page[Any]:
         """See `Client.list_page`."""
         request = _Api.list_page(
@@ -1193,7 +1537,8 @@ class AsyncClient(_Base):
         lte: Optional[PathLike] = ...,
         limit: Optional[int] = ...,
         page_size: Optional[int] = ...,
-    ) -> AsyncIterator[Item]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> AsyncIterator[Item[V]]: ...
 
     @overload
     def list(  # an async generator: the call returns the iterator
@@ -1208,7 +1553,8 @@ class AsyncClient(_Base):
         lte: Optional[PathLike] = ...,
         limit: Optional[int] = ...,
         page_size: Optional[int] = ...,
-    ) -> AsyncIterator[Entry]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> AsyncIterator[Union[Item[V], Node]]: ...
 
     @overload
     def list(  # an async generator: the call returns the iterator
@@ -1223,7 +1569,8 @@ class AsyncClient(_Base):
         lte: Optional[PathLike] = ...,
         limit: Optional[int] = ...,
         page_size: Optional[int] = ...,
-    ) -> AsyncIterator[Entry]: ...
+        value_type: Optional[Type[V]] = ...,
+    ) -> AsyncIterator[Union[Item[V], Node]]: ...
 
     async def list(
         self,
@@ -1237,6 +1584,7 @@ class AsyncClient(_Base):
         lte: Optional[PathLike] = None,
         limit: Optional[int] = None,
         page_size: Optional[int] = None,
+        value_type: Optional[Type[Any]] = None,
     ) -> AsyncIterator[Any]:
         """See `Client.list`."""
         token: Optional[str] = None
@@ -1262,6 +1610,30 @@ class AsyncClient(_Base):
             if token is None:
                 return
 
+    @overload
+    async def create(
+        self,
+        parent: Optional[PathLike],
+        namespace: str,
+        value: JsonValue,
+        *,
+        id: IdKind = ...,
+        history: bool = ...,
+        ttl_seconds: Optional[int] = ...,
+    ) -> Item: ...
+
+    @overload
+    async def create(
+        self,
+        parent: Optional[PathLike],
+        namespace: str,
+        value: W,
+        *,
+        id: IdKind = ...,
+        history: bool = ...,
+        ttl_seconds: Optional[int] = ...,
+    ) -> Item[W]: ...
+
     async def create(
         self,
         parent: Optional[PathLike],
@@ -1271,7 +1643,7 @@ class AsyncClient(_Base):
         id: IdKind = "uuid",
         history: bool = False,
         ttl_seconds: Optional[int] = None,
-    ) -> Item:
+    ) -> Item[Any]:
         """See `Client.create`."""
         request = _Api.create(parent, namespace, value, id, history, ttl_seconds)
         return Item.from_wire(_Api.body(await self._send(request)))
@@ -1298,7 +1670,13 @@ class AsyncClient(_Base):
         """See `Client.watch`: `async for change in db.watch(prefix, since)`."""
         return AsyncWatch(self, prefix, since, wait, limit)
 
-    async def history(self, path: PathLike, *, limit: Optional[int] = None) -> List[Item]:
+    async def history(
+        self,
+        path: PathLike,
+        *,
+        limit: Optional[int] = None,
+        value_type: Optional[Type[V]] = None,
+    ) -> List[Item[V]]:
         """See `Client.history`."""
         body = _Api.body(await self._send(_Api.history(path, limit)))
         return [Item.from_wire(i) for i in body["items"]]
@@ -1336,6 +1714,101 @@ class AsyncClient(_Base):
                 continue
             tx._state.committed(results)
             return value
+
+
+    async def list_namespaces_page(
+        self, *, page_size: Optional[int] = None, page_token: Optional[str] = None
+    ) -> NamespacePage:
+        """See `Client.list_namespaces_page`."""
+        return _Api.namespace_page(await self._send(_Api.list_namespaces(page_size, page_token)))
+
+    async def list_namespaces(
+        self, *, limit: Optional[int] = None, page_size: Optional[int] = None
+    ) -> AsyncIterator[NamespaceDefinition]:
+        """See `Client.list_namespaces`."""
+        token: Optional[str] = None
+        remaining = limit
+        while remaining is None or remaining > 0:
+            page = await self.list_namespaces_page(
+                page_size=_page_size(page_size, remaining), page_token=token
+            )
+            for definition in page.namespaces[:remaining]:
+                yield definition
+            if remaining is not None:
+                remaining -= len(page.namespaces)
+            token = page.next_page_token
+            if token is None:
+                return
+
+    async def get_namespace(self, namespace: str) -> Optional[NamespaceDefinition]:
+        """See `Client.get_namespace`."""
+        request = _Request("GET", _Api.namespace_route(namespace))
+        return _Api.definition_or_none(await self._send(request))
+
+    async def put_namespace(
+        self,
+        namespace: str,
+        *,
+        schema: Optional[Schema] = None,
+        history: Optional[int] = None,
+        description: Optional[str] = None,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+    ) -> NamespaceDefinition:
+        """See `Client.put_namespace`."""
+        request = _Api.put_namespace(
+            namespace, schema, history, description, must_not_exist, if_version, False
+        )
+        return NamespaceDefinition.from_wire(_Api.body(await self._send(request)))
+
+    async def delete_namespace(self, namespace: str, *, if_version: Optional[int] = None) -> bool:
+        """See `Client.delete_namespace`."""
+        return _Api.deleted(await self._send(_Api.delete_namespace(namespace, if_version)))
+
+    async def check_namespace(
+        self,
+        namespace: str,
+        *,
+        schema: Optional[Schema] = None,
+        history: Optional[int] = None,
+        description: Optional[str] = None,
+    ) -> SchemaCheck:
+        """See `Client.check_namespace`."""
+        request = _Api.put_namespace(namespace, schema, history, description, False, None, True)
+        return _Api.schema_check(await self._send(request))
+
+    async def namespace_violations_page(
+        self,
+        namespace: str,
+        *,
+        page_size: Optional[int] = None,
+        page_token: Optional[str] = None,
+    ) -> ViolationsPage:
+        """See `Client.namespace_violations_page`."""
+        request = _Api.namespace_violations(namespace, page_size, page_token)
+        return _Api.violations_page(await self._send(request))
+
+    async def namespace_violations(
+        self,
+        namespace: str,
+        *,
+        limit: Optional[int] = None,
+        page_size: Optional[int] = None,
+    ) -> AsyncIterator[ViolatingItem]:
+        """See `Client.namespace_violations`."""
+        token: Optional[str] = None
+        remaining = limit
+        while remaining is None or remaining > 0:
+            page = await self.namespace_violations_page(
+                namespace, page_size=_page_size(page_size, remaining), page_token=token
+            )
+            for item in page.items[:remaining]:
+                yield item
+            if remaining is not None:
+                remaining -= len(page.items)
+            token = page.next_page_token
+            if token is None:
+                return
 
 
 def _page_size(page_size: Optional[int], remaining: Optional[int]) -> Optional[int]:

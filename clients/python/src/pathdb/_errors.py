@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, List, Mapping, Optional
+
+from ._keypath import InvalidKeyPath, KeyPath
+from ._model import Violation
 
 
 class PathDBError(Exception):
@@ -78,6 +81,32 @@ class InvalidRequest(PathDBError):
     400, 413, 415)."""
 
 
+class SchemaViolation(PathDBError):
+    """The value does not fit its namespace's schema (HTTP 422 `schema_violation`); nothing was
+    written, in a transaction or an import none of the other operations either.
+
+    `violations` lists what failed (at most 20), each `Violation` with a JSON Pointer into the
+    value (`instance_path`), one into the schema (`schema_path`) and a `message`. `path` is the
+    item's path, `index` the transaction operation (in `transact` and `transaction`) and `line`
+    the import line (1-based), each None when the server does not name one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "schema_violation",
+        status: Optional[int] = 422,
+        index: Optional[int] = None,
+        violations: Optional[List[Violation]] = None,
+        path: Optional[KeyPath] = None,
+        line: Optional[int] = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, index=index)
+        self.violations: List[Violation] = list(violations or [])
+        self.path = path
+        self.line = line
+
+
 class TokenExpired(PathDBError):
     """A change token is older than the server's retention window (default 7 days), so changes
     after it may be gone (HTTP 410 `token_expired`): list the prefix again and follow from the
@@ -118,11 +147,46 @@ def not_pathdb(server: str, status: int, content_type: str, body: str) -> NotPat
     )
 
 
+def _int(value: object) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _schema_violation(
+    status: int, message: str, index: Optional[int], detail: Mapping[str, Any]
+) -> SchemaViolation:
+    violations = detail.get("violations")
+    path: Optional[KeyPath] = None
+    if isinstance(detail.get("path"), str):
+        try:
+            path = KeyPath.parse(detail["path"])
+        except InvalidKeyPath:
+            path = None
+    return SchemaViolation(
+        message,
+        status=status,
+        index=index,
+        violations=[
+            Violation.from_wire(v)
+            for v in (violations if isinstance(violations, list) else [])
+            if isinstance(v, dict)
+        ],
+        path=path,
+        line=_int(detail.get("line")),
+    )
+
+
 def error_for(
-    status: int, code: str, message: str, index: Optional[int] = None
+    status: int,
+    code: str,
+    message: str,
+    index: Optional[int] = None,
+    detail: Optional[Mapping[str, Any]] = None,
 ) -> PathDBError:
-    """The exception for an error answer."""
+    """The exception for an error answer (`detail`: the whole `error` object, for the members
+    of a kind's own, such as a schema violation's)."""
     kind: type[PathDBError]
+    if code == "schema_violation":
+        return _schema_violation(status, message, index, detail or {})
     if code == "condition_failed" or status == 412:
         kind = ConditionFailed
     elif code == "conflict":
