@@ -1,6 +1,18 @@
 /** The HTTP client: global `fetch`, no dependencies; Node 20+ and browsers. */
 
-import { ConditionFailed, Conflict, NotFound, NotPathDB, OutcomeUnknown, PathDBError, Unavailable, errorFor, notPathDB } from "./errors.js";
+import {
+  ConditionFailed,
+  Conflict,
+  NotFound,
+  NotPathDB,
+  OutcomeUnknown,
+  PathDBError,
+  Unavailable,
+  errorFor,
+  notPathDB,
+  violationFromWire,
+  type Violation,
+} from "./errors.js";
 import { KeyPath, formatId, toPath, type PathLike } from "./keypath.js";
 import { MAX_TRANSACTION_ATTEMPTS, Transaction, backoffCeilingMs, stateOf } from "./transaction.js";
 
@@ -179,6 +191,98 @@ export interface ListPageOptions extends ListOptions {
   /** Items in this page, 1..=1000 (default 100). */
   pageSize?: number;
   pageToken?: string | null;
+}
+
+/**
+ * A JSON Schema (draft 2020-12 unless its `$schema` names 2019-09 or draft 7): an object, or
+ * `true` (anything) or `false` (nothing).
+ */
+export type Schema = { readonly [member: string]: unknown } | boolean;
+
+/**
+ * What items of one namespace look like (the namespace of an item is its path's last element's:
+ * `/user-7/post-2` is a `post`): its `schema` (null: any value), how many revisions a put with
+ * history keeps (`history`, null: the server's default) and a `description`. `version` counts its
+ * changes (1, 2, ...): pass it as `ifVersion` to `putNamespace` or `deleteNamespace` to change only
+ * what you read.
+ */
+export interface NamespaceDefinition {
+  readonly namespace: string;
+  readonly version: number;
+  readonly schema: Schema | null;
+  readonly history: number | null;
+  readonly description: string | null;
+  readonly createdAt: Date;
+  readonly modifiedAt: Date;
+  readonly createdAtMicros: number;
+  readonly modifiedAtMicros: number;
+}
+
+/** One page of namespace definitions, in name order; pass `nextPageToken` as `pageToken` to continue (null at the end). */
+export interface NamespacePage {
+  readonly namespaces: NamespaceDefinition[];
+  readonly nextPageToken: string | null;
+}
+
+/** A definition as `putNamespace` and `checkNamespace` take it: what is left out is not in the definition. */
+export interface NamespaceOptions {
+  schema?: Schema;
+  /** Revisions a put with history keeps, 1 or more. */
+  history?: number;
+  description?: string;
+}
+
+export interface PutNamespaceOptions extends NamespaceOptions {
+  /** Only if the namespace has no definition yet (`If-None-Match: *`). */
+  mustNotExist?: boolean;
+  /** Only if the definition's version is this one (`If-Match`). */
+  ifVersion?: number;
+}
+
+/**
+ * A stored item that a schema refuses: its `path`, what does not fit, and its `version` (null if
+ * the server leaves it out).
+ */
+export interface ViolatingItem {
+  readonly path: KeyPath;
+  readonly version: number | null;
+  readonly violations: Violation[];
+}
+
+/**
+ * What a schema would say about the items already stored (`checkNamespace`, a dry run that stores
+ * nothing): how many items of the namespace it `checked`, how many are `violating` it, and the
+ * `first` of those (at most 20).
+ */
+export interface SchemaCheck {
+  readonly checked: number;
+  readonly violating: number;
+  readonly first: ViolatingItem[];
+}
+
+/**
+ * One page of the stored items that a namespace's current schema refuses. `checked` is how many
+ * items of the namespace this page read. A page may hold fewer items than asked for (even none)
+ * and still have a `nextPageToken`: the server reads a bounded number of items per page. Null at
+ * the end.
+ */
+export interface ViolationsPage {
+  readonly items: ViolatingItem[];
+  readonly checked: number;
+  readonly nextPageToken: string | null;
+}
+
+export interface NamespacePageOptions {
+  /** Entries in this page, 1..=1000 (default 100). */
+  pageSize?: number;
+  pageToken?: string | null;
+}
+
+export interface NamespaceListOptions {
+  /** At most this many in all. */
+  limit?: number;
+  /** Entries per request, 1..=1000 (default 100). */
+  pageSize?: number;
 }
 
 type Wire = Record<string, unknown>;
@@ -441,6 +545,42 @@ function itemFromWire<T>(body: Wire): Item<T> {
   };
 }
 
+function definitionFromWire(body: Wire): NamespaceDefinition {
+  return {
+    namespace: body.namespace as string,
+    version: body.version as number,
+    schema: (body.schema as Schema | null | undefined) ?? null,
+    history: (body.history as number | null | undefined) ?? null,
+    description: (body.description as string | null | undefined) ?? null,
+    createdAt: time(body.created_at as number),
+    modifiedAt: time(body.modified_at as number),
+    createdAtMicros: body.created_at as number,
+    modifiedAtMicros: body.modified_at as number,
+  };
+}
+
+function violatingFromWire(body: Wire): ViolatingItem {
+  return {
+    path: KeyPath.parse(body.path as string),
+    version: (body.version as number | null | undefined) ?? null,
+    violations: ((body.violations as unknown[] | undefined) ?? []).map(violationFromWire),
+  };
+}
+
+/** `/v1/namespaces/{namespace}`, the name checked (letters, digits and '_': nothing to escape). */
+function namespaceRoute(namespace: string): string {
+  new KeyPath().add(namespace, 1); // throws InvalidKeyPath for an invalid namespace
+  return "/v1/namespaces/" + namespace;
+}
+
+function namespaceBody(options: NamespaceOptions): string {
+  const body: Wire = {};
+  if (options.schema !== undefined) body.schema = options.schema;
+  if (options.history !== undefined) body.history = options.history;
+  if (options.description !== undefined) body.description = options.description;
+  return JSON.stringify(body);
+}
+
 function changeFromWire<T>(body: Wire): Change<T> {
   if (body.op === "put") {
     const item = itemFromWire<T>(body.item as Wire);
@@ -579,7 +719,7 @@ export class Client {
       const detail = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown; index?: unknown } }).error;
       if (detail && typeof detail.code === "string" && typeof detail.message === "string") {
         const index = Number.isSafeInteger(detail.index) ? (detail.index as number) : undefined;
-        return errorFor(response.status, detail.code, detail.message, index);
+        return errorFor(response.status, detail.code, detail.message, index, detail as Record<string, unknown>);
       }
     } catch {
       // Not JSON: not PathDB's error shape either.
@@ -954,6 +1094,140 @@ export class Client {
         if (!(e instanceof ConditionFailed) || runs >= maxAttempts) throw e;
         await sleep(Math.random() * backoffCeilingMs(runs));
       }
+    }
+  }
+
+  /** One page of the namespace definitions, in name order. */
+  async listNamespacesPage(options: NamespacePageOptions = {}): Promise<NamespacePage> {
+    const params: Record<string, string> = {};
+    if (options.pageSize !== undefined) params.limit = String(options.pageSize);
+    if (options.pageToken != null) params.page_token = options.pageToken;
+    const body = await this.#json(await this.#send({ method: "GET", route: "/v1/namespaces", params }));
+    return {
+      namespaces: (body.namespaces as Wire[]).map(definitionFromWire),
+      nextPageToken: (body.next_page_token as string | null | undefined) ?? null,
+    };
+  }
+
+  /** Every namespace definition (or the first `limit`), in name order, following page tokens: `for await (const d of db.listNamespaces())`. */
+  async *listNamespaces(options: NamespaceListOptions = {}): AsyncGenerator<NamespaceDefinition, void, undefined> {
+    yield* this.#pages(options, async (page) => {
+      const p = await this.listNamespacesPage(page);
+      return { items: p.namespaces, nextPageToken: p.nextPageToken };
+    });
+  }
+
+  /** The definition of `namespace`, or null when it has none. */
+  async getNamespace(namespace: string): Promise<NamespaceDefinition | null> {
+    const response = await this.#send({ method: "GET", route: namespaceRoute(namespace) });
+    if (response.status === 404) {
+      const error = await this.#error(response);
+      if (error instanceof NotFound) return null;
+      throw error;
+    }
+    return definitionFromWire(await this.#json(response));
+  }
+
+  /**
+   * Creates or replaces the definition of `namespace` (all of it: what is left out is removed) and
+   * returns it. `schema` is a JSON Schema that every write into the namespace is checked against from
+   * now on (items already stored are not: see `checkNamespace` and `namespaceViolations`); `history`
+   * how many revisions a put with history keeps. `mustNotExist` and `ifVersion` are conditions as on
+   * an item's `put` (the definition's `version`). Needs an `admin` token on a server with tokens
+   * (else `Forbidden`). Throws `InvalidRequest` with code `invalid_schema` for a schema that is not
+   * one (or needs a remote `$ref`), `ConditionFailed` for a condition that does not hold.
+   */
+  async putNamespace(namespace: string, options: PutNamespaceOptions = {}): Promise<NamespaceDefinition> {
+    if (options.mustNotExist && options.ifVersion !== undefined) {
+      throw new TypeError("give at most one of mustNotExist and ifVersion");
+    }
+    const headers: Record<string, string> = { "Content-Type": "application/json" };
+    if (options.mustNotExist) headers["If-None-Match"] = "*";
+    if (options.ifVersion !== undefined) headers["If-Match"] = `"${options.ifVersion}"`;
+    const response = await this.#send({ method: "PUT", route: namespaceRoute(namespace), headers, body: namespaceBody(options) });
+    return definitionFromWire(await this.#json(response));
+  }
+
+  /**
+   * Removes the definition of `namespace` (its items stay, unchecked from now on): true, or false
+   * when there was none. Needs an `admin` token; throws `ConditionFailed` if `ifVersion` does not hold.
+   */
+  async deleteNamespace(namespace: string, options: { ifVersion?: number } = {}): Promise<boolean> {
+    const headers: Record<string, string> = {};
+    if (options.ifVersion !== undefined) headers["If-Match"] = `"${options.ifVersion}"`;
+    const response = await this.#send({ method: "DELETE", route: namespaceRoute(namespace), headers });
+    if (response.status === 404) {
+      const error = await this.#error(response);
+      if (error instanceof NotFound) return false;
+      throw error;
+    }
+    if (response.status >= 400) throw await this.#error(response);
+    await response.body?.cancel();
+    return true;
+  }
+
+  /**
+   * A dry run of `putNamespace`: what the definition would say about the items of `namespace`
+   * already stored (how many it checked, how many violate it, the first 20), storing nothing. It
+   * reads every item of the namespace (on DynamoDB, a Scan). Needs an `admin` token, like `putNamespace`.
+   */
+  async checkNamespace(namespace: string, options: NamespaceOptions = {}): Promise<SchemaCheck> {
+    const response = await this.#send({
+      method: "PUT",
+      route: namespaceRoute(namespace),
+      params: { dry_run: "true" },
+      headers: { "Content-Type": "application/json" },
+      body: namespaceBody(options),
+    });
+    const body = await this.#json(response);
+    return {
+      checked: body.checked as number,
+      violating: body.violating as number,
+      first: (body.first as Wire[]).map(violatingFromWire),
+    };
+  }
+
+  /**
+   * One page of the stored items of `namespace` that its current schema refuses. A page may hold
+   * fewer than `pageSize` items, even none, and still have a `nextPageToken`: follow it until null.
+   */
+  async namespaceViolationsPage(namespace: string, options: NamespacePageOptions = {}): Promise<ViolationsPage> {
+    const params: Record<string, string> = {};
+    if (options.pageSize !== undefined) params.limit = String(options.pageSize);
+    if (options.pageToken != null) params.page_token = options.pageToken;
+    const response = await this.#send({ method: "GET", route: namespaceRoute(namespace) + "/violations", params });
+    const body = await this.#json(response);
+    return {
+      items: (body.items as Wire[]).map(violatingFromWire),
+      checked: (body.checked as number | undefined) ?? 0,
+      nextPageToken: (body.next_page_token as string | null | undefined) ?? null,
+    };
+  }
+
+  /**
+   * Every stored item of `namespace` that its current schema refuses (or the first `limit`),
+   * following page tokens. It reads every item of the namespace (on DynamoDB, a Scan).
+   */
+  async *namespaceViolations(namespace: string, options: NamespaceListOptions = {}): AsyncGenerator<ViolatingItem, void, undefined> {
+    yield* this.#pages(options, async (page) => this.namespaceViolationsPage(namespace, page));
+  }
+
+  /** Follows page tokens: every entry (or the first `limit`) of the pages `read` returns. */
+  async *#pages<E>(
+    options: NamespaceListOptions,
+    read: (page: NamespacePageOptions) => Promise<{ items: E[]; nextPageToken: string | null }>,
+  ): AsyncGenerator<E, void, undefined> {
+    let remaining = options.limit;
+    let pageToken: string | null = null;
+    while (remaining === undefined || remaining > 0) {
+      const size = remaining === undefined ? options.pageSize : Math.min(options.pageSize ?? 100, remaining, 1000);
+      const page: NamespacePageOptions = { pageToken };
+      if (size !== undefined) page.pageSize = size;
+      const { items, nextPageToken } = await read(page);
+      yield* remaining === undefined ? items : items.slice(0, remaining);
+      if (remaining !== undefined) remaining -= items.length;
+      pageToken = nextPageToken;
+      if (pageToken === null) return;
     }
   }
 }

@@ -1,5 +1,7 @@
 /** The errors the client throws: one class per kind of failure, each with the server's code. */
 
+import { KeyPath } from "./keypath.js";
+
 /**
  * Base of every error the server answers, or of a failure to reach it. `status` is the HTTP
  * status (undefined when there was no answer), `code` the server's stable error code
@@ -82,6 +84,56 @@ export class InvalidRequest extends PathDBError {
 }
 
 /**
+ * One way a value does not fit a namespace's schema: `instancePath`, a JSON Pointer into the value
+ * (`""` is the whole value), `schemaPath`, a JSON Pointer into the schema (the keyword that
+ * failed), and `message`, for people.
+ */
+export interface Violation {
+  readonly instancePath: string;
+  readonly schemaPath: string;
+  readonly message: string;
+}
+
+/** A violation from its JSON shape (`{instance_path, schema_path, message}`). */
+export function violationFromWire(body: unknown): Violation {
+  const v = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
+  return {
+    instancePath: typeof v.instance_path === "string" ? v.instance_path : "",
+    schemaPath: typeof v.schema_path === "string" ? v.schema_path : "",
+    message: typeof v.message === "string" ? v.message : "",
+  };
+}
+
+/**
+ * The value does not fit its namespace's schema (HTTP 422 `schema_violation`); nothing was
+ * written, in a transaction or an import none of the other operations either. `violations` lists
+ * what failed (at most 20); `path` is the item's path, `index` the transaction operation and `line`
+ * the import line (1-based), each undefined when the server names none.
+ */
+export class SchemaViolation extends PathDBError {
+  override name = "SchemaViolation";
+  readonly violations: readonly Violation[];
+  readonly path: KeyPath | undefined;
+  readonly line: number | undefined;
+
+  constructor(
+    message: string,
+    options: {
+      status?: number;
+      index?: number | undefined;
+      violations?: readonly Violation[];
+      path?: KeyPath | undefined;
+      line?: number | undefined;
+    } = {},
+  ) {
+    super(message, "schema_violation", options.status ?? 422, options.index);
+    this.violations = [...(options.violations ?? [])];
+    this.path = options.path;
+    this.line = options.line;
+  }
+}
+
+/**
  * A change token is older than the server's retention window (default 7 days), so changes after it
  * may be gone (HTTP 410 `token_expired`): list the prefix again and follow from its `changesToken`.
  */
@@ -132,8 +184,29 @@ export function notPathDB(server: string, status: number, contentType: string, b
   return new NotPathDB(`${server} is not a PathDB server (it answered HTTP ${status}, ${kind}: ${JSON.stringify(shown)})`, "", status);
 }
 
-/** The error for an error answer. */
-export function errorFor(status: number, code: string, message: string, index?: number): PathDBError {
+function parsedOrUndefined(text: string): KeyPath | undefined {
+  try {
+    return KeyPath.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The error for an error answer; `detail` is the whole `error` object, for the members of a kind's
+ * own (a schema violation's).
+ */
+export function errorFor(status: number, code: string, message: string, index?: number, detail: Record<string, unknown> = {}): PathDBError {
+  if (code === "schema_violation") {
+    const line = detail.line;
+    return new SchemaViolation(message, {
+      status,
+      index,
+      violations: Array.isArray(detail.violations) ? detail.violations.map(violationFromWire) : [],
+      path: typeof detail.path === "string" ? parsedOrUndefined(detail.path) : undefined,
+      line: typeof line === "number" && Number.isSafeInteger(line) ? line : undefined,
+    });
+  }
   if (code === "condition_failed" || status === 412) return new ConditionFailed(message, code, status, index);
   if (code === "conflict") return new Conflict(message, code, status, index);
   if (code === "destination_not_empty") return new DestinationNotEmpty(message, code, status, index);

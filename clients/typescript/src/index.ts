@@ -20,13 +20,23 @@ export type {
   ListAllOptions,
   ListOptions,
   ListPageOptions,
+  NamespaceDefinition,
+  NamespaceListOptions,
+  NamespaceOptions,
+  NamespacePage,
+  NamespacePageOptions,
   Node,
   Op,
   Page,
   PatchOperation,
   PatchOptions,
   PutChange,
+  PutNamespaceOptions,
   PutOptions,
+  Schema,
+  SchemaCheck,
+  ViolatingItem,
+  ViolationsPage,
   WatchOptions,
 } from "./client.js";
 export {
@@ -42,9 +52,11 @@ export {
   PatchConflict,
   PatchTestFailed,
   PathDBError,
+  SchemaViolation,
   TokenExpired,
   Unauthorized,
   Unavailable,
 } from "./errors.js";
+export type { Violation } from "./errors.js";
 export { Desc, INT_MAX, INT_MIN, InvalidKeyPath, KeyPath, Uuid, formatId, toPath } from "./keypath.js";
 export type { Descendable, Element, Id, PathId, PathLike } from "./keypath.js";

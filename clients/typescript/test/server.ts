@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 
 export const TOKEN = "secret";
 export const READ_TOKEN = "ro";
+export const ADMIN_TOKEN = "adm";
 // dist/test/server.js -> the repository root
 export const REPO = resolve(fileURLToPath(import.meta.url), "../../../../..");
 
@@ -27,7 +28,7 @@ export async function startServer(): Promise<Server> {
     binary,
     ["--db", join(work, "test.pathdb"), "serve", "--addr", "127.0.0.1:0"],
     {
-      env: { ...process.env, PATHDB_TOKENS: `${TOKEN}=read-write,${READ_TOKEN}=read`, RUST_LOG: "warn" },
+      env: { ...process.env, PATHDB_TOKENS: `${TOKEN}=read-write,${READ_TOKEN}=read,${ADMIN_TOKEN}=admin`, RUST_LOG: "warn" },
       stdio: ["ignore", "pipe", "inherit"],
     },
   );
