@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import List
 
-from .conftest import TOKEN, Server
+from .conftest import ADMIN_TOKEN, TOKEN, Server
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 DEFAULT = 'Client("http://127.0.0.1:7070")'
@@ -16,19 +16,20 @@ DEFAULT = 'Client("http://127.0.0.1:7070")'
 
 def snippets() -> List[str]:
     """The README's Python snippets: the quick start, following changes, generated ids,
-    partial updates, transactions."""
+    partial updates, transactions, namespaces. (Blocks marked ```py, the use of generated
+    code, are shown, not run: scripts/codegen.sh type-checks and runs a program like them.)"""
     found = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    assert len(found) == 5
+    assert len(found) == 6
     for snippet in found:
         assert DEFAULT in snippet
     return found
 
 
-def run(server: Server, code: str) -> List[str]:
+def run(server: Server, code: str, token: str = TOKEN) -> List[str]:
     """Runs a snippet against the test server; what it printed."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = code.replace(DEFAULT, f'Client("{server.url}", token="{TOKEN}")')
+        code = code.replace(DEFAULT, f'Client("{server.url}", token="{token}")')
         exec(compile(code, str(README), "exec"), {})
     return out.getvalue().splitlines()
 
@@ -78,3 +79,16 @@ def test_readme_transactions(server: Server) -> None:
     assert code != snippet
     assert run(server, code) == ["True", "[70, 30]"]
     assert run(server, code) == ["True", "[70, 30]"]
+
+
+def test_readme_namespaces(server: Server) -> None:
+    snippet = snippets()[5]
+    assert len(snippet.strip().splitlines()) <= 18
+    code = snippet.replace('"/club-1/', '"/club-1000/')
+    assert code != snippet
+    printed = ["1", "[('/age', '/properties/age/type')]", "['/club-1000/person-1']"]
+    assert f"It prints `{printed[0]}`, `{printed[1]}` and `{printed[2].replace('1000', '1')}`." in (
+        README.read_text(encoding="utf-8")
+    )
+    assert run(server, code, ADMIN_TOKEN) == printed
+    assert run(server, code, ADMIN_TOKEN) == printed  # it removes its definition again

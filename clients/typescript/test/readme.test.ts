@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
 
-import { REPO, TOKEN, startServer, type Server } from "./server.js";
+import { ADMIN_TOKEN, REPO, TOKEN, startServer, type Server } from "./server.js";
 
 let server: Server;
 before(async () => {
@@ -16,20 +16,24 @@ after(async () => {
   await server?.stop();
 });
 
-/** The README's TypeScript snippets: the quick start, following changes, generated ids, partial updates, transactions. */
+/**
+ * The README's TypeScript snippets: the quick start, following changes, generated ids, partial
+ * updates, transactions, namespaces. (Blocks marked ```typescript, the use of generated code, are
+ * shown, not run: scripts/codegen.sh type-checks and runs a program like them.)
+ */
 function snippets(): string[] {
   const readme = readFileSync(join(REPO, "clients/typescript/README.md"), "utf8");
   const found = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  assert.equal(found.length, 5);
+  assert.equal(found.length, 6);
   return found;
 }
 
 /** Runs a snippet (as an ES module importing the built client) against the test server; what it logged. */
-async function run(snippet: string, name: string): Promise<unknown[][]> {
+async function run(snippet: string, name: string, token = TOKEN): Promise<unknown[][]> {
   const index = pathToFileURL(join(REPO, "clients/typescript/dist/src/index.js")).href;
   const code = snippet
     .replace('"@pathdb/client"', JSON.stringify(index))
-    .replace('new Client("http://127.0.0.1:7070")', `new Client(${JSON.stringify(server.url)}, { token: "${TOKEN}" })`);
+    .replace('new Client("http://127.0.0.1:7070")', `new Client(${JSON.stringify(server.url)}, { token: "${token}" })`);
   assert.notEqual(code, snippet);
   const file = join(REPO, "clients/typescript/dist/test", `readme-${name}-${process.pid}.mjs`);
   writeFileSync(file, code);
@@ -89,4 +93,15 @@ test("README transactions", async () => {
   const code = snippet.replaceAll('"/shop-1/', '"/shop-1000/');
   assert.notEqual(code, snippet);
   assert.deepEqual(await run(code, "transactions"), [[true, true, false]]);
+});
+
+test("README namespaces", async () => {
+  const snippet = snippets()[5]!;
+  assert.ok(snippet.trim().split("\n").length <= 17);
+  const code = snippet.replaceAll('"/club-1/', '"/club-1000/');
+  assert.notEqual(code, snippet);
+  for (const round of [1, 2]) {
+    // It removes its definition again, so it runs again.
+    assert.deepEqual(await run(code, `namespaces-${round}`, ADMIN_TOKEN), [[1], [[["/age", "/properties/age/type"]]], ["/club-1000/person-1"]]);
+  }
 });
