@@ -11,8 +11,8 @@
 #
 #   bash scripts/codegen.sh
 #
-# The binary is $PATHDB_BIN (default target/debug/pathdb, built here with cargo when PATHDB_BIN is
-# unset). Needs node 20+ with npm, and python3 3.10+ with venv (the generator's minimum); the
+# The binary is $PATHDB_BIN (default target/debug/pathdb, built here with `cargo build -p
+# pathdb-cli --features dynamodb` when PATHDB_BIN is unset, as scripts/clients.sh does). Needs node 20+ with npm, and python3 3.10+ with venv (the generator's minimum); the
 # Python tools are clients/python/requirements-test.txt in target/clients-venv, shared with
 # scripts/clients.sh. Outside CI a missing node or python3 skips that language with a message;
 # with CI=true it fails.
@@ -41,8 +41,9 @@ fail() {
 }
 
 if [[ -z "${PATHDB_BIN:-}" ]]; then
-    step "cargo build -p pathdb-cli"
-    cargo build -p pathdb-cli
+    # The features of scripts/clients.sh and `cargo test --workspace`: a no-op after them.
+    step "cargo build -p pathdb-cli --features dynamodb"
+    cargo build -p pathdb-cli --features dynamodb
     PATHDB_BIN="$target_dir/debug/pathdb"
 fi
 [[ -x "$PATHDB_BIN" ]] || fail "no pathdb binary at $PATHDB_BIN"
