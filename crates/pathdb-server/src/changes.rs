@@ -310,6 +310,7 @@ async fn event_stream<B: Backend>(
         (status = 201, description = "Created", body = crate::wire::ItemOut, headers(("ETag" = String, description = "The version, quoted"), ("Location" = String, description = "The new item's URL"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 413, body = ErrorBody),
+        (status = 422, description = "`schema_violation`: a value does not fit its namespace's schema; nothing written", body = ErrorBody),
         (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
         (status = 503, body = ErrorBody),
         (status = 507, description = "Disk full (`insufficient_storage`): nothing was written; retry once space is freed", body = ErrorBody)),

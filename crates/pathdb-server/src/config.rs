@@ -32,7 +32,7 @@ pub struct ServerConfig {
 pub struct TokenConfig {
     /// The secret sent as `Authorization: Bearer <token>`.
     pub token: String,
-    /// `read` or `read-write`.
+    /// `read`, `read-write` or `admin` (also changes namespace definitions).
     pub scope: Scope,
 }
 
@@ -91,7 +91,7 @@ impl ServerConfig {
         })
     }
 
-    /// Adds tokens from `PATHDB_TOKENS`-style text: `secret=read-write,other=read`.
+    /// Adds tokens from `PATHDB_TOKENS`-style text: `secret=read-write,other=read,boss=admin`.
     ///
     /// # Errors
     /// Malformed text.

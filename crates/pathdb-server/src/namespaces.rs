@@ -8,8 +8,8 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Json, NoQuery, Preconditions, Query};
 use crate::precondition::{self, WritePrecondition};
 use crate::wire::{
-    DefinitionIn, DefinitionOut, DefinitionPutQuery, DefinitionsOut, DryRunOut, NamespacesQuery,
-    ViolationsOut, ViolationsQuery,
+    DefinitionIn, DefinitionOut, DefinitionPutOut, DefinitionPutQuery, DefinitionsOut, DryRunOut,
+    NamespacesQuery, ViolationsOut, ViolationsQuery,
 };
 use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -42,10 +42,14 @@ fn limit(asked: Option<usize>) -> Result<usize, ApiError> {
     }
 }
 
-/// One definition, with its version as the `ETag`.
-fn definition_response(status: StatusCode, definition: NamespaceDefinition) -> Response {
+/// One definition (as `body`), with its version as the `ETag`.
+fn definition_response(
+    status: StatusCode,
+    definition: NamespaceDefinition,
+    body: fn(DefinitionOut) -> DefinitionPutOut,
+) -> Response {
     let etag = precondition::etag(definition.version);
-    let mut response = (status, axum::Json(DefinitionOut::from(definition))).into_response();
+    let mut response = (status, axum::Json(body(definition.into()))).into_response();
     if let Ok(etag) = HeaderValue::from_str(&etag) {
         response.headers_mut().insert(header::ETAG, etag);
     }
@@ -107,7 +111,11 @@ pub async fn get<B: Backend>(
     let definition = store_call("namespace", move || Ok(state.store.namespace(&ns)?))
         .await?
         .ok_or(missing)?;
-    Ok(definition_response(StatusCode::OK, definition))
+    Ok(definition_response(
+        StatusCode::OK,
+        definition,
+        DefinitionPutOut::Stored,
+    ))
 }
 
 /// Creates or replaces a namespace's definition (the `admin` scope). It applies to every write
@@ -120,7 +128,7 @@ pub async fn get<B: Backend>(
         ("If-Match" = Option<String>, Header, description = "`*`: fail with 412 unless it has one; entity tags (`\"3\"`): unless it is at one of these versions", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
     request_body(content = DefinitionIn, content_type = "application/json"),
     responses(
-        (status = 200, description = "Replaced; with `dry_run=true`, a `DryRunOut`", body = DefinitionOut, headers(("ETag" = String, description = "The new version, quoted"))),
+        (status = 200, description = "Replaced (a definition, with its `ETag`); with `dry_run=true`, what the schema would say about the items stored", body = DefinitionPutOut),
         (status = 201, description = "Created", body = DefinitionOut, headers(("ETag" = String, description = "The new version, quoted"))),
         (status = 400, description = "`invalid_schema`: the schema is not a valid JSON Schema, or refers outside itself; `invalid_request`: an unknown member, a history of 0", body = ErrorBody),
         (status = 401, body = ErrorBody),
@@ -163,11 +171,11 @@ pub async fn put<B: Backend>(
             }),
         })
         .await?;
-        return Ok(axum::Json(DryRunOut {
+        return Ok(axum::Json(DefinitionPutOut::DryRun(DryRunOut {
             checked: check.checked,
             violating: check.violating,
             first: check.first.into_iter().map(Into::into).collect(),
-        })
+        }))
         .into_response());
     }
     let (stored, created) = store_call("define_namespace", move || {
@@ -180,7 +188,11 @@ pub async fn put<B: Backend>(
     } else {
         StatusCode::OK
     };
-    Ok(definition_response(status, stored))
+    Ok(definition_response(
+        status,
+        stored,
+        DefinitionPutOut::Stored,
+    ))
 }
 
 /// Removes a namespace's definition (the `admin` scope); its items stay.

@@ -952,3 +952,14 @@ pub struct ViolationsOut {
     /// Present when the scan goes on: pass it as `page_token`.
     pub next_page_token: Option<String>,
 }
+
+/// The answer of `PUT /v1/namespaces/{ns}`: the definition stored, or with `dry_run=true` what
+/// the schema would say about the items stored.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum DefinitionPutOut {
+    /// The definition stored.
+    Stored(DefinitionOut),
+    /// The dry run's answer.
+    DryRun(DryRunOut),
+}

@@ -702,6 +702,14 @@ impl<B: Backend> Store<B> {
     ) -> Result<(NamespaceDefinition, bool), Error> {
         let schema = crate::namespaces::check(namespace, &definition)?;
         let value = crate::namespaces::to_value(&definition);
+        // A definition is one record, like an item (DynamoDB's 400 KB).
+        if value.len() > crate::MAX_ITEM_BYTES - 1000 {
+            return Err(Error::InvalidRequest(format!(
+                "a namespace definition takes at most {} bytes as JSON, this one {}",
+                crate::MAX_ITEM_BYTES - 1000,
+                value.len()
+            )));
+        }
         let (stored, created) = self.write_definition(namespace, condition, Some(value))?;
         let stored = NamespaceDefinition {
             definition,

@@ -15,8 +15,8 @@ pub struct ServeArgs {
     /// Listen address [default: 127.0.0.1:7070, or the config file's].
     #[arg(long)]
     addr: Option<SocketAddr>,
-    /// TOML settings: addr, db, cors_origins, and [[tokens]] with token and scope ("read" or
-    /// "read-write").
+    /// TOML settings: addr, db, cors_origins, and [[tokens]] with token and scope ("read",
+    /// "read-write", or "admin", which may also change namespace definitions).
     #[arg(long)]
     config: Option<PathBuf>,
     /// A web origin (scheme://host[:port]) whose pages may call the API from a browser;
