@@ -79,6 +79,11 @@ pub struct HttpArgs {
     /// Size of the string payload in each item, in bytes.
     #[arg(long, default_value_t = 100)]
     value_bytes: usize,
+    /// Members of each item's value (at least 2: `n` and `payload`; the others are
+    /// `m2`, `m3`, ...: integers, strings and booleans in turn), e.g. 10 to measure a
+    /// namespace schema of 10 members (docs/benchmarks.md) (--target pathdb).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(2..))]
+    members: u16,
     /// Skip the preload (the items are already there from an earlier run).
     #[arg(long)]
     no_preload: bool,
@@ -256,8 +261,9 @@ impl Api {
                         Method::PUT,
                         format!("{base}/v1/items/bench-{group}/item-{i}"),
                         Bytes::from(format!(
-                            r#"{{"n":{i},"payload":"{payload}"}}"#,
-                            payload = value.payload
+                            r#"{{"n":{i},"payload":"{payload}"{members}}}"#,
+                            payload = value.payload,
+                            members = value.members
                         )),
                     ),
                     Op::List => (
@@ -372,7 +378,20 @@ impl Api {
 /// What every request shares.
 struct Value {
     payload: String,
+    /// The members after `payload`, as JSON text starting with a comma (or nothing).
+    members: String,
     list_limit: u32,
+}
+
+/// `,"m2":2,"m3":"m3","m4":true,...` up to `members` members in all (2 are `n` and `payload`).
+fn extra_members(members: u16) -> String {
+    (2..members)
+        .map(|k| match k % 3 {
+            2 => format!(r#","m{k}":{k}"#),
+            0 => format!(r#","m{k}":"m{k}""#),
+            _ => format!(r#","m{k}":true"#),
+        })
+        .collect()
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -474,8 +493,12 @@ pub fn run(args: HttpArgs, token: Option<String>, json: bool) -> Result<()> {
     let base = args.url.trim_end_matches('/').to_owned();
     let follower_token = token.clone();
     let api = Arc::new(Api::new(&args, token)?);
+    if args.members != 2 && args.target != Target::Pathdb {
+        bail!("--members shapes a PathDB item's value (--target pathdb)");
+    }
     let value = Arc::new(Value {
         payload: "x".repeat(args.value_bytes),
+        members: extra_members(args.members),
         list_limit: args.list_limit,
     });
     let client = client(args.concurrency);
@@ -846,6 +869,7 @@ impl Report<'_> {
             "groups": a.groups,
             "list_limit": a.list_limit,
             "value_bytes": a.value_bytes,
+            "members": a.members,
             "preload_s": self.preload.map(|p| p.as_secs_f64()),
             "sse": if self.follower_failures.is_some() { a.sse } else { 0 },
             "long_polls": if self.follower_failures.is_some() { a.long_polls } else { 0 },
