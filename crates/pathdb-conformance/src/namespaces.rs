@@ -4,6 +4,7 @@
 //! build read back as a definition.
 
 use crate::{Harness, json, manual_options, open_manual, path, value};
+use pathdb_keys::KeyPath;
 use pathdb_store::backend::{Backend, Key, Record, WriteBatch, WriteOp};
 use pathdb_store::{
     Condition, Definition, Error, ExportRecord, IdKind, ImportRecord, OnExisting, Patch,
@@ -25,6 +26,44 @@ fn with_schema(schema: serde_json::Value) -> Definition {
     Definition {
         schema: Some(schema),
         ..Definition::default()
+    }
+}
+
+/// What a refused write must leave as it was: the item at a path, its history, no other item
+/// of the test (`note-1` beside it) and its group's change feed.
+struct Unchanged {
+    path: KeyPath,
+    group: KeyPath,
+    item: Option<pathdb_store::Item>,
+    revisions: usize,
+    token: pathdb_store::ChangeToken,
+}
+
+impl Unchanged {
+    fn now<B: Backend>(store: &Store<B>, path: &KeyPath, group: &KeyPath) -> Unchanged {
+        Unchanged {
+            path: path.clone(),
+            group: group.clone(),
+            item: store.get(path).unwrap(),
+            revisions: store.history(path, 100).unwrap().len(),
+            token: store.changes_token(group).unwrap(),
+        }
+    }
+
+    fn check<B: Backend>(&self, store: &Store<B>) {
+        assert_eq!(store.get(&self.path).unwrap(), self.item);
+        assert_eq!(
+            store.history(&self.path, 100).unwrap().len(),
+            self.revisions
+        );
+        let note = self.path.parent().unwrap().child("note", 1u64).unwrap();
+        assert!(store.get(&note).unwrap().is_none());
+        let page = store.changes(&self.group, Some(&self.token), 100).unwrap();
+        assert!(
+            page.changes.is_empty(),
+            "a refused write logged {:?}",
+            page.changes
+        );
     }
 }
 
@@ -219,19 +258,7 @@ pub fn schema_checked_on_every_write<H: Harness>(harness: &H) {
     let good = json(r#"{"name":"Ada","age":36}"#);
     let bad = json(r#"{"name":"Ada","age":"old"}"#);
     store.put(&p, good.clone(), PutOptions::default()).unwrap();
-    let before = store.get(&p).unwrap().unwrap();
-    let token = store.changes_token(&group).unwrap();
-    let nothing_changed = |store: &Store<H::Backend>| {
-        assert_eq!(store.get(&p).unwrap().as_ref(), Some(&before));
-        assert_eq!(store.history(&p, 10).unwrap().len(), 1);
-        assert!(store.get(&path("/team-1/note-1")).unwrap().is_none());
-        let page = store.changes(&group, Some(&token), 100).unwrap();
-        assert!(
-            page.changes.is_empty(),
-            "a refused write logged {:?}",
-            page.changes
-        );
-    };
+    let unchanged = Unchanged::now(&store, &p, &group);
 
     // A put: the violation names the member and the keyword.
     let violations = refused(
@@ -248,7 +275,7 @@ pub fn schema_checked_on_every_write<H: Harness>(harness: &H) {
         "/team-1/person-1",
     );
     assert!(extra.len() >= 3, "every failure is listed: {extra:?}");
-    nothing_changed(&store);
+    unchanged.check(&store);
     // A create with a generated id.
     assert!(matches!(
         store.create(
@@ -270,19 +297,7 @@ pub fn schema_checked_on_every_write<H: Harness>(harness: &H) {
     let fits = Patch::Merge(j!({"age": 37}));
     store.patch(&p, fits, PutOptions::default(), false).unwrap();
     store.put(&p, good.clone(), PutOptions::default()).unwrap();
-    let before = store.get(&p).unwrap().unwrap();
-    let token = store.changes_token(&group).unwrap();
-    let nothing_changed = |store: &Store<H::Backend>| {
-        assert_eq!(store.get(&p).unwrap().as_ref(), Some(&before));
-        assert_eq!(store.history(&p, 10).unwrap().len(), 3);
-        assert!(store.get(&path("/team-1/note-1")).unwrap().is_none());
-        let page = store.changes(&group, Some(&token), 100).unwrap();
-        assert!(
-            page.changes.is_empty(),
-            "a refused write logged {:?}",
-            page.changes
-        );
-    };
+    let unchanged = Unchanged::now(&store, &p, &group);
     // A transaction: one bad operation, named by its index, and none written.
     let mut tx = Transaction::new();
     tx.ops.push(TxOp::Put {
@@ -318,7 +333,7 @@ pub fn schema_checked_on_every_write<H: Harness>(harness: &H) {
         Ok(())
     });
     refused(result, "/team-1/person-1");
-    nothing_changed(&store);
+    unchanged.check(&store);
     // An import: the bad line is named, and no line is written.
     let records = vec![
         ImportRecord::Value {
@@ -340,7 +355,7 @@ pub fn schema_checked_on_every_write<H: Harness>(harness: &H) {
     // An exported item line is checked too; revisions (history) are not.
     let exported = ExportRecord::Item(pathdb_store::Item {
         value: bad.clone(),
-        ..before.clone()
+        ..store.get(&p).unwrap().unwrap()
     });
     let refused_import = store.import(
         &[ImportRecord::Exported(exported)],
@@ -350,7 +365,7 @@ pub fn schema_checked_on_every_write<H: Harness>(harness: &H) {
     assert!(
         matches!(refused_import, Err(e) if matches!(e.error, Error::SchemaViolation { index: 0, .. }))
     );
-    nothing_changed(&store);
+    unchanged.check(&store);
     // A move or copy whose root changes namespace: the root is checked against its new one.
     let team = path("/team-2");
     store

@@ -113,6 +113,15 @@ class _Request:
     unbounded: bool = False
 
 
+def _paged(request: _Request, page_size: Optional[int], page_token: Optional[str]) -> _Request:
+    """`request` with a page's `limit` and `page_token`, where given."""
+    if page_size is not None:
+        request.params["limit"] = str(int(page_size))
+    if page_token is not None:
+        request.params["page_token"] = page_token
+    return request
+
+
 def _json_body(value: Any) -> bytes:
     return json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -232,11 +241,7 @@ class _Api:
         for name, bound in (("gt", gt), ("gte", gte), ("lt", lt), ("lte", lte)):
             if bound is not None:
                 request.params[name] = str(to_path(bound))
-        if page_size is not None:
-            request.params["limit"] = str(int(page_size))
-        if page_token is not None:
-            request.params["page_token"] = page_token
-        return request
+        return _paged(request, page_size, page_token)
 
     @staticmethod
     def create(
@@ -308,11 +313,7 @@ class _Api:
     @staticmethod
     def list_namespaces(page_size: Optional[int], page_token: Optional[str]) -> _Request:
         request = _Request("GET", "/v1/namespaces")
-        if page_size is not None:
-            request.params["limit"] = str(int(page_size))
-        if page_token is not None:
-            request.params["page_token"] = page_token
-        return request
+        return _paged(request, page_size, page_token)
 
     @staticmethod
     def namespace_page(response: httpx.Response) -> NamespacePage:
@@ -394,11 +395,7 @@ class _Api:
         namespace: str, page_size: Optional[int], page_token: Optional[str]
     ) -> _Request:
         request = _Request("GET", _Api.namespace_route(namespace) + "/violations")
-        if page_size is not None:
-            request.params["limit"] = str(int(page_size))
-        if page_token is not None:
-            request.params["page_token"] = page_token
-        return request
+        return _paged(request, page_size, page_token)
 
     @staticmethod
     def violations_page(response: httpx.Response) -> ViolationsPage:
