@@ -119,12 +119,9 @@ fn decode_explains_store_keys() {
     );
     assert_eq!(
         decode("02706f7374", Some("00")),
-        "history setting of namespace post"
+        "definition of namespace post"
     );
-    assert_eq!(
-        decode("02706f7374", None),
-        "history setting of namespace post"
-    );
+    assert_eq!(decode("02706f7374", None), "definition of namespace post");
     let err = fails(&["key", "decode", "ff01", "--partition", pk]);
     assert!(err.contains("revision key"), "{err}");
     let err = fails(&["key", "decode", "03", "--partition", "00"]);

@@ -10,7 +10,7 @@
 use crate::{Counts, DynamoBackend};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
-    Error, IdKind, Json, ListRequest, Patch, PutOptions, Store, Transaction, TxResult,
+    Error, IdKind, Json, ListRequest, Patch, PutOptions, Store, StoreOptions, Transaction, TxResult,
 };
 
 /// The size of the JSON value each measured write puts, in bytes.
@@ -95,6 +95,18 @@ fn value(n: usize) -> Result<Json, Error> {
 fn path(text: String) -> Result<KeyPath, Error> {
     text.parse()
         .map_err(|e| Error::InvalidRequest(format!("{text}: {e}")))
+}
+
+/// The options of a store to measure with: no expiry sweeper, whose reads are no operation's,
+/// and no re-reading of the namespace definitions during the run: that is one `Query` per
+/// second per writing server whatever the operations (docs/namespaces.md), which [`render`]
+/// states apart, not a share of the operations that happen to fall in that second.
+pub fn store_options() -> StoreOptions {
+    StoreOptions {
+        sweep_interval: None,
+        definitions_refresh: std::time::Duration::from_secs(24 * 3600),
+        ..StoreOptions::default()
+    }
 }
 
 /// Runs every operation `ops` times (at least 10) against `store`, under new groups named from
@@ -370,7 +382,10 @@ pub fn render(rows: &[Row]) -> String {
     out.push_str(&format!(
         "\nUnits by DynamoDB's pricing rules from the items' sizes (values of {VALUE_BYTES} bytes). \
          The endpoint reported {} read and {} write units over these runs (ReturnConsumedCapacity: \
-         DynamoDB's bill; moto reports fixed placeholders, and none for transactions).\n",
+         DynamoDB's bill; moto reports fixed placeholders, and none for transactions). \
+         Apart from these, a server on a table that others write too reads the namespace \
+         definitions again at most once a second while it writes: one Query of the store's \
+         partition (docs/namespaces.md).\n",
         trim(reported.0),
         trim(reported.1)
     ));

@@ -233,11 +233,7 @@ fn requests_per_write_and_per_poll() {
     };
     let backend = Dynamo::new(endpoint).backend();
     let metrics = backend.metrics();
-    let options = StoreOptions {
-        sweep_interval: None,
-        ..StoreOptions::default()
-    };
-    let store = Store::new(backend, options).expect("store opens");
+    let store = Store::new(backend, pathdb_dynamodb::cost::store_options()).expect("store opens");
     let group: pathdb_keys::KeyPath = "/cost-1".parse().expect("path");
     let item: pathdb_keys::KeyPath = "/cost-1/a-1".parse().expect("path");
     let value = || pathdb_store::Json::parse(r#"{"n":1}"#).expect("json");
@@ -463,15 +459,12 @@ fn a_definition_written_by_one_store_applies_in_another() {
         .expect("no schema any more");
 }
 
-/// A store on a fresh table of `endpoint`, without the expiry sweeper (whose reads the
-/// measurements here must not count).
+/// A store on a fresh table of `endpoint`, without the expiry sweeper or the per-second
+/// re-reading of definitions (whose reads the measurements here must not count).
 fn without_sweeper(endpoint: String) -> Store<DynamoBackend> {
     Store::new(
         Dynamo::new(endpoint).backend(),
-        StoreOptions {
-            sweep_interval: None,
-            ..StoreOptions::default()
-        },
+        pathdb_dynamodb::cost::store_options(),
     )
     .expect("store opens")
 }

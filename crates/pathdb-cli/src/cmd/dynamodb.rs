@@ -124,13 +124,7 @@ mod enabled {
     /// when it does not exist) and prints the table of docs/dynamodb.md.
     pub fn cost(args: CostArgs) -> Result<()> {
         let made = create_table(&backend(&args.table)?).context("creating the table")?;
-        let store = open_store(
-            &args.table,
-            StoreOptions {
-                sweep_interval: None,
-                ..StoreOptions::default()
-            },
-        )?;
+        let store = open_store(&args.table, pathdb_dynamodb::cost::store_options())?;
         let nonce = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());

@@ -10,7 +10,7 @@
 //! | item | encoded group | encoded rest of the path, `00` for the group's own item |
 //! | revision | encoded group | `ff` + item sort key + big-endian `u64::MAX - version` |
 //! | expiry index entry | `00` | `01` + expiry (big-endian i64, sign bit flipped) + `u16` partition length + partition + item sort key |
-//! | namespace history setting | `00` | `02` + namespace |
+//! | namespace definition | `00` | `02` + namespace |
 //!
 //! A deleted or expired item's tombstone lives under the item's own key (an empty value holding
 //! the last version), so its key decodes as the item's path.
@@ -23,7 +23,7 @@ use pathdb_store::Timestamp;
 const SYSTEM_PARTITION: &[u8] = &[0x00];
 const GROUP_SORT_KEY: &[u8] = &[0x00];
 const EXPIRY_INDEX: u8 = 0x01;
-const NAMESPACE_HISTORY: u8 = 0x02;
+const NAMESPACE_DEFINITION: u8 = 0x02;
 const REVISION: u8 = 0xff;
 
 /// What the key `partition` + `sort` holds, in one line: an item's path alone (so that scripts
@@ -50,7 +50,7 @@ pub fn explain_sort_only(sort: &[u8]) -> Option<String> {
         );
     }
     match sort.first() {
-        Some(&(EXPIRY_INDEX | NAMESPACE_HISTORY)) => explain_system(sort).ok(),
+        Some(&(EXPIRY_INDEX | NAMESPACE_DEFINITION)) => explain_system(sort).ok(),
         Some(&REVISION) => explain_sort(None, sort)
             .ok()
             .map(|text| format!("{text} (pass --partition PK to name the group)")),
@@ -112,13 +112,13 @@ fn explain_system(sort: &[u8]) -> Result<String> {
                 rfc3339(Timestamp(expires_at))
             ))
         }
-        Some((&NAMESPACE_HISTORY, namespace)) => Ok(format!(
-            "history setting of namespace {}",
+        Some((&NAMESPACE_DEFINITION, namespace)) => Ok(format!(
+            "definition of namespace {}",
             String::from_utf8_lossy(namespace)
         )),
         _ => bail!(
             "in the system partition 00, a sort key starts with 01 (expiry index) or 02 \
-             (namespace history setting)"
+             (namespace definition)"
         ),
     }
 }
