@@ -31,9 +31,11 @@ pathdb="$target_dir/debug/pathdb"
 make_work_dir schemathesis
 
 step "starting pathdb serve on a free loopback port"
-# Tokens on, so every /v1 request also goes through the auth middleware.
+# Tokens on, so every /v1 request also goes through the auth middleware. The admin scope, so
+# that changing namespace definitions is exercised too (a read-write token only gets 403 there,
+# which crates/pathdb-server/tests/namespaces.rs checks).
 token="schemathesis-$$"
-PATHDB_TOKENS="$token=read-write" RUST_LOG=warn start_pathdb_serve "$target_dir/debug/pathdb" "$work"
+PATHDB_TOKENS="$token=admin" RUST_LOG=warn start_pathdb_serve "$target_dir/debug/pathdb" "$work"
 url="$server_url"
 
 step "schemathesis run $url/openapi.json ($examples examples per operation)"

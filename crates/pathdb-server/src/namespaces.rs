@@ -94,7 +94,7 @@ pub async fn list<B: Backend>(
 
 /// Reads a namespace's definition.
 #[utoipa::path(get, path = "/v1/namespaces/{namespace}", tag = "namespaces", operation_id = "getNamespace",
-    params(("namespace" = String, Path, description = "The namespace", example = "post")),
+    params(("namespace" = String, Path, description = "The namespace: a letter or `_`, then letters, digits and `_` (at most 64)", example = "post", pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")),
     responses(
         (status = 200, body = DefinitionOut, headers(("ETag" = String, description = "The definition's version, quoted"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
@@ -123,7 +123,7 @@ pub async fn get<B: Backend>(
 /// `dry_run=true` nothing is stored: the answer says how many of the namespace's stored items
 /// the schema would refuse (reading every item of the database).
 #[utoipa::path(put, path = "/v1/namespaces/{namespace}", tag = "namespaces", operation_id = "putNamespace",
-    params(("namespace" = String, Path, description = "The namespace", example = "post"), DefinitionPutQuery,
+    params(("namespace" = String, Path, description = "The namespace: a letter or `_`, then letters, digits and `_` (at most 64)", example = "post", pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"), DefinitionPutQuery,
         ("If-None-Match" = Option<String>, Header, description = "`*`: fail with 412 if the namespace has a definition", pattern = r"^\*$"),
         ("If-Match" = Option<String>, Header, description = "`*`: fail with 412 unless it has one; entity tags (`\"3\"`): unless it is at one of these versions", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
     request_body(content = DefinitionIn, content_type = "application/json"),
@@ -197,7 +197,7 @@ pub async fn put<B: Backend>(
 
 /// Removes a namespace's definition (the `admin` scope); its items stay.
 #[utoipa::path(delete, path = "/v1/namespaces/{namespace}", tag = "namespaces", operation_id = "deleteNamespace",
-    params(("namespace" = String, Path, description = "The namespace", example = "post"),
+    params(("namespace" = String, Path, description = "The namespace: a letter or `_`, then letters, digits and `_` (at most 64)", example = "post", pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"),
         ("If-Match" = Option<String>, Header, description = "`*` or entity tags: fail with 412 unless the definition is at one of these versions", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
     responses(
         (status = 204, description = "Removed"),
@@ -235,7 +235,7 @@ pub async fn delete<B: Backend>(
 /// per page: a page may hold fewer items than `limit`, even none, and still have a
 /// `next_page_token`.
 #[utoipa::path(get, path = "/v1/namespaces/{namespace}/violations", tag = "namespaces", operation_id = "listNamespaceViolations",
-    params(("namespace" = String, Path, description = "The namespace", example = "post"), ViolationsQuery),
+    params(("namespace" = String, Path, description = "The namespace: a letter or `_`, then letters, digits and `_` (at most 64)", example = "post", pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"), ViolationsQuery),
     responses((status = 200, body = ViolationsOut),
         (status = 400, description = "An invalid namespace, limit or page token", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
