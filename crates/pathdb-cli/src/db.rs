@@ -215,9 +215,25 @@ impl<B: Backend> Db for Store<B> {
             mode.partial,
         )?;
         let total = records.len() as u64;
-        Ok(Store::import(self, &records, mode.on_existing, &mut |r| {
+        Store::import(self, &records, mode.on_existing, &mut |r| {
             progress(r.imported + r.unchanged + r.skipped, total)
-        })?)
+        })
+        .map_err(|e| {
+            // A refused value names its line, as a server's answer does (blank lines count).
+            let line = match &e.error {
+                pathdb_store::Error::SchemaViolation { index, .. } => input
+                    .lines()
+                    .enumerate()
+                    .filter(|(_, l)| !l.trim().is_empty())
+                    .nth(*index)
+                    .map(|(n, _)| n + 1),
+                _ => None,
+            };
+            match line {
+                Some(line) => anyhow::Error::new(e).context(format!("line {line}")),
+                None => e.into(),
+            }
+        })
     }
 
     fn namespaces(&self) -> Result<Vec<NamespaceDefinition>> {

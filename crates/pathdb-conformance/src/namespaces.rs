@@ -219,6 +219,36 @@ pub fn namespace_definitions<H: Harness>(harness: &H) {
         store.put(&path("/seven-1"), json("[1]"), PutOptions::default()),
         "/seven-1",
     );
+    // Definitions changed from several threads at once: the store's own copy ends as what is
+    // stored (a later change is never undone by an earlier one's bookkeeping).
+    std::thread::scope(|scope| {
+        for t in 0..4u64 {
+            let store = &*store;
+            scope.spawn(move || {
+                for i in 0..10u64 {
+                    if (t + i) % 3 == 0 {
+                        store.delete_namespace("race", None).unwrap();
+                    } else {
+                        let required = j!({"required": [format!("m{t}")]});
+                        store
+                            .define_namespace("race", with_schema(required), None)
+                            .unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let stored = store.namespace("race").unwrap();
+    let put = store.put(&path("/race-1"), json("{}"), PutOptions::default());
+    match (&stored, put) {
+        (None, Ok(_)) => {}
+        (Some(_), Err(Error::SchemaViolation { violations, .. })) => {
+            let member = stored.unwrap().definition.schema.unwrap()["required"][0].clone();
+            assert!(violations[0].message.contains(member.as_str().unwrap()));
+        }
+        (stored, put) => panic!("stored {stored:?}, but the put answered {put:?}"),
+    }
+    store.delete_namespace("race", None).unwrap();
     // Definitions outlive the store.
     if let Some(store) = harness.reopen(store, options) {
         let names: Vec<String> = store
@@ -378,6 +408,13 @@ pub fn schema_checked_on_every_write<H: Harness>(harness: &H) {
             PutOptions::default(),
         )
         .unwrap();
+    // Nothing of a refused move or copy is written: not the items, their history, the
+    // source's tombstones, nor a change on either side.
+    let sources = Unchanged::now(&store, &path("/team-2/person-9"), &team);
+    let feeds: Vec<_> = ["/person-2", "/person-3"]
+        .iter()
+        .map(|g| (path(g), store.changes_token(&path(g)).unwrap()))
+        .collect();
     refused(
         store.move_subtree(&team, &path("/person-2"), &mut |_| {}),
         "/person-2",
@@ -387,6 +424,16 @@ pub fn schema_checked_on_every_write<H: Harness>(harness: &H) {
         "/person-3",
     );
     assert!(store.get(&team).unwrap().is_some());
+    sources.check(&store);
+    for (group, token) in &feeds {
+        assert!(
+            store
+                .changes(group, Some(token), 10)
+                .unwrap()
+                .changes
+                .is_empty()
+        );
+    }
     for gone in ["/person-2", "/person-3", "/person-2/person-9"] {
         assert!(store.get(&path(gone)).unwrap().is_none(), "{gone}");
     }

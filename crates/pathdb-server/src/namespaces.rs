@@ -15,7 +15,7 @@ use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pathdb_store::backend::Backend;
-use pathdb_store::{Condition, Definition, NamespaceDefinition, Schema};
+use pathdb_store::{Condition, Definition, NamespaceDefinition};
 
 /// Definitions or refused items per page, by default and at most.
 const DEFAULT_LIMIT: usize = 100;
@@ -156,19 +156,19 @@ pub async fn put<B: Backend>(
         description: body.description,
     };
     if q.dry_run == Some(true) {
-        // The schema's errors first, as the real PUT would answer them.
-        let schema = definition
-            .schema
-            .as_ref()
-            .map(Schema::compile)
-            .transpose()?;
-        let check = store_call("check_schema", move || match schema {
-            Some(schema) => Ok(state.store.check_schema(&ns, &schema, &mut |_| {})?),
-            None => Ok(pathdb_store::SchemaCheck {
-                checked: 0,
-                violating: 0,
-                first: Vec::new(),
-            }),
+        // What the real PUT would refuse first (the definition, its preconditions), then the
+        // scan.
+        let check = store_call("check_schema", move || {
+            let condition = resolve(precondition, &state.store, &ns)?;
+            let store = &state.store;
+            match store.check_definition(&ns, &definition, condition)? {
+                Some(schema) => Ok(store.check_schema(&ns, &schema, &mut |_| {})?),
+                None => Ok(pathdb_store::SchemaCheck {
+                    checked: 0,
+                    violating: 0,
+                    first: Vec::new(),
+                }),
+            }
         })
         .await?;
         return Ok(axum::Json(DefinitionPutOut::DryRun(DryRunOut {

@@ -317,6 +317,20 @@ async fn dry_run_and_violations() {
         )
         .await
         .expect_error(400, "invalid_schema");
+    // A dry run refuses what the real PUT would: a bad member, a precondition that fails.
+    server
+        .put("/v1/namespaces/person?dry_run=true", r#"{"history": 0}"#)
+        .await
+        .expect_error(400, "invalid_request");
+    server
+        .call(
+            Method::PUT,
+            "/v1/namespaces/person?dry_run=true",
+            &[("if-match", "\"3\"")],
+            PERSON,
+        )
+        .await
+        .expect_error(412, "condition_failed");
     server
         .get("/v1/namespaces/person/violations")
         .await

@@ -21,7 +21,7 @@ use crate::{Error, StorageError, Timestamp, layout};
 use pathdb_keys::KeyPath;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// Most violations a refused value reports (the first ones the validator finds).
@@ -163,6 +163,9 @@ pub(crate) type Definitions = BTreeMap<String, Arc<Compiled>>;
 /// The store's copy of the definitions (see the module's documentation).
 pub(crate) struct Namespaces {
     state: RwLock<State>,
+    /// Held while the definitions are read into a new copy, so that copies replace each other
+    /// in the order they were read.
+    reading: Mutex<()>,
     /// History kept by a put that asks for it in a namespace without a setting.
     default_retention: u32,
     /// How old the copy may get before a plan reads it again (others write the database).
@@ -188,56 +191,64 @@ impl Namespaces {
                 definitions: Arc::new(definitions),
                 read_at: Instant::now(),
             }),
+            reading: Mutex::new(()),
             default_retention,
             refresh,
         })
     }
 
     /// The definitions, read again through `reader` first if the copy is older than the
-    /// refresh interval (only where others write the database).
+    /// refresh interval (only where others write the database). One thread reads them again
+    /// while the others wait for its copy: at most one read per interval.
     pub(crate) fn current<R: Reader + ?Sized>(
         &self,
         reader: &R,
     ) -> Result<Arc<Definitions>, Error> {
-        let state = self.state.read().map_err(|_| poisoned())?;
-        let stale = self
-            .refresh
-            .is_some_and(|every| state.read_at.elapsed() >= every);
-        if !stale {
-            return Ok(Arc::clone(&state.definitions));
+        let Some(every) = self.refresh else {
+            return self.copy();
+        };
+        if self.read_at()?.elapsed() < every {
+            return self.copy();
         }
-        let known = Arc::clone(&state.definitions);
-        drop(state);
+        let _reading = self.reading.lock().map_err(|_| poisoned())?;
+        // Another thread may have read them while this one waited.
+        if self.read_at()?.elapsed() < every {
+            return self.copy();
+        }
+        self.replace(reader)
+    }
+
+    /// Reads the definitions again after this store changed one, through a reader `open`
+    /// makes once no other reading is under way: every such read starts after the commits
+    /// before it, so the copy never goes back to an older state than one it held.
+    pub(crate) fn reload<R: Reader>(
+        &self,
+        open: impl FnOnce() -> Result<R, Error>,
+    ) -> Result<(), Error> {
+        let _reading = self.reading.lock().map_err(|_| poisoned())?;
+        self.replace(&open()?).map(|_| ())
+    }
+
+    /// Reads every definition through `reader` and makes it the copy (the caller holds
+    /// `reading`).
+    fn replace<R: Reader + ?Sized>(&self, reader: &R) -> Result<Arc<Definitions>, Error> {
+        let known = self.copy()?;
         let read_at = Instant::now();
         let definitions = Arc::new(read_all(reader, &known)?);
         let mut state = self.state.write().map_err(|_| poisoned())?;
-        if state.read_at < read_at {
-            state.definitions = Arc::clone(&definitions);
-            state.read_at = read_at;
-        }
+        state.definitions = Arc::clone(&definitions);
+        state.read_at = read_at;
         Ok(definitions)
     }
 
-    /// Takes in a definition this store wrote (`None`: deleted), once it committed.
-    pub(crate) fn apply(&self, namespace: &str, compiled: Option<Compiled>) -> Result<(), Error> {
-        let mut state = self.state.write().map_err(|_| poisoned())?;
-        let mut definitions = (*state.definitions).clone();
-        match compiled {
-            // A copy read meanwhile may hold a newer version already.
-            Some(c) => {
-                let newer = definitions
-                    .get(namespace)
-                    .is_some_and(|old| old.stored.version > c.stored.version);
-                if !newer {
-                    definitions.insert(namespace.to_owned(), Arc::new(c));
-                }
-            }
-            None => {
-                definitions.remove(namespace);
-            }
-        }
-        state.definitions = Arc::new(definitions);
-        Ok(())
+    fn copy(&self) -> Result<Arc<Definitions>, Error> {
+        Ok(Arc::clone(
+            &self.state.read().map_err(|_| poisoned())?.definitions,
+        ))
+    }
+
+    fn read_at(&self) -> Result<Instant, Error> {
+        Ok(self.state.read().map_err(|_| poisoned())?.read_at)
     }
 
     /// Revisions to keep for a put of `path` (`asked`: the put asked for history), or `None`

@@ -700,7 +700,7 @@ impl<B: Backend> Store<B> {
         definition: Definition,
         condition: Option<Condition>,
     ) -> Result<(NamespaceDefinition, bool), Error> {
-        let schema = crate::namespaces::check(namespace, &definition)?;
+        crate::namespaces::check(namespace, &definition)?;
         let value = crate::namespaces::to_value(&definition);
         // A definition is one record, like an item (DynamoDB's 400 KB).
         if value.len() > crate::MAX_ITEM_BYTES - 1000 {
@@ -715,12 +715,35 @@ impl<B: Backend> Store<B> {
             definition,
             ..stored.ok_or_else(|| StorageError::msg("definition write returned nothing"))?
         };
-        let compiled = crate::namespaces::Compiled {
-            stored: stored.clone(),
-            schema: Ok(schema),
-        };
-        self.inner.namespaces.apply(namespace, Some(compiled))?;
+        self.reload_definitions()?;
         Ok((stored, created))
+    }
+
+    /// What [`Store::define_namespace`] would refuse `definition` for, without storing it: an
+    /// invalid namespace or history, a schema that does not compile, or `condition` not
+    /// holding for the definition stored now. Returns the compiled schema, for
+    /// [`Store::check_schema`] (a dry run).
+    ///
+    /// # Errors
+    /// As [`Store::define_namespace`].
+    pub fn check_definition(
+        &self,
+        namespace: &str,
+        definition: &Definition,
+        condition: Option<Condition>,
+    ) -> Result<Option<Schema>, Error> {
+        let schema = crate::namespaces::check(namespace, definition)?;
+        if let Some(condition) = condition {
+            let current = self.namespace(namespace)?.map(|d| d.version);
+            if !definition_condition_holds(condition, current) {
+                return Err(Error::DefinitionConditionFailed {
+                    namespace: namespace.to_owned(),
+                    condition,
+                    current,
+                });
+            }
+        }
+        Ok(schema)
     }
 
     /// Removes the definition of `namespace` (its items stay), if `condition` holds; returns
@@ -734,8 +757,19 @@ impl<B: Backend> Store<B> {
         condition: Option<Condition>,
     ) -> Result<Option<NamespaceDefinition>, Error> {
         let (removed, _) = self.write_definition(namespace, condition, None)?;
-        self.inner.namespaces.apply(namespace, None)?;
+        if removed.is_some() {
+            self.reload_definitions()?;
+        }
         Ok(removed)
+    }
+
+    /// Brings the store's copy of the definitions up to what is stored, after this store
+    /// changed one: it applies to the writes that start after the change returns.
+    fn reload_definitions(&self) -> Result<(), Error> {
+        let backend = &self.inner.backend;
+        self.inner
+            .namespaces
+            .reload(|| backend.reader().map_err(Error::from))
     }
 
     /// Writes `value` as the definition of `namespace` (`None`: its tombstone) over the record
@@ -755,19 +789,14 @@ impl<B: Backend> Store<B> {
             let stored = self.inner.backend.reader()?.get(&key)?;
             let live = stored.as_ref().filter(|r| !r.value.is_empty());
             let version = live.map(|r| r.version);
-            if let Some(condition) = condition {
-                let holds = match condition {
-                    Condition::MustNotExist => version.is_none(),
-                    Condition::MustExist => version.is_some(),
-                    Condition::IfVersion(v) => version == Some(v),
-                };
-                if !holds {
-                    return Err(Error::DefinitionConditionFailed {
-                        namespace: namespace.to_owned(),
-                        condition,
-                        current: version,
-                    });
-                }
+            if let Some(condition) = condition
+                && !definition_condition_holds(condition, version)
+            {
+                return Err(Error::DefinitionConditionFailed {
+                    namespace: namespace.to_owned(),
+                    condition,
+                    current: version,
+                });
             }
             let expect = stored.as_ref().map_or(crate::backend::Expect::Absent, |r| {
                 crate::backend::Expect::Version(r.version)
@@ -1218,6 +1247,15 @@ impl<B: Backend> Store<B> {
             clock: &*self.inner.options.clock,
         };
         importer.import(records, on_existing, progress)
+    }
+}
+
+/// Whether `condition` holds for a definition at `version` (`None`: there is none).
+fn definition_condition_holds(condition: Condition, version: Option<u64>) -> bool {
+    match condition {
+        Condition::MustNotExist => version.is_none(),
+        Condition::MustExist => version.is_some(),
+        Condition::IfVersion(v) => version == Some(v),
     }
 }
 

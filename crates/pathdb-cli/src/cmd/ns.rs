@@ -154,7 +154,9 @@ pub fn run(db: &dyn Db, cmd: NsCommand, out: super::Output) -> Result<()> {
         }
         NsCommand::Check(args) => {
             let schema = read_json(&args.schema)?;
-            let bar = bar("{spinner} read {pos} records ({per_sec})");
+            // Through a server the dry run is one request: the spinner shows it is under way.
+            let bar = bar("{spinner} read {pos} records ({elapsed})");
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
             let result = db.check_schema(&args.namespace, &schema, &mut |n| bar.set_position(n));
             bar.finish_and_clear();
             let check = result?;
