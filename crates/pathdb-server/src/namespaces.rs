@@ -94,9 +94,11 @@ pub async fn list<B: Backend>(
 
 /// Reads a namespace's definition.
 #[utoipa::path(get, path = "/v1/namespaces/{namespace}", tag = "namespaces", operation_id = "getNamespace",
-    params(("namespace" = String, Path, description = "The namespace: a letter or `_`, then letters, digits and `_` (at most 64)", example = "post", pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")),
+    params(("namespace" = String, Path, description = "The namespace: a letter or `_`, then letters, digits and `_` (at most 64)", example = "post", pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"),
+        ("If-None-Match" = Option<String>, Header, description = "`*` or entity tags (`\"3\"`, weak ones too): answer 304 if one is the definition's", pattern = r#"^(\*|((W/)?"?[0-9]{1,19}"?)( *, *(W/)?"?[0-9]{1,19}"?)*)$"#)),
     responses(
         (status = 200, body = DefinitionOut, headers(("ETag" = String, description = "The definition's version, quoted"))),
+        (status = 304, description = "Not modified: If-None-Match names the definition's entity tag", headers(("ETag" = String, description = "The definition's version, quoted"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, description = "The namespace has no definition", body = ErrorBody),
         (status = 503, body = ErrorBody)),
@@ -105,12 +107,19 @@ pub async fn get<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
     Path(ns): Path<String>,
     _: NoQuery,
+    Preconditions(headers): Preconditions,
 ) -> Result<Response, ApiError> {
     let ns = namespace(&ns)?;
     let missing = not_found(&ns);
     let definition = store_call("namespace", move || Ok(state.store.namespace(&ns)?))
         .await?
         .ok_or(missing)?;
+    if precondition::not_modified(&headers, definition.version)? {
+        // 304 carries the validator and no body (RFC 9110 section 15.4.5).
+        let etag = HeaderValue::from_str(&precondition::etag(definition.version))
+            .map_err(|_| ApiError::bad_request("unrepresentable version"))?;
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
+    }
     Ok(definition_response(
         StatusCode::OK,
         definition,

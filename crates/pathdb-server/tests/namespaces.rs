@@ -28,6 +28,18 @@ async fn definitions_are_a_versioned_resource() {
     let read = server.get("/v1/namespaces/person").await;
     assert_eq!(read.expect(200), body);
     assert_eq!(read.headers["etag"], "\"1\"");
+    // A cached copy is still good: 304 with the validator, no body.
+    let cached = server
+        .call(
+            Method::GET,
+            "/v1/namespaces/person",
+            &[("if-none-match", "\"1\"")],
+            Body::empty(),
+        )
+        .await;
+    assert_eq!(cached.status.as_u16(), 304);
+    assert_eq!(cached.headers["etag"], "\"1\"");
+    assert!(cached.body.is_empty());
     // If-Match: a stale version is 412 and changes nothing; the current one replaces.
     let stale = server
         .call(

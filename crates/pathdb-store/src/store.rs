@@ -882,14 +882,32 @@ impl<B: Backend> Store<B> {
                 cursor: None,
             });
         };
-        let schema = Schema::compile(schema)?;
+        // The copy compiled for writes, when it is of this version (it usually is); else a
+        // compile of the stored one.
+        let definitions = self
+            .inner
+            .namespaces
+            .current(&self.inner.backend.reader()?)?;
+        let cached = definitions
+            .get(namespace)
+            .filter(|c| c.stored.version == stored.version)
+            .and_then(|c| c.schema.as_ref().ok())
+            .and_then(Option::as_ref);
+        let compiled;
+        let schema = match cached {
+            Some(schema) => schema,
+            None => {
+                compiled = Schema::compile(schema)?;
+                &compiled
+            }
+        };
         let inner = &self.inner;
         crate::namespace_scan::violations(
             &inner.backend,
             &inner.tokens,
             self.now(),
             namespace,
-            &schema,
+            schema,
             cursor,
             limit.max(1),
         )
