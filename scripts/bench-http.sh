@@ -94,7 +94,6 @@ for t in "${targets[@]}"; do
 done
 
 . "$root/scripts/lib.sh"
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 load() { cut -d' ' -f1 /proc/loadavg; }
 
 # One measurement: prints "req/s p50 p99 errors" from the tool's output on stdin.

@@ -149,7 +149,6 @@ for i in range(keys):
          {"id": f"item{i:011d}", "n": i, "payload": payload}, auth)
 EOF
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 lua=$root/scripts/wrk/peers.lua
 declare -A rate

@@ -26,6 +26,7 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$pathdb" ] || { echo "bench-schema.sh: no $pathdb (cargo build --release -p pathdb-cli)" >&2; exit 2; }
 
+. "$root/scripts/lib.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/pathdb-bench-schema.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -65,7 +66,6 @@ status=$(curl -s -o /dev/null -w '%{http_code}' -X PUT "$schema_url/v1/items/ben
   -H 'content-type: application/json' -d '{"n": 1}')
 [ "$status" = 422 ] || { echo "bench-schema.sh: the schema refused nothing (HTTP $status)" >&2; exit 1; }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 printf '%-6s %-7s %9s %8s %8s %7s %12s\n' round server 'puts/s' 'p50 ms' 'p99 ms' errors 'cpu us/put'
 declare -A sum
 for round in $(seq 1 "$rounds"); do

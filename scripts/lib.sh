@@ -134,3 +134,7 @@ errors = int(bad.group(1)) if bad else 0
 errors += sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", text))
 print(total, "%.0f" % rps, "%.2f" % pct["50"], "%.2f" % pct["99"], errors)'
 }
+
+# A process's CPU time so far (user + system), in clock ticks (10 ms): the benchmarks' CPU
+# per request is the difference over a run divided by its requests.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -258,6 +258,17 @@ pub fn json_error(
     serde_json::json!({ "error": error }).to_string()
 }
 
+/// One violation as the CLI prints it, indented under its item or error:
+/// `  /age: "x" is not of type "integer" [schema /properties/age/type]`.
+pub fn violation_line(v: &pathdb_store::Violation) -> String {
+    let at = if v.instance_path.is_empty() {
+        "(the value)"
+    } else {
+        &v.instance_path
+    };
+    format!("  {at}: {} [schema {}]", v.message, v.schema_path)
+}
+
 /// What a refused value broke, from a local store error or a server's answer.
 pub fn violations_of(error: &anyhow::Error) -> &[pathdb_store::Violation] {
     for cause in error.chain() {

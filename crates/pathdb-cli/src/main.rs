@@ -50,12 +50,7 @@ fn main() -> ExitCode {
                 eprintln!("error: {err:#}");
                 // Every failure, one per line, where the message names only the first few.
                 for v in violations {
-                    let at = if v.instance_path.is_empty() {
-                        "(the value)"
-                    } else {
-                        &v.instance_path
-                    };
-                    eprintln!("  {at}: {} [schema {}]", v.message, v.schema_path);
+                    eprintln!("{}", exit::violation_line(v));
                 }
             }
             status.into()

@@ -9,7 +9,7 @@ use crate::extract::{Body, Json, NoQuery, Preconditions, Query, UrlPath};
 use crate::precondition::{self, WritePrecondition};
 use crate::telemetry;
 use crate::wire::*;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
@@ -79,11 +79,8 @@ pub(crate) fn answer_item(
             None => format!("{path} not found"),
         })
     })?;
-    if precondition::not_modified(headers, item.version)? {
-        // 304 carries the validator and no body (RFC 9110 section 15.4.5).
-        let etag = HeaderValue::from_str(&precondition::etag(item.version))
-            .map_err(|_| ApiError::bad_request("unrepresentable version"))?;
-        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
+    if let Some(answer) = precondition::not_modified_answer(headers, item.version)? {
+        return Ok(answer);
     }
     Ok(item_response(StatusCode::OK, &item))
 }

@@ -114,11 +114,8 @@ pub async fn get<B: Backend>(
     let definition = store_call("namespace", move || Ok(state.store.namespace(&ns)?))
         .await?
         .ok_or(missing)?;
-    if precondition::not_modified(&headers, definition.version)? {
-        // 304 carries the validator and no body (RFC 9110 section 15.4.5).
-        let etag = HeaderValue::from_str(&precondition::etag(definition.version))
-            .map_err(|_| ApiError::bad_request("unrepresentable version"))?;
-        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
+    if let Some(answer) = precondition::not_modified_answer(&headers, definition.version)? {
+        return Ok(answer);
     }
     Ok(definition_response(
         StatusCode::OK,

@@ -204,6 +204,27 @@ pub fn not_modified(headers: &HeaderMap, version: u64) -> Result<bool, ApiError>
     })
 }
 
+/// The 304 Not Modified answer to a `GET` whose `If-None-Match` matches `version` (see
+/// [`not_modified`]), carrying the validator and no body (RFC 9110 section 15.4.5); `None`
+/// when the full answer is due.
+///
+/// # Errors
+/// 400 for a malformed header.
+pub fn not_modified_answer(
+    headers: &HeaderMap,
+    version: u64,
+) -> Result<Option<axum::response::Response>, ApiError> {
+    use axum::response::IntoResponse;
+    if !not_modified(headers, version)? {
+        return Ok(None);
+    }
+    let etag = axum::http::HeaderValue::from_str(&etag(version))
+        .map_err(|_| ApiError::bad_request("unrepresentable version"))?;
+    Ok(Some(
+        (axum::http::StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response(),
+    ))
+}
+
 /// The entity tag of an item version: `"3"`.
 pub fn etag(version: u64) -> String {
     // Not `format!`: on every answer of an item.

@@ -173,6 +173,17 @@ pub enum Condition {
     IfVersion(u64),
 }
 
+impl Condition {
+    /// Whether the condition holds for what is stored at `version` (`None`: nothing live).
+    pub fn holds(self, version: Option<u64>) -> bool {
+        match self {
+            Condition::MustNotExist => version.is_none(),
+            Condition::MustExist => version.is_some(),
+            Condition::IfVersion(v) => version == Some(v),
+        }
+    }
+}
+
 impl std::fmt::Display for Condition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -800,17 +800,7 @@ impl<B: Backend> Importer<'_, B> {
                 ImportRecord::Value { path, value } => (path, value),
                 ImportRecord::Exported(_) => continue,
             };
-            let Some(schema) = crate::namespaces::schema_for(&definitions, path)? else {
-                continue;
-            };
-            let violations = schema.violations_of_text(value.as_str().as_bytes())?;
-            if !violations.is_empty() {
-                return Err(Error::SchemaViolation {
-                    path: path.clone(),
-                    index,
-                    violations,
-                });
-            }
+            crate::namespaces::check_value(&definitions, path, index, value.as_str().as_bytes())?;
         }
         Ok(())
     }

@@ -274,7 +274,7 @@ impl Namespaces {
 ///
 /// # Errors
 /// The namespace's stored schema does not compile.
-pub(crate) fn schema_for<'d>(
+fn schema_for<'d>(
     definitions: &'d Definitions,
     path: &KeyPath,
 ) -> Result<Option<&'d Schema>, Error> {
@@ -287,6 +287,28 @@ pub(crate) fn schema_for<'d>(
             compiled.stored.namespace
         ))
         .into()
+    })
+}
+
+/// Fails with [`Error::SchemaViolation`] (`index`: the operation's, or an import's record's)
+/// when `value`, stored JSON text for the item at `path`, does not fit its namespace's schema.
+pub(crate) fn check_value(
+    definitions: &Definitions,
+    path: &KeyPath,
+    index: usize,
+    value: &[u8],
+) -> Result<(), Error> {
+    let Some(schema) = schema_for(definitions, path)? else {
+        return Ok(());
+    };
+    let violations = schema.violations_of_text(value)?;
+    if violations.is_empty() {
+        return Ok(());
+    }
+    Err(Error::SchemaViolation {
+        path: path.clone(),
+        index,
+        violations,
     })
 }
 

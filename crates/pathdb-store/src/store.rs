@@ -735,7 +735,7 @@ impl<B: Backend> Store<B> {
         let schema = crate::namespaces::check(namespace, definition)?;
         if let Some(condition) = condition {
             let current = self.namespace(namespace)?.map(|d| d.version);
-            if !definition_condition_holds(condition, current) {
+            if !condition.holds(current) {
                 return Err(Error::DefinitionConditionFailed {
                     namespace: namespace.to_owned(),
                     condition,
@@ -790,7 +790,7 @@ impl<B: Backend> Store<B> {
             let live = stored.as_ref().filter(|r| !r.value.is_empty());
             let version = live.map(|r| r.version);
             if let Some(condition) = condition
-                && !definition_condition_holds(condition, version)
+                && !condition.holds(version)
             {
                 return Err(Error::DefinitionConditionFailed {
                     namespace: namespace.to_owned(),
@@ -1265,15 +1265,6 @@ impl<B: Backend> Store<B> {
             clock: &*self.inner.options.clock,
         };
         importer.import(records, on_existing, progress)
-    }
-}
-
-/// Whether `condition` holds for a definition at `version` (`None`: there is none).
-fn definition_condition_holds(condition: Condition, version: Option<u64>) -> bool {
-    match condition {
-        Condition::MustNotExist => version.is_none(),
-        Condition::MustExist => version.is_some(),
-        Condition::IfVersion(v) => version == Some(v),
     }
 }
 

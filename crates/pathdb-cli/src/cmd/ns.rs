@@ -287,12 +287,7 @@ fn violating_json(item: &ViolatingItem) -> serde_json::Value {
 fn print_violating(out: &mut impl Write, item: &ViolatingItem) -> std::io::Result<()> {
     writeln!(out, "{} (version {})", item.path, item.version)?;
     for v in &item.violations {
-        let at = if v.instance_path.is_empty() {
-            "(the value)"
-        } else {
-            &v.instance_path
-        };
-        writeln!(out, "  {at}: {} [schema {}]", v.message, v.schema_path)?;
+        writeln!(out, "{}", crate::exit::violation_line(v))?;
     }
     Ok(())
 }

@@ -163,12 +163,7 @@ fn check_condition(
     current: Option<&Record>,
 ) -> Result<(), Error> {
     let version = current.map(|r| r.version);
-    let holds = match condition {
-        Condition::MustNotExist => version.is_none(),
-        Condition::MustExist => version.is_some(),
-        Condition::IfVersion(v) => version == Some(v),
-    };
-    if holds {
+    if condition.holds(version) {
         Ok(())
     } else {
         Err(Error::ConditionFailed {

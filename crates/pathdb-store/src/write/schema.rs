@@ -8,7 +8,7 @@
 use super::plan::{Context, Plan, Written};
 use crate::Error;
 use crate::backend::Reader;
-use crate::namespaces::schema_for;
+use crate::namespaces::check_value;
 use pathdb_keys::KeyPath;
 
 /// Checks the value of the put in `written` (operation `index`) against its namespace's
@@ -35,16 +35,5 @@ pub(super) fn check<R: Reader + ?Sized>(
     index: usize,
     value: &[u8],
 ) -> Result<(), Error> {
-    let Some(schema) = schema_for(ctx.definitions()?, path)? else {
-        return Ok(());
-    };
-    let violations = schema.violations_of_text(value)?;
-    if violations.is_empty() {
-        return Ok(());
-    }
-    Err(Error::SchemaViolation {
-        path: path.clone(),
-        index,
-        violations,
-    })
+    check_value(ctx.definitions()?, path, index, value)
 }
