@@ -2,6 +2,7 @@
 //! say what the caller did wrong (and so map to HTTP statuses) or that storage failed.
 
 use pathdb_keys::KeyPath;
+use serde::{Deserialize, Serialize};
 
 /// The storage engine failed: I/O, a full disk, an unreachable service, corruption, or a closed
 /// database. Not the caller's fault.
@@ -326,7 +327,7 @@ pub enum Error {
         /// The operation's index among the write's operations (an import's: the record's).
         index: usize,
         /// What failed, at most [`MAX_VIOLATIONS`](crate::MAX_VIOLATIONS).
-        violations: Vec<crate::Violation>,
+        violations: Vec<Violation>,
     },
     /// A condition on a namespace definition did not hold (someone changed it since it was
     /// read); nothing was written.
@@ -362,7 +363,7 @@ impl From<StorageError> for Error {
     }
 }
 
-fn summarize(violations: &[crate::Violation]) -> String {
+fn summarize(violations: &[Violation]) -> String {
     let mut text = violations
         .iter()
         .take(3)
@@ -395,5 +396,27 @@ impl Error {
             self,
             Error::ConditionFailed { .. } | Error::ListChanged { .. }
         )
+    }
+}
+
+/// One way a value fails its namespace's schema.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// JSON pointer to the part of the value that fails (`""`: the whole value).
+    pub instance_path: String,
+    /// JSON pointer to the schema keyword that fails it.
+    pub schema_path: String,
+    /// What is wrong, for people.
+    pub message: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.instance_path.is_empty() {
+            "the value"
+        } else {
+            &self.instance_path
+        };
+        write!(f, "{at}: {}", self.message)
     }
 }

@@ -60,7 +60,7 @@ pub use changelog::{
     Change, ChangeEntry, ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, MAX_CHANGES_LIMIT,
     MAX_CHANGES_WAIT, join_log_entries,
 };
-pub use error::{Condition, Error, StorageError, StorageErrorKind};
+pub use error::{Condition, Error, StorageError, StorageErrorKind, Violation};
 pub use export::{
     ExportEnd, ExportError, ExportLine, ExportRecord, ExportStatus, IMPORT_BATCH, ImportError,
     ImportRecord, ImportReport, OnExisting, ScanPage, parse_import,
@@ -75,7 +75,7 @@ pub use limits::{
 pub use list::{DEFAULT_LIST_LIMIT, ListEntry, ListPage, ListRequest, MAX_LIST_LIMIT};
 pub use listed::{EncodedPath, ListedEntry, ListedItem, ListedPage};
 pub use namespace_scan::{SchemaCheck, ViolatingItem, ViolationPage};
-pub use namespaces::{Definition, MAX_VIOLATIONS, NamespaceDefinition, Schema, Violation};
+pub use namespaces::{Definition, MAX_VIOLATIONS, NamespaceDefinition, Schema};
 pub use ops::{
     IdKind, ListCheck, ListRange, Parent, Transaction, TxOp, TxResult, parse_create_target,
 };

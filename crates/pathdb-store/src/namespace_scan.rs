@@ -4,10 +4,11 @@
 //! DynamoDB, docs/namespaces.md) and keep only the items of one namespace.
 
 use crate::Error;
+use crate::Violation;
 use crate::backend::Backend;
 use crate::export::{ExportRecord, encode_cursor, scan};
 use crate::layout;
-use crate::namespaces::{MAX_VIOLATIONS, Schema, Violation};
+use crate::namespaces::{MAX_VIOLATIONS, Schema};
 use crate::token::TokenKey;
 use pathdb_keys::KeyPath;
 

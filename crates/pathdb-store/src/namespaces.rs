@@ -17,7 +17,7 @@
 //! definitions again (one query of the system partition) first.
 
 use crate::backend::{Direction, Reader, Record};
-use crate::{Error, StorageError, Timestamp, layout};
+use crate::{Error, StorageError, Timestamp, Violation, layout};
 use pathdb_keys::KeyPath;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -56,28 +56,6 @@ pub struct NamespaceDefinition {
     pub modified_at: Timestamp,
     /// What it declares.
     pub definition: Definition,
-}
-
-/// One way a value fails its namespace's schema.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Violation {
-    /// JSON pointer to the part of the value that fails (`""`: the whole value).
-    pub instance_path: String,
-    /// JSON pointer to the schema keyword that fails it.
-    pub schema_path: String,
-    /// What is wrong, for people.
-    pub message: String,
-}
-
-impl std::fmt::Display for Violation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.instance_path.is_empty() {
-            "the value"
-        } else {
-            &self.instance_path
-        };
-        write!(f, "{at}: {}", self.message)
-    }
 }
 
 /// A definition's schema, compiled.
