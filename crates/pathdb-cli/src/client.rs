@@ -5,13 +5,14 @@ use crate::exit::Failure;
 use anyhow::{Context, Result, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
-    Change, Condition, Definition, Expiry, ExportEnd, ExportLine, ExportStatus, GroupPage, IdKind,
-    ImportReport, Item, Json, ListEntry, ListRequest, ListedPage, NamespaceDefinition, Patch,
-    PutOptions, SchemaCheck, SubtreeJob, SubtreeOp, Timestamp, ViolatingItem, Violation,
-    ViolationPage,
+    AliasBuild, AliasConflict, AliasDefinition, AliasState, Change, Condition, Definition, Expiry,
+    ExportEnd, ExportLine, ExportStatus, GroupPage, IdKind, ImportReport, Item, Json, ListEntry,
+    ListRequest, ListedPage, NamespaceDefinition, Patch, PutOptions, SchemaCheck, SubtreeJob,
+    SubtreeOp, Timestamp, ViolatingItem, Violation, ViolationPage,
 };
 use serde::Deserialize;
 use std::io::BufRead;
+use std::time::Duration;
 
 /// A PathDB server.
 pub struct Client {
@@ -28,6 +29,8 @@ struct ItemIn {
     modified_at: i64,
     expires_at: Option<i64>,
     value: Box<serde_json::value::RawValue>,
+    #[serde(default)]
+    alias: Option<String>,
 }
 
 impl ItemIn {
@@ -42,6 +45,11 @@ impl ItemIn {
             modified_at: Timestamp(self.modified_at),
             expires_at: self.expires_at.map(Timestamp),
             value: Json::parse(self.value.get())?,
+            alias: self
+                .alias
+                .map(|a| a.parse())
+                .transpose()
+                .context("server sent an invalid alias")?,
         })
     }
 }
@@ -60,6 +68,8 @@ struct ChangeIn {
     item: Option<ItemIn>,
     path: Option<String>,
     version: Option<u64>,
+    #[serde(default)]
+    alias: Option<String>,
 }
 
 impl ChangeIn {
@@ -70,6 +80,11 @@ impl ChangeIn {
                 ("delete", _, Some(path), Some(version)) => Change::Delete {
                     path: path.parse().context("server sent an invalid path")?,
                     version,
+                    alias: self
+                        .alias
+                        .map(|a| a.parse())
+                        .transpose()
+                        .context("server sent an invalid alias")?,
                 },
                 (op, ..) => bail!("server sent an invalid change (op {op:?})"),
             },
@@ -143,10 +158,72 @@ struct DefinitionIn {
     schema: Option<serde_json::Value>,
     history: Option<u32>,
     description: Option<String>,
+    #[serde(default)]
+    aliases: Vec<AliasIn>,
+}
+
+/// A template and its build, as the server answers it.
+#[derive(Deserialize)]
+struct AliasIn {
+    path: String,
+    state: String,
+    #[serde(default)]
+    checked: u64,
+    #[serde(default)]
+    written: u64,
+    #[serde(default)]
+    conflicts: Vec<AliasConflictIn>,
+}
+
+#[derive(Deserialize)]
+struct AliasConflictIn {
+    alias: String,
+    items: Vec<String>,
+}
+
+impl AliasIn {
+    fn into_build(self) -> Result<AliasBuild> {
+        let state = match self.state.as_str() {
+            "building" => AliasState::Building,
+            "ready" => AliasState::Ready,
+            "conflict" => AliasState::Conflict,
+            "removing" => AliasState::Removing,
+            other => bail!("server sent an unknown alias state {other:?}"),
+        };
+        let conflicts = self
+            .conflicts
+            .into_iter()
+            .map(|c| {
+                Ok(AliasConflict {
+                    alias: c.alias.parse().context("server sent an invalid alias")?,
+                    items: c
+                        .items
+                        .iter()
+                        .map(|i| i.parse())
+                        .collect::<Result<_, _>>()
+                        .context("server sent an invalid path")?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(AliasBuild {
+            template: self.path,
+            state,
+            checked: self.checked,
+            written: self.written,
+            conflicts,
+        })
+    }
 }
 
 impl From<DefinitionIn> for NamespaceDefinition {
     fn from(d: DefinitionIn) -> NamespaceDefinition {
+        // The templates of the definition (not those being removed).
+        let aliases = d
+            .aliases
+            .into_iter()
+            .filter(|a| a.state != "removing")
+            .map(|a| AliasDefinition { path: a.path })
+            .collect();
         NamespaceDefinition {
             namespace: d.namespace,
             version: d.version,
@@ -156,6 +233,7 @@ impl From<DefinitionIn> for NamespaceDefinition {
                 schema: d.schema,
                 history: d.history,
                 description: d.description,
+                aliases,
             },
         }
     }
@@ -709,6 +787,43 @@ impl Db for Client {
         }
         let stored: DefinitionIn = self.parse(status, &body)?;
         Ok((stored.into(), status == 201))
+    }
+
+    fn alias_builds(&self, namespace: &str) -> Result<Vec<AliasBuild>> {
+        let request = self.auth(self.agent.get(self.namespace_url(namespace, "")));
+        match self.read(request.call(), "get namespace")? {
+            (404, _) => Ok(Vec::new()),
+            (status, body) => self
+                .parse::<DefinitionIn>(status, &body)?
+                .aliases
+                .into_iter()
+                .map(AliasIn::into_build)
+                .collect(),
+        }
+    }
+
+    fn step_alias_builds(&self) -> Result<()> {
+        // The server builds in the background: wait a little before asking again.
+        std::thread::sleep(Duration::from_millis(250));
+        Ok(())
+    }
+
+    fn retry_alias_build(&self, namespace: &str, template: &str) -> Result<()> {
+        let request = self
+            .auth(
+                self.agent
+                    .post(self.namespace_url(namespace, "/aliases/retry")),
+            )
+            .header("Content-Type", "application/json");
+        let body = serde_json::json!({ "path": template }).to_string();
+        let (status, body) = self.read(request.send(&body), "retry alias build")?;
+        if status == 404 {
+            return Err(
+                Failure::NotFound(format!("namespace {namespace} has no definition")).into(),
+            );
+        }
+        self.parse::<DefinitionIn>(status, &body)?;
+        Ok(())
     }
 
     fn delete_namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>> {

@@ -5,9 +5,9 @@ use anyhow::Result;
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
-    Change, ChangeToken, Condition, Definition, ExportEnd, GroupPage, IdKind, ImportReport, Item,
-    Json, ListRequest, ListedPage, NamespaceDefinition, OnExisting, Patch, PutOptions, SchemaCheck,
-    Store, SubtreeJob, ViolationPage,
+    AliasBuild, Change, ChangeToken, Condition, Definition, ExportEnd, GroupPage, IdKind,
+    ImportReport, Item, Json, ListRequest, ListedPage, NamespaceDefinition, OnExisting, Patch,
+    PutOptions, SchemaCheck, Store, SubtreeJob, ViolationPage,
 };
 use std::time::Duration;
 
@@ -97,6 +97,13 @@ pub trait Db {
     ) -> Result<(NamespaceDefinition, bool)>;
     /// Removes a definition; the one removed, if there was one.
     fn delete_namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>>;
+    /// Where each alias template of the namespace stands (docs/aliases.md).
+    fn alias_builds(&self, namespace: &str) -> Result<Vec<AliasBuild>>;
+    /// Moves the pending alias builds on: a local file runs some of their steps, a server
+    /// builds by itself (this waits a moment).
+    fn step_alias_builds(&self) -> Result<()>;
+    /// Starts a build stopped in conflict again.
+    fn retry_alias_build(&self, namespace: &str, template: &str) -> Result<()>;
     /// What `schema` would say about the namespace's stored items (nothing is stored);
     /// `progress` gets the records read so far where the database tells it (a local file).
     fn check_schema(
@@ -268,6 +275,19 @@ impl<B: Backend> Db for Store<B> {
 
     fn delete_namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>> {
         Ok(Store::delete_namespace(self, namespace, None)?)
+    }
+
+    fn alias_builds(&self, namespace: &str) -> Result<Vec<AliasBuild>> {
+        Ok(Store::alias_builds(self, namespace)?)
+    }
+
+    fn step_alias_builds(&self) -> Result<()> {
+        Store::step_alias_builds(self, Duration::from_millis(200))?;
+        Ok(())
+    }
+
+    fn retry_alias_build(&self, namespace: &str, template: &str) -> Result<()> {
+        Ok(Store::retry_alias_build(self, namespace, template)?)
     }
 
     fn check_schema(

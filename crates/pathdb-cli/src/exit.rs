@@ -25,8 +25,9 @@ pub enum Status {
     /// 5: refused: the token is missing or lacks the scope, the database is read-only, or the
     /// operating system denies access to the file.
     Refused = 5,
-    /// 6: a value does not fit the JSON Schema of its namespace (nothing was written); the
-    /// error lists what failed, each with a JSON pointer into the value.
+    /// 6: a value does not fit the JSON Schema of its namespace, or a member an alias takes its
+    /// id from is not a string or an integer (nothing was written); the error lists what
+    /// failed, each with a JSON pointer into the value.
     SchemaViolation = 6,
 }
 
@@ -39,16 +40,17 @@ Exit status:
      below it
   2  usage or invalid input (arguments, key path, JSON, limits; a missing --db file for a read)
   3  condition failed (--must-not-exist, --if-version), write conflict, a `mv`/`cp`
-     destination that is not empty, or a patch that does not apply (a failed `test`, an
-     increment of a non-number)
-  4  unavailable: cannot reach --server, server error (5xx), a --server that is not PathDB,
+     destination that is not empty, a patch that does not apply (a failed `test`, an
+     increment of a non-number), an alias another item holds, or a put at an alias path
+  4  unavailable: cannot reach --server, server error (5xx; an alias still being built), a
+     --server that is not PathDB,
      database file in use by another process, storage or DynamoDB failure, an export that did
      not complete
   5  refused: missing or read-only access token, read-only database, or no permission to
      open the file (e.g. a write to a file you may only read)
-  6  schema violation: a value does not fit its namespace's JSON Schema; nothing was
-     written, and each failure is printed with its JSON pointer (`pathdb ns get NS` shows
-     the schema)";
+  6  schema violation: a value does not fit its namespace's JSON Schema (or a member an
+     alias takes its id from is not a string or an integer); nothing was written, and each
+     failure is printed with its JSON pointer (`pathdb ns get NS` shows the schema)";
 
 impl From<Status> for ExitCode {
     fn from(status: Status) -> ExitCode {
@@ -93,6 +95,9 @@ pub enum Failure {
     /// An export stream that did not end with its complete last line: what arrived is a prefix.
     #[error("export incomplete: {0}")]
     IncompleteExport(String),
+    /// An alias build stopped: items share an alias the template makes unique.
+    #[error("{0}")]
+    AliasConflict(String),
     /// A read command was pointed at a file that does not exist.
     #[error(
         "{} does not exist: a read does not create a database (--db FILE names another; a put creates one)",
@@ -128,6 +133,7 @@ impl Failure {
                 Status::Unavailable
             }
             Failure::NoDatabase { .. } => Status::Usage,
+            Failure::AliasConflict(_) => Status::Condition,
             Failure::Server { status, code, .. } => http_status(*status, code),
         }
     }
@@ -155,7 +161,11 @@ fn store_status(error: &pathdb_store::Error) -> Status {
         | E::DestinationNotEmpty { .. }
         | E::PatchTestFailed { .. }
         | E::PatchConflict { .. }
-        | E::DefinitionConditionFailed { .. } => Status::Condition,
+        | E::DefinitionConditionFailed { .. }
+        | E::AliasTaken { .. }
+        | E::PathIsAlias { .. } => Status::Condition,
+        E::AliasInvalid { .. } => Status::SchemaViolation,
+        E::AliasBuilding { .. } => Status::Unavailable,
         E::NothingBelow { .. } | E::ItemNotFound { .. } | E::NamespaceNotFound(_) => {
             Status::NotFound
         }
@@ -180,6 +190,10 @@ fn store_code(error: &pathdb_store::Error) -> &'static str {
         }
         E::SchemaViolation { .. } => "schema_violation",
         E::InvalidSchema(_) => "invalid_schema",
+        E::AliasTaken { .. } => "alias_taken",
+        E::PathIsAlias { .. } => "path_is_alias",
+        E::AliasInvalid { .. } => "alias_invalid",
+        E::AliasBuilding { .. } => "alias_building",
         E::NamespaceNotFound(_) => "not_found",
         E::Conflict { .. } => "conflict",
         E::KeyTooLarge { .. } | E::ItemTooLarge { .. } => "too_large",
@@ -215,6 +229,7 @@ pub fn code_of(error: &anyhow::Error) -> String {
                 Failure::NotPathdb { .. } => "not_pathdb",
                 Failure::IncompleteExport(_) => "export_incomplete",
                 Failure::NoDatabase { .. } => "no_database",
+                Failure::AliasConflict(_) => "alias_conflict",
             }
             .to_owned();
         }

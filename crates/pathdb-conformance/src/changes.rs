@@ -56,7 +56,7 @@ fn apply(replica: &mut Replica, change: &Change) {
                 replica.insert(item.path.clone(), (item.version, item.value.to_string()));
             }
         }
-        Change::Delete { path, version } => {
+        Change::Delete { path, version, .. } => {
             if replica.get(path).is_some_and(|(v, _)| v <= version) {
                 replica.remove(path);
             }
@@ -371,7 +371,7 @@ pub fn change_feed_order_and_resume<H: Harness>(harness: &H) {
         .unwrap();
     let describe = |c: &Change| match c {
         Change::Put(item) => format!("put {} v{}", item.path, item.version),
-        Change::Delete { path, version } => format!("delete {path} v{version}"),
+        Change::Delete { path, version, .. } => format!("delete {path} v{version}"),
     };
     let expected = [
         "put /ord-1/a-1 v1",

@@ -43,7 +43,9 @@
 //! - [`list_checks_are_exact`], [`interactive_transactions`],
 //!   [`interactive_transactions_under_contention`] (`transactions`);
 //! - [`namespace_definitions`], [`schema_checked_on_every_write`],
-//!   [`schema_changes_and_violations`], [`history_setting_of_an_earlier_build`] (`namespaces`).
+//!   [`schema_changes_and_violations`], [`history_setting_of_an_earlier_build`] (`namespaces`);
+//! - [`alias_paths`], [`alias_change_feeds`], [`aliases_against_a_model`],
+//!   [`racing_for_aliases`], [`alias_builds`] (`aliases`).
 //!
 //! Outside the macro, because it wraps the backend rather than opening a store:
 //! [`fault_injection`] (`faults`), which each backend's tests call with a fresh backend.
@@ -56,6 +58,7 @@ use pathdb_store::{
 };
 use std::sync::Arc;
 
+mod aliases;
 mod basic;
 mod changes;
 mod concurrency;
@@ -71,6 +74,9 @@ mod transactions;
 mod tree;
 mod values;
 
+pub use aliases::{
+    alias_builds, alias_change_feeds, alias_paths, aliases_against_a_model, racing_for_aliases,
+};
 pub use basic::{bad_input, conditions, put_get_delete};
 pub use changes::{
     change_feed_completeness, change_feed_order_and_resume,
@@ -171,6 +177,11 @@ macro_rules! conformance_tests {
             schema_checked_on_every_write,
             schema_changes_and_violations,
             history_setting_of_an_earlier_build,
+            alias_paths,
+            alias_change_feeds,
+            aliases_against_a_model,
+            racing_for_aliases,
+            alias_builds,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

@@ -38,7 +38,7 @@ fn feed<B: Backend>(
         .iter()
         .map(|entry| match &entry.change {
             Change::Put(item) => format!("+{}@{}", item.path, item.version),
-            Change::Delete { path, version } => format!("-{path}@{version}"),
+            Change::Delete { path, version, .. } => format!("-{path}@{version}"),
         })
         .collect()
 }

@@ -120,7 +120,7 @@ fn feed(
                     item.version,
                     item.value.as_str().to_owned(),
                 ),
-                Change::Delete { path, version } => {
+                Change::Delete { path, version, .. } => {
                     (path.to_string(), version, "<deleted>".to_owned())
                 }
             });

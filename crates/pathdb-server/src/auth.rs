@@ -93,10 +93,11 @@ fn is_write(method: &Method, path: &str) -> bool {
     }
 }
 
-/// Whether a request changes a namespace definition (the `admin` scope's). A dry run is a
-/// `PUT` too: it reads the whole database, which is the admin's to ask for.
+/// Whether a request changes a namespace definition or its alias builds (the `admin` scope's).
+/// A dry run is a `PUT` too: it reads the whole database, which is the admin's to ask for.
 fn is_admin(method: &Method, path: &str) -> bool {
-    matches!(*method, Method::PUT | Method::DELETE) && path.starts_with("/v1/namespaces/")
+    matches!(*method, Method::PUT | Method::DELETE | Method::POST)
+        && path.starts_with("/v1/namespaces/")
 }
 
 /// 401, naming the scheme to use (RFC 9110 requires `WWW-Authenticate` on a 401).

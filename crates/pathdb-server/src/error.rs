@@ -25,7 +25,11 @@ pub struct ErrorDetail {
     /// full), `outcome_unknown` (503: a write was sent but its outcome could not be learned),
     /// `internal`, `read_only` (403: the server's database is open read-only),
     /// `schema_violation` (422: a value does not fit its namespace's schema; see
-    /// `violations`), `invalid_schema` (400: a namespace definition's schema is not one).
+    /// `violations`), `invalid_schema` (400: a namespace definition's schema is not one),
+    /// `alias_taken` (409: another item holds an alias the write would give; see `alias` and
+    /// `holder`), `path_is_alias` (409: the path written is an alias of `item`),
+    /// `alias_invalid` (422: `member` of the value cannot fill an alias id), `alias_building`
+    /// (503: the alias's template is still being built; see `template`, `state`, `checked`).
     pub code: String,
     /// For people.
     pub message: String,
@@ -36,13 +40,34 @@ pub struct ErrorDetail {
     /// In an import's answer, the line (from 1) the error is about.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
-    /// With `schema_violation`: the item whose value was refused.
+    /// With `schema_violation`, `alias_invalid`, `path_is_alias`: the item (or path) written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// With `schema_violation`: what failed (at most 20), each with a JSON pointer into the
     /// value and one into the schema.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub violations: Option<Vec<ViolationOut>>,
+    /// With `alias_taken`: the alias path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    /// With `alias_taken`: the item that holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// With `path_is_alias`: the item whose alias the path is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item: Option<String>,
+    /// With `alias_invalid`: the value's member (`address.city`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member: Option<String>,
+    /// With `alias_building`: the template.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// With `alias_building`: `building` or `conflict`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// With `alias_building`: items the build has checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked: Option<u64>,
 }
 
 /// One way a value fails its namespace's schema.
@@ -68,11 +93,18 @@ impl From<pathdb_store::Violation> for ViolationOut {
     }
 }
 
-/// What a `schema_violation` carries besides its message.
-#[derive(Debug)]
+/// What an error about a value or an alias carries besides its message.
+#[derive(Debug, Default)]
 struct Refused {
-    path: String,
-    violations: Vec<ViolationOut>,
+    path: Option<String>,
+    violations: Option<Vec<ViolationOut>>,
+    alias: Option<String>,
+    holder: Option<String>,
+    item: Option<String>,
+    member: Option<String>,
+    template: Option<String>,
+    state: Option<String>,
+    checked: Option<u64>,
 }
 
 /// A failed request.
@@ -170,10 +202,65 @@ impl From<pathdb_store::Error> for ApiError {
                 e.to_string(),
             );
             error.refused = Some(Box::new(Refused {
-                path: path.to_string(),
-                violations: violations.iter().cloned().map(Into::into).collect(),
+                path: Some(path.to_string()),
+                violations: Some(violations.iter().cloned().map(Into::into).collect()),
+                ..Refused::default()
             }));
             return error;
+        }
+        let refused = match &e {
+            E::AliasTaken { alias, holder, .. } => Some((
+                StatusCode::CONFLICT,
+                "alias_taken",
+                Refused {
+                    alias: Some(alias.to_string()),
+                    holder: Some(holder.to_string()),
+                    ..Refused::default()
+                },
+            )),
+            E::PathIsAlias { path, item } => Some((
+                StatusCode::CONFLICT,
+                "path_is_alias",
+                Refused {
+                    path: Some(path.to_string()),
+                    item: Some(item.to_string()),
+                    ..Refused::default()
+                },
+            )),
+            E::AliasInvalid { path, member, .. } => Some((
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "alias_invalid",
+                Refused {
+                    path: Some(path.to_string()),
+                    member: Some(member.to_string()),
+                    ..Refused::default()
+                },
+            )),
+            E::AliasBuilding {
+                template,
+                state,
+                checked,
+                ..
+            } => Some((
+                StatusCode::SERVICE_UNAVAILABLE,
+                "alias_building",
+                Refused {
+                    template: Some(template.clone()),
+                    state: Some((*state).to_owned()),
+                    checked: Some(*checked),
+                    ..Refused::default()
+                },
+            )),
+            _ => None,
+        };
+        if let Some((status, code, refused)) = refused {
+            let mut error = ApiError::new(status, code, e.to_string());
+            error.refused = Some(Box::new(refused));
+            return match code {
+                // A build takes a while; asking again in a second or two is right.
+                "alias_building" => error.retry_after(1),
+                _ => error,
+            };
         }
         let (status, code) = match &e {
             E::ConditionFailed { .. } | E::ListChanged { .. } => {
@@ -253,14 +340,22 @@ pub(crate) struct ServerFailure {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let refused = self.refused.map(|r| *r).unwrap_or_default();
         let body = ErrorBody {
             error: ErrorDetail {
                 code: self.code.to_owned(),
                 message: self.message,
                 index: self.index,
                 line: self.line,
-                path: self.refused.as_ref().map(|r| r.path.clone()),
-                violations: self.refused.map(|r| r.violations),
+                path: refused.path,
+                violations: refused.violations,
+                alias: refused.alias,
+                holder: refused.holder,
+                item: refused.item,
+                member: refused.member,
+                template: refused.template,
+                state: refused.state,
+                checked: refused.checked,
             },
         };
         let failure = self.status.is_server_error().then(|| ServerFailure {

@@ -613,12 +613,10 @@ pub async fn transact<B: Backend>(
             // A failed condition names its operation: a listing's check by its index, an
             // item's by its path (a path appears once in a transaction).
             let index = match &e {
-                pathdb_store::Error::ListChanged { index, .. }
-                | pathdb_store::Error::SchemaViolation { index, .. } => Some(*index),
                 pathdb_store::Error::ConditionFailed { path, .. } => {
                     paths.iter().position(|p| p.as_ref() == Some(path))
                 }
-                _ => None,
+                other => other.operation_index(),
             };
             let error = ApiError::from(e);
             match index {

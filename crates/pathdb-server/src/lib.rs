@@ -109,7 +109,7 @@ impl<B: Backend> Clone for AppState<B> {
         handlers::history, handlers::transact, handlers::export, handlers::import, handlers::healthz,
         handlers::readyz, handlers::metrics, browse::groups, browse::explain_key, browse::session,
         changes::changes, changes::create_item, namespaces::list, namespaces::get, namespaces::put,
-        namespaces::delete, namespaces::violations
+        namespaces::delete, namespaces::violations, namespaces::retry_alias
     ),
     modifiers(&BearerAuth, &TaggedUnions),
     tags((name = "items", description = "Items, listings, history, transactions"),
@@ -263,6 +263,10 @@ pub fn app<B: Backend>(
         .route(
             "/v1/namespaces/{namespace}/violations",
             get(namespaces::violations::<B>),
+        )
+        .route(
+            "/v1/namespaces/{namespace}/aliases/retry",
+            post(namespaces::retry_alias::<B>.layer(json())),
         )
         .route_layer(guarded.clone().layer(DefaultBodyLimit::max(MAX_BODY_BYTES)));
     // Long polls (up to 60 s) and event streams outlive the request timeout.

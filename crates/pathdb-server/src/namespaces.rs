@@ -8,14 +8,18 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Json, NoQuery, Preconditions, Query};
 use crate::precondition::{self, WritePrecondition};
 use crate::wire::{
-    DefinitionIn, DefinitionOut, DefinitionPutOut, DefinitionPutQuery, DefinitionsOut, DryRunOut,
-    NamespacesQuery, ViolationsOut, ViolationsQuery,
+    AliasRetryIn, DefinitionIn, DefinitionOut, DefinitionPutOut, DefinitionPutQuery,
+    DefinitionsOut, DryRunOut, NamespacesQuery, ViolationsOut, ViolationsQuery,
 };
 use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pathdb_store::backend::Backend;
-use pathdb_store::{Condition, Definition, NamespaceDefinition};
+use pathdb_store::{AliasDefinition, Condition, Definition, NamespaceDefinition};
+
+/// How long a definition PUT builds new aliases before it answers (then they build on in the
+/// background).
+const SYNC_BUILD: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Definitions or refused items per page, by default and at most.
 const DEFAULT_LIMIT: usize = 100;
@@ -42,14 +46,14 @@ fn limit(asked: Option<usize>) -> Result<usize, ApiError> {
     }
 }
 
-/// One definition (as `body`), with its version as the `ETag`.
+/// One definition with its alias builds, with its version as the `ETag`.
 fn definition_response(
     status: StatusCode,
-    definition: NamespaceDefinition,
-    body: fn(DefinitionOut) -> DefinitionPutOut,
+    (definition, builds): (NamespaceDefinition, Vec<pathdb_store::AliasBuild>),
 ) -> Response {
     let etag = precondition::etag(definition.version);
-    let mut response = (status, axum::Json(body(definition.into()))).into_response();
+    let body = DefinitionPutOut::Stored(DefinitionOut::new(definition, builds));
+    let mut response = (status, axum::Json(body)).into_response();
     if let Ok(etag) = HeaderValue::from_str(&etag) {
         response.headers_mut().insert(header::ETAG, etag);
     }
@@ -76,13 +80,20 @@ pub async fn list<B: Backend>(
     // The token is the last namespace of the previous page: definitions are few and public to
     // every reader, so there is nothing to seal.
     let after = q.page_token.as_deref().map(namespace).transpose()?;
-    let page = store_call("namespaces", move || {
+    let (page, builds) = store_call("namespaces", move || {
         // One more than asked tells whether another page follows.
-        Ok(state.store.namespaces(after.as_deref(), limit + 1)?)
+        let page = state.store.namespaces(after.as_deref(), limit + 1)?;
+        let builds = state.store.alias_builds_of(&page)?;
+        Ok((page, builds))
     })
     .await?;
     let more = page.len() > limit;
-    let namespaces: Vec<DefinitionOut> = page.into_iter().take(limit).map(Into::into).collect();
+    let namespaces: Vec<DefinitionOut> = page
+        .into_iter()
+        .zip(builds)
+        .take(limit)
+        .map(|(d, b)| DefinitionOut::new(d, b))
+        .collect();
     let next_page_token = more
         .then(|| namespaces.last().map(|d| d.namespace.clone()))
         .flatten();
@@ -111,17 +122,20 @@ pub async fn get<B: Backend>(
 ) -> Result<Response, ApiError> {
     let ns = namespace(&ns)?;
     let missing = not_found(&ns);
-    let definition = store_call("namespace", move || Ok(state.store.namespace(&ns)?))
-        .await?
-        .ok_or(missing)?;
-    if let Some(answer) = precondition::not_modified_answer(&headers, definition.version)? {
+    let found = store_call("namespace", move || {
+        let Some(definition) = state.store.namespace(&ns)? else {
+            return Ok(None);
+        };
+        let builds = state.store.alias_builds(&ns)?;
+        Ok(Some((definition, builds)))
+    })
+    .await?
+    .ok_or(missing)?;
+    // The ETag is the definition's version: a build's progress is not a new version.
+    if let Some(answer) = precondition::not_modified_answer(&headers, found.0.version)? {
         return Ok(answer);
     }
-    Ok(definition_response(
-        StatusCode::OK,
-        definition,
-        DefinitionPutOut::Stored,
-    ))
+    Ok(definition_response(StatusCode::OK, found))
 }
 
 /// Creates or replaces a namespace's definition (the `admin` scope). It applies to every write
@@ -160,6 +174,11 @@ pub async fn put<B: Backend>(
         schema: body.schema.filter(|s| !s.is_null()),
         history: body.history,
         description: body.description,
+        aliases: body
+            .aliases
+            .into_iter()
+            .map(|a| AliasDefinition { path: a.path })
+            .collect(),
     };
     if q.dry_run == Some(true) {
         // What the real PUT would refuse first (the definition, its preconditions), then the
@@ -186,7 +205,18 @@ pub async fn put<B: Backend>(
     }
     let (stored, created) = store_call("define_namespace", move || {
         let condition = resolve(precondition, &state.store, &ns)?;
-        Ok(state.store.define_namespace(&ns, definition, condition)?)
+        let (stored, created) = state.store.define_namespace(&ns, definition, condition)?;
+        let mut builds = state.store.alias_builds(&ns)?;
+        // A small database's builds finish within the request: the answer says `ready`.
+        // Longer ones go on in the background (their progress in GET).
+        if builds
+            .iter()
+            .any(|b| b.state != pathdb_store::AliasState::Ready)
+        {
+            state.store.step_alias_builds(SYNC_BUILD)?;
+            builds = state.store.alias_builds(&ns)?;
+        }
+        Ok(((stored, builds), created))
     })
     .await?;
     let status = if created {
@@ -194,11 +224,7 @@ pub async fn put<B: Backend>(
     } else {
         StatusCode::OK
     };
-    Ok(definition_response(
-        status,
-        stored,
-        DefinitionPutOut::Stored,
-    ))
+    Ok(definition_response(status, stored))
 }
 
 /// Removes a namespace's definition (the `admin` scope); its items stay.
@@ -264,6 +290,41 @@ pub async fn violations<B: Backend>(
         checked: page.checked,
         next_page_token: page.cursor,
     }))
+}
+
+/// Starts the build of an alias template that stopped in `conflict` again from the beginning
+/// (the `admin` scope); fix the items its `conflicts` list first. Answers the definition.
+#[utoipa::path(post, path = "/v1/namespaces/{namespace}/aliases/retry", tag = "namespaces", operation_id = "retryAliasBuild",
+    params(("namespace" = String, Path, description = "The namespace: a letter or `_`, then letters, digits and `_` (at most 64)", example = "user", pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")),
+    request_body(content = AliasRetryIn, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The build starts again: the definition with its builds", body = DefinitionOut),
+        (status = 400, description = "The template's build is not in conflict", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "The token's scope is not `admin`", body = ErrorBody),
+        (status = 404, description = "The namespace has no definition", body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn retry_alias<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    Path(ns): Path<String>,
+    _: NoQuery,
+    Json(body): Json<AliasRetryIn>,
+) -> Result<Response, ApiError> {
+    let ns = namespace(&ns)?;
+    let missing = not_found(&ns);
+    let found = store_call("retry_alias_build", move || {
+        let Some(definition) = state.store.namespace(&ns)? else {
+            return Ok(None);
+        };
+        state.store.retry_alias_build(&ns, &body.path)?;
+        let builds = state.store.alias_builds(&ns)?;
+        Ok(Some((definition, builds)))
+    })
+    .await?
+    .ok_or(missing)?;
+    Ok(definition_response(StatusCode::OK, found))
 }
 
 /// The store condition of an HTTP precondition on `ns`'s definition.

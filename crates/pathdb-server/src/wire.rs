@@ -22,6 +22,11 @@ pub struct ItemOut {
     /// The JSON value as stored.
     #[schema(value_type = serde_json::Value)]
     pub value: JsonText,
+    /// Present when the item was read through an alias path, or is listed (or fed) under
+    /// one: that alias (docs/aliases.md). `path` is always the item's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "/email-ada@example.org")]
+    pub alias: Option<String>,
 }
 
 impl From<Item> for ItemOut {
@@ -32,6 +37,7 @@ impl From<Item> for ItemOut {
             created_at: i.created_at.micros(),
             modified_at: i.modified_at.micros(),
             expires_at: i.expires_at.map(|t| t.micros()),
+            alias: i.alias.map(|a| a.to_string()),
             value: i.value,
         }
     }
@@ -77,6 +83,11 @@ pub(crate) fn item_json(item: &Item) -> Vec<u8> {
     }
     out.extend_from_slice(b",\"value\":");
     out.extend_from_slice(value.as_bytes());
+    if let Some(alias) = &item.alias {
+        out.extend_from_slice(b",\"alias\":");
+        // Rare: serde_json's string writer, no fast path.
+        let _ = serde_json::to_writer(&mut out, &alias.to_string());
+    }
     out.push(b'}');
     out
 }
@@ -129,6 +140,7 @@ impl From<ListedItem> for ItemOut {
             created_at: i.created_at.micros(),
             modified_at: i.modified_at.micros(),
             expires_at: i.expires_at.map(|t| t.micros()),
+            alias: i.alias.map(|a| a.to_string()),
             value: i.value,
         }
     }
@@ -186,12 +198,15 @@ pub enum ChangeOut {
         /// The item, as `GET /v1/items/{path}` returns it.
         item: ItemOut,
     },
-    /// The item was deleted or expired.
+    /// The item was deleted or expired, or (with `alias`) left that alias path.
     Delete {
         /// Its key path.
         path: String,
         /// The version it had.
         version: u64,
+        /// The alias path it left (a feed of an alias prefix, docs/aliases.md).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        alias: Option<String>,
     },
 }
 
@@ -199,9 +214,14 @@ impl From<pathdb_store::Change> for ChangeOut {
     fn from(c: pathdb_store::Change) -> ChangeOut {
         match c {
             pathdb_store::Change::Put(item) => ChangeOut::Put { item: item.into() },
-            pathdb_store::Change::Delete { path, version } => ChangeOut::Delete {
+            pathdb_store::Change::Delete {
+                path,
+                version,
+                alias,
+            } => ChangeOut::Delete {
                 path: path.to_string(),
                 version,
+                alias: alias.map(|a| a.to_string()),
             },
         }
     }
@@ -833,10 +853,65 @@ pub struct DefinitionOut {
     pub history: Option<u32>,
     /// For people.
     pub description: Option<String>,
+    /// Its alias templates, each with where its aliases stand, then the templates being
+    /// removed (docs/aliases.md).
+    pub aliases: Vec<AliasOut>,
 }
 
-impl From<pathdb_store::NamespaceDefinition> for DefinitionOut {
-    fn from(d: pathdb_store::NamespaceDefinition) -> DefinitionOut {
+/// An alias template of a namespace and its build.
+#[derive(Serialize, ToSchema)]
+pub struct AliasOut {
+    /// The template.
+    #[schema(example = "/email-{email}")]
+    pub path: String,
+    /// `ready` (reads are served), `building` (reads answer 503 `alias_building`; writes keep
+    /// it already), `conflict` (the build found two items with one alias; see `conflicts`),
+    /// `removing` (the template was removed; its aliases are being deleted).
+    #[schema(example = "ready")]
+    pub state: String,
+    /// Items the build (or removal) has checked.
+    pub checked: u64,
+    /// Alias records it wrote (or removed).
+    pub written: u64,
+    /// With `conflict`: the aliases two items would share (at most 20).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<AliasConflictOut>,
+}
+
+/// An alias the build found for more than one item.
+#[derive(Serialize, ToSchema)]
+pub struct AliasConflictOut {
+    /// The alias path.
+    pub alias: String,
+    /// The items it would name.
+    pub items: Vec<String>,
+}
+
+impl From<pathdb_store::AliasBuild> for AliasOut {
+    fn from(b: pathdb_store::AliasBuild) -> AliasOut {
+        AliasOut {
+            path: b.template,
+            state: b.state.to_string(),
+            checked: b.checked,
+            written: b.written,
+            conflicts: b
+                .conflicts
+                .into_iter()
+                .map(|c| AliasConflictOut {
+                    alias: c.alias.to_string(),
+                    items: c.items.iter().map(ToString::to_string).collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl DefinitionOut {
+    /// A stored definition with its templates' builds.
+    pub fn new(
+        d: pathdb_store::NamespaceDefinition,
+        builds: Vec<pathdb_store::AliasBuild>,
+    ) -> DefinitionOut {
         DefinitionOut {
             namespace: d.namespace,
             version: d.version,
@@ -845,6 +920,7 @@ impl From<pathdb_store::NamespaceDefinition> for DefinitionOut {
             schema: d.definition.schema,
             history: d.definition.history,
             description: d.definition.description,
+            aliases: builds.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -864,6 +940,30 @@ pub struct DefinitionIn {
     /// For people.
     #[serde(default)]
     pub description: Option<String>,
+    /// Alias templates (at most 8): key paths whose ids may be `{member}` (a dotted path into
+    /// the value), `{!member}` (a descending id) or `{@namespace}` (an id of the item's own
+    /// path). Adding one to a namespace with items starts its build (docs/aliases.md).
+    #[serde(default)]
+    #[schema(max_items = 8)]
+    pub aliases: Vec<AliasIn>,
+}
+
+/// An alias template in a namespace definition.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AliasIn {
+    /// The template.
+    #[schema(example = "/email-{email}")]
+    pub path: String,
+}
+
+/// The body of `POST /v1/namespaces/{ns}/aliases/retry`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AliasRetryIn {
+    /// The template whose build stopped in `conflict`.
+    #[schema(example = "/email-{email}")]
+    pub path: String,
 }
 
 /// Options of `GET /v1/namespaces`.

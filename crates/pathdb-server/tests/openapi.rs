@@ -62,6 +62,11 @@ async fn every_operation_has_a_stable_operation_id() {
             "/v1/namespaces/{namespace}/violations",
             "listNamespaceViolations",
         ),
+        (
+            "post",
+            "/v1/namespaces/{namespace}/aliases/retry",
+            "retryAliasBuild",
+        ),
     ];
     let mut expected: Vec<(String, String, String)> = expected
         .iter()

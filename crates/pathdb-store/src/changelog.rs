@@ -242,15 +242,27 @@ pub enum Change {
         path: KeyPath,
         /// The version that was removed.
         version: u64,
+        /// The alias path the item left (docs/aliases.md); `None`: the change at its own path.
+        alias: Option<KeyPath>,
     },
 }
 
 impl Change {
-    /// The path the change is about.
+    /// The item's path.
     pub fn path(&self) -> &KeyPath {
         match self {
             Change::Put(item) => &item.path,
             Change::Delete { path, .. } => path,
+        }
+    }
+
+    /// Where the change happened in the key space: the alias path for a change through an
+    /// alias (an item entering, changing under or leaving it), else the item's path. The log
+    /// and the feeds file the change there.
+    pub fn key(&self) -> &KeyPath {
+        match self {
+            Change::Put(item) => item.alias.as_ref().unwrap_or(&item.path),
+            Change::Delete { path, alias, .. } => alias.as_ref().unwrap_or(path),
         }
     }
 }
@@ -323,6 +335,9 @@ pub(crate) struct Logged<'a> {
     modified_at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expires_at: Option<i64>,
+    /// The alias path of a change through an alias.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    alias: Option<String>,
     /// A put's value, `null` included: present means a value (a put), absent means none (a
     /// delete). Entries written before this distinction read a put of `null` as absent, so a
     /// put without a value is a put of `null` (see `unlogged`).
@@ -360,15 +375,21 @@ pub(crate) fn logged(change: &Change) -> Result<Logged<'_>, Error> {
             created_at: Some(item.created_at.0),
             modified_at: Some(item.modified_at.0),
             expires_at: item.expires_at.map(|t| t.0),
+            alias: item.alias.as_ref().map(ToString::to_string),
             value: Some(serde_json::from_str(item.value.as_str()).map_err(corrupt)?),
         },
-        Change::Delete { path, version } => Logged {
+        Change::Delete {
+            path,
+            version,
+            alias,
+        } => Logged {
             op: Op::Delete,
             path: path.to_string(),
             version: *version,
             created_at: None,
             modified_at: None,
             expires_at: None,
+            alias: alias.as_ref().map(ToString::to_string),
             value: None,
         },
     })
@@ -376,25 +397,35 @@ pub(crate) fn logged(change: &Change) -> Result<Logged<'_>, Error> {
 
 pub(crate) fn unlogged(logged: &Logged<'_>) -> Result<Change, Error> {
     let path = logged.path.parse::<KeyPath>().map_err(corrupt)?;
+    let alias = logged
+        .alias
+        .as_deref()
+        .map(str::parse::<KeyPath>)
+        .transpose()
+        .map_err(corrupt)?;
     Ok(match logged.op {
-        Op::Put => Change::Put(to_item(
-            path,
-            Record {
-                version: logged.version,
-                created_at: logged.created_at.unwrap_or_default(),
-                modified_at: logged.modified_at.unwrap_or_default(),
-                expires_at: logged.expires_at,
-                // Before `present`, a logged `null` read back as no value: it is a put of null.
-                value: logged
-                    .value
-                    .map_or("null", RawValue::get)
-                    .as_bytes()
-                    .to_vec(),
-            },
-        )?),
+        Op::Put => Change::Put(Item {
+            alias,
+            ..to_item(
+                path,
+                Record {
+                    version: logged.version,
+                    created_at: logged.created_at.unwrap_or_default(),
+                    modified_at: logged.modified_at.unwrap_or_default(),
+                    expires_at: logged.expires_at,
+                    // Before `present`, a logged `null` read back as no value: it is a put of null.
+                    value: logged
+                        .value
+                        .map_or("null", RawValue::get)
+                        .as_bytes()
+                        .to_vec(),
+                },
+            )?
+        }),
         Op::Delete => Change::Delete {
             path,
             version: logged.version,
+            alias,
         },
     })
 }
@@ -497,6 +528,7 @@ mod tests {
                 modified_at: crate::Timestamp(2),
                 expires_at: None,
                 value: crate::Json::parse(text).unwrap(),
+                alias: None,
             };
             let change = Change::Put(item);
             let entry = Entry {

@@ -347,9 +347,69 @@ pub enum Error {
     /// elsewhere, which is never fetched); nothing was stored.
     #[error("invalid schema: {0}")]
     InvalidSchema(String),
+    /// A write would give an item an alias path that another item holds, or at which an item
+    /// is stored (docs/aliases.md); nothing was written.
+    #[error("alias {alias} is taken: {holder} holds it")]
+    AliasTaken {
+        /// The alias path.
+        alias: KeyPath,
+        /// The item that holds it (its own path, or the item stored at the alias path).
+        holder: KeyPath,
+        /// The operation's index among the write's operations.
+        index: usize,
+    },
+    /// A put, create or import of an item at a path that is an alias of another item; nothing
+    /// was written.
+    #[error("{path} is an alias of {item}: write the item at its own path")]
+    PathIsAlias {
+        /// The path written.
+        path: KeyPath,
+        /// The item whose alias it is.
+        item: KeyPath,
+    },
+    /// A value's member that an alias template fills an id from is neither a string, an
+    /// integer, `null` nor missing; nothing was written.
+    #[error("{path}: member {member} is {kind}, but an alias id is a string or an integer")]
+    AliasInvalid {
+        /// The item.
+        path: KeyPath,
+        /// The member, as the template names it (`address.city`).
+        member: Box<str>,
+        /// What it is: `a boolean`, `an array`, `an object`, `a number that is not an integer`.
+        kind: &'static str,
+        /// The operation's index among the write's operations.
+        index: usize,
+    },
+    /// A read through an alias whose template's build is not done (or waits for a retry
+    /// after a conflict).
+    #[error("alias {template} of namespace {namespace} is {state}: {checked} items checked so far")]
+    AliasBuilding {
+        /// The namespace.
+        namespace: String,
+        /// The template.
+        template: String,
+        /// `building` or `conflict` ([`AliasState`](crate::AliasState)).
+        state: &'static str,
+        /// Items the build has checked.
+        checked: u64,
+    },
     /// The storage engine failed.
     #[error(transparent)]
     Storage(StorageError),
+}
+
+impl Error {
+    /// The index of the operation of a write (a transaction's) that the error is about, where
+    /// the error names one.
+    pub fn operation_index(&self) -> Option<usize> {
+        match self {
+            Error::ListChanged { index, .. }
+            | Error::SchemaViolation { index, .. }
+            | Error::AliasTaken { index, .. }
+            | Error::AliasInvalid { index, .. } => Some(*index),
+            _ => None,
+        }
+    }
 }
 
 impl From<StorageError> for Error {

@@ -11,7 +11,9 @@
 //! same content is left alone, so a re-run of the same input after any failure converges to
 //! the state a single clean run gives. See docs/export.md.
 
-use crate::backend::{Backend, Expect, Key, Reader, Record, WriteBatch, WriteError, WriteOp};
+use crate::aliases::is_alias;
+use crate::aliases::parse_alias;
+use crate::backend::{Backend, Expect, Key, Reader, Record, WriteError, WriteOp};
 use crate::changelog::Change;
 use crate::limits::{MAX_VERSION, check_item_size, check_key, check_revision_key, next_version};
 use crate::list::decode_path;
@@ -19,7 +21,7 @@ use crate::options::Clock;
 use crate::record::{index_record, is_live, to_item};
 use crate::token::{Kind, TokenKey};
 use crate::waiters::{ChangedGroups, Waiters};
-use crate::write::{Settings, log_changes};
+use crate::write::{Plan, Settings, alias_stage, log_changes};
 use crate::{Condition, Error, Item, Json, Timestamp, layout};
 use pathdb_keys::KeyPath;
 use serde::Serialize;
@@ -200,6 +202,10 @@ fn export_record(key: &Key, record: Record, now: i64) -> Option<Result<ExportRec
     // The store's own records are rebuilt by the writes an import makes: the change log records
     // the import's changes, sequences restart after the largest ids they find (ids.rs).
     if key.partition == layout::SYSTEM_PARTITION || layout::is_group_internal(&key.sort) {
+        return None;
+    }
+    // Alias records are the items' too: an import writes them from its namespace's templates.
+    if is_alias(&record.value) {
         return None;
     }
     let revision_sort =
@@ -522,6 +528,7 @@ impl ExportLine {
                     modified_at,
                     expires_at: l.expires_at,
                     value: Json::parse(value.get())?,
+                    alias: None,
                 };
                 if revision {
                     ExportRecord::Revision(item)
@@ -831,10 +838,12 @@ impl<B: Backend> Importer<'_, B> {
             // What this batch leaves at each item key (or finds there), for its revisions.
             let mut item_versions: std::collections::HashMap<KeyPath, u64> = Default::default();
             let mut batch_skipped: HashSet<KeyPath> = HashSet::new();
-            let mut ops = Vec::new();
-            let mut changes = Vec::new();
+            let ctx = self.settings.context(&reader, now);
+            let mut plan = Plan::default();
             let mut outcomes = Vec::with_capacity(batch.len());
-            for ((&record, key), current) in batch.iter().zip(&keys).zip(stored) {
+            for (index, ((&record, key), current)) in
+                batch.iter().zip(&keys).zip(stored).enumerate()
+            {
                 let record_now = as_of(record, now);
                 let record: &ImportRecord = &record_now;
                 let outcome = match record {
@@ -867,48 +876,76 @@ impl<B: Backend> Importer<'_, B> {
                     }
                 };
                 if let Outcome::Write(target) = &outcome {
+                    let path = record.path();
                     let is_item =
                         !matches!(record, ImportRecord::Exported(ExportRecord::Revision(_)));
                     if is_item {
                         let was_live = current.as_ref().filter(|c| is_live(c, now));
-                        if is_live(target, now) {
-                            changes
-                                .push(Change::Put(to_item(record.path().clone(), target.clone())?));
-                        } else if let Some(live) = was_live {
-                            changes.push(Change::Delete {
-                                path: record.path().clone(),
-                                version: live.version,
+                        // An alias path is its item's: an import cannot write over it.
+                        if let Some(of) = was_live
+                            .map(|c| parse_alias(&c.value))
+                            .transpose()?
+                            .flatten()
+                        {
+                            return Err(Error::PathIsAlias {
+                                path: path.clone(),
+                                item: of.item,
                             });
                         }
+                        let now_live = Some(target).filter(|t| is_live(t, now));
+                        if now_live.is_some() {
+                            plan.changes
+                                .push(Change::Put(to_item(path.clone(), target.clone())?));
+                        } else if let Some(live) = was_live {
+                            plan.changes.push(Change::Delete {
+                                path: path.clone(),
+                                version: live.version,
+                                alias: None,
+                            });
+                        }
+                        alias_stage(
+                            &ctx,
+                            &mut plan,
+                            index,
+                            was_live.map(|r| (path, r)),
+                            now_live.map(|r| (path, r)),
+                        )?;
                     }
                     if let (Some(t), true) = (target.expires_at, is_item) {
-                        ops.push(WriteOp::Put {
+                        let entry = WriteOp::Put {
                             key: layout::expiry_key(t, key),
                             record: index_record(now),
                             expect: None,
-                        });
+                        };
+                        plan.push(entry, path, false);
                     }
-                    ops.push(WriteOp::Put {
+                    let write = WriteOp::Put {
                         key: key.clone(),
                         record: target.clone(),
                         // Only over the state this plan saw.
                         expect: Some(
-                            current.map_or(Expect::Absent, |c| Expect::Version(c.version)),
+                            current
+                                .as_ref()
+                                .map_or(Expect::Absent, |c| Expect::Version(c.version)),
                         ),
-                    });
+                    };
+                    plan.push(write, path, false);
                 }
                 outcomes.push(outcome);
             }
-            let keys_written: Vec<Key> = ops
+            let keys_written: Vec<Key> = plan
+                .batch
+                .ops
                 .iter()
                 .map(WriteOp::key)
-                .filter(|k| k.partition != layout::SYSTEM_PARTITION)
+                // The records' own keys, not the expiry index's or the aliases'.
+                .filter(|k| keys.contains(k))
                 .cloned()
                 .collect();
-            let mut batch = WriteBatch { ops };
-            let mut owners = Vec::new();
-            let ctx = self.settings.context(&reader, now);
-            log_changes(&ctx, &mut batch, &mut owners, &changes)?;
+            let mut batch = plan.batch;
+            let mut owners = plan.owners;
+            log_changes(&ctx, &mut batch, &mut owners, &plan.changes)?;
+            drop(ctx);
             drop(reader);
             if !batch.ops.is_empty() {
                 let groups = ChangedGroups::of(&batch);

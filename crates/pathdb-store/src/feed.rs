@@ -155,7 +155,7 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
             }
             for (i, logged) in entry.changes.iter().enumerate().skip(skip) {
                 let change = unlogged(logged)?;
-                if !prefix.covers(change.path()) {
+                if !prefix.covers(change.key()) {
                     continue;
                 }
                 let token = if i + 1 < total {

@@ -98,7 +98,13 @@ impl<'a> Tx<'a> {
                 .store
                 .get_many(&unread)?
                 .into_iter()
-                .map(|item| (item.path.clone(), item))
+                // Read through an alias, an item is found under the alias asked for.
+                .map(|item| {
+                    (
+                        item.alias.clone().unwrap_or_else(|| item.path.clone()),
+                        item,
+                    )
+                })
                 .collect();
             for path in unread {
                 let item = found.remove(&path);
@@ -141,8 +147,12 @@ impl<'a> Tx<'a> {
             }
         };
         if let Some(seen) = &mut check.seen {
-            for item in page.items.iter().filter_map(ListEntry::item) {
-                let version = seen.entry(item.path.clone()).or_insert(item.version);
+            for (at, item) in page
+                .items
+                .iter()
+                .filter_map(|e| Some((e.path(), e.item()?)))
+            {
+                let version = seen.entry(at.clone()).or_insert(item.version);
                 // Shown twice (read again): the older version is what a decision may rest on.
                 *version = (*version).min(item.version);
             }
@@ -275,6 +285,7 @@ impl<'a> Tx<'a> {
             modified_at: now,
             expires_at: None,
             value: value.clone(),
+            alias: None,
         })
     }
 

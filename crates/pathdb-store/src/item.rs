@@ -58,6 +58,11 @@ impl Json {
         Ok(Json(minify(text).into_boxed_str()))
     }
 
+    /// `null`.
+    pub(crate) fn null() -> Json {
+        Json(Box::from("null"))
+    }
+
     /// Serializes a value.
     pub fn from_value(value: &serde_json::Value) -> Json {
         Json(value.to_string().into_boxed_str())
@@ -170,4 +175,8 @@ pub struct Item {
     pub expires_at: Option<Timestamp>,
     /// The JSON value.
     pub value: Json,
+    /// The alias path it was read through or listed under (docs/aliases.md); `None`: read at
+    /// its own path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<KeyPath>,
 }

@@ -11,6 +11,8 @@
 //! | the key that seals tokens (token.rs) | `00` | `04` |
 //! | an unfinished subtree delete, move or copy (subtree.rs) | `00` | `05` + operation + `u16` length of `from` + encoded `from` + encoded `to` |
 //! | the mark that every used path keeps a record (upgrade.rs) | `00` | `06` |
+//! | the build (or removal) of a namespace's alias template (alias_builds.rs) | `00` | `07` + namespace + `00` + template |
+//! | an alias path (aliases.rs): a record whose value starts with `00`, naming its item | the alias's group | the alias's sort key |
 //! | sequence of a namespace under a parent | the parent's group | `ff fe` + `u16` length of the parent's sort key + that sort key + namespace |
 //! | change log entry (changes.rs) | the group | `ff ff` + big-endian entry number |
 //!
@@ -41,6 +43,7 @@ const GROUP_SEQUENCE: u8 = 0x03;
 const TOKEN_KEY: u8 = 0x04;
 const SUBTREE_JOB: u8 = 0x05;
 const USED_PATHS_RECORDED: u8 = 0x06;
+const ALIAS_BUILD: u8 = 0x07;
 const REVISION: u8 = 0xff;
 const SEQUENCE: [u8; 2] = [0xff, 0xfe];
 const CHANGE_LOG: [u8; 2] = [0xff, 0xff];
@@ -208,6 +211,36 @@ pub(crate) fn namespace_range(after: Option<&str>) -> SortRange {
         },
         end: Bound::Excluded(vec![NAMESPACE + 1]),
     }
+}
+
+/// The build record of `template` of `namespace` (alias_builds.rs). A namespace has no `00`.
+pub(crate) fn alias_build_key(namespace: &str, template: &str) -> Key {
+    let mut sort = Vec::with_capacity(2 + namespace.len() + template.len());
+    sort.push(ALIAS_BUILD);
+    sort.extend_from_slice(namespace.as_bytes());
+    sort.push(0);
+    sort.extend_from_slice(template.as_bytes());
+    Key {
+        partition: SYSTEM_PARTITION.to_vec(),
+        sort,
+    }
+}
+
+/// Every alias build record.
+pub(crate) fn alias_build_range() -> SortRange {
+    SortRange {
+        start: Bound::Included(vec![ALIAS_BUILD]),
+        end: Bound::Excluded(vec![ALIAS_BUILD + 1]),
+    }
+}
+
+/// The namespace and template of an alias build record's sort key.
+pub(crate) fn parse_alias_build_key(sort: &[u8]) -> Option<(String, String)> {
+    let rest = sort.strip_prefix(&[ALIAS_BUILD])?;
+    let at = rest.iter().position(|b| *b == 0)?;
+    let namespace = std::str::from_utf8(&rest[..at]).ok()?.to_owned();
+    let template = std::str::from_utf8(&rest[at + 1..]).ok()?.to_owned();
+    Some((namespace, template))
 }
 
 pub(crate) fn is_revision(sort: &[u8]) -> bool {

@@ -24,6 +24,8 @@
 // keeps the imports acyclic); lib.rs only declares and re-exports.
 //
 // Foundations: what is stored and how it is addressed.
+mod alias_builds;
+mod aliases;
 pub mod backend;
 mod changelog;
 mod error;
@@ -56,6 +58,8 @@ mod upgrade;
 // The facade.
 mod store;
 
+pub use alias_builds::{AliasBuild, AliasConflict, AliasState, MAX_CONFLICTS};
+pub use aliases::{MAX_ALIASES, Template};
 pub use changelog::{
     Change, ChangeEntry, ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, MAX_CHANGES_LIMIT,
     MAX_CHANGES_WAIT, join_log_entries,
@@ -75,7 +79,7 @@ pub use limits::{
 pub use list::{DEFAULT_LIST_LIMIT, ListEntry, ListPage, ListRequest, MAX_LIST_LIMIT};
 pub use listed::{EncodedPath, ListedEntry, ListedItem, ListedPage};
 pub use namespace_scan::{SchemaCheck, ViolatingItem, ViolationPage};
-pub use namespaces::{Definition, MAX_VIOLATIONS, NamespaceDefinition, Schema};
+pub use namespaces::{AliasDefinition, Definition, MAX_VIOLATIONS, NamespaceDefinition, Schema};
 pub use ops::{
     IdKind, ListCheck, ListRange, Parent, Transaction, TxOp, TxResult, parse_create_target,
 };

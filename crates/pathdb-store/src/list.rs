@@ -5,7 +5,7 @@
 use crate::backend::{Backend, Direction, Reader, RecordView, SortRange};
 use crate::limits::check_key;
 use crate::ops::{ListCheck, ListRange};
-use crate::record::{is_live, is_live_view, item_from_view, to_item};
+use crate::record::{is_live, is_live_view, is_unresolved, item_from_view, to_item, visible};
 use crate::token::{Kind, TokenKey};
 use crate::{ChangeToken, Error, Item, layout};
 use pathdb_keys::KeyPath;
@@ -94,10 +94,10 @@ pub enum ListEntry {
 }
 
 impl ListEntry {
-    /// Where the entry is.
+    /// Where the entry is: for an item listed under an alias, the alias.
     pub fn path(&self) -> &KeyPath {
         match self {
-            ListEntry::Item(item) => &item.path,
+            ListEntry::Item(item) => item.alias.as_ref().unwrap_or(&item.path),
             ListEntry::Node(path) => path,
         }
     }
@@ -199,6 +199,12 @@ pub(crate) trait PageEntry: Sized {
 
     /// The sort key that a page ending with this entry continues after.
     fn sort_key(&self) -> Vec<u8>;
+
+    /// The path of the item this entry names, if it is an alias not resolved yet (record.rs).
+    fn unresolved(&self) -> Option<KeyPath>;
+
+    /// Makes an unresolved alias the item it names (read), listed under the alias.
+    fn resolve(&mut self, item: Item);
 }
 
 impl PageEntry for ListEntry {
@@ -236,6 +242,53 @@ impl PageEntry for ListEntry {
         // key it was read from; a node is at its path's own key.
         self.path().sort_key()
     }
+
+    fn unresolved(&self) -> Option<KeyPath> {
+        match self {
+            ListEntry::Item(item) if is_unresolved(item) => Some(item.path.clone()),
+            _ => None,
+        }
+    }
+
+    fn resolve(&mut self, item: Item) {
+        if let ListEntry::Item(listed) = self {
+            let alias = listed.alias.take();
+            *listed = Item { alias, ..item };
+        }
+    }
+}
+
+/// Replaces the aliases among `found` (read through `reader` at `now`) by the items they name,
+/// read together; an alias whose item is gone (only where reads are not snapshots) leaves the
+/// page.
+fn resolve_entries<R: Reader, E: PageEntry>(
+    reader: &R,
+    now: i64,
+    found: &mut Vec<E>,
+) -> Result<(), Error> {
+    let targets: Vec<(usize, KeyPath)> = found
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| e.unresolved().map(|t| (i, t)))
+        .collect();
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let keys: Vec<_> = targets.iter().map(|(_, t)| layout::item_key(t)).collect();
+    let mut gone = Vec::new();
+    for ((i, target), record) in targets.into_iter().zip(reader.get_many(&keys)?) {
+        match visible(record, now)
+            .map(|r| to_item(target, r))
+            .transpose()?
+        {
+            Some(item) if !is_unresolved(&item) => found[i].resolve(item),
+            _ => gone.push(i),
+        }
+    }
+    for i in gone.into_iter().rev() {
+        found.remove(i);
+    }
+    Ok(())
 }
 
 /// A page of entries of type `E`, before it becomes a [`ListPage`] or a `ListedPage`.
@@ -381,6 +434,7 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
     } else {
         None
     };
+    resolve_entries(&reader, now, &mut found)?;
     Ok(Page {
         items: found,
         next_page_token,

@@ -5,8 +5,10 @@
 //! (docs/benchmarks.md, "Store"), while the server and the CLI only turn each path into text and
 //! an application may read only the values.
 
+use crate::aliases::parse_alias;
 use crate::backend::{Backend, RecordView};
 use crate::list::{Page, PageEntry, list_with, path_in_group};
+use crate::record::item_from_view;
 use crate::token::TokenKey;
 use crate::{ChangeToken, Error, Item, Json, ListEntry, ListPage, ListRequest, Timestamp};
 use pathdb_keys::sort_key_body_len;
@@ -236,6 +238,9 @@ pub struct ListedItem {
     pub expires_at: Option<Timestamp>,
     /// The JSON value.
     pub value: Json,
+    /// The alias path it is listed under (docs/aliases.md); `None`: listed at its own path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<EncodedPath>,
 }
 
 impl ListedItem {
@@ -248,6 +253,7 @@ impl ListedItem {
             modified_at: self.modified_at,
             expires_at: self.expires_at,
             value: self.value,
+            alias: self.alias.as_ref().map(EncodedPath::decode),
         }
     }
 }
@@ -261,6 +267,7 @@ impl From<Item> for ListedItem {
             modified_at: item.modified_at,
             expires_at: item.expires_at,
             value: item.value,
+            alias: item.alias.as_ref().map(EncodedPath::new),
         }
     }
 }
@@ -282,10 +289,10 @@ pub enum ListedEntry {
 }
 
 impl ListedEntry {
-    /// Where the entry is.
+    /// Where the entry is: for an item listed under an alias, the alias.
     pub fn path(&self) -> &EncodedPath {
         match self {
-            ListedEntry::Item(item) => &item.path,
+            ListedEntry::Item(item) => item.alias.as_ref().unwrap_or(&item.path),
             ListedEntry::Node(path) => path,
         }
     }
@@ -475,6 +482,18 @@ impl PageEntry for ListedEntry {
         sort: &[u8],
         record: RecordView<'_>,
     ) -> Result<Option<ListedEntry>, Error> {
+        if let Some(of) = parse_alias(record.value)? {
+            // An alias: its item is read once the page is complete (list.rs); its own path
+            // is decoded here, as few entries are aliases.
+            return Ok(match path_in_group(scan.prefix, sort, scan.prefix) {
+                Some(at) if scan.prefix.covers(&at) => {
+                    let item = item_from_view(at, record)?;
+                    debug_assert_eq!(item.path, of.item);
+                    Some(ListedEntry::Item(item.into()))
+                }
+                _ => None,
+            });
+        }
         let start = scan.keys.len();
         match sort_key_body_len(sort) {
             Some(len) => {
@@ -499,6 +518,7 @@ impl PageEntry for ListedEntry {
             modified_at: Timestamp(record.modified_at),
             expires_at: record.expires_at.map(Timestamp),
             value: Json::from_stored_slice(record.value)?,
+            alias: None,
         })))
     }
 
@@ -532,6 +552,13 @@ impl PageEntry for ListedEntry {
                     Ok::<_, Error>(path)
                 };
                 Ok(match entry {
+                    // Listed under an alias: the key is the alias, the item's path its own.
+                    ListEntry::Item(item) if item.alias.is_some() => {
+                        ListedEntry::Item(ListedItem {
+                            alias: Some(path(start, end)?),
+                            ..ListedItem::from(item)
+                        })
+                    }
                     ListEntry::Item(item) => ListedEntry::Item(ListedItem {
                         path: path(start, end)?,
                         version: item.version,
@@ -539,6 +566,7 @@ impl PageEntry for ListedEntry {
                         modified_at: item.modified_at,
                         expires_at: item.expires_at,
                         value: item.value,
+                        alias: None,
                     }),
                     ListEntry::Node(_) => ListedEntry::Node(path(start, end)?),
                 })
@@ -549,6 +577,25 @@ impl PageEntry for ListedEntry {
     fn sort_key(&self) -> Vec<u8> {
         // Once per page: decoding is simpler than splitting the key again.
         self.path().decode().sort_key()
+    }
+
+    fn unresolved(&self) -> Option<KeyPath> {
+        match self {
+            ListedEntry::Item(item) if item.version == 0 && item.alias.is_some() => {
+                Some(item.path.decode())
+            }
+            _ => None,
+        }
+    }
+
+    fn resolve(&mut self, item: Item) {
+        if let ListedEntry::Item(listed) = self {
+            let alias = listed.alias.take();
+            *listed = ListedItem {
+                alias,
+                ..ListedItem::from(item)
+            };
+        }
     }
 }
 
@@ -718,6 +765,7 @@ mod tests {
             modified_at: Timestamp(2),
             expires_at: Some(Timestamp(9)),
             value: Json::parse(r#"{"a": [1, "x"]}"#).unwrap(),
+            alias: None,
         };
         let listed = ListedItem::from(item.clone());
         assert_eq!(

@@ -16,6 +16,8 @@
 //! [`StoreOptions::definitions_refresh`](crate::StoreOptions::definitions_refresh) reads the
 //! definitions again (one query of the system partition) first.
 
+use crate::alias_builds::Builds;
+use crate::aliases::{MAX_ALIASES, Template};
 use crate::backend::{Direction, Reader, Record};
 use crate::{Error, StorageError, Timestamp, Violation, layout};
 use pathdb_keys::KeyPath;
@@ -41,6 +43,19 @@ pub struct Definition {
     /// For people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// More paths for each item, filled from its value (docs/aliases.md), at most
+    /// [`MAX_ALIASES`](crate::MAX_ALIASES).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<AliasDefinition>,
+}
+
+/// One alias template of a namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AliasDefinition {
+    /// The template: a key path whose ids may be `{member}`, `{!member}` or `{@namespace}`
+    /// ([`Template::parse`]).
+    pub path: String,
 }
 
 /// A stored definition and its metadata.
@@ -133,6 +148,8 @@ pub(crate) struct Compiled {
     /// Its schema; `Err`: a stored schema that no longer compiles (a newer validator is
     /// stricter), which refuses every write into the namespace rather than letting values by.
     pub(crate) schema: Result<Option<Schema>, String>,
+    /// Its alias templates, compiled (checked when stored).
+    pub(crate) aliases: Vec<Template>,
 }
 
 /// Every definition, by namespace.
@@ -152,6 +169,8 @@ pub(crate) struct Namespaces {
 
 struct State {
     definitions: Arc<Definitions>,
+    /// The alias build records (alias_builds.rs), read with the definitions.
+    builds: Arc<Builds>,
     read_at: Instant,
 }
 
@@ -164,9 +183,11 @@ impl Namespaces {
         refresh: Option<Duration>,
     ) -> Result<Self, Error> {
         let definitions = read_all(reader, &Definitions::new())?;
+        let builds = crate::alias_builds::read_all(reader)?;
         Ok(Namespaces {
             state: RwLock::new(State {
                 definitions: Arc::new(definitions),
+                builds: Arc::new(builds),
                 read_at: Instant::now(),
             }),
             reading: Mutex::new(()),
@@ -196,6 +217,14 @@ impl Namespaces {
         self.replace(reader)
     }
 
+    /// The alias build records, as fresh as [`Namespaces::current`]'s definitions.
+    pub(crate) fn builds<R: Reader + ?Sized>(&self, reader: &R) -> Result<Arc<Builds>, Error> {
+        self.current(reader)?;
+        Ok(Arc::clone(
+            &self.state.read().map_err(|_| poisoned())?.builds,
+        ))
+    }
+
     /// Reads the definitions again after this store changed one, through a reader `open`
     /// makes once no other reading is under way: every such read starts after the commits
     /// before it, so the copy never goes back to an older state than one it held.
@@ -213,10 +242,19 @@ impl Namespaces {
         let known = self.copy()?;
         let read_at = Instant::now();
         let definitions = Arc::new(read_all(reader, &known)?);
+        let builds = Arc::new(crate::alias_builds::read_all(reader)?);
         let mut state = self.state.write().map_err(|_| poisoned())?;
         state.definitions = Arc::clone(&definitions);
+        state.builds = builds;
         state.read_at = read_at;
         Ok(definitions)
+    }
+
+    /// The most alias templates any namespace has (in the store's copy).
+    pub(crate) fn most_aliases(&self) -> usize {
+        self.copy()
+            .map(|d| d.values().map(|c| c.aliases.len()).max().unwrap_or(0))
+            .unwrap_or(MAX_ALIASES)
     }
 
     fn copy(&self) -> Result<Arc<Definitions>, Error> {
@@ -307,8 +345,38 @@ pub(crate) fn check(namespace: &str, definition: &Definition) -> Result<Option<S
             "history retention must be at least 1".into(),
         ));
     }
+    check_aliases(&definition.aliases)?;
     definition.schema.as_ref().map(Schema::compile).transpose()
 }
+
+/// At most [`MAX_ALIASES`] templates, each valid, none twice.
+fn check_aliases(aliases: &[AliasDefinition]) -> Result<(), Error> {
+    if aliases.len() > MAX_ALIASES {
+        return Err(Error::InvalidRequest(format!(
+            "a namespace has at most {MAX_ALIASES} aliases, not {}",
+            aliases.len()
+        )));
+    }
+    for (i, alias) in aliases.iter().enumerate() {
+        if alias.path.len() > MAX_TEMPLATE_BYTES {
+            return Err(Error::InvalidRequest(format!(
+                "alias template {:?} is longer than {MAX_TEMPLATE_BYTES} bytes",
+                alias.path
+            )));
+        }
+        Template::parse(&alias.path)?;
+        if aliases[..i].iter().any(|a| a.path == alias.path) {
+            return Err(Error::InvalidRequest(format!(
+                "alias template {:?} is listed twice",
+                alias.path
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The longest alias template.
+const MAX_TEMPLATE_BYTES: usize = 1024;
 
 /// The stored form of `definition`.
 pub(crate) fn to_value(definition: &Definition) -> Vec<u8> {
@@ -349,7 +417,17 @@ pub(crate) fn compile(stored: NamespaceDefinition) -> Compiled {
         Some(schema) => Schema::compile(schema).map(Some).map_err(|e| e.to_string()),
         None => Ok(None),
     };
-    Compiled { stored, schema }
+    let aliases = stored
+        .definition
+        .aliases
+        .iter()
+        .filter_map(|a| Template::parse(&a.path).ok())
+        .collect();
+    Compiled {
+        stored,
+        schema,
+        aliases,
+    }
 }
 
 /// Every stored definition, compiled; a definition whose version `known` holds already keeps

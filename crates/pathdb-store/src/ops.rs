@@ -118,12 +118,13 @@ impl ListCheck {
         let Some(seen) = &self.seen else {
             return false;
         };
-        if self.range.children_only && change.path().len() > self.range.prefix.len() + 1 {
+        let at = change.key();
+        if self.range.children_only && at.len() > self.range.prefix.len() + 1 {
             return false;
         }
         match change {
-            Change::Put(item) => seen.get(&item.path).is_some_and(|&v| v >= item.version),
-            Change::Delete { path, version } => seen.get(path).is_none_or(|&v| v > *version),
+            Change::Put(item) => seen.get(at).is_some_and(|&v| v >= item.version),
+            Change::Delete { version, .. } => seen.get(at).is_none_or(|&v| v > *version),
         }
     }
 }

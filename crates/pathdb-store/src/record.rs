@@ -1,7 +1,9 @@
 //! Stored records as the data API sees them: whether a record is a live item, the tombstone a
 //! delete or expiry leaves (layout.rs), and the conversion of a record into an [`Item`].
 
-use crate::backend::{Record, RecordView};
+use crate::aliases::parse_alias;
+use crate::backend::{Reader, Record, RecordView};
+use crate::layout;
 use crate::{Error, Item, Json, Timestamp};
 use pathdb_keys::KeyPath;
 
@@ -39,6 +41,9 @@ pub(crate) fn tombstone(record: &Record, version: u64, at: i64) -> Record {
 
 /// [`to_item`] for a borrowed record: the value is copied once, into the item.
 pub(crate) fn item_from_view(path: KeyPath, record: RecordView<'_>) -> Result<Item, Error> {
+    if let Some(unresolved) = unresolved_alias(&path, record)? {
+        return Ok(unresolved);
+    }
     Ok(item_with(
         path,
         record,
@@ -46,10 +51,86 @@ pub(crate) fn item_from_view(path: KeyPath, record: RecordView<'_>) -> Result<It
     ))
 }
 
+/// The item of a live record at `path`. An alias record (aliases.rs) gives an *unresolved
+/// alias* ([`is_unresolved`]): the path of the item it names, `alias` the path read, version 0
+/// (no stored item has it) and a `null` value. Readers resolve it ([`resolve`]) before anyone
+/// sees it.
 pub(crate) fn to_item(path: KeyPath, mut record: Record) -> Result<Item, Error> {
+    if let Some(unresolved) = unresolved_alias(&path, record.as_view())? {
+        return Ok(unresolved);
+    }
     // The value moves into the item; only the metadata is read through the view.
     let value = Json::from_stored(std::mem::take(&mut record.value))?;
     Ok(item_with(path, record.as_view(), value))
+}
+
+fn unresolved_alias(path: &KeyPath, record: RecordView<'_>) -> Result<Option<Item>, Error> {
+    let Some(of) = parse_alias(record.value)? else {
+        return Ok(None);
+    };
+    let mut item = item_with(of.item, record, Json::null());
+    item.version = 0;
+    item.alias = Some(path.clone());
+    Ok(Some(item))
+}
+
+/// Whether `item` is an alias [`to_item`] has not resolved yet.
+pub(crate) fn is_unresolved(item: &Item) -> bool {
+    item.version == 0 && item.alias.is_some()
+}
+
+/// The item an unresolved alias names, read through `reader` at `now`, with `alias` the path it
+/// was found at; `None` if that item is gone (possible only where reads are not snapshots,
+/// between two reads). Any other item is returned as it is.
+pub(crate) fn resolve<R: Reader + ?Sized>(
+    reader: &R,
+    now: i64,
+    item: Item,
+) -> Result<Option<Item>, Error> {
+    if !is_unresolved(&item) {
+        return Ok(Some(item));
+    }
+    let record = visible(reader.get(&layout::item_key(&item.path))?, now);
+    resolved(item, record)
+}
+
+/// [`resolve`] for many, read together: the items in order, `None` for one that is gone.
+pub(crate) fn resolve_many<R: Reader + ?Sized>(
+    reader: &R,
+    now: i64,
+    items: Vec<Item>,
+) -> Result<Vec<Option<Item>>, Error> {
+    let keys: Vec<_> = items
+        .iter()
+        .filter(|i| is_unresolved(i))
+        .map(|i| layout::item_key(&i.path))
+        .collect();
+    if keys.is_empty() {
+        return Ok(items.into_iter().map(Some).collect());
+    }
+    let mut records = reader.get_many(&keys)?.into_iter();
+    items
+        .into_iter()
+        .map(|item| match is_unresolved(&item) {
+            true => resolved(item, visible(records.next().flatten(), now)),
+            false => Ok(Some(item)),
+        })
+        .collect()
+}
+
+fn resolved(unresolved: Item, record: Option<Record>) -> Result<Option<Item>, Error> {
+    let Some(record) = record else {
+        return Ok(None);
+    };
+    let item = to_item(unresolved.path, record)?;
+    // An alias names an item, never another alias.
+    if is_unresolved(&item) {
+        return Ok(None);
+    }
+    Ok(Some(Item {
+        alias: unresolved.alias,
+        ..item
+    }))
 }
 
 /// An item from a record's metadata and its already converted value.
@@ -61,6 +142,7 @@ fn item_with(path: KeyPath, record: RecordView<'_>, value: Json) -> Item {
         modified_at: Timestamp(record.modified_at),
         expires_at: record.expires_at.map(Timestamp),
         value,
+        alias: None,
     }
 }
 

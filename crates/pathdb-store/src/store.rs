@@ -7,6 +7,7 @@
 //! Nothing below this module knows `Store`: it is the only module that ties the backend, the
 //! settings and the pipeline together.
 
+use crate::alias_builds::{AliasBuild, AliasState, Step as AliasStep};
 use crate::backend::{
     Backend, Direction, FileBackend, FileOptions, Reader, Replan, WriteBatch, WriteError,
 };
@@ -25,7 +26,7 @@ use crate::namespaces::{Definition, NamespaceDefinition, Namespaces, Schema};
 use crate::ops::{IdKind, Parent, Transaction, TxOp, TxResult};
 use crate::options::{PutOptions, StoreOptions};
 use crate::patch::Patch;
-use crate::record::{to_item, visible};
+use crate::record::{resolve, resolve_many, to_item, visible};
 use crate::subtree::{PendingJob, Relocator, SubtreeJob};
 use crate::token::TokenKey;
 use crate::waiters::{ChangedGroups, Waiters};
@@ -90,6 +91,127 @@ impl<B: Backend> Inner<B> {
         Ok(plan)
     }
 
+    /// Whether a read of `path`, where `record` is stored, is served: `Ok(false)` for an alias
+    /// of a template its namespace no longer has (being removed: as if gone), and
+    /// [`Error::AliasBuilding`] for an alias, or a path that could be one, of a template whose
+    /// build is not done.
+    fn alias_served<R: Reader>(
+        &self,
+        reader: &R,
+        path: &KeyPath,
+        record: Option<&crate::backend::Record>,
+    ) -> Result<bool, Error> {
+        let of = record
+            .map(|r| crate::aliases::parse_alias(&r.value))
+            .transpose()?
+            .flatten();
+        // The common case, an item: nothing to look up.
+        if of.is_none() && record.is_some() {
+            return Ok(true);
+        }
+        let builds = self.namespaces.builds(reader)?;
+        let unready = |namespace: &str, template: &str| {
+            builds
+                .get(&(namespace.to_owned(), template.to_owned()))
+                .filter(|b| b.state != AliasState::Ready)
+        };
+        let building = |namespace: &str, build: &AliasBuild| Error::AliasBuilding {
+            namespace: namespace.to_owned(),
+            template: build.template.clone(),
+            state: build.state.as_str(),
+            checked: build.checked,
+        };
+        match of {
+            Some(of) => {
+                let namespace = of.item.last().namespace().as_str();
+                let definitions = self.namespaces.current(reader)?;
+                let current = definitions
+                    .get(namespace)
+                    .is_some_and(|c| c.aliases.iter().any(|t| t.as_str() == of.template));
+                if !current {
+                    return Ok(false);
+                }
+                match unready(namespace, &of.template) {
+                    Some(build) => Err(building(namespace, build)),
+                    None => Ok(true),
+                }
+            }
+            // Nothing (or an item) here: a build under way may not have written it yet.
+            None if record.is_none() => {
+                for ((namespace, template), build) in builds.iter() {
+                    if matches!(build.state, AliasState::Building | AliasState::Conflict)
+                        && crate::aliases::Template::parse(template)
+                            .is_ok_and(|t| t.could_make(path))
+                    {
+                        return Err(building(namespace, build));
+                    }
+                }
+                Ok(true)
+            }
+            None => Ok(true),
+        }
+    }
+
+    /// [`Error::AliasBuilding`] if a listing of `prefix` may meet aliases of a template whose
+    /// build is not done.
+    fn alias_prefix_served(&self, prefix: &KeyPath) -> Result<(), Error> {
+        let builds = self.namespaces.builds(&self.backend.reader()?)?;
+        for ((namespace, template), build) in builds.iter() {
+            if matches!(build.state, AliasState::Building | AliasState::Conflict)
+                && crate::aliases::Template::parse(template).is_ok_and(|t| t.may_lie_under(prefix))
+            {
+                return Err(Error::AliasBuilding {
+                    namespace: namespace.clone(),
+                    template: template.clone(),
+                    state: build.state.as_str(),
+                    checked: build.checked,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs steps of the pending alias builds and removals (alias_builds.rs) for about
+    /// `budget`; returns the steps run.
+    fn build_aliases(&self, budget: Duration) -> Result<usize, Error> {
+        let started = std::time::Instant::now();
+        let mut steps = 0;
+        let pending = |builds: &crate::alias_builds::Builds| {
+            builds
+                .iter()
+                .filter(|(_, b)| matches!(b.state, AliasState::Building | AliasState::Removing))
+                .map(|((ns, t), _)| (ns.clone(), t.clone()))
+                .collect::<Vec<_>>()
+        };
+        let reader = self.backend.reader()?;
+        let mut todo = pending(&*self.namespaces.builds(&reader)?);
+        drop(reader);
+        while let Some((namespace, template)) = todo.pop() {
+            loop {
+                let step = crate::alias_builds::step(
+                    &self.backend,
+                    &namespace,
+                    &template,
+                    self.now(),
+                    self.backend.max_batch_ops(),
+                )?;
+                steps += 1;
+                match step {
+                    AliasStep::More if started.elapsed() < budget => continue,
+                    AliasStep::More => return Ok(steps),
+                    AliasStep::Done => break,
+                    AliasStep::Changed => {
+                        let backend = &self.backend;
+                        self.namespaces
+                            .reload(|| backend.reader().map_err(Error::from))?;
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(steps)
+    }
+
     /// Removes up to one batch of expired items.
     fn sweep(&self) -> Result<usize, Error> {
         crate::ttl::sweep(
@@ -102,10 +224,17 @@ impl<B: Backend> Inner<B> {
     }
 }
 
+/// How often the background builder looks for pending alias builds (in the store's copy of the
+/// definitions: no read when there are none).
+const ALIAS_BUILD_TICK: Duration = Duration::from_millis(100);
+/// How long it builds before it lets the thread stop if the store is dropped.
+const ALIAS_BUILD_SLICE: Duration = Duration::from_secs(1);
+
 /// PathDB's data API over a backend. Cheap to clone; clones share the backend.
 pub struct Store<B: Backend> {
     inner: Arc<Inner<B>>,
     _sweeper: Option<Arc<crate::ttl::Sweeper>>,
+    _builder: Option<Arc<crate::ttl::Sweeper>>,
 }
 
 impl<B: Backend> Clone for Store<B> {
@@ -113,6 +242,7 @@ impl<B: Backend> Clone for Store<B> {
         Store {
             inner: Arc::clone(&self.inner),
             _sweeper: self._sweeper.clone(),
+            _builder: self._builder.clone(),
         }
     }
 }
@@ -176,9 +306,27 @@ impl<B: Backend> Store<B> {
             let sweep = move || inner.upgrade().map(|inner| inner.sweep());
             Arc::new(crate::ttl::Sweeper::start(interval, sweep))
         });
+        // Alias builds are background upkeep too: they run where the sweeper does (not on a
+        // read-only store, nor where a test drives time), and otherwise when asked
+        // (`Store::run_alias_builds`).
+        let builder = sweep.map(|_| {
+            let inner = Arc::downgrade(&inner);
+            let build = move || {
+                inner
+                    .upgrade()
+                    .map(|inner| inner.build_aliases(ALIAS_BUILD_SLICE))
+            };
+            Arc::new(crate::ttl::Sweeper::start_named(
+                "pathdb-aliases",
+                "alias build",
+                ALIAS_BUILD_TICK,
+                build,
+            ))
+        });
         Ok(Store {
             inner,
             _sweeper: sweeper,
+            _builder: builder,
         })
     }
 
@@ -198,8 +346,15 @@ impl<B: Backend> Store<B> {
     pub fn get(&self, path: &KeyPath) -> Result<Option<Item>, Error> {
         let key = checked_item_key(path)?;
         let reader = self.inner.backend.reader()?;
-        let record = visible(reader.get(&key)?, self.now());
-        record.map(|r| to_item(path.clone(), r)).transpose()
+        let now = self.now();
+        let record = visible(reader.get(&key)?, now);
+        if !self.inner.alias_served(&reader, path, record.as_ref())? {
+            return Ok(None);
+        }
+        let Some(record) = record else {
+            return Ok(None);
+        };
+        resolve(&reader, now, to_item(path.clone(), record)?)
     }
 
     /// The items that exist among `paths`, in the order asked, read from one snapshot.
@@ -219,11 +374,18 @@ impl<B: Backend> Store<B> {
         let keys: Vec<_> = paths.iter().map(layout::item_key).collect();
         let mut items = Vec::new();
         for (path, record) in paths.iter().zip(reader.get_many(&keys)?) {
-            if let Some(r) = visible(record, now) {
+            let record = visible(record, now);
+            if !self.inner.alias_served(&reader, path, record.as_ref())? {
+                continue;
+            }
+            if let Some(r) = record {
                 items.push(to_item(path.clone(), r)?);
             }
         }
-        Ok(items)
+        Ok(resolve_many(&reader, now, items)?
+            .into_iter()
+            .flatten()
+            .collect())
     }
 
     /// Creates or replaces the item at `path`.
@@ -763,6 +925,79 @@ impl<B: Backend> Store<B> {
         Ok(removed)
     }
 
+    /// Where each alias template of `namespace` stands (docs/aliases.md): the templates of its
+    /// definition, each `ready` unless a build is under way or stopped, then the templates
+    /// being removed. Read from the database, not the store's copy.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn alias_builds(&self, namespace: &str) -> Result<Vec<AliasBuild>, Error> {
+        let definition = self.namespace(namespace)?;
+        let aliases = definition.map(|d| d.definition.aliases).unwrap_or_default();
+        let mut builds = crate::alias_builds::read_all(&self.inner.backend.reader()?)?;
+        let templates = aliases.iter().map(|a| a.path.as_str());
+        Ok(crate::alias_builds::of_namespace(
+            namespace,
+            templates,
+            &mut builds,
+        ))
+    }
+
+    /// [`Store::alias_builds`] of each of `definitions` (a page of [`Store::namespaces`]),
+    /// reading the builds once.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn alias_builds_of(
+        &self,
+        definitions: &[NamespaceDefinition],
+    ) -> Result<Vec<Vec<AliasBuild>>, Error> {
+        let mut builds = crate::alias_builds::read_all(&self.inner.backend.reader()?)?;
+        Ok(definitions
+            .iter()
+            .map(|d| {
+                let templates = d.definition.aliases.iter().map(|a| a.path.as_str());
+                crate::alias_builds::of_namespace(&d.namespace, templates, &mut builds)
+            })
+            .collect())
+    }
+
+    /// Runs the pending alias builds and removals to the end (a background thread does so too,
+    /// where the store sweeps expired items: [`StoreOptions::sweep_interval`]); returns the
+    /// steps run. A build that meets a conflict stops there ([`Store::retry_alias_build`]).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn run_alias_builds(&self) -> Result<usize, Error> {
+        let mut total = 0;
+        loop {
+            let steps = self.inner.build_aliases(Duration::from_secs(3600))?;
+            total += steps;
+            if steps == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Runs steps of the pending alias builds and removals for about `budget` (the CLI shows
+    /// progress between calls); returns the steps run, 0 when none is pending.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn step_alias_builds(&self, budget: Duration) -> Result<usize, Error> {
+        self.inner.build_aliases(budget)
+    }
+
+    /// Starts the build of `template` of `namespace` again from the beginning, after a
+    /// conflict (fix the items it listed first).
+    ///
+    /// # Errors
+    /// [`Error::InvalidRequest`] if that build is not in conflict; storage failures.
+    pub fn retry_alias_build(&self, namespace: &str, template: &str) -> Result<(), Error> {
+        crate::alias_builds::retry(&self.inner.backend, namespace, template, self.now())?;
+        self.reload_definitions()
+    }
+
     /// Brings the store's copy of the definitions up to what is stored, after this store
     /// changed one: it applies to the writes that start after the change returns.
     fn reload_definitions(&self) -> Result<(), Error> {
@@ -821,12 +1056,41 @@ impl<B: Backend> Store<B> {
                     .transpose()?
                     .flatten(),
             };
-            let op = crate::backend::WriteOp::Put {
+            // A template added or removed starts its build or removal, in the same batch.
+            let templates = |d: Option<&NamespaceDefinition>| {
+                d.map(|d| {
+                    d.definition
+                        .aliases
+                        .iter()
+                        .map(|a| a.path.clone())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+            };
+            let before = live
+                .map(|r| crate::namespaces::from_record(namespace, r))
+                .transpose()?
+                .flatten();
+            let after = match &value {
+                Some(_) => answer.clone(),
+                None => None,
+            };
+            let (old, new) = (templates(before.as_ref()), templates(after.as_ref()));
+            let old: Vec<&str> = old.iter().map(String::as_str).collect();
+            let new: Vec<&str> = new.iter().map(String::as_str).collect();
+            let mut ops = crate::alias_builds::definition_changed(
+                &self.inner.backend.reader()?,
+                namespace,
+                &old,
+                &new,
+                now,
+            )?;
+            ops.push(crate::backend::WriteOp::Put {
                 key: key.clone(),
                 record,
                 expect: Some(expect),
-            };
-            match self.inner.backend.write(WriteBatch { ops: vec![op] }) {
+            });
+            match self.inner.backend.write(WriteBatch { ops }) {
                 Ok(()) => return Ok((answer, live.is_none())),
                 // Changed since the read: read again (the caller's condition decides).
                 Err(WriteError::ConditionFailed { .. }) => continue,
@@ -918,8 +1182,10 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// Storage failures.
     pub fn history(&self, path: &KeyPath, limit: usize) -> Result<Vec<Item>, Error> {
-        let key = checked_item_key(path)?;
+        checked_item_key(path)?;
         let reader = self.inner.backend.reader()?;
+        let path = &own_path(&reader, path, self.now())?;
+        let key = layout::item_key(path);
         let mut out = Vec::new();
         for (sort, record) in reader.scan(
             &key.partition,
@@ -940,8 +1206,10 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// Storage failures.
     pub fn get_version(&self, path: &KeyPath, version: u64) -> Result<Option<Item>, Error> {
-        let key = checked_item_key(path)?;
+        checked_item_key(path)?;
         let reader = self.inner.backend.reader()?;
+        let path = &own_path(&reader, path, self.now())?;
+        let key = layout::item_key(path);
         if let Some(r) = reader.get(&layout::revision_key(&key, version))? {
             return to_item(path.clone(), r).map(Some);
         }
@@ -958,6 +1226,7 @@ impl<B: Backend> Store<B> {
     /// or a bound in another group; [`Error::InvalidPageToken`] for a token from another
     /// listing; storage failures.
     pub fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.inner.alias_prefix_served(&request.prefix)?;
         crate::list::list(&self.inner.backend, &self.inner.tokens, self.now(), request)
     }
 
@@ -985,6 +1254,7 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// As [`Store::list`].
     pub fn list_encoded(&self, request: &ListRequest) -> Result<ListedPage, Error> {
+        self.inner.alias_prefix_served(&request.prefix)?;
         crate::listed::list_encoded(&self.inner.backend, &self.inner.tokens, self.now(), request)
     }
 
@@ -1291,5 +1561,17 @@ impl<B: Backend> Reads for Store<B> {
 
     fn now(&self) -> i64 {
         Store::now(self)
+    }
+}
+
+/// The path of the item `path` names: `path` itself, or the item of the alias stored there.
+fn own_path<R: Reader>(reader: &R, path: &KeyPath, now: i64) -> Result<KeyPath, Error> {
+    let record = visible(reader.get(&layout::item_key(path))?, now);
+    match record
+        .map(|r| crate::aliases::parse_alias(&r.value))
+        .transpose()?
+    {
+        Some(Some(of)) => Ok(of.item),
+        _ => Ok(path.clone()),
     }
 }

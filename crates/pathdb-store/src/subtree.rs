@@ -14,6 +14,7 @@
 //! ranges of revisions, each with one backend call (a few on DynamoDB), never one read per
 //! item.
 
+use crate::aliases::is_alias;
 use crate::backend::{Backend, Direction, Expect, Key, Reader, Record, WriteError, WriteOp};
 use crate::limits::checked_item_key;
 use crate::options::Clock;
@@ -377,7 +378,9 @@ impl<B: Backend> Relocator<'_, B> {
             range.start = Bound::Excluded(cursor.to_vec());
         }
         // Each item costs at least this many operations in the batch.
-        let cost = if job.to.is_some() { 2 } else { 1 };
+        // An alias costs a write at the source and one at the target.
+        let aliases = 2 * self.settings.namespaces.most_aliases();
+        let cost = if job.to.is_some() { 2 } else { 1 } + aliases;
         let want = BATCH_ITEMS.min(self.settings.max_batch_ops / cost).max(1);
         let source = match job.op {
             SubtreeOp::Copy => Source::Keep,
@@ -393,7 +396,8 @@ impl<B: Backend> Relocator<'_, B> {
             let mut last = None;
             for (sort, record) in entries {
                 last = Some(sort.clone());
-                if !is_live(&record, now) {
+                // An alias moves with its item, never by itself (aliases.rs).
+                if !is_live(&record, now) || is_alias(&record.value) {
                     continue;
                 }
                 let path = match from.with_sort_key(&sort) {

@@ -12,7 +12,7 @@ use crate::backend::{Backend, Direction, Expect, Reader, WriteBatch, WriteError,
 use crate::changelog::Change;
 use crate::record::tombstone;
 use crate::waiters::{ChangedGroups, Waiters};
-use crate::write::{Settings, log_changes};
+use crate::write::{Plan, Settings, alias_stage, log_changes};
 use crate::{Error, layout};
 use std::sync::Mutex;
 use std::sync::mpsc;
@@ -35,15 +35,26 @@ impl Sweeper {
         interval: Duration,
         sweep: impl Fn() -> Option<Result<usize, Error>> + Send + 'static,
     ) -> Sweeper {
+        Sweeper::start_named("pathdb-expiry", "expiry sweep", interval, sweep)
+    }
+
+    /// [`Sweeper::start`] for another kind of upkeep: `name` names the thread, `what` the
+    /// work in its warnings.
+    pub(crate) fn start_named(
+        name: &str,
+        what: &'static str,
+        interval: Duration,
+        sweep: impl Fn() -> Option<Result<usize, Error>> + Send + 'static,
+    ) -> Sweeper {
         let (stop, stopped) = mpsc::channel::<()>();
         let handle = std::thread::Builder::new()
-            .name("pathdb-expiry".into())
+            .name(name.into())
             .spawn(move || {
                 while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
                     match sweep() {
                         None => break,
                         Some(Err(e)) => {
-                            tracing::warn!(error = %e, "expiry sweep failed; will retry")
+                            tracing::warn!(error = %e, "{what} failed; will retry")
                         }
                         Some(Ok(_)) => {}
                     }
@@ -127,12 +138,21 @@ pub(crate) fn sweep<B: Backend>(
                     expect: Some(Expect::Version(record.version)),
                 });
                 let change = Change::Delete {
-                    path,
+                    path: path.clone(),
                     version: record.version,
+                    alias: None,
                 };
-                let mut owners = Vec::new();
+                // Its aliases expired with it (they carry its expiry): they go in this batch.
                 let ctx = settings.context(&reader, now);
-                log_changes(&ctx, &mut batch, &mut owners, &[change])?;
+                let mut plan = Plan {
+                    owners: vec![path.clone(); batch.ops.len()],
+                    batch,
+                    changes: vec![change],
+                    ..Plan::default()
+                };
+                alias_stage(&ctx, &mut plan, 0, Some((&path, record)), None)?;
+                batch = plan.batch;
+                log_changes(&ctx, &mut batch, &mut plan.owners, &plan.changes)?;
             }
         }
         let groups = ChangedGroups::of(&batch);

@@ -414,6 +414,7 @@ impl Model {
                             Expiry::At(t) => t,
                         }),
                         value: value.clone(),
+                        alias: None,
                     };
                     let namespace = path.last().namespace().as_str();
                     let retention = self

@@ -312,7 +312,8 @@ fn the_background_sweeper_removes_expired_items() {
         page.changes.iter().map(|c| &c.change).collect::<Vec<_>>(),
         [&pathdb_store::Change::Delete {
             path: path("/s-1/a-1"),
-            version: 1
+            version: 1,
+            alias: None,
         }],
         "the sweeper logs the expiry"
     );

@@ -7,7 +7,9 @@ use crate::db::Db;
 use crate::exit::Failure;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use pathdb_store::{Condition, NamespaceDefinition, ViolatingItem};
+use pathdb_store::{
+    AliasBuild, AliasDefinition, AliasState, Condition, NamespaceDefinition, ViolatingItem,
+};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -29,6 +31,29 @@ pub enum NsCommand {
     /// List the namespace's stored items that its schema refuses. Reads every item of the
     /// database.
     Violations(NsArgs),
+    /// Show the namespace's alias templates and their builds; wait for builds under way, with
+    /// a progress bar (docs/aliases.md).
+    Aliases(AliasesArgs),
+    /// Start an alias build that stopped in conflict again (fix the items it listed first),
+    /// and wait for it.
+    Retry(RetryArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct AliasesArgs {
+    /// The namespace.
+    namespace: String,
+    /// Show where the builds stand and return, without waiting.
+    #[arg(long)]
+    no_wait: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RetryArgs {
+    /// The namespace.
+    namespace: String,
+    /// The template whose build stopped in conflict (`/email-{email}`).
+    template: String,
 }
 
 #[derive(Args, Debug)]
@@ -56,6 +81,18 @@ pub struct SetArgs {
     /// A description, for people.
     #[arg(long, value_name = "TEXT")]
     description: Option<String>,
+    /// An alias template (repeat for several, at most 8): a key path whose ids may be
+    /// `{member}`, `{!member}` (descending) or `{@namespace}`, e.g. `/email-{email}`. The
+    /// templates given replace the stored ones; aliases of stored items are built (see
+    /// docs/aliases.md).
+    #[arg(long = "alias", value_name = "TEMPLATE")]
+    aliases: Vec<String>,
+    /// Remove every alias template.
+    #[arg(long, conflicts_with = "aliases")]
+    no_aliases: bool,
+    /// Do not wait for alias builds (`pathdb ns aliases NS` shows them).
+    #[arg(long)]
+    no_wait: bool,
 }
 
 #[derive(Args, Debug)]
@@ -126,6 +163,13 @@ pub fn run(db: &dyn Db, cmd: NsCommand, out: super::Output) -> Result<()> {
             if let Some(text) = args.description {
                 definition.description = Some(text).filter(|t| !t.is_empty());
             }
+            if !args.aliases.is_empty() || args.no_aliases {
+                definition.aliases = args
+                    .aliases
+                    .iter()
+                    .map(|t| AliasDefinition { path: t.clone() })
+                    .collect();
+            }
             let (stored, created) = db.define_namespace(&args.namespace, definition, condition)?;
             if out.json {
                 writeln!(stdout, "{}", definition_json(&stored))?;
@@ -137,6 +181,20 @@ pub fn run(db: &dyn Db, cmd: NsCommand, out: super::Output) -> Result<()> {
                     stored.namespace, stored.version
                 )?;
             }
+            if !args.no_wait {
+                wait_for_builds(db, &args.namespace, &mut stdout, out.json)?;
+            }
+        }
+        NsCommand::Aliases(args) => {
+            if args.no_wait {
+                print_builds(&mut stdout, &db.alias_builds(&args.namespace)?, out.json)?;
+            } else {
+                wait_for_builds(db, &args.namespace, &mut stdout, out.json)?;
+            }
+        }
+        NsCommand::Retry(args) => {
+            db.retry_alias_build(&args.namespace, &args.template)?;
+            wait_for_builds(db, &args.namespace, &mut stdout, out.json)?;
         }
         NsCommand::Rm(args) => {
             let removed = db
@@ -219,6 +277,76 @@ pub fn run(db: &dyn Db, cmd: NsCommand, out: super::Output) -> Result<()> {
     Ok(())
 }
 
+/// Waits for the namespace's alias builds with a progress bar, then prints where they stand;
+/// a build in conflict fails the command (exit status 3) after listing its items.
+fn wait_for_builds(db: &dyn Db, namespace: &str, out: &mut impl Write, json: bool) -> Result<()> {
+    let bar =
+        bar("{spinner} building aliases: {pos} items checked, {msg} aliases written ({elapsed})");
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    let builds = loop {
+        let builds = db.alias_builds(namespace)?;
+        let pending = builds
+            .iter()
+            .filter(|b| matches!(b.state, AliasState::Building | AliasState::Removing));
+        let (checked, written) = pending
+            .clone()
+            .fold((0, 0), |(c, w), b| (c + b.checked, w + b.written));
+        bar.set_position(checked);
+        bar.set_message(written.to_string());
+        if pending.count() == 0 || builds.iter().any(|b| b.state == AliasState::Conflict) {
+            break builds;
+        }
+        db.step_alias_builds()?;
+    };
+    bar.finish_and_clear();
+    print_builds(out, &builds, json)?;
+    if let Some(stuck) = builds.iter().find(|b| b.state == AliasState::Conflict) {
+        return Err(Failure::AliasConflict(format!(
+            "the build of alias {} stopped: {} items share an alias; change them, then `pathdb ns retry {namespace} '{}'`",
+            stuck.template,
+            stuck.conflicts.iter().map(|c| c.items.len()).sum::<usize>(),
+            stuck.template
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// One line per template: its state and counts, then any conflict's items.
+fn print_builds(out: &mut impl Write, builds: &[AliasBuild], json: bool) -> Result<()> {
+    for b in builds {
+        if json {
+            writeln!(out, "{}", build_json(b))?;
+            continue;
+        }
+        writeln!(
+            out,
+            "{}  {}  ({} items checked, {} aliases written)",
+            b.template, b.state, b.checked, b.written
+        )?;
+        for c in &b.conflicts {
+            let items: Vec<String> = c.items.iter().map(ToString::to_string).collect();
+            writeln!(out, "  {} is wanted by {}", c.alias, items.join(" and "))?;
+        }
+    }
+    Ok(())
+}
+
+fn build_json(b: &AliasBuild) -> serde_json::Value {
+    let conflicts: Vec<serde_json::Value> = b
+        .conflicts
+        .iter()
+        .map(|c| {
+            let items: Vec<String> = c.items.iter().map(ToString::to_string).collect();
+            serde_json::json!({"alias": c.alias.to_string(), "items": items})
+        })
+        .collect();
+    serde_json::json!({
+        "path": b.template, "state": b.state.as_str(), "checked": b.checked,
+        "written": b.written, "conflicts": conflicts
+    })
+}
+
 fn no_definition(namespace: &str) -> anyhow::Error {
     Failure::NotFound(format!("namespace {namespace} has no definition")).into()
 }
@@ -248,6 +376,7 @@ pub fn definition_json(d: &NamespaceDefinition) -> serde_json::Value {
         "schema": d.definition.schema,
         "history": d.definition.history,
         "description": d.definition.description,
+        "aliases": d.definition.aliases,
     })
 }
 
@@ -266,6 +395,10 @@ fn print_definition(out: &mut impl Write, d: &NamespaceDefinition, json: bool) -
     writeln!(out, "history:     {history}")?;
     if let Some(text) = &def.description {
         writeln!(out, "description: {text}")?;
+    }
+    for (i, alias) in def.aliases.iter().enumerate() {
+        let label = if i == 0 { "aliases:" } else { "" };
+        writeln!(out, "{label:<13}{}", alias.path)?;
     }
     match &def.schema {
         Some(schema) => writeln!(

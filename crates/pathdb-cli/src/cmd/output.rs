@@ -101,15 +101,22 @@ fn print_rows<'a>(
     }
     let rows: Vec<[String; 5]> = rows
         .map(|row| match row {
+            // Read or listed through an alias: the alias, then the item's own path.
             Row::Item(i) => [
-                i.path.to_string(),
+                match &i.alias {
+                    Some(alias) => format!("{alias} -> {}", i.path),
+                    None => i.path.to_string(),
+                },
                 i.version.to_string(),
                 rfc3339(i.modified_at),
                 i.expires_at.map(rfc3339).unwrap_or_default(),
                 i.value.to_string(),
             ],
             Row::Listed(i) => [
-                i.path.to_string(),
+                match &i.alias {
+                    Some(alias) => format!("{alias} -> {}", i.path),
+                    None => i.path.to_string(),
+                },
                 i.version.to_string(),
                 rfc3339(i.modified_at),
                 i.expires_at.map(rfc3339).unwrap_or_default(),

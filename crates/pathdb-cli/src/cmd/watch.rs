@@ -66,7 +66,7 @@ fn print_change(out: &mut dyn Write, change: &Change, token: &str, json: bool) -
                 },
                 "token": token,
             }),
-            Change::Delete { path, version } => serde_json::json!({
+            Change::Delete { path, version, .. } => serde_json::json!({
                 "op": "delete", "path": path.to_string(), "version": version, "token": token,
             }),
         };
@@ -76,7 +76,7 @@ fn print_change(out: &mut dyn Write, change: &Change, token: &str, json: bool) -
             Change::Put(item) => {
                 writeln!(out, "put {} v{} {}", item.path, item.version, item.value)?
             }
-            Change::Delete { path, version } => writeln!(out, "delete {path} v{version}")?,
+            Change::Delete { path, version, .. } => writeln!(out, "delete {path} v{version}")?,
         }
     }
     Ok(())

@@ -124,6 +124,7 @@ fn an_item_is_written_as_serde_writes_it() {
             modified_at: at,
             expires_at,
             value: pathdb_store::Json::parse(r#"{"a": [1, "\u00e9\"x"], "b": null}"#).unwrap(),
+            alias: None,
         };
         let serde = serde_json::to_vec(&crate::wire::ItemOut::from(item.clone())).unwrap();
         assert_eq!(

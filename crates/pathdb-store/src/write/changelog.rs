@@ -46,7 +46,7 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
     let now = ctx.now;
     let mut groups: Vec<(Vec<u8>, Vec<&Change>)> = Vec::new();
     for change in changes {
-        let partition = change.path().partition_key();
+        let partition = change.key().partition_key();
         match groups.iter_mut().find(|(p, _)| *p == partition) {
             Some((_, list)) => list.push(change),
             None => groups.push((partition, vec![change])),
@@ -62,7 +62,7 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
             None => std::hash::BuildHasher::hash_one(&*TRIM_HASHER, (commit, &partition))
                 .is_multiple_of(TRIM_EVERY),
         };
-        let owner = list[0].path().clone();
+        let owner = list[0].key().clone();
         let mut parts: Vec<Vec<Logged<'_>>> = vec![Vec::new()];
         let mut size = 0;
         for change in list {

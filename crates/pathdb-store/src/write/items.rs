@@ -4,6 +4,7 @@
 //! instead of being overwritten. Records the operation's result and its change.
 
 use super::plan::{Context, Plan, Written};
+use crate::aliases::parse_alias;
 use crate::backend::{Expect, Key, Reader, Record, WriteOp};
 use crate::changelog::Change;
 use crate::limits::check_item_size;
@@ -11,7 +12,7 @@ use crate::limits::next_version;
 use crate::ops::{TxOp, TxResult};
 use crate::options::Expiry;
 use crate::patch::Patch;
-use crate::record::{to_item, tombstone, visible};
+use crate::record::{is_live, to_item, tombstone, visible};
 use crate::{Condition, Error, Json, Timestamp, layout};
 use pathdb_keys::KeyPath;
 use std::collections::HashMap;
@@ -51,13 +52,35 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
     fresh: bool,
 ) -> Result<Written<'a>, Error> {
     let now = ctx.now;
-    let key = layout::item_key(&path);
-    // A generated path was read already: nothing is stored at it or below (ids.rs).
-    let stored = match read.get(&key) {
-        _ if fresh => None,
-        Some(record) => record.clone(),
-        None => ctx.reader.get(&key)?,
+    let mut path = path;
+    let mut key = layout::item_key(&path);
+    let stored_at = |key: &Key| -> Result<Option<Record>, Error> {
+        // A generated path was read already: nothing is stored at it or below (ids.rs).
+        Ok(match read.get(key) {
+            _ if fresh => None,
+            Some(record) => record.clone(),
+            None => ctx.reader.get(key)?,
+        })
     };
+    let mut stored = stored_at(&key)?;
+    // An alias path (aliases.rs): a put cannot take it; anything else acts on its item.
+    if let Some(of) = stored
+        .as_ref()
+        .filter(|r| is_live(r, now))
+        .map(|r| parse_alias(&r.value))
+        .transpose()?
+        .flatten()
+    {
+        if matches!(op, TxOp::Put { .. } | TxOp::Create { .. }) {
+            return Err(Error::PathIsAlias {
+                path,
+                item: of.item,
+            });
+        }
+        path = of.item;
+        key = layout::item_key(&path);
+        stored = stored_at(&key)?;
+    }
     let current = visible(stored.clone(), now);
     plan.found.push(current.is_some());
     let condition = match op {
@@ -93,6 +116,7 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
                     plan.changes.push(Change::Delete {
                         path: path.clone(),
                         version: live.version,
+                        alias: None,
                     });
                     WriteOp::Put {
                         key: key.clone(),
@@ -107,10 +131,16 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
                 },
             };
             plan.results.push(TxResult::Deleted(
-                current.map(|r| to_item(path.clone(), r)).transpose()?,
+                current
+                    .clone()
+                    .map(|r| to_item(path.clone(), r))
+                    .transpose()?,
             ));
             plan.push(write, &path, fresh);
-            return Ok(Written::without_put(path, key, fresh));
+            return Ok(Written {
+                before: current,
+                ..Written::without_put(path, key, fresh)
+            });
         }
         // A listing's check is its own stage (listing.rs): treated as an item's check here.
         TxOp::Check { .. } | TxOp::CheckList(_) => {
@@ -154,6 +184,7 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
         key,
         fresh,
         put,
+        before: current,
     })
 }
 

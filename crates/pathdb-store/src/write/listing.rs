@@ -51,13 +51,13 @@ pub(super) fn stage<R: Reader + ?Sized>(
             MAX_CHANGES_LIMIT,
         )?;
         for entry in page.changes {
-            if !check.range.covers(entry.change.path()) {
+            if !check.range.covers(entry.change.key()) {
                 continue;
             }
             if margin_end.is_some_and(|end| entry_of(&entry.token) < end) {
-                margin.insert(entry.change.path().clone(), entry.change);
+                margin.insert(entry.change.key().clone(), entry.change);
             } else {
-                return Err(changed(entry.change.path()));
+                return Err(changed(entry.change.key()));
             }
         }
         since = page.next_token;
@@ -66,7 +66,7 @@ pub(super) fn stage<R: Reader + ?Sized>(
         }
     }
     if let Some(unseen) = margin.values().find(|c| !check.shows(c)) {
-        return Err(changed(unseen.path()));
+        return Err(changed(unseen.key()));
     }
     // `since` is now the position after the newest entry read: that the next entry is still
     // absent at commit is the batch's condition. An entry the batch appends itself is numbered

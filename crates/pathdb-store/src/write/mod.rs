@@ -10,6 +10,7 @@
 //! | `listing` | listing check | nothing but a check: the listing's range has no change in the log after its token (else the caller's condition fails), and the log no entry after the newest one read |
 //! | `items` | operation | the item record, its tombstone, or a check, conditional on what was read (a patch: the put of the patched value); the result and the change |
 //! | `schema` | put | nothing: the value must fit its namespace's schema, or the plan fails |
+//! | `aliases` | put, delete | the alias records the item gains (each conditional on what was read: a taken alias fails the plan), the tombstones of those it loses; their changes |
 //! | `history` | put | the revision, and the removal of revisions beyond the retention |
 //! | `expiry` | put | the expiry index entry |
 //! | `ids` | plan | the records of the sequences the creates advanced |
@@ -23,6 +24,7 @@
 //! format), never on `Store` and never on a later stage. `Store` opens the snapshot, calls
 //! [`plan`] and commits the batch. A new kind of write is a new stage module plus one line here.
 
+mod aliases;
 mod changelog;
 mod expiry;
 mod history;
@@ -33,6 +35,7 @@ mod plan;
 mod relocate;
 mod schema;
 
+pub(crate) use aliases::stage as alias_stage;
 pub(crate) use changelog::log_changes;
 pub(crate) use plan::{Context, Plan, Settings};
 pub(crate) use relocate::{Relocation, Source, Target};
@@ -56,6 +59,7 @@ pub(crate) fn plan<R: Reader + ?Sized>(ctx: &Context<'_, R>, ops: &[TxOp]) -> Re
         let (path, fresh) = ids.target(ctx, index, op)?;
         let written = items::stage(ctx, &mut plan, &read, op, path, fresh)?;
         schema::stage(ctx, &plan, index, &written)?;
+        aliases::stage_written(ctx, &mut plan, index, &written)?;
         history::stage(ctx, &mut plan, &written)?;
         expiry::stage(ctx, &mut plan, &written);
     }

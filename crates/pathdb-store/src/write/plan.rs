@@ -106,6 +106,24 @@ pub(crate) struct Plan {
     pub(crate) found: Vec<bool>,
     /// The changes the batch makes, in operation order, for the change log.
     pub(crate) changes: Vec<Change>,
+    /// The alias keys the alias stage read, and what the batch does to them.
+    pub(crate) aliases: std::collections::HashMap<Key, AliasSlot>,
+}
+
+/// An alias key as the alias stage (aliases.rs) read it and as the plan leaves it.
+pub(crate) struct AliasSlot {
+    /// The record read.
+    pub(crate) read: Option<Record>,
+    /// Whose path it is once the batch commits (as read, until the plan writes it; an expired
+    /// record's holder too).
+    pub(crate) holder: Option<KeyPath>,
+    /// Whether the holder is an item stored at the key (only ever as read).
+    pub(crate) is_item: bool,
+    /// Whether the holder's record is live (an expired one names its holder, but holds
+    /// nothing).
+    pub(crate) live: bool,
+    /// The batch operation that writes it, if the plan does.
+    pub(crate) op: Option<usize>,
 }
 
 impl Plan {
@@ -135,6 +153,8 @@ pub(crate) struct Written<'a> {
     pub(crate) fresh: bool,
     /// For a put or a create: where in the batch its record is, and the put's options.
     pub(crate) put: Option<(usize, &'a PutOptions)>,
+    /// The live item before the write (a put, a patch or a delete), for the alias stage.
+    pub(crate) before: Option<Record>,
 }
 
 impl Written<'_> {
@@ -145,6 +165,7 @@ impl Written<'_> {
             key,
             fresh,
             put: None,
+            before: None,
         }
     }
 }

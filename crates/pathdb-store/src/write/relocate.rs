@@ -91,7 +91,9 @@ pub(super) fn stage<R: Reader + ?Sized>(
             plan.changes.push(Change::Delete {
                 path: item.path.clone(),
                 version,
+                alias: None,
             });
+            super::aliases::stage(ctx, plan, 0, Some((&item.path, &item.record)), None)?;
             WriteOp::Put {
                 key: item.key.clone(),
                 record: tombstone(&item.record, next_version(&item.path, version)?, ctx.now),
@@ -135,6 +137,7 @@ pub(super) fn stage<R: Reader + ?Sized>(
         expect: Some(expect),
     };
     plan.push(put, &target.path, false);
+    super::aliases::stage(ctx, plan, 0, None, Some((&target.path, &record)))?;
     if let Some(expires_at) = record.expires_at {
         let entry = WriteOp::Put {
             key: layout::expiry_key(expires_at, &target.key),
