@@ -1,6 +1,7 @@
 /** The HTTP client: global `fetch`, no dependencies; Node 20+ and browsers. */
 
 import {
+  AliasBuilding,
   ConditionFailed,
   Conflict,
   NotFound,
@@ -16,7 +17,12 @@ import {
 import { KeyPath, formatId, toPath, type PathLike } from "./keypath.js";
 import { MAX_TRANSACTION_ATTEMPTS, Transaction, backoffCeilingMs, stateOf } from "./transaction.js";
 
-/** A JSON document at a key path, with its metadata (times UTC; `*Micros` exact, in µs since the epoch). */
+/**
+ * A JSON document at a key path, with its metadata (times UTC; `*Micros` exact, in µs since the
+ * epoch). `alias` is there when the item was read through an alias path (a `get` of one), or
+ * listed or fed under one (a listing or change feed of an alias prefix): that alias. `path` is
+ * always the item's own (docs/aliases.md).
+ */
 export interface Item<T = unknown> {
   readonly path: KeyPath;
   readonly version: number;
@@ -27,6 +33,7 @@ export interface Item<T = unknown> {
   readonly createdAtMicros: number;
   readonly modifiedAtMicros: number;
   readonly expiresAtMicros: number | null;
+  readonly alias?: KeyPath;
 }
 
 /**
@@ -63,11 +70,16 @@ export interface PutChange<T = unknown> {
   readonly version: number;
 }
 
-/** A change of the feed: the item at `path` was deleted or expired; `version` is the version removed. */
+/**
+ * A change of the feed: the item at `path` was deleted or expired; `version` is the version removed.
+ * In the feed of an alias prefix, `alias` is the alias path the item left (it was deleted, or its
+ * member changed).
+ */
 export interface DeleteChange {
   readonly op: "delete";
   readonly path: KeyPath;
   readonly version: number;
+  readonly alias?: KeyPath;
 }
 
 /**
@@ -200,11 +212,48 @@ export interface ListPageOptions extends ListOptions {
 export type Schema = { readonly [member: string]: unknown } | boolean;
 
 /**
+ * Where an alias template's aliases stand: `ready` (every item has its alias: reads through it are
+ * served), `building` (the aliases of the items stored before the template are being written:
+ * reads through it throw `AliasBuilding`), `conflict` (the build found two items with one alias and
+ * stopped: see `conflicts`, fix the items, then `retryAliasBuild`), `removing` (the template was
+ * removed from the definition: its aliases are being deleted).
+ */
+export type AliasState = "ready" | "building" | "conflict" | "removing";
+
+/** An alias that a build found for more than one item: the `alias` path and the `items` that would share it. */
+export interface AliasConflict {
+  readonly alias: KeyPath;
+  readonly items: KeyPath[];
+}
+
+/**
+ * An alias template of a namespace (`path`, such as `/email-{email}`) and where its aliases stand:
+ * its `state`, how many items its build (or removal) has `checked`, how many alias records it has
+ * `written` (or removed), and with `conflict` the `conflicts` it found (at most 20).
+ */
+export interface AliasBuild {
+  readonly path: string;
+  readonly state: AliasState;
+  readonly checked: number;
+  readonly written: number;
+  readonly conflicts: AliasConflict[];
+}
+
+/**
+ * An alias template as `putNamespace` takes it: its text (`"/email-{email}"`), or `{ path: text }`
+ * as the wire has it. A template is a key path whose ids may be `{member}` (a member of the value,
+ * dotted for a nested one: `{address.city}`), `{!member}` (the same as a descending id) or `{@ns}`
+ * (the id of the item path's element of namespace `ns`).
+ */
+export type AliasTemplate = string | { readonly path: string };
+
+/**
  * What items of one namespace look like (the namespace of an item is its path's last element's:
  * `/user-7/post-2` is a `post`): its `schema` (null: any value), how many revisions a put with
- * history keeps (`history`, null: the server's default) and a `description`. `version` counts its
- * changes (1, 2, ...): pass it as `ifVersion` to `putNamespace` or `deleteNamespace` to change only
- * what you read.
+ * history keeps (`history`, null: the server's default), a `description`, and its alias templates
+ * with where their aliases stand (`aliases`: the definition's own, in its order, then those being
+ * removed). `version` counts its changes (1, 2, ...): pass it as `ifVersion` to `putNamespace` or
+ * `deleteNamespace` to change only what you read.
  */
 export interface NamespaceDefinition {
   readonly namespace: string;
@@ -212,6 +261,7 @@ export interface NamespaceDefinition {
   readonly schema: Schema | null;
   readonly history: number | null;
   readonly description: string | null;
+  readonly aliases: AliasBuild[];
   readonly createdAt: Date;
   readonly modifiedAt: Date;
   readonly createdAtMicros: number;
@@ -230,6 +280,17 @@ export interface NamespaceOptions {
   /** Revisions a put with history keeps, 1 or more. */
   history?: number;
   description?: string;
+  /** Alias templates (at most 8), whose aliases every write keeps: `["/email-{email}"]`. */
+  aliases?: readonly AliasTemplate[];
+}
+
+export interface WaitForAliasesOptions {
+  /** Give up after this many milliseconds, throwing `AliasBuilding` (default: no limit). */
+  timeoutMs?: number;
+  /** Read the definition every this many milliseconds (default 500). */
+  intervalMs?: number;
+  /** Stops waiting: the call rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
 }
 
 export interface PutNamespaceOptions extends NamespaceOptions {
@@ -532,7 +593,7 @@ function entryFromWire<T>(body: Wire): Entry<T> {
 
 function itemFromWire<T>(body: Wire): Item<T> {
   const expires = body.expires_at as number | null | undefined;
-  return {
+  const item: Item<T> = {
     path: KeyPath.parse(body.path as string),
     version: body.version as number,
     value: body.value as T,
@@ -543,6 +604,20 @@ function itemFromWire<T>(body: Wire): Item<T> {
     modifiedAtMicros: body.modified_at as number,
     expiresAtMicros: expires ?? null,
   };
+  return body.alias == null ? item : { ...item, alias: KeyPath.parse(body.alias as string) };
+}
+
+function aliasBuildFromWire(body: Wire): AliasBuild {
+  return {
+    path: body.path as string,
+    state: body.state as AliasState,
+    checked: (body.checked as number | undefined) ?? 0,
+    written: (body.written as number | undefined) ?? 0,
+    conflicts: ((body.conflicts as Wire[] | undefined) ?? []).map((c) => ({
+      alias: KeyPath.parse(c.alias as string),
+      items: ((c.items as string[] | undefined) ?? []).map((p) => KeyPath.parse(p)),
+    })),
+  };
 }
 
 function definitionFromWire(body: Wire): NamespaceDefinition {
@@ -552,6 +627,7 @@ function definitionFromWire(body: Wire): NamespaceDefinition {
     schema: (body.schema as Schema | null | undefined) ?? null,
     history: (body.history as number | null | undefined) ?? null,
     description: (body.description as string | null | undefined) ?? null,
+    aliases: ((body.aliases as Wire[] | null | undefined) ?? []).map(aliasBuildFromWire),
     createdAt: time(body.created_at as number),
     modifiedAt: time(body.modified_at as number),
     createdAtMicros: body.created_at as number,
@@ -578,7 +654,37 @@ function namespaceBody(options: NamespaceOptions): string {
   if (options.schema !== undefined) body.schema = options.schema;
   if (options.history !== undefined) body.history = options.history;
   if (options.description !== undefined) body.description = options.description;
+  // None: left out, which a server from before aliases also takes.
+  if (options.aliases !== undefined && options.aliases.length > 0) body.aliases = options.aliases.map(aliasWire);
   return JSON.stringify(body);
+}
+
+function aliasWire(template: AliasTemplate): { path: string } {
+  const path = typeof template === "string" ? template : template?.path;
+  if (typeof path !== "string") throw new TypeError(`an alias template is a string or { path: string }, not ${JSON.stringify(template)}`);
+  return { path };
+}
+
+/**
+ * The definition when every alias template of it is ready, null to read it again. Throws
+ * `AliasBuilding` for a build that stopped in conflict, or one still building at `deadline`, and
+ * `NotFound` without a definition.
+ */
+function aliasesReady(namespace: string, definition: NamespaceDefinition | null, deadline: number | undefined): NamespaceDefinition | null {
+  if (definition === null) throw new NotFound(`namespace ${namespace} has no definition`, "not_found");
+  // A template being removed is already gone for reads: nothing to wait for.
+  const waiting = definition.aliases.filter((b) => b.state !== "ready" && b.state !== "removing");
+  if (waiting.length === 0) return definition;
+  const stopped = waiting.filter((b) => b.state === "conflict");
+  if (stopped.length === 0 && (deadline === undefined || Date.now() < deadline)) return null;
+  const build = (stopped[0] ?? waiting[0])!;
+  const message =
+    build.state === "conflict"
+      ? `the build of alias template ${build.path} of namespace ${namespace} stopped: items would share an alias (${
+          build.conflicts.map((c) => `${c.alias} for ${c.items.join(", ")}`).join("; ") || "see getNamespace"
+        }); fix them, then retryAliasBuild`
+      : `the aliases of template ${build.path} of namespace ${namespace} are still being built (${build.checked} items checked)`;
+  throw new AliasBuilding(message, { status: undefined, template: build.path, state: build.state, checked: build.checked });
 }
 
 function changeFromWire<T>(body: Wire): Change<T> {
@@ -587,7 +693,8 @@ function changeFromWire<T>(body: Wire): Change<T> {
     return { op: "put", item, path: item.path, version: item.version };
   }
   if (body.op === "delete") {
-    return { op: "delete", path: KeyPath.parse(body.path as string), version: body.version as number };
+    const change: DeleteChange = { op: "delete", path: KeyPath.parse(body.path as string), version: body.version as number };
+    return body.alias == null ? change : { ...change, alias: KeyPath.parse(body.alias as string) };
   }
   throw new TypeError(`unknown change op ${JSON.stringify(body.op)}`);
 }
@@ -697,8 +804,11 @@ export class Client {
 
   async #shouldRetry(request: Request, response: Response): Promise<boolean> {
     if (response.status === 503) {
-      // A write whose outcome is unknown may have been made: retrying could apply it twice.
-      if ((await this.#error(response.clone())) instanceof OutcomeUnknown) return false;
+      // A write whose outcome is unknown may have been made: retrying could apply it twice. An
+      // alias build takes longer than the backoff (and one in conflict waits for a retry):
+      // `waitForAliases` is the way to wait for it.
+      const error = await this.#error(response.clone());
+      if (error instanceof OutcomeUnknown || error instanceof AliasBuilding) return false;
       await response.body?.cancel();
       return true;
     }
@@ -911,7 +1021,7 @@ export class Client {
     const found = new Map<string, Item<T>>();
     for (const body of (await this.#json(response)).items as Wire[]) {
       const item = itemFromWire<T>(body);
-      found.set(item.path.toString(), item);
+      found.set((item.alias ?? item.path).toString(), item); // read through an alias: that path
     }
     return keyPaths.map((p) => found.get(p.toString()) ?? null);
   }
@@ -1119,7 +1229,10 @@ export class Client {
 
   /** The definition of `namespace`, or null when it has none. */
   async getNamespace(namespace: string): Promise<NamespaceDefinition | null> {
-    const response = await this.#send({ method: "GET", route: namespaceRoute(namespace) });
+    return this.#definitionOrNull(await this.#send({ method: "GET", route: namespaceRoute(namespace) }));
+  }
+
+  async #definitionOrNull(response: Response): Promise<NamespaceDefinition | null> {
     if (response.status === 404) {
       const error = await this.#error(response);
       if (error instanceof NotFound) return null;
@@ -1132,10 +1245,14 @@ export class Client {
    * Creates or replaces the definition of `namespace` (all of it: what is left out is removed) and
    * returns it. `schema` is a JSON Schema that every write into the namespace is checked against from
    * now on (items already stored are not: see `checkNamespace` and `namespaceViolations`); `history`
-   * how many revisions a put with history keeps. `mustNotExist` and `ifVersion` are conditions as on
-   * an item's `put` (the definition's `version`). Needs an `admin` token on a server with tokens
-   * (else `Forbidden`). Throws `InvalidRequest` with code `invalid_schema` for a schema that is not
-   * one (or needs a remote `$ref`), `ConditionFailed` for a condition that does not hold.
+   * how many revisions a put with history keeps; `aliases` its alias templates (at most 8:
+   * `"/email-{email}"`, see {@link AliasTemplate}), whose aliases every write keeps from now on, and
+   * which the server builds for the items stored before (the definition's `aliases` tell their
+   * state; see {@link waitForAliases}). `mustNotExist` and `ifVersion` are conditions as on an
+   * item's `put` (the definition's `version`). Needs an `admin` token on a server with tokens (else
+   * `Forbidden`). Throws `InvalidRequest` with code `invalid_schema` for a schema that is not one
+   * (or needs a remote `$ref`), `invalid_request` for an invalid template, `ConditionFailed` for a
+   * condition that does not hold.
    */
   async putNamespace(namespace: string, options: PutNamespaceOptions = {}): Promise<NamespaceDefinition> {
     if (options.mustNotExist && options.ifVersion !== undefined) {
@@ -1167,9 +1284,48 @@ export class Client {
   }
 
   /**
+   * Starts the build of the alias template `template` of `namespace` again, from the beginning,
+   * after it stopped in `conflict` (two items would share an alias: fix them first), and resolves to
+   * the definition. Needs an `admin` token. Throws `InvalidRequest` for a template that is not in
+   * conflict, `NotFound` for a namespace without a definition.
+   */
+  async retryAliasBuild(namespace: string, template: string): Promise<NamespaceDefinition> {
+    if (typeof template !== "string") throw new TypeError(`an alias template is a string, not ${typeof template}`);
+    const response = await this.#send({
+      method: "POST",
+      route: namespaceRoute(namespace) + "/aliases/retry",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ path: template }),
+    });
+    return definitionFromWire(await this.#json(response));
+  }
+
+  /**
+   * Waits until every alias template of `namespace` is `ready` (reads through its aliases are
+   * served), reading the definition every `intervalMs` (default 500), and resolves to it. Throws
+   * `AliasBuilding` (`status` undefined, `state` `conflict`) when a build stopped in conflict, and
+   * (`state` `building`) when `timeoutMs` passed first; `NotFound` when the namespace has no
+   * definition.
+   */
+  async waitForAliases(namespace: string, options: WaitForAliasesOptions = {}): Promise<NamespaceDefinition> {
+    const interval = options.intervalMs ?? 500;
+    if (!(interval > 0)) throw new RangeError("intervalMs is more than 0");
+    const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const response = await this.#send({ method: "GET", route: namespaceRoute(namespace), signal: options.signal });
+      const definition = await this.#definitionOrNull(response);
+      const ready = aliasesReady(namespace, definition, deadline === undefined ? undefined : deadline - interval);
+      if (ready !== null) return ready;
+      await sleep(interval);
+    }
+  }
+
+  /**
    * A dry run of `putNamespace`: what the definition would say about the items of `namespace`
-   * already stored (how many it checked, how many violate it, the first 20), storing nothing. It
-   * reads every item of the namespace (on DynamoDB, a Scan). Needs an `admin` token, like `putNamespace`.
+   * already stored (how many it checked, how many violate it, the first 20), storing nothing; it
+   * refuses what `putNamespace` would (an invalid template, say). It reads every item of the
+   * namespace (on DynamoDB, a Scan). Needs an `admin` token, like `putNamespace`.
    */
   async checkNamespace(namespace: string, options: NamespaceOptions = {}): Promise<SchemaCheck> {
     const response = await this.#send({

@@ -134,6 +134,70 @@ export class SchemaViolation extends PathDBError {
 }
 
 /**
+ * A write would give an item an alias path that another item holds, or at which an item is stored
+ * (HTTP 409 `alias_taken`): an alias belongs to one item. Nothing was written (in a transaction,
+ * none of the other operations either). `alias` is the alias path, `holder` the item that holds
+ * it, `index` the transaction operation (each undefined when not named). Not retried: the same
+ * write would be refused again.
+ */
+export class AliasTaken extends PathDBError {
+  override name = "AliasTaken";
+  readonly alias: KeyPath | undefined;
+  readonly holder: KeyPath | undefined;
+
+  constructor(
+    message: string,
+    options: { status?: number; index?: number | undefined; alias?: KeyPath | undefined; holder?: KeyPath | undefined } = {},
+  ) {
+    super(message, "alias_taken", options.status ?? 409, options.index);
+    this.alias = options.alias;
+    this.holder = options.holder;
+  }
+}
+
+/**
+ * A put or create at a path that is an alias of an item (HTTP 409 `path_is_alias`): an alias is not
+ * a place to store a second item; write the item at its own path, `item`. `path` is the path
+ * written. Nothing was written.
+ */
+export class PathIsAlias extends PathDBError {
+  override name = "PathIsAlias";
+  readonly path: KeyPath | undefined;
+  readonly item: KeyPath | undefined;
+
+  constructor(
+    message: string,
+    options: { status?: number; index?: number | undefined; path?: KeyPath | undefined; item?: KeyPath | undefined } = {},
+  ) {
+    super(message, "path_is_alias", options.status ?? 409, options.index);
+    this.path = options.path;
+    this.item = options.item;
+  }
+}
+
+/**
+ * A member of the value that an alias template of its namespace names cannot fill an alias id: it
+ * is an object, an array, a boolean or a number that is not an integer (HTTP 422 `alias_invalid`).
+ * Nothing was written (in a transaction, none of the other operations either). `path` is the
+ * item's path, `member` the member as the template names it (`address.city`), `index` the
+ * transaction operation (each undefined when not named).
+ */
+export class AliasInvalid extends PathDBError {
+  override name = "AliasInvalid";
+  readonly path: KeyPath | undefined;
+  readonly member: string | undefined;
+
+  constructor(
+    message: string,
+    options: { status?: number; index?: number | undefined; path?: KeyPath | undefined; member?: string | undefined } = {},
+  ) {
+    super(message, "alias_invalid", options.status ?? 422, options.index);
+    this.path = options.path;
+    this.member = options.member;
+  }
+}
+
+/**
  * A change token is older than the server's retention window (default 7 days), so changes after it
  * may be gone (HTTP 410 `token_expired`): list the prefix again and follow from its `changesToken`.
  */
@@ -143,7 +207,7 @@ export class TokenExpired extends PathDBError {
 
 /**
  * The server could not be reached or could not serve the request (HTTP 503 and other 5xx); 503 is
- * retried first, except `outcome_unknown`.
+ * retried first, except `outcome_unknown` and `alias_building`.
  */
 export class Unavailable extends PathDBError {
   override name = "Unavailable";
@@ -164,6 +228,37 @@ export class InsufficientStorage extends Unavailable {
  */
 export class OutcomeUnknown extends Unavailable {
   override name = "OutcomeUnknown";
+}
+
+/**
+ * A read through an alias path whose template's aliases are not all written yet (HTTP 503
+ * `alias_building`): `template` is the template, `state` `building` (its build is under way) or
+ * `conflict` (its build stopped: two items would share an alias), and `checked` how many items the
+ * build has checked. Not retried by the client: a build outlasts the client's backoff, and one in
+ * conflict waits for `retryAliasBuild`. `waitForAliases(namespace)` waits for a namespace's builds
+ * (and throws this, with the state `conflict`, for one that stopped).
+ */
+export class AliasBuilding extends Unavailable {
+  override name = "AliasBuilding";
+  readonly template: string | undefined;
+  readonly state: string | undefined;
+  readonly checked: number | undefined;
+
+  constructor(
+    message: string,
+    options: {
+      status?: number | undefined;
+      index?: number | undefined;
+      template?: string | undefined;
+      state?: string | undefined;
+      checked?: number | undefined;
+    } = {},
+  ) {
+    super(message, "alias_building", "status" in options ? options.status : 503, options.index);
+    this.template = options.template;
+    this.state = options.state;
+    this.checked = options.checked;
+  }
 }
 
 /**
@@ -192,19 +287,43 @@ function parsedOrUndefined(text: string): KeyPath | undefined {
   }
 }
 
+/** A key path the server named, or undefined (not named, or not one). */
+function pathOf(value: unknown): KeyPath | undefined {
+  return typeof value === "string" ? parsedOrUndefined(value) : undefined;
+}
+
+function stringOf(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+function integerOf(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isSafeInteger(value) ? value : undefined;
+}
+
 /**
  * The error for an error answer; `detail` is the whole `error` object, for the members of a kind's
- * own (a schema violation's).
+ * own (a schema violation's, an alias error's).
  */
 export function errorFor(status: number, code: string, message: string, index?: number, detail: Record<string, unknown> = {}): PathDBError {
   if (code === "schema_violation") {
-    const line = detail.line;
     return new SchemaViolation(message, {
       status,
       index,
       violations: Array.isArray(detail.violations) ? detail.violations.map(violationFromWire) : [],
-      path: typeof detail.path === "string" ? parsedOrUndefined(detail.path) : undefined,
-      line: typeof line === "number" && Number.isSafeInteger(line) ? line : undefined,
+      path: pathOf(detail.path),
+      line: integerOf(detail.line),
+    });
+  }
+  if (code === "alias_taken") return new AliasTaken(message, { status, index, alias: pathOf(detail.alias), holder: pathOf(detail.holder) });
+  if (code === "path_is_alias") return new PathIsAlias(message, { status, index, path: pathOf(detail.path), item: pathOf(detail.item) });
+  if (code === "alias_invalid") return new AliasInvalid(message, { status, index, path: pathOf(detail.path), member: stringOf(detail.member) });
+  if (code === "alias_building") {
+    return new AliasBuilding(message, {
+      status,
+      index,
+      template: stringOf(detail.template),
+      state: stringOf(detail.state),
+      checked: integerOf(detail.checked),
     });
   }
   if (code === "condition_failed" || status === 412) return new ConditionFailed(message, code, status, index);

@@ -7,6 +7,10 @@ export { Check, CheckList, Client, Create, Created, Delete, Increment, Merge, Pa
 export { MAX_TRANSACTION_ATTEMPTS, PendingCreate, Transaction } from "./transaction.js";
 export type { TxPatch } from "./transaction.js";
 export type {
+  AliasBuild,
+  AliasConflict,
+  AliasState,
+  AliasTemplate,
   Change,
   ChangePage,
   CheckListOptions,
@@ -37,9 +41,13 @@ export type {
   SchemaCheck,
   ViolatingItem,
   ViolationsPage,
+  WaitForAliasesOptions,
   WatchOptions,
 } from "./client.js";
 export {
+  AliasBuilding,
+  AliasInvalid,
+  AliasTaken,
   ConditionFailed,
   Conflict,
   DestinationNotEmpty,
@@ -52,6 +60,7 @@ export {
   PatchConflict,
   PatchTestFailed,
   PathDBError,
+  PathIsAlias,
   SchemaViolation,
   TokenExpired,
   Unauthorized,

@@ -14,16 +14,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// A running `pathdb serve` on a loopback port of its choosing.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     stderr: PathBuf,
     _stdout: BufReader<ChildStdout>,
 }
 
 impl Server {
     /// Starts the server on `db` and waits for its "listening on" line.
-    fn start(db: &Path) -> Server {
+    pub(crate) fn start(db: &Path) -> Server {
         Server::start_with(db, &[])
     }
 
@@ -72,12 +72,12 @@ impl Server {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
     /// SIGKILL, and reap the process.
-    fn kill_9(mut self) {
+    pub(crate) fn kill_9(mut self) {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reaped");
     }
@@ -114,7 +114,12 @@ impl Drop for Server {
 
 /// One HTTP/1.1 request on its own connection, never retried: `Ok((status, body))` only when a
 /// complete response arrived.
-fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> std::io::Result<(u16, String)> {
+pub(crate) fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(Duration::from_secs(60)))?;
     let request = format!(

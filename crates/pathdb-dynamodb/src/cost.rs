@@ -338,6 +338,77 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
         "the tombstone that keeps the path's last version (a re-created item continues it), the change logged",
         &mut |i| store.delete(&items[tenth + i], None).map(drop),
     )?;
+    // Aliases (docs/aliases.md): an order with two per-item aliases in groups of their own
+    // (by status, and a leaderboard by points), warmed up like the rest.
+    let aliased = format!("acct{nonce}");
+    let definition = pathdb_store::Definition {
+        aliases: [
+            format!("/costs{nonce}-open/points-{{!points}}/{aliased}-{{@{aliased}}}"),
+            format!("/costs{nonce}-status/status-{{status}}/{aliased}-{{@{aliased}}}"),
+        ]
+        .into_iter()
+        .map(|path| pathdb_store::AliasDefinition { path })
+        .collect(),
+        ..pathdb_store::Definition::default()
+    };
+    store.define_namespace(&aliased, definition, None)?;
+    store.run_alias_builds()?;
+    let order = |i: usize, status: &str, points: usize| -> Result<(KeyPath, Json), Error> {
+        let text = "x".repeat(VALUE_BYTES - 70);
+        let value = format!(r#"{{"status":"{status}","points":{points},"text":"{text}"}}"#);
+        Ok((
+            path(format!("{group}/{aliased}-{i}"))?,
+            Json::parse(&value)?,
+        ))
+    };
+    for i in 0..WARM_UP {
+        let (p, v) = order(ops + i, "open", i)?;
+        store.put(&p, v, PutOptions::default())?;
+    }
+    run(
+        "put of a new path with two aliases",
+        ops,
+        put_item,
+        "both aliases written in the item's transaction, each conditional on being free (one BatchGetItem reads them), each alias's feed logged",
+        &mut |i| {
+            let (p, v) = order(i, "open", i)?;
+            store.put(&p, v, PutOptions::default()).map(drop)
+        },
+    )?;
+    run(
+        "put of an existing path keeping its two aliases",
+        ops,
+        put_item,
+        "as a put without aliases, plus the change logged in each alias's feed",
+        &mut |i| {
+            let (p, v) = order(i, "open", i)?;
+            store.put(&p, v, PutOptions::default()).map(drop)
+        },
+    )?;
+    run(
+        "put changing both aliases (status and points)",
+        ops,
+        put_item,
+        "the old aliases removed and the new ones taken in the item's transaction (one BatchGetItem reads the four)",
+        &mut |i| {
+            let (p, v) = order(i, "shipped", i + 1)?;
+            store.put(&p, v, PutOptions::default()).map(drop)
+        },
+    )?;
+    run(
+        "get through an alias",
+        ops,
+        HandBuilt {
+            requests: "1 Query (a GSI)",
+            read_units: 1.0,
+            write_units: 0.0,
+        },
+        "a consistent read of the alias, then of its item (a GSI read is eventually consistent)",
+        &mut |i| {
+            let alias = path(format!("/costs{nonce}-status/status-shipped/{aliased}-{i}"))?;
+            store.get(&alias).map(drop)
+        },
+    )?;
     run(
         "put, the first of this process to its group",
         tenth,

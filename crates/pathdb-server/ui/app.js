@@ -27,6 +27,10 @@ const state = {
   ns: null, // {name, def}: the definition the editor opened (def null: not defined yet)
   nsPending: null, // the body a dry run checked, which "Save" sends
   viol: null, // {name, token, checked, found}: the violations view's scan so far
+  alias: null, // the alias path the item was read through (its URL's path), or null
+  itemDef: null, // the definition of the item's namespace (its alias templates), or null
+  aliasListing: false, // whether the children shown are items listed under an alias prefix
+  poll: 0, // bumped by every navigation: a poll of alias builds runs only for its own page
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -77,6 +81,19 @@ function splitPath(text) {
   return parts;
 }
 
+const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The canonical text of a string id, as the server prints it: '%' and '/' escaped with '%', and
+ * the first character too when the text would read as another type (an integer, a UUID, a
+ * leading '~' for bytes or '!' for descending).
+ */
+function stringIdText(raw) {
+  const text = raw.replace(/%/g, "%%").replace(/\//g, "%/");
+  const ambiguous = /^-?[0-9]+$/.test(raw) || UUID_SHAPE.test(raw) || /^[~!]/.test(raw);
+  return ambiguous ? "%" + text : text;
+}
+
 /** Single-quotes a word for a POSIX shell. */
 function sh(text) {
   return /^[A-Za-z0-9_\/\-.:=]+$/.test(text) ? text : "'" + text.replace(/'/g, "'\\''") + "'";
@@ -124,7 +141,7 @@ function showError(error) {
     return;
   }
   $("error-code").textContent = error.code || "error";
-  $("error-message").textContent = error.message;
+  $("error-message").replaceChildren(...errorMessage(error));
   $("error").hidden = false;
 }
 
@@ -263,6 +280,7 @@ function renderCrumbs() {
 }
 
 async function render() {
+  state.poll++;
   const route = namespaceRoute();
   if (route) return renderNamespaces(route);
   const generation = ++state.generation;
@@ -300,37 +318,64 @@ async function render() {
   $("nav-namespaces").removeAttribute("aria-current");
   $("main").hidden = false;
   state.item = null;
+  state.alias = null;
+  state.itemDef = null;
   state.editing = null;
   clearInterval(state.ttlTimer);
   updatePreview();
   clearViolations("new");
   $("notice").hidden = true;
   state.children = 0;
+  state.aliasListing = false;
   for (const r of results) {
     if (r.status === "fulfilled") r.value();
     else showError(r.reason);
   }
-  // Something to move or delete: the item, or a node's items below.
-  $("subtree").hidden = !path || (!state.item && state.children === 0);
+  // Something to move or delete: the item, or a node's items below. Not an alias or an alias
+  // prefix: aliases move and go with their items, and a subtree action there touches nothing.
+  $("subtree").hidden = !path || state.alias !== null || state.aliasListing || (!state.item && state.children === 0);
 }
 
-/** The item and its history; resolves to the function that shows them. */
+/**
+ * The item (at the path, or the one an alias path names), its history and the definition of its
+ * namespace (for its aliases); resolves to the function that shows them.
+ */
 async function fetchItem() {
   const path = state.path;
   const reply = await api("GET", "/v1/items/" + urlPath(path), { allow: [404] });
-  const history = await api("GET", "/v1/history/" + urlPath(path) + "?limit=100");
+  const found = reply.status !== 404;
+  // Read through an alias, `path` is the item's own: its history and namespace are there.
+  const own = found ? reply.json.path : path;
+  const [history, def] = await Promise.all([
+    api("GET", "/v1/history/" + urlPath(own) + "?limit=100"),
+    found ? fetchItemDefinition(own) : null,
+  ]);
   return () => {
-    if (reply.status === 404) {
+    state.itemDef = def;
+    if (!found) {
       state.item = null;
+      state.alias = null;
       clearInterval(state.ttlTimer);
       $("item").hidden = true;
       $("no-item").hidden = false;
     } else {
       state.item = reply.json;
+      state.alias = reply.json.alias ?? null;
       showItem();
     }
     showHistory(history.json.items);
   };
+}
+
+/** The definition of the namespace of the item at `path`, or null (none, or not readable: the
+ * item shows without its aliases then). */
+async function fetchItemDefinition(path) {
+  try {
+    const reply = await api("GET", nsUrl(namespaceOf(path)), { allow: [404] });
+    return reply.status === 404 ? null : reply.json;
+  } catch {
+    return null;
+  }
 }
 
 async function loadItem() {
@@ -345,6 +390,7 @@ function showItem() {
   $("item-created").textContent = when(item.created_at);
   $("item-modified").textContent = when(item.modified_at);
   $("value").textContent = pretty(item.value);
+  showItemAliases();
   $("editor-form").hidden = true;
   $("conflict").hidden = true;
   $("saved").hidden = true;
@@ -356,7 +402,7 @@ function showItem() {
 }
 
 async function loadHistory() {
-  const reply = await api("GET", "/v1/history/" + urlPath(state.path) + "?limit=100");
+  const reply = await api("GET", "/v1/history/" + urlPath(ownPath()) + "?limit=100");
   showHistory(reply.json.items);
 }
 
@@ -431,9 +477,10 @@ async function fetchChildren() {
   }
   const reply = await api("GET", url);
   // A node (a child with items below it and none of its own) shows as a folder: a trailing "/".
+  // Under an alias prefix each item comes with `alias`, its place in the listing.
   const entries = state.path
-    ? reply.json.items.map((i) => ({ path: i.path, node: i.node === true }))
-    : reply.json.groups.map((path) => ({ path, node: false }));
+    ? reply.json.items.map((i) => ({ path: i.path, node: i.node === true, alias: i.alias ?? null }))
+    : reply.json.groups.map((path) => ({ path, node: false, alias: null }));
   return () => showChildren(entries, reply.json.next_page_token);
 }
 
@@ -441,16 +488,30 @@ function showChildren(entries, next) {
   // One fragment, one DOM insertion: a page of 1000 renders in one layout.
   const fragment = document.createDocumentFragment();
   const paths = entries.map((e) => e.path);
-  for (const { path, node } of entries) {
+  let aliased = false;
+  for (const { path, node, alias } of entries) {
     const li = document.createElement("li");
     const a = document.createElement("a");
     a.className = node ? "child node" : "child";
-    a.href = uiHref(path);
-    a.textContent = node ? path + "/" : path;
+    // An item listed under an alias prefix: its alias (its place in this listing), then a link
+    // to its own path.
+    const at = alias ?? path;
+    a.href = uiHref(at);
+    a.textContent = node ? at + "/" : at;
     if (node) a.title = "No item here: items below it";
     li.append(a);
+    if (alias) {
+      aliased = true;
+      li.className = "aliased";
+      a.title = "An alias of " + path;
+      const own = el("a", "own", path);
+      own.href = uiHref(path);
+      own.title = "The item's own path";
+      li.append(el("span", "arrow", "→"), own);
+    }
     fragment.append(li);
   }
+  state.aliasListing = aliased;
   $("children").replaceChildren(fragment);
   $("children-empty").hidden = paths.length > 0;
   state.children = paths.length;
@@ -647,7 +708,7 @@ function newIdText() {
     return desc + raw;
   }
   if (base === "uuid") {
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(raw)) throw new Error("a UUID is 8-4-4-4-12 hex digits");
+    if (!UUID_SHAPE.test(raw)) throw new Error("a UUID is 8-4-4-4-12 hex digits");
     return raw.toLowerCase();
   }
   if (base === "bytes") {
@@ -657,13 +718,8 @@ function newIdText() {
     const b64 = btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
     return desc + "~" + b64;
   }
-  // A string: escape '%' and '/', and the first character when the text would read as another
-  // type (digits, a UUID, a leading '~' or '!'); the server prints the canonical form.
-  let text = raw.replace(/%/g, "%%").replace(/\//g, "%/");
-  const ambiguous =
-    /^-?[0-9]+$/.test(raw) || /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(raw) || /^[~!]/.test(raw);
-  if (ambiguous) text = "%" + text;
-  return desc + text;
+  // A string, escaped as the server prints it.
+  return desc + stringIdText(raw);
 }
 
 function newPath() {
@@ -711,10 +767,11 @@ async function createItem(event) {
   event.preventDefault();
   clearError();
   clearViolations("new");
+  let value;
   try {
     const kind = generatedKind();
     let path = kind ? null : newPath();
-    const value = parseJson($("new-value").value);
+    value = parseJson($("new-value").value);
     const params = new URLSearchParams();
     if ($("new-history").checked) params.set("history", "true");
     if ($("new-ttl").value) params.set("ttl_seconds", $("new-ttl").value);
@@ -740,7 +797,7 @@ async function createItem(event) {
     navigate(uiHref(path));
   } catch (e) {
     if (e instanceof ApiError && e.status === 412) e.message = "an item already exists at this path";
-    showSaveError(e, "new");
+    await showSaveError(e, "new", $("new-ns").value.trim(), value);
   }
 }
 
@@ -756,13 +813,19 @@ function startEdit() {
   $("editor").focus();
 }
 
+/** The key path of the item shown: its own, also when it was read through an alias (a write at
+ * an alias path is refused: the item is written at its own). */
+function ownPath() {
+  return state.item ? state.item.path : state.path;
+}
+
 function itemUrl() {
-  return "/v1/items/" + urlPath(state.path) + ($("keep-history").checked ? "?history=true" : "");
+  return "/v1/items/" + urlPath(ownPath()) + ($("keep-history").checked ? "?history=true" : "");
 }
 
 /** The item as stored now, or null when it is gone. */
 async function currentItem() {
-  const reply = await api("GET", "/v1/items/" + urlPath(state.path), { allow: [404] });
+  const reply = await api("GET", "/v1/items/" + urlPath(ownPath()), { allow: [404] });
   return reply.status === 404 ? null : reply.json;
 }
 
@@ -809,7 +872,7 @@ async function save(event) {
     if (patch) await savePatch(patch, mine, base);
     else await putWhole(mine, base.version);
   } catch (e) {
-    showSaveError(e, "editor");
+    await showSaveError(e, "editor", namespaceOf(ownPath()), mine);
   }
 }
 
@@ -885,10 +948,12 @@ async function overwrite() {
   }
   clearError();
   clearViolations("editor");
+  let mine;
   try {
-    await putWhole(parseJson($("editor").value), Number(current));
+    mine = parseJson($("editor").value);
+    await putWhole(mine, Number(current));
   } catch (e) {
-    showSaveError(e, "editor");
+    await showSaveError(e, "editor", namespaceOf(ownPath()), mine);
   }
 }
 
@@ -897,7 +962,7 @@ async function discard() {
 }
 
 function askDelete() {
-  $("confirm-path").textContent = state.path;
+  $("confirm-path").textContent = ownPath();
   $("confirm-delete").showModal();
 }
 
@@ -905,7 +970,7 @@ async function confirmDelete() {
   if ($("confirm-delete").returnValue !== "yes") return;
   clearError();
   try {
-    await api("DELETE", "/v1/items/" + urlPath(state.path), {
+    await api("DELETE", "/v1/items/" + urlPath(ownPath()), {
       headers: { "If-Match": `"${state.item.version}"` },
     });
     await render();
@@ -1137,8 +1202,17 @@ function clearViolations(where) {
   }
 }
 
-/** A refused write: the violations of a 422 `schema_violation` beside the form; else the panel. */
-function showSaveError(error, where) {
+/**
+ * A refused write: the violations of a 422 `schema_violation` beside the form, and an alias
+ * refusal (`alias_taken`, `path_is_alias`, `alias_invalid`) with what it names; else the panel.
+ * `ns` is the namespace written and `value` the value sent, to say which members an alias is
+ * made of.
+ */
+async function showSaveError(error, where, ns = null, value = undefined) {
+  if (error instanceof ApiError && ALIAS_REFUSALS.includes(error.code) && error.details) {
+    await showAliasRefusal(error, where, ns, value);
+    return;
+  }
   if (!(error instanceof ApiError) || error.code !== "schema_violation" || !error.details) {
     showError(error);
     return;
@@ -1177,6 +1251,234 @@ function showSaveError(error, where) {
   }
   $(where + "-violations-list").replaceChildren(...violationEntries(violations, lineOf));
   $(where + "-violations").hidden = false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Alias paths (docs/aliases.md): more key paths for an item, filled from its value by the
+// templates of its namespace's definition
+
+/**
+ * The alias that `template` gives the item at `itemPath` holding `value`, as the server fills it:
+ * `{member}` a dotted path into the value (a string gives a string id, an integer an integer
+ * id), `{!member}` the same as a descending id, `{@ns}` the id of the item path's (last) element
+ * of namespace `ns`. null when it gives none: a member missing or null (or of a type no id is
+ * made of), an element without an id, a string the key format refuses.
+ */
+function aliasPath(template, itemPath, value) {
+  if (!template.startsWith("/")) return null;
+  const elements = splitPath(itemPath);
+  let out = "";
+  for (const segment of splitPath(template)) {
+    const dash = segment.indexOf("-");
+    const filled = dash < 0 ? null : /^\{([\s\S]*)\}$/.exec(segment.slice(dash + 1));
+    if (!filled) {
+      out += "/" + segment; // a fixed element, as the template writes it
+      continue;
+    }
+    const id = filledId(filled[1], elements, value);
+    if (id === null) return null;
+    out += "/" + segment.slice(0, dash) + "-" + id;
+  }
+  return out;
+}
+
+/** The id text of one `{...}` of a template (`source` is what the braces hold), or null. */
+function filledId(source, elements, value) {
+  if (source.startsWith("@")) {
+    const ns = source.slice(1);
+    for (let i = elements.length - 1; i >= 0; i--) {
+      const dash = elements[i].indexOf("-");
+      if ((dash < 0 ? elements[i] : elements[i].slice(0, dash)) === ns) return dash < 0 ? null : elements[i].slice(dash + 1);
+    }
+    return null;
+  }
+  const descending = source.startsWith("!");
+  const member = memberOf(value, (descending ? source.slice(1) : source).split("."));
+  const prefix = descending ? "!" : "";
+  if (typeof member === "string") {
+    // An empty string or a control character is no id: no alias (the server writes none).
+    if (member === "" || /[\u0000-\u001f\u007f]/.test(member)) return null;
+    return prefix + stringIdText(member);
+  }
+  // Past 2^53 JSON.parse has rounded the integer already: its alias cannot be told here.
+  if (Number.isSafeInteger(member) && !Object.is(member, -0)) return prefix + String(member);
+  return null;
+}
+
+/** The member of `value` that `names` lead to through objects, or undefined. */
+function memberOf(value, names) {
+  let at = value;
+  for (const name of names) {
+    if (!isObject(at) || !has(at, name)) return undefined;
+    at = at[name];
+  }
+  return at;
+}
+
+/** The members a template fills its ids from (`{email}`, `{!points}`), not `{@ns}`. */
+function templateMembers(template) {
+  return [...template.matchAll(/\{!?([^}@][^}]*)\}/g)].map((m) => m[1]);
+}
+
+/** A dotted member (`address.city`) as a JSON Pointer (`/address/city`). */
+function memberPointer(member) {
+  return member.split(".").map((name) => "/" + pointerToken(name)).join("");
+}
+
+/** Whether `path` has the shape of `template`'s aliases: its fixed elements, and its filled
+ * elements' namespaces. */
+function templateShapes(template, path) {
+  const parts = splitPath(template);
+  const elements = splitPath(path);
+  return (
+    parts.length === elements.length &&
+    parts.every((part, i) => {
+      const dash = part.indexOf("-");
+      const filled = dash >= 0 && /^\{[\s\S]*\}$/.test(part.slice(dash + 1));
+      return filled ? elements[i].startsWith(part.slice(0, dash + 1)) : elements[i] === part;
+    })
+  );
+}
+
+/** The current templates of a definition (not those being removed), with their builds. */
+function currentTemplates(def) {
+  return (def?.aliases || []).filter((b) => b.state !== "removing");
+}
+
+function nsLink(name) {
+  const a = el("a", "", name);
+  a.href = nsHref(name);
+  return a;
+}
+
+function pathLink(path, className = "path") {
+  const a = el("a", className, path);
+  a.href = uiHref(path);
+  return a;
+}
+
+/** The item's aliases, as links, and the alias it was read through. */
+function showItemAliases() {
+  const item = state.item;
+  const ns = namespaceOf(item.path);
+  $("item-alias").hidden = !state.alias;
+  if (state.alias) {
+    $("item-alias-path").textContent = state.alias;
+    $("item-alias-ns").textContent = ns;
+    $("item-alias-ns").href = nsHref(ns);
+    $("item-own-path").textContent = item.path;
+    $("item-own-path").href = uiHref(item.path);
+  }
+  const rows = [];
+  for (const build of currentTemplates(state.itemDef)) {
+    const alias = aliasPath(build.path, item.path, item.value);
+    if (alias === null) continue;
+    const li = el("li");
+    li.dataset.template = build.path;
+    const a = pathLink(alias);
+    a.title = `From the template ${build.path} of ${ns}`;
+    li.append(a);
+    if (alias === state.alias) li.append(" ", el("span", "muted", "(read through it)"));
+    // Reads through a template still building (or stopped) answer 503 until it is ready.
+    if (build.state !== "ready") li.append(" ", stateBadge(build));
+    rows.push(li);
+  }
+  $("item-aliases").replaceChildren(...rows);
+  for (const e of document.querySelectorAll(".item-aliases")) e.hidden = rows.length === 0;
+}
+
+/** A template's build state, as a small badge. */
+function stateBadge(build) {
+  const text =
+    build.state === "building"
+      ? `building: ${build.checked} checked`
+      : build.state === "removing"
+        ? `removing: ${build.written} removed`
+        : build.state;
+  return el("span", "alias-state state-" + build.state, text);
+}
+
+const ALIAS_REFUSALS = ["alias_taken", "path_is_alias", "alias_invalid"];
+
+/** The definition of namespace `ns` (the item's, when it is the one shown), or null. */
+async function definitionFor(ns) {
+  if (state.itemDef && state.itemDef.namespace === ns) return state.itemDef;
+  try {
+    const reply = await api("GET", nsUrl(ns), { allow: [404] });
+    return reply.status === 404 ? null : reply.json;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A write refused for an alias, beside the form (`where`: "editor" or "new"): whose alias it is
+ * (a link to the holder), which template and members made it; the members marked in the
+ * editor. `ns` is the namespace written, `value` the value sent.
+ */
+async function showAliasRefusal(error, where, ns, value) {
+  const d = error.details;
+  const def = ns ? await definitionFor(ns) : null;
+  const templates = currentTemplates(def).map((b) => b.path);
+  let template = null;
+  if (d.alias) template = templates.find((t) => templateShapes(t, d.alias)) ?? null;
+  if (d.member) template = templates.find((t) => templateMembers(t).includes(d.member)) ?? null;
+  const members = d.member ? [d.member] : template ? templateMembers(template) : [];
+  const from = () => (template ? [" (the template ", el("code", "", template), " of ", nsLink(ns), ")"] : []);
+  const message = $(where + "-violations-message");
+  const verb = where === "new" ? "Not created: " : "Not saved: ";
+  if (error.code === "alias_taken") {
+    // "email ada@x.org is already used by /user-1"
+    const said = members
+      .map((m) => [m, memberOf(value, m.split("."))])
+      .filter(([, v]) => typeof v === "string" || typeof v === "number")
+      .map(([m, v]) => `${m} ${v}`);
+    message.replaceChildren(
+      verb,
+      said.length ? said.join(", ") + " is already used by " : "the alias is already held by ",
+      pathLink(d.holder, "path holder"),
+      ": the alias ",
+      pathLink(d.alias, "path alias"),
+      ...from(),
+      " belongs to one item. Change the value, or that item first.",
+    );
+  } else if (error.code === "path_is_alias") {
+    message.replaceChildren(
+      verb,
+      el("code", "", d.path),
+      " is an alias of ",
+      pathLink(d.item, "path holder"),
+      ": no item can be stored at an alias path; write the item at its own path.",
+    );
+  } else {
+    // alias_invalid: "/user-4: member email is an array, but an alias id is a string or an integer"
+    message.replaceChildren(verb, error.message.replace(/^\/\S*: /, ""), ...from(), ".");
+  }
+  $(where + "-violations-list").replaceChildren();
+  if (where === "editor" && members.length) {
+    state.marked = members.map(memberPointer);
+    markEditor(state.marked);
+  }
+  $(where + "-violations").hidden = false;
+}
+
+/** An error's message for the error panel: alias errors with links to what they name. */
+function errorMessage(error) {
+  const d = error instanceof ApiError ? error.details : null;
+  if (!d) return [error.message];
+  if (error.code === "alias_taken" && d.alias && d.holder)
+    return ["the alias ", el("code", "", d.alias), " is already used by ", pathLink(d.holder), ": an alias belongs to one item"];
+  if (error.code === "path_is_alias" && d.path && d.item)
+    return [el("code", "", d.path), " is an alias of ", pathLink(d.item), ": write the item at its own path"];
+  if (error.code === "alias_building" && d.template) {
+    // "alias /email-{email} of namespace user is building: 3 items checked so far"
+    const ns = /of namespace (\S+) is/.exec(error.message)?.[1];
+    const what = d.state === "conflict" ? "stopped on a conflict" : "still being built";
+    const parts = [`the alias template `, el("code", "", d.template), ` is ${what} (${d.checked ?? 0} items checked): reads through it answer once it is ready`];
+    if (ns) parts.push(" (", nsLink(ns), ")");
+    return parts;
+  }
+  return [error.message];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1273,16 +1575,26 @@ function showNamespaceList(definitions, next) {
       v.href = nsHref(d.namespace, true);
       violations.append(v);
     }
+    const aliases = el("td", "aliases");
+    for (const build of d.aliases || []) {
+      const line = el("div", "alias-summary");
+      line.dataset.template = build.path;
+      line.dataset.state = build.state;
+      line.append(el("code", "", build.path), " ", stateBadge(build));
+      aliases.append(line);
+    }
     const cells = [
       name,
       el("td", "", String(d.version)),
       el("td", "", d.history == null ? "default" : `${d.history} revisions`),
       el("td", "", d.schema == null ? "no" : "yes"),
+      aliases,
       el("td", "", d.description ?? ""),
       violations,
     ];
     // At a phone's width the rows are cards without the header: each cell says what it is.
-    ["namespace", "version", "history", "schema", "", ""].forEach((label, i) => label && (cells[i].dataset.label = label));
+    const labels = ["namespace", "version", "history", "schema", d.aliases?.length ? "aliases" : "", "", ""];
+    labels.forEach((label, i) => label && (cells[i].dataset.label = label));
     tr.append(...cells);
     fragment.append(tr);
   }
@@ -1294,6 +1606,10 @@ function showNamespaceList(definitions, next) {
   $("ns-prev").disabled = state.nsPage === 0;
   $("ns-next").disabled = !next;
   $("ns-page-info").textContent = definitions.length ? `page ${state.nsPage + 1} · ${definitions.length} shown` : "";
+  // Builds under way: the page follows them.
+  if (definitions.some((d) => buildsUnderWay(d.aliases))) {
+    pollBuilds("ns-list", async () => (await fetchNamespaceList())());
+  }
 }
 
 async function turnNamespacePage(delta) {
@@ -1332,12 +1648,14 @@ function showDefinition(name, def) {
   $("ns-description").value = def?.description ?? "";
   $("ns-history").value = def?.history ?? "";
   $("ns-schema").value = def && def.schema != null ? pretty(def.schema) : "";
-  for (const id of ["ns-description", "ns-history", "ns-schema"]) $(id).readOnly = !state.admin;
+  $("ns-aliases-text").value = currentTemplates(def).map((b) => b.path).join("\n");
+  for (const id of ["ns-description", "ns-history", "ns-schema", "ns-aliases-text"]) $(id).readOnly = !state.admin;
+  showBuilds(name, def ? def.aliases : []);
   $("ns-violations-link").href = nsHref(name, true);
   $("ns-violations-link").parentElement.hidden = !def || def.schema == null;
   $("ns-delete").hidden = !def;
   $("ns-check").textContent = def ? "Check and save…" : "Check and create…";
-  for (const id of ["ns-dry-run", "ns-conflict", "ns-saved", "ns-schema-error"]) $(id).hidden = true;
+  for (const id of ["ns-dry-run", "ns-conflict", "ns-saved", "ns-schema-error", "ns-aliases-error"]) $(id).hidden = true;
 }
 
 function showSchemaError(message) {
@@ -1365,7 +1683,26 @@ function definitionBody() {
   body.history = history ? Number(history) : null;
   const description = $("ns-description").value.trim();
   body.description = description || null;
+  // Always sent: a definition without `aliases` has none (its templates would be removed).
+  body.aliases = $("ns-aliases-text")
+    .value.split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean)
+    .map((path) => ({ path }));
   return body;
+}
+
+/** A refused definition: what is wrong with its templates beside them, the schema's beside it,
+ * anything else in the panel. */
+function showDefinitionError(e) {
+  if (e instanceof ApiError && e.code === "invalid_schema") {
+    showSchemaError("Not saved: the schema is invalid: " + e.message);
+  } else if (e instanceof ApiError && e.code === "invalid_request" && /\balias/.test(e.message)) {
+    $("ns-aliases-error").textContent = "Not saved: " + e.message.replace(/^invalid request: /, "");
+    $("ns-aliases-error").hidden = false;
+  } else {
+    showError(e);
+  }
 }
 
 /**
@@ -1377,7 +1714,7 @@ async function checkNamespace(event) {
   event.preventDefault();
   if (!state.admin) return; // (Enter in a read-only field)
   clearError();
-  for (const id of ["ns-dry-run", "ns-conflict", "ns-saved", "ns-schema-error"]) $(id).hidden = true;
+  for (const id of ["ns-dry-run", "ns-conflict", "ns-saved", "ns-schema-error", "ns-aliases-error"]) $(id).hidden = true;
   let body;
   try {
     body = definitionBody();
@@ -1392,8 +1729,7 @@ async function checkNamespace(event) {
     if (state.view !== "ns-edit" || state.ns.name !== name) return;
     showDryRun(reply.json, body);
   } catch (e) {
-    if (e instanceof ApiError && e.code === "invalid_schema") showSchemaError("Not saved: the schema is invalid: " + e.message);
-    else showError(e);
+    showDefinitionError(e);
   } finally {
     $("ns-check").disabled = false;
   }
@@ -1408,6 +1744,22 @@ function showDryRun(result, body) {
   else if (violating > first.length) summary += ` The first ${first.length}:`;
   $("ns-dry-run-summary").textContent = summary;
   $("ns-dry-run-first").replaceChildren(...first.map(violatingItem));
+  // What saving does to the aliases: a template added is built over the stored items, one
+  // removed has its aliases deleted.
+  const before = currentTemplates(state.ns.def).map((b) => b.path);
+  const after = body.aliases.map((a) => a.path);
+  const changes = [
+    ...after
+      .filter((t) => !before.includes(t))
+      .map((t) => ["Adds ", el("code", "", t), ": once saved, its aliases are built over the stored items (two items with the same alias stop the build; it lists them)."]),
+    ...before.filter((t) => !after.includes(t)).map((t) => ["Removes ", el("code", "", t), ": its aliases are deleted."]),
+  ].map((parts) => {
+    const li = el("li");
+    li.append(...parts);
+    return li;
+  });
+  $("ns-dry-run-aliases").replaceChildren(...changes);
+  $("ns-dry-run-aliases").hidden = changes.length === 0;
   const def = state.ns.def;
   $("ns-save").textContent = def ? `Save as version ${def.version + 1}` : "Create the definition";
   $("ns-dry-run").hidden = false;
@@ -1450,8 +1802,7 @@ async function saveNamespace(version = state.ns.def ? state.ns.def.version : nul
     $("ns-saved").hidden = false;
   } catch (e) {
     $("ns-dry-run").hidden = true;
-    if (e instanceof ApiError && e.code === "invalid_schema") showSchemaError("Not saved: the schema is invalid: " + e.message);
-    else showError(e);
+    showDefinitionError(e);
   } finally {
     $("ns-save").disabled = false;
   }
@@ -1464,6 +1815,7 @@ function definitionAsBody(def) {
   if (def.schema != null) body.schema = def.schema;
   body.history = def.history ?? null;
   body.description = def.description ?? null;
+  body.aliases = currentTemplates(def).map((b) => ({ path: b.path }));
   return body;
 }
 

@@ -420,20 +420,28 @@ fn build_ops<R: Reader + ?Sized>(
         }
         Ok(true)
     })?;
-    let keys: Vec<Key> = found
+    // Read each alias key once (two items may want one; a batch read refuses duplicates).
+    let mut keys: Vec<Key> = found
         .iter()
         .map(|(_, _, _, a)| layout::item_key(a))
         .collect();
-    let slots = match keys.len() {
+    keys.sort();
+    keys.dedup();
+    let records = match keys.len() {
         0 => Vec::new(),
         1 => vec![reader.get(&keys[0])?],
         _ => reader.get_batch(&keys)?,
     };
+    let read: BTreeMap<Key, Option<Record>> = keys.into_iter().zip(records).collect();
+    let slots: Vec<&Option<Record>> = found
+        .iter()
+        .map(|(_, _, _, a)| &read[&layout::item_key(a)])
+        .collect();
     let mut ops = Vec::new();
     let mut conflicts: Vec<(String, Vec<String>)> = Vec::new();
     let mut taken: BTreeMap<&KeyPath, &KeyPath> = BTreeMap::new();
     let mut written = 0;
-    for ((item, version, expires_at, alias), read) in found.iter().zip(&slots) {
+    for ((item, version, expires_at, alias), read) in found.iter().zip(slots) {
         let holder = match read.as_ref().filter(|r| is_live(r, now)) {
             Some(r) => Some(match parse_alias(&r.value)? {
                 Some(of) => of.item,

@@ -7,6 +7,9 @@
 
 from ._client import AsyncClient, AsyncWatch, Client, JsonValue, Watch
 from ._errors import (
+    AliasBuilding,
+    AliasInvalid,
+    AliasTaken,
     ConditionFailed,
     Conflict,
     DestinationNotEmpty,
@@ -19,6 +22,7 @@ from ._errors import (
     PatchConflict,
     PatchTestFailed,
     PathDBError,
+    PathIsAlias,
     SchemaViolation,
     TokenExpired,
     Unauthorized,
@@ -26,6 +30,10 @@ from ._errors import (
 )
 from ._keypath import Desc, Element, Id, InvalidKeyPath, KeyPath, PathLike, format_id, to_path
 from ._model import (
+    AliasBuild,
+    AliasConflict,
+    AliasState,
+    AliasTemplate,
     Change,
     ChangePage,
     Check,
@@ -69,6 +77,13 @@ from ._transaction import (
 )
 
 __all__ = [
+    "AliasBuild",
+    "AliasBuilding",
+    "AliasConflict",
+    "AliasInvalid",
+    "AliasState",
+    "AliasTaken",
+    "AliasTemplate",
     "AsyncClient",
     "AsyncTransaction",
     "AsyncWatch",
@@ -119,6 +134,7 @@ __all__ = [
     "PatchTest",
     "PatchTestFailed",
     "PathDBError",
+    "PathIsAlias",
     "PathLike",
     "PendingCreate",
     "Put",

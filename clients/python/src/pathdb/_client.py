@@ -34,6 +34,7 @@ from urllib.parse import quote
 import httpx
 
 from ._errors import (
+    AliasBuilding,
     ConditionFailed,
     Conflict,
     NotFound,
@@ -45,6 +46,7 @@ from ._errors import (
 )
 from ._keypath import KeyPath, PathLike, format_id, to_path
 from ._model import (
+    AliasTemplate,
     Change,
     ChangePage,
     Entry,
@@ -59,6 +61,7 @@ from ._model import (
     Schema,
     SchemaCheck,
     V,
+    alias_template,
     ViolatingItem,
     ViolationsPage,
     change_from_wire,
@@ -338,6 +341,7 @@ class _Api:
         schema: Optional[Schema],
         history: Optional[int],
         description: Optional[str],
+        aliases: Optional[Sequence[AliasTemplate]],
         must_not_exist: bool,
         if_version: Optional[int],
         dry_run: bool,
@@ -351,6 +355,8 @@ class _Api:
             definition["history"] = int(history)
         if description is not None:
             definition["description"] = description
+        if aliases:  # none: left out, which a server from before aliases also takes
+            definition["aliases"] = [{"path": alias_template(a)} for a in aliases]
         request = _Request(
             "PUT",
             _Api.namespace_route(namespace),
@@ -363,6 +369,55 @@ class _Api:
             request.headers["If-Match"] = f'"{int(if_version)}"'
         _flag(request.params, "dry_run", dry_run)
         return request
+
+    @staticmethod
+    def retry_alias_build(namespace: str, template: str) -> _Request:
+        if not isinstance(template, str):
+            raise TypeError(f"an alias template is a str, not {type(template).__name__}")
+        return _Request(
+            "POST",
+            _Api.namespace_route(namespace) + "/aliases/retry",
+            headers={"Content-Type": "application/json"},
+            body=_json_body({"path": template}),
+        )
+
+    @staticmethod
+    def aliases_ready(
+        namespace: str,
+        definition: Optional[NamespaceDefinition],
+        deadline: Optional[float],
+        interval: float,
+    ) -> Optional[NamespaceDefinition]:
+        """`definition` when every alias template of it is ready, None to read it again after
+        `interval` seconds. Raises `AliasBuilding` for a build that stopped in conflict, or one
+        still building at `deadline` (a `time.monotonic()`), `NotFound` without a definition."""
+        if definition is None:
+            raise NotFound(f"namespace {namespace} has no definition", code="not_found")
+        # A template being removed is already gone for reads: nothing to wait for.
+        waiting = [b for b in definition.aliases if b.state not in ("ready", "removing")]
+        if not waiting:
+            return definition
+        stopped = [b for b in waiting if b.state == "conflict"]
+        if not stopped and (deadline is None or time.monotonic() + interval <= deadline):
+            return None
+        build = (stopped or waiting)[0]
+        if stopped:
+            shown = "; ".join(
+                f"{c.alias} for {', '.join(str(i) for i in c.items)}" for c in build.conflicts
+            )
+            message = (
+                f"the build of alias template {build.path} of namespace {namespace} stopped:"
+                f" items would share an alias ({shown or 'see get_namespace'}); fix them, then"
+                " retry_alias_build"
+            )
+        else:
+            message = (
+                f"the aliases of template {build.path} of namespace {namespace} are still being"
+                f" built ({build.checked} items checked)"
+            )
+        raise AliasBuilding(
+            message, status=None, template=build.path, state=build.state, checked=build.checked
+        )
 
     @staticmethod
     def delete_namespace(namespace: str, if_version: Optional[int]) -> _Request:
@@ -431,7 +486,9 @@ class _Api:
     def should_retry(request: _Request, response: httpx.Response) -> bool:
         if response.status_code == 503:
             # A write whose outcome is unknown may have been made: retrying could apply it twice.
-            return not isinstance(_Api.error(response), OutcomeUnknown)
+            # An alias build takes longer than the backoff (and one in conflict waits for a
+            # retry): `wait_for_aliases` is the way to wait for it.
+            return not isinstance(_Api.error(response), (OutcomeUnknown, AliasBuilding))
         if response.status_code == 409 and request.retry_conflict:
             return isinstance(_Api.error(response), Conflict)
         return False
@@ -469,7 +526,8 @@ class _Api:
         found = {}
         for body in _Api.body(response)["items"]:
             item = Item.from_wire(body)
-            found[item.path] = item
+            # An item read through an alias answers that path.
+            found[item.path if item.alias is None else item.alias] = item
         return [found.get(p) for p in paths]
 
     @staticmethod
@@ -634,8 +692,9 @@ class Client(_Base):
     """A blocking client for a PathDB server.
 
     `retries` is how many times a single write that met a concurrent write (`Conflict`), or any
-    request answered 503, is tried again, after `backoff * 2**attempt` seconds at most (with
-    jitter). `transport` lets tests and proxies plug in an `httpx.BaseTransport`.
+    request answered 503 (except `outcome_unknown` and `alias_building`), is tried again, after
+    `backoff * 2**attempt` seconds at most (with jitter). `transport` lets tests and proxies
+    plug in an `httpx.BaseTransport`.
     """
 
     def __init__(
@@ -1184,6 +1243,7 @@ class Client(_Base):
         schema: Optional[Schema] = None,
         history: Optional[int] = None,
         description: Optional[str] = None,
+        aliases: Optional[Sequence[AliasTemplate]] = None,
         must_not_exist: bool = False,
         if_version: Optional[int] = None,
     ) -> NamespaceDefinition:
@@ -1191,14 +1251,17 @@ class Client(_Base):
         not given is removed), and returns it. `schema` is a JSON Schema (draft 2020-12 unless
         its `$schema` says 2019-09 or draft 7) that every write into the namespace is checked
         against from now on (items already stored are not: see `check_namespace` and
-        `namespace_violations`); `history` how many revisions a put with history keeps.
+        `namespace_violations`); `history` how many revisions a put with history keeps;
+        `aliases` its alias templates (at most 8: `"/email-{email}"`, see `AliasTemplate`),
+        whose aliases every write keeps from now on, and which the server builds for the items
+        stored before (the definition's `aliases` tell their state; see `wait_for_aliases`).
         `must_not_exist` and `if_version` are conditions as on an item's `put` (the
         definition's `version`). Needs an `admin` token on a server with tokens (else
         `Forbidden`). Raises `InvalidRequest` with code `invalid_schema` for a schema that is
-        not one (or needs a remote `$ref`), `ConditionFailed` for a condition that does not
-        hold."""
+        not one (or needs a remote `$ref`), `invalid_request` for an invalid template,
+        `ConditionFailed` for a condition that does not hold."""
         request = _Api.put_namespace(
-            namespace, schema, history, description, must_not_exist, if_version, False
+            namespace, schema, history, description, aliases, must_not_exist, if_version, False
         )
         return NamespaceDefinition.from_wire(_Api.body(self._send(request)))
 
@@ -1215,13 +1278,42 @@ class Client(_Base):
         schema: Optional[Schema] = None,
         history: Optional[int] = None,
         description: Optional[str] = None,
+        aliases: Optional[Sequence[AliasTemplate]] = None,
     ) -> SchemaCheck:
         """A dry run of `put_namespace`: what the definition would say about the items of
         `namespace` already stored (how many it checked, how many violate it, the first 20),
-        storing nothing. It reads every item of the namespace (on DynamoDB, a Scan). Needs an
-        `admin` token, like `put_namespace`."""
-        request = _Api.put_namespace(namespace, schema, history, description, False, None, True)
+        storing nothing; it refuses what `put_namespace` would (an invalid template, say). It
+        reads every item of the namespace (on DynamoDB, a Scan). Needs an `admin` token, like
+        `put_namespace`."""
+        request = _Api.put_namespace(
+            namespace, schema, history, description, aliases, False, None, True
+        )
         return _Api.schema_check(self._send(request))
+
+    def retry_alias_build(self, namespace: str, template: str) -> NamespaceDefinition:
+        """Starts the build of the alias template `template` of `namespace` again, from the
+        beginning, after it stopped in `conflict` (two items would share an alias: fix them
+        first), and returns the definition. Needs an `admin` token. Raises `InvalidRequest` for
+        a template that is not in conflict, `NotFound` for a namespace without a definition."""
+        request = _Api.retry_alias_build(namespace, template)
+        return NamespaceDefinition.from_wire(_Api.body(self._send(request)))
+
+    def wait_for_aliases(
+        self, namespace: str, *, timeout: Optional[float] = None, interval: float = 0.5
+    ) -> NamespaceDefinition:
+        """Waits until every alias template of `namespace` is `ready` (reads through its aliases
+        are served), reading the definition every `interval` seconds, and returns it. Raises
+        `AliasBuilding` (`status` None, `state` `conflict`) when a build stopped in conflict,
+        and (`state` `building`) when `timeout` seconds passed first; `NotFound` when the
+        namespace has no definition."""
+        if interval <= 0:
+            raise ValueError("interval is more than 0 seconds")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            ready = _Api.aliases_ready(namespace, self.get_namespace(namespace), deadline, interval)
+            if ready is not None:
+                return ready
+            time.sleep(interval)
 
     def namespace_violations_page(
         self,
@@ -1749,12 +1841,13 @@ class AsyncClient(_Base):
         schema: Optional[Schema] = None,
         history: Optional[int] = None,
         description: Optional[str] = None,
+        aliases: Optional[Sequence[AliasTemplate]] = None,
         must_not_exist: bool = False,
         if_version: Optional[int] = None,
     ) -> NamespaceDefinition:
         """See `Client.put_namespace`."""
         request = _Api.put_namespace(
-            namespace, schema, history, description, must_not_exist, if_version, False
+            namespace, schema, history, description, aliases, must_not_exist, if_version, False
         )
         return NamespaceDefinition.from_wire(_Api.body(await self._send(request)))
 
@@ -1769,10 +1862,32 @@ class AsyncClient(_Base):
         schema: Optional[Schema] = None,
         history: Optional[int] = None,
         description: Optional[str] = None,
+        aliases: Optional[Sequence[AliasTemplate]] = None,
     ) -> SchemaCheck:
         """See `Client.check_namespace`."""
-        request = _Api.put_namespace(namespace, schema, history, description, False, None, True)
+        request = _Api.put_namespace(
+            namespace, schema, history, description, aliases, False, None, True
+        )
         return _Api.schema_check(await self._send(request))
+
+    async def retry_alias_build(self, namespace: str, template: str) -> NamespaceDefinition:
+        """See `Client.retry_alias_build`."""
+        request = _Api.retry_alias_build(namespace, template)
+        return NamespaceDefinition.from_wire(_Api.body(await self._send(request)))
+
+    async def wait_for_aliases(
+        self, namespace: str, *, timeout: Optional[float] = None, interval: float = 0.5
+    ) -> NamespaceDefinition:
+        """See `Client.wait_for_aliases`."""
+        if interval <= 0:
+            raise ValueError("interval is more than 0 seconds")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            definition = await self.get_namespace(namespace)
+            ready = _Api.aliases_ready(namespace, definition, deadline, interval)
+            if ready is not None:
+                return ready
+            await asyncio.sleep(interval)
 
     async def namespace_violations_page(
         self,

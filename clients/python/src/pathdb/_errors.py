@@ -107,6 +107,70 @@ class SchemaViolation(PathDBError):
         self.line = line
 
 
+class AliasTaken(PathDBError):
+    """A write would give an item an alias path that another item holds, or at which an item is
+    stored (HTTP 409 `alias_taken`): an alias belongs to one item. Nothing was written (in a
+    transaction, none of the other operations either). `alias` is the alias path, `holder` the
+    item that holds it, `index` the transaction operation (None when not named). Not retried:
+    the same write would be refused again."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "alias_taken",
+        status: Optional[int] = 409,
+        index: Optional[int] = None,
+        alias: Optional[KeyPath] = None,
+        holder: Optional[KeyPath] = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, index=index)
+        self.alias = alias
+        self.holder = holder
+
+
+class PathIsAlias(PathDBError):
+    """A put or create at a path that is an alias of an item (HTTP 409 `path_is_alias`): an alias
+    is not a place to store a second item; write the item at its own path, `item`. `path` is the
+    path written. Nothing was written."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "path_is_alias",
+        status: Optional[int] = 409,
+        index: Optional[int] = None,
+        path: Optional[KeyPath] = None,
+        item: Optional[KeyPath] = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, index=index)
+        self.path = path
+        self.item = item
+
+
+class AliasInvalid(PathDBError):
+    """A member of the value that an alias template of its namespace names cannot fill an
+    alias id: it is an object, an array, a boolean or a number that is not an integer (HTTP 422
+    `alias_invalid`). Nothing was written (in a transaction, none of the other operations
+    either). `path` is the item's path, `member` the member as the template names it
+    (`address.city`), `index` the transaction operation (None when not named)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "alias_invalid",
+        status: Optional[int] = 422,
+        index: Optional[int] = None,
+        path: Optional[KeyPath] = None,
+        member: Optional[str] = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, index=index)
+        self.path = path
+        self.member = member
+
+
 class TokenExpired(PathDBError):
     """A change token is older than the server's retention window (default 7 days), so changes
     after it may be gone (HTTP 410 `token_expired`): list the prefix again and follow from the
@@ -115,7 +179,8 @@ class TokenExpired(PathDBError):
 
 class Unavailable(PathDBError):
     """The server could not be reached or could not serve the request (HTTP 503 and other
-    5xx); 503 is retried by the client before this is raised, except `outcome_unknown`."""
+    5xx); 503 is retried by the client before this is raised, except `outcome_unknown` and
+    `alias_building`."""
 
 
 class InsufficientStorage(Unavailable):
@@ -136,6 +201,32 @@ class NotPathDB(Unavailable):
     start of its answer; `status` is its HTTP status."""
 
 
+class AliasBuilding(Unavailable):
+    """A read through an alias path whose template's aliases are not all written yet (HTTP 503
+    `alias_building`): `template` is the template, `state` `building` (its build is under way)
+    or `conflict` (its build stopped: two items would share an alias), and `checked` how many
+    items the build has checked. Not retried by the client: a build outlasts the client's
+    backoff, and one in conflict waits for `retry_alias_build`. `wait_for_aliases(namespace)`
+    waits for a namespace's builds (and raises this, with the state `conflict`, for one that
+    stopped)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "alias_building",
+        status: Optional[int] = 503,
+        index: Optional[int] = None,
+        template: Optional[str] = None,
+        state: Optional[str] = None,
+        checked: Optional[int] = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, index=index)
+        self.template = template
+        self.state = state
+        self.checked = checked
+
+
 def not_pathdb(server: str, status: int, content_type: str, body: str) -> NotPathDB:
     """The error for an answer that is not PathDB's."""
     flat = " ".join(body.split())
@@ -151,16 +242,25 @@ def _int(value: object) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _str(value: object) -> Optional[str]:
+    return value if isinstance(value, str) else None
+
+
+def _path(value: object) -> Optional[KeyPath]:
+    """A key path the server named, or None (not named, or not one)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return KeyPath.parse(value)
+    except InvalidKeyPath:
+        return None
+
+
 def _schema_violation(
     status: int, message: str, index: Optional[int], detail: Mapping[str, Any]
 ) -> SchemaViolation:
     violations = detail.get("violations")
-    path: Optional[KeyPath] = None
-    if isinstance(detail.get("path"), str):
-        try:
-            path = KeyPath.parse(detail["path"])
-        except InvalidKeyPath:
-            path = None
+    path = _path(detail.get("path"))
     return SchemaViolation(
         message,
         status=status,
@@ -185,8 +285,42 @@ def error_for(
     """The exception for an error answer (`detail`: the whole `error` object, for the members
     of a kind's own, such as a schema violation's)."""
     kind: type[PathDBError]
+    detail = detail or {}
     if code == "schema_violation":
-        return _schema_violation(status, message, index, detail or {})
+        return _schema_violation(status, message, index, detail)
+    if code == "alias_taken":
+        return AliasTaken(
+            message,
+            status=status,
+            index=index,
+            alias=_path(detail.get("alias")),
+            holder=_path(detail.get("holder")),
+        )
+    if code == "path_is_alias":
+        return PathIsAlias(
+            message,
+            status=status,
+            index=index,
+            path=_path(detail.get("path")),
+            item=_path(detail.get("item")),
+        )
+    if code == "alias_invalid":
+        return AliasInvalid(
+            message,
+            status=status,
+            index=index,
+            path=_path(detail.get("path")),
+            member=_str(detail.get("member")),
+        )
+    if code == "alias_building":
+        return AliasBuilding(
+            message,
+            status=status,
+            index=index,
+            template=_str(detail.get("template")),
+            state=_str(detail.get("state")),
+            checked=_int(detail.get("checked")),
+        )
     if code == "condition_failed" or status == 412:
         kind = ConditionFailed
     elif code == "conflict":
