@@ -87,6 +87,11 @@ pub struct HttpArgs {
     /// Skip the preload (the items are already there from an earlier run).
     #[arg(long)]
     no_preload: bool,
+    /// Read each item through an alias: a get asks for PREFIX + the item's path
+    /// (`/by-1/bench-3/item-7` for `--get-prefix /by-1`), which a namespace's alias template
+    /// `/by-1/bench-{@bench}/item-{@item}` gives every item (docs/aliases.md) (--target pathdb).
+    #[arg(long, value_name = "PREFIX")]
+    get_prefix: Option<String>,
     /// DynamoDB table, created if missing (--target dynamodb).
     #[arg(long, default_value = "pathdb-bench")]
     table: String,
@@ -206,6 +211,8 @@ enum Api {
     Pathdb {
         base: String,
         auth: Option<String>,
+        /// What gets put before an item's path (`--get-prefix`), or nothing.
+        get_prefix: String,
     },
     Dynamodb {
         uri: Uri,
@@ -228,6 +235,11 @@ impl Api {
             Target::Pathdb => Api::Pathdb {
                 base,
                 auth: token.map(|t| format!("Bearer {t}")),
+                get_prefix: args
+                    .get_prefix
+                    .as_deref()
+                    .map(|p| p.trim_end_matches('/').to_owned())
+                    .unwrap_or_default(),
             },
             Target::Dynamodb => {
                 let (date, day) = amz_date(SystemTime::now());
@@ -250,11 +262,15 @@ impl Api {
     /// The request for `op` on item `i` (group `i % groups`); a list reads group `group`.
     fn request(&self, op: Op, i: u64, group: u64, value: &Value) -> Request<Body> {
         match self {
-            Api::Pathdb { base, auth } => {
+            Api::Pathdb {
+                base,
+                auth,
+                get_prefix,
+            } => {
                 let (method, uri, body) = match op {
                     Op::Get => (
                         Method::GET,
-                        format!("{base}/v1/items/bench-{group}/item-{i}"),
+                        format!("{base}/v1/items{get_prefix}/bench-{group}/item-{i}"),
                         Bytes::new(),
                     ),
                     Op::Put => (
@@ -493,6 +509,9 @@ pub fn run(args: HttpArgs, token: Option<String>, json: bool) -> Result<()> {
     let base = args.url.trim_end_matches('/').to_owned();
     let follower_token = token.clone();
     let api = Arc::new(Api::new(&args, token)?);
+    if args.get_prefix.is_some() && args.target != Target::Pathdb {
+        bail!("--get-prefix reads a PathDB item through an alias (--target pathdb)");
+    }
     if args.members != 2 && args.target != Target::Pathdb {
         bail!("--members shapes a PathDB item's value (--target pathdb)");
     }

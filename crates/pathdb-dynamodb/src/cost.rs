@@ -395,6 +395,29 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
             store.put(&p, v, PutOptions::default()).map(drop)
         },
     )?;
+    let unique = format!("user{nonce}");
+    let definition = pathdb_store::Definition {
+        aliases: vec![pathdb_store::AliasDefinition {
+            path: format!("/mail{nonce}-{{email}}"),
+        }],
+        ..pathdb_store::Definition::default()
+    };
+    store.define_namespace(&unique, definition, None)?;
+    store.run_alias_builds()?;
+    run(
+        "put of a new path with a unique alias in a group of its own (/email-{email})",
+        ops,
+        put_item,
+        "the alias written in the item's transaction if free; each new email is a new group, whose change log end this process reads once",
+        &mut |i| {
+            let p = path(format!("{group}/{unique}-{i}"))?;
+            let text = "x".repeat(VALUE_BYTES - 60);
+            let v = Json::parse(&format!(
+                r#"{{"email":"u{i}@example.org","text":"{text}"}}"#
+            ))?;
+            store.put(&p, v, PutOptions::default()).map(drop)
+        },
+    )?;
     run(
         "get through an alias",
         ops,

@@ -120,6 +120,22 @@ impl Template {
         &self.text
     }
 
+    /// The alias this template gives the item at `path` whose value is `value`; `Ok(None)`
+    /// when a member it needs is missing or `null` (a sparse alias), the path has no element it
+    /// names, or a filled id is not a valid id.
+    ///
+    /// # Errors
+    /// [`Error::AliasInvalid`] (index 0) for a member that is not a string or an integer.
+    pub fn alias_of(&self, path: &KeyPath, value: &Value) -> Result<Option<KeyPath>, Error> {
+        self.render(path, value)
+            .map_err(|unfit| Error::AliasInvalid {
+                path: path.clone(),
+                member: unfit.member.into(),
+                kind: unfit.kind,
+                index: 0,
+            })
+    }
+
     /// The alias of the item at `path` whose value is `value`; `Ok(None)` when a member it
     /// needs is missing or `null` (a sparse alias) or the path has no element it names.
     pub(crate) fn render(&self, path: &KeyPath, value: &Value) -> Result<Option<KeyPath>, Unfit> {
