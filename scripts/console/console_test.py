@@ -670,6 +670,132 @@ def test_namespace_schema_editor_and_a_save_refused_by_the_schema():
     assert not by_id("ns-check").is_displayed() and by_id("ns-schema").get_attribute("readonly") is not None
 
 
+def ensure_accounts():
+    """Three accounts, and the definition of `account` with two alias templates, built (once)."""
+    if status_of("GET", "/v1/namespaces/account") == 200:
+        return
+    for i, (handle, plan) in enumerate([("ada", "pro"), ("grace", "free"), ("1234", "pro")], 1):
+        api("PUT", f"/v1/items/account-{i}", {"handle": handle, "plan": plan})
+    api("PUT", "/v1/namespaces/account", {"aliases": [
+        {"path": "/handle-{handle}"}, {"path": "/plan-{plan}/account-{@account}"}]}, token=ADMIN)
+    # The PUT waits 200 ms for the builds; a slow machine (or moto) may need longer.
+    deadline = time.monotonic() + 120
+    while any(b["state"] != "ready" for b in api("GET", "/v1/namespaces/account")["aliases"]):
+        assert time.monotonic() < deadline, api("GET", "/v1/namespaces/account")
+        time.sleep(0.2)
+
+
+def links(selector):
+    return driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map(a => a.textContent)", selector)
+
+
+def test_an_item_read_through_an_alias_path_and_an_alias_listing():
+    ensure_accounts()
+    # The alias path opens the item: its own path, the alias it was read through, its aliases.
+    open_page("/ui/handle-ada")
+    wait.until(lambda d: by_id("item").is_displayed() and by_id("item-own-path").text == "/account-1")
+    assert by_id("node-path").text == "/handle-ada"
+    assert by_id("item-alias").text.startswith("Read through the alias /handle-ada"), by_id("item-alias").text
+    assert json.loads(by_id("value").text) == {"handle": "ada", "plan": "pro"}
+    assert links("#item-aliases a") == ["/handle-ada", "/plan-pro/account-1"], links("#item-aliases a")
+    assert not by_id("subtree").is_displayed()
+    by_id("item-own-path").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/account-1"))
+    wait.until(lambda d: by_id("node-path").text == "/account-1" and by_id("item").is_displayed())
+    assert not by_id("item-alias").is_displayed()
+    # A string id that reads as an integer is escaped in the alias the console computes (as the
+    # server writes it), and the link reaches the item.
+    open_page("/ui/account-3")
+    wait.until(lambda d: links("#item-aliases a") == ["/handle-%1234", "/plan-pro/account-3"])
+    driver.find_element(By.LINK_TEXT, "/handle-%1234").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/handle-%251234"))
+    wait.until(lambda d: by_id("item-own-path").text == "/account-3")
+    # A listing of an alias prefix: each entry's alias, and a link to its item's own path.
+    open_page("/ui/plan-pro")
+    wait.until(lambda d: children() == ["/plan-pro/account-1", "/plan-pro/account-3"])
+    assert links("#children a.own") == ["/account-1", "/account-3"], links("#children a.own")
+    assert not by_id("subtree").is_displayed()
+    driver.find_element(By.CSS_SELECTOR, "#children a.own").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/account-1"))
+
+
+def test_a_save_refused_for_an_alias_another_item_holds():
+    ensure_accounts()
+    editor = open_editor("account-2", {"handle": "grace", "plan": "free"})
+    type_value(editor, {"handle": "ada", "plan": "free"})
+    by_id("save").click()
+    shown("editor-violations")
+    message = by_id("editor-violations-message").text
+    assert message.startswith("Not saved: handle ada is already used by /account-1"), message
+    marked = driver.execute_script("return [...document.querySelectorAll('#editor-marks mark')].map(m => m.textContent)")
+    assert marked == ['"handle": "ada"'], marked
+    assert by_id("item-version").text == "1" and api("GET", "/v1/items/account-2")["version"] == 1
+    # The holder is a link.
+    driver.find_element(By.CSS_SELECTOR, "#editor-violations-message a.holder").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/account-1"))
+    wait.until(lambda d: by_id("item").is_displayed() and '"ada"' in by_id("value").text)
+
+
+def alias_build(template):
+    """The template's entry on the definition's page, read at once (polls replace it)."""
+    return driver.execute_script(
+        "const li = [...document.querySelectorAll('#ns-alias-builds > li')].find(li => li.dataset.template === arguments[0]);"
+        "return li && {state: li.dataset.state, checked: li.dataset.checked, text: li.innerText,"
+        " conflicts: [...li.querySelectorAll('.alias-conflicts > li')].map(c => [c.dataset.alias,"
+        " [...c.querySelectorAll('a')].map(a => a.textContent)])}", template)
+
+
+def test_alias_templates_build_with_a_conflict_and_a_retry_on_the_namespaces_page():
+    # 30 members in one group, two of them with one email: the unique template stops on them.
+    n = 30
+    ops = [{"op": "put", "path": f"/club-1/member-{i}",
+            "value": {"email": f"m{i}@example.org", "status": "open" if i % 2 else "closed"}} for i in range(1, n + 1)]
+    ops[1]["value"]["email"] = "m1@example.org"
+    api("POST", "/v1/transact", {"ops": ops})
+    email, status = "/memail-{email}", "/mstatus-{status}/member-{@member}"
+    sign_in(ADMIN)
+    open_page("/ui/.namespaces/member")
+    shown("ns-new-note")
+    # A template that is no key path: the dry run's 400, beside the templates.
+    templates = by_id("ns-aliases-text")
+    templates.send_keys("/x/y-{a}")
+    by_id("ns-check").click()
+    wait.until(lambda d: "must have an id" in by_id("ns-aliases-error").text)
+    assert not by_id("ns-dry-run").is_displayed() and status_of("GET", "/v1/namespaces/member") == 404
+    templates.clear()
+    templates.send_keys(email + "\n" + status)
+    by_id("ns-check").click()
+    shown("ns-dry-run")
+    assert not by_id("ns-aliases-error").is_displayed()
+    assert [li.text.split(":")[0] for li in driver.find_elements(By.CSS_SELECTOR, "#ns-dry-run-aliases li")] == [
+        "Adds " + email, "Adds " + status]
+    by_id("ns-save").click()
+    wait.until(lambda d: by_id("ns-version").text == "1")
+    assert [a["path"] for a in api("GET", "/v1/namespaces/member")["aliases"]] == [email, status]
+    # The builds go on in the background and the page follows them (as long as a slow machine,
+    # or moto, needs): the conflict lists both members, linked.
+    slow = WebDriverWait(driver, 120, poll_frequency=0.2)
+    slow.until(lambda d: (alias_build(email) or {}).get("state") == "conflict"
+               and (alias_build(status) or {}).get("state") == "ready")
+    assert alias_build(email)["conflicts"] == [["/memail-m1@example.org", ["/club-1/member-1", "/club-1/member-2"]]], alias_build(email)
+    assert f"{n} items checked, {n} aliases written" in alias_build(status)["text"], alias_build(status)
+    # Fixed, then retried: it builds again from the beginning, and reaches ready with every member.
+    api("PATCH", "/v1/items/club-1/member-2", {"email": "m2@example.org"}, content_type="application/merge-patch+json")
+    driver.find_element(By.CSS_SELECTOR, "#ns-alias-builds > li[data-state=conflict] button.retry").click()
+    slow.until(lambda d: (alias_build(email) or {}).get("state") == "ready")
+    # (member-2's PATCH wrote its alias already: the build writes the others.)
+    assert alias_build(email)["checked"] == str(n) and f"Ready: {n} items checked" in alias_build(email)["text"], alias_build(email)
+    assert api("GET", "/v1/items/memail-m2@example.org")["path"] == "/club-1/member-2"
+    # The list shows the templates and their states.
+    by_id("nav-namespaces").click()
+    shown("ns-list-view")
+    wait.until(lambda d: d.execute_script(
+        "return [...document.querySelectorAll('#ns-rows tr[data-namespace=member] .alias-summary')]"
+        ".map(e => e.dataset.template + ' ' + e.dataset.state)") == [email + " ready", status + " ready"])
+    sign_in(RW)
+
+
 def test_read_only_token_sees_no_edit_controls():
     sign_in(RO)
     assert by_id("scope").text == "read-only token"

@@ -31,6 +31,7 @@ const state = {
   itemDef: null, // the definition of the item's namespace (its alias templates), or null
   aliasListing: false, // whether the children shown are items listed under an alias prefix
   poll: 0, // bumped by every navigation: a poll of alias builds runs only for its own page
+  pollTimer: null,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1370,9 +1371,11 @@ function showItemAliases() {
     $("item-own-path").href = uiHref(item.path);
   }
   const rows = [];
+  let readOne = false;
   for (const build of currentTemplates(state.itemDef)) {
     const alias = aliasPath(build.path, item.path, item.value);
     if (alias === null) continue;
+    readOne ||= alias === state.alias;
     const li = el("li");
     li.dataset.template = build.path;
     const a = pathLink(alias);
@@ -1385,6 +1388,8 @@ function showItemAliases() {
   }
   $("item-aliases").replaceChildren(...rows);
   for (const e of document.querySelectorAll(".item-aliases")) e.hidden = rows.length === 0;
+  // A save through the alias page changed the member it was made of.
+  $("item-alias-gone").hidden = !state.alias || !state.itemDef || readOne;
 }
 
 /** A template's build state, as a small badge. */
@@ -1475,7 +1480,7 @@ function errorMessage(error) {
     const ns = /of namespace (\S+) is/.exec(error.message)?.[1];
     const what = d.state === "conflict" ? "stopped on a conflict" : "still being built";
     const parts = [`the alias template `, el("code", "", d.template), ` is ${what} (${d.checked ?? 0} items checked): reads through it answer once it is ready`];
-    if (ns) parts.push(" (", nsLink(ns), ")");
+    if (ns) parts.push("; its build: ", nsLink(ns));
     return parts;
   }
   return [error.message];
@@ -1489,6 +1494,8 @@ const NS_ROOT = "/ui/.namespaces";
 // Pages of GET /v1/namespaces/{ns}/violations one "More" reads at most while they find nothing
 // (a page reads a bounded number of records, so it may hold no item and still go on).
 const VIOLATION_PAGES_PER_CLICK = 20;
+// How often a page with alias builds under way reads their progress again.
+const BUILD_POLL_MS = 1000;
 
 /** {name, violations} when the URL is one of the namespace pages, else null. */
 function namespaceRoute() {
@@ -1656,6 +1663,99 @@ function showDefinition(name, def) {
   $("ns-delete").hidden = !def;
   $("ns-check").textContent = def ? "Check and save…" : "Check and create…";
   for (const id of ["ns-dry-run", "ns-conflict", "ns-saved", "ns-schema-error", "ns-aliases-error"]) $(id).hidden = true;
+}
+
+/** Whether an alias build or removal is under way (its progress moves on by itself). */
+function buildsUnderWay(builds) {
+  return (builds || []).some((b) => b.state === "building" || b.state === "removing");
+}
+
+/**
+ * In BUILD_POLL_MS, reads again with `read` (which resolves to the function that shows what it
+ * read) and shows it, unless the page changed meanwhile (a navigation bumps `state.poll`). What
+ * it shows asks again while builds are under way; a failed read is tried again.
+ */
+function pollBuilds(view, read) {
+  const poll = state.poll;
+  clearTimeout(state.pollTimer);
+  state.pollTimer = setTimeout(async () => {
+    if (poll !== state.poll || state.view !== view) return;
+    let show;
+    try {
+      show = await read();
+    } catch {
+      if (poll === state.poll) pollBuilds(view, read);
+      return;
+    }
+    if (poll === state.poll && state.view === view) show();
+  }, BUILD_POLL_MS);
+}
+
+/** The alias templates of the definition open in the editor, each with its build. */
+function showBuilds(name, builds) {
+  $("ns-aliases").hidden = builds.length === 0;
+  $("ns-alias-builds").replaceChildren(...builds.map((b) => buildEntry(name, b)));
+  if (buildsUnderWay(builds)) {
+    pollBuilds("ns-edit", async () => {
+      // Only the builds: the form may hold edits of its own.
+      const reply = await api("GET", nsUrl(name), { allow: [404] });
+      return () => state.ns && state.ns.name === name && showBuilds(name, reply.status === 404 ? [] : reply.json.aliases);
+    });
+  }
+}
+
+function buildEntry(name, build) {
+  const li = el("li");
+  li.dataset.template = build.path;
+  li.dataset.state = build.state;
+  li.dataset.checked = build.checked;
+  const head = el("div", "alias-head");
+  head.append(el("code", "template", build.path), " ", stateBadge(build));
+  li.append(head);
+  const n = (count, one, many) => `${count} ${count === 1 ? one : many}`;
+  const counts = `${n(build.checked, "item", "items")} checked, ${n(build.written, "alias", "aliases")} written`;
+  if (build.state === "building" || build.state === "removing") {
+    // The build reads the whole database and knows no total: the bar says it is moving, the
+    // counts how far it got.
+    const bar = el("progress");
+    bar.setAttribute("aria-label", `${build.state} ${build.path}`);
+    li.append(bar);
+  }
+  const text = {
+    ready: `Ready: ${counts}.`,
+    building: `Building over the stored items: ${counts} so far. Writes keep its aliases already; reads through them answer once it is ready.`,
+    conflict: `Stopped: ${n((build.conflicts || []).length, "alias", "aliases")} would name more than one item, and an alias belongs to one. Change those items, then retry (the build starts again from the beginning).`,
+    removing: `Removed from the definition: ${n(build.written, "alias", "aliases")} deleted so far.`,
+  }[build.state];
+  li.append(el("p", "muted build-text", text ?? `${build.state}: ${counts}`));
+  if (build.state === "conflict") {
+    const list = el("ul", "alias-conflicts");
+    for (const c of build.conflicts || []) {
+      const item = el("li");
+      item.dataset.alias = c.alias;
+      item.append(el("code", "", c.alias), " would name ");
+      c.items.forEach((path, i) => item.append(...(i ? [", "] : []), pathLink(path)));
+      list.append(item);
+    }
+    const retry = el("button", "retry admin", "Retry");
+    retry.type = "button";
+    retry.addEventListener("click", () => retryBuild(name, build.path, retry));
+    li.append(list, retry);
+  }
+  return li;
+}
+
+/** Starts a build stopped on a conflict again (POST …/aliases/retry), and follows it. */
+async function retryBuild(name, template, button) {
+  clearError();
+  button.disabled = true;
+  try {
+    const reply = await api("POST", nsUrl(name) + "/aliases/retry", { body: JSON.stringify({ path: template }) });
+    if (state.view === "ns-edit" && state.ns && state.ns.name === name) showBuilds(name, reply.json.aliases);
+  } catch (e) {
+    button.disabled = false;
+    showError(e);
+  }
 }
 
 function showSchemaError(message) {
