@@ -200,3 +200,117 @@ fn ns_commands_print_the_same_on_a_file_and_through_a_server() {
         "NAMESPACE  VERSION  SCHEMA  HISTORY  DESCRIPTION"
     );
 }
+
+fn alias_session(target: &[&str]) -> Vec<(i32, String, String)> {
+    let steps: &[&[&str]] = &[
+        &["put", "/user-1", r#"{"email": "ada@x.org"}"#],
+        &["ns", "set", "user", "--alias", "/email-{email}"],
+        &["get", "/email-ada@x.org"],
+        &["--json", "get", "/email-ada@x.org"],
+        &["put", "/user-2", r#"{"email": "ada@x.org"}"#],
+        &["put", "/email-ada@x.org", "{}"],
+        &["put", "/user-3", r#"{"email": true}"#],
+        &["ls", "/email-ada@x.org"],
+        &["ns", "aliases", "user"],
+        &["--json", "ns", "aliases", "user"],
+        &["ns", "retry", "user", "/email-{email}"],
+        &["patch", "/email-ada@x.org", r#"{"n": 1}"#],
+        &["rm", "/email-ada@x.org"],
+        &["get", "/user-1"],
+        &["put", "/team-1", r#"{"name": "a"}"#],
+        &["put", "/team-2", r#"{"name": "a"}"#],
+        &["ns", "set", "team", "--alias", "/name-{name}"],
+        &["put", "/team-2", r#"{"name": "b"}"#],
+        &["ns", "retry", "team", "/name-{name}"],
+        &["get", "/name-a"],
+        &["ns", "get", "team"],
+    ];
+    steps.iter().map(|args| run(target, args)).collect()
+}
+
+#[test]
+fn alias_commands_print_the_same_on_a_file_and_through_a_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let local = dir.path().join("local.pathdb");
+    let server = Served::file(&dir.path().join("served.pathdb"));
+    let local = alias_session(&["--db", local.to_str().unwrap()]);
+    let remote = alias_session(&["--server", server.url.as_str()]);
+    // Tables hold times: compare the columns that are not.
+    let strip = |text: &str| -> String {
+        text.lines()
+            .map(|l| {
+                l.split("  ")
+                    .filter(|c| !c.contains("T") || c.starts_with('/'))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (i, (l, r)) in local.iter().zip(&remote).enumerate() {
+        assert_eq!(l.0, r.0, "step {i}: exit status (file {l:?}, server {r:?})");
+        assert_eq!(strip(&l.1), strip(&r.1), "step {i}: stdout");
+    }
+    let status: Vec<i32> = local.iter().map(|s| s.0).collect();
+    assert_eq!(
+        status,
+        [
+            0, 0, 0, 0, 3, 3, 6, 0, 0, 0, 2, 0, 0, 1, 0, 0, 3, 0, 0, 0, 0
+        ],
+        "{local:#?}"
+    );
+    assert!(
+        local[1]
+            .1
+            .contains("/email-{email}  ready  (1 items checked, 1 aliases written)"),
+        "{}",
+        local[1].1
+    );
+    assert!(
+        local[2].1.contains("/email-ada@x.org -> /user-1"),
+        "{}",
+        local[2].1
+    );
+    let read: Value = serde_json::from_str(local[3].1.trim()).unwrap();
+    assert_eq!(
+        (&read["path"], &read["alias"]),
+        (&json!("/user-1"), &json!("/email-ada@x.org"))
+    );
+    for (i, needle) in [
+        (4, "alias /email-ada@x.org is taken: /user-1 holds it"),
+        (5, "/email-ada@x.org is an alias of /user-1"),
+        (6, "member email is a boolean"),
+        (10, "not in conflict"),
+    ] {
+        assert!(local[i].2.contains(needle), "step {i}: {}", local[i].2);
+        assert!(remote[i].2.contains(needle), "step {i}: {}", remote[i].2);
+    }
+    // The conflict: both items named, exit 3; fixed and retried, the alias is there.
+    assert!(
+        local[16]
+            .1
+            .contains("/name-a is wanted by /team-1 and /team-2"),
+        "{}",
+        local[16].1
+    );
+    assert!(
+        local[16].2.contains("pathdb ns retry team '/name-{name}'"),
+        "{}",
+        local[16].2
+    );
+    assert!(
+        local[18].1.contains("/name-{name}  ready"),
+        "{}",
+        local[18].1
+    );
+    assert!(
+        local[19].1.contains("/name-a -> /team-1"),
+        "{}",
+        local[19].1
+    );
+    assert!(
+        local[20].1.contains("aliases:     /name-{name}"),
+        "{}",
+        local[20].1
+    );
+}

@@ -25,6 +25,12 @@ const NEED_TRANSACTIONS: &[&str] = &[
     "namespace_definitions",
     "schema_checked_on_every_write",
     "history_setting_of_an_earlier_build",
+    // An alias is written in its item's batch.
+    "alias_paths",
+    "alias_change_feeds",
+    "aliases_against_a_model",
+    "racing_for_aliases",
+    "alias_builds",
 ];
 
 /// The server named by the environment, if any.

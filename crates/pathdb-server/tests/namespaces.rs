@@ -372,3 +372,155 @@ async fn dry_run_and_violations() {
         .await
         .expect_error(400, "invalid_page_token");
 }
+
+/// Alias paths over HTTP (docs/aliases.md): reads through an alias answer the item with its
+/// own path and `alias`, and the item's ETag; the refusals are 409 `alias_taken` and
+/// `path_is_alias`, 422 `alias_invalid`, each naming what it is about.
+#[tokio::test]
+async fn alias_paths_over_http() {
+    let server = TestServer::new();
+    let defined = server
+        .put(
+            "/v1/namespaces/user",
+            r#"{"aliases": [{"path": "/email-{email}"}]}"#,
+        )
+        .await
+        .expect(201);
+    assert_eq!(
+        defined["aliases"],
+        json!([{"path": "/email-{email}", "state": "ready", "checked": 0, "written": 0}])
+    );
+    server
+        .put_item("/user-1", r#"{"email": "ada@example.org"}"#)
+        .await;
+    let read = server.get("/v1/items/email-ada@example.org").await;
+    let item = read.expect(200);
+    assert_eq!(item["path"], "/user-1");
+    assert_eq!(item["alias"], "/email-ada@example.org");
+    assert_eq!(read.headers["etag"], "\"1\"");
+    let cached = server
+        .call(
+            Method::GET,
+            "/v1/items/email-ada@example.org",
+            &[("if-none-match", "\"1\"")],
+            Body::empty(),
+        )
+        .await;
+    assert_eq!(cached.status.as_u16(), 304);
+    let listed = server
+        .get("/v1/list/email-ada@example.org")
+        .await
+        .expect(200);
+    assert_eq!(listed["items"][0]["alias"], "/email-ada@example.org");
+    let many = server
+        .post("/v1/get", &json!({"paths": ["/email-ada@example.org"]}))
+        .await
+        .expect(200);
+    assert_eq!(many["items"][0]["path"], "/user-1");
+
+    let taken = server
+        .put("/v1/items/user-2", r#"{"email": "ada@example.org"}"#)
+        .await;
+    taken.expect_error(409, "alias_taken");
+    let error = &taken.json()["error"];
+    assert_eq!(
+        (&error["alias"], &error["holder"]),
+        (&json!("/email-ada@example.org"), &json!("/user-1"))
+    );
+    let at_alias = server.put("/v1/items/email-ada@example.org", "{}").await;
+    at_alias.expect_error(409, "path_is_alias");
+    assert_eq!(at_alias.json()["error"]["item"], "/user-1");
+    let invalid = server.put("/v1/items/user-3", r#"{"email": 7.5}"#).await;
+    invalid.expect_error(422, "alias_invalid");
+    assert_eq!(invalid.json()["error"]["member"], "email");
+    let tx = json!({"ops": [
+        {"op": "put", "path": "/user-4", "value": {"email": "x@example.org"}},
+        {"op": "put", "path": "/user-5", "value": {"email": "ada@example.org"}}
+    ]});
+    let refused = server.post("/v1/transact", &tx).await;
+    refused.expect_error(409, "alias_taken");
+    assert_eq!(refused.json()["error"]["index"], 1);
+    server
+        .get("/v1/items/user-4")
+        .await
+        .expect_error(404, "not_found");
+    // PATCH and DELETE through the alias act on the item.
+    let patched = server
+        .call(
+            Method::PATCH,
+            "/v1/items/email-ada@example.org",
+            &[("content-type", "application/merge-patch+json")],
+            r#"{"n": 1}"#,
+        )
+        .await
+        .expect(200);
+    assert_eq!(patched["path"], "/user-1");
+    server
+        .delete("/v1/items/email-ada@example.org")
+        .await
+        .expect(200);
+    server
+        .get("/v1/items/user-1")
+        .await
+        .expect_error(404, "not_found");
+}
+
+/// A template added to a namespace with items: reads through it answer 503 `alias_building`
+/// (with `Retry-After`) until its build is done; a build is retried only from a conflict, and
+/// only by an admin.
+#[tokio::test]
+async fn alias_builds_over_http() {
+    let mut server = TestServer::with_tokens(&[("w", Scope::ReadWrite), ("a", Scope::Admin)]);
+    server.use_token("a");
+    for n in 1..=3 {
+        server
+            .put_item(&format!("/order-{n}"), r#"{"status": "open"}"#)
+            .await;
+    }
+    // Defined through the store, whose tests run no background builder: the build waits.
+    let definition = pathdb_store::Definition {
+        aliases: vec![pathdb_store::AliasDefinition {
+            path: "/status-{status}/order-{@order}".into(),
+        }],
+        ..pathdb_store::Definition::default()
+    };
+    server
+        .store
+        .define_namespace("order", definition, None)
+        .expect("defined");
+    let waiting = server.get("/v1/items/status-open/order-1").await;
+    waiting.expect_error(503, "alias_building");
+    assert_eq!(waiting.headers["retry-after"], "1");
+    assert_eq!(waiting.json()["error"]["state"], "building");
+    server
+        .get("/v1/list/status-open")
+        .await
+        .expect_error(503, "alias_building");
+    let state = server.get("/v1/namespaces/order").await.expect(200);
+    assert_eq!(state["aliases"][0]["state"], "building");
+    let not_conflict = server
+        .post(
+            "/v1/namespaces/order/aliases/retry",
+            &json!({"path": "/status-{status}/order-{@order}"}),
+        )
+        .await;
+    not_conflict.expect_error(400, "invalid_request");
+    server.use_token("w");
+    server
+        .post(
+            "/v1/namespaces/order/aliases/retry",
+            &json!({"path": "/status-{status}/order-{@order}"}),
+        )
+        .await
+        .expect_error(403, "forbidden");
+    server.store.run_alias_builds().expect("built");
+    let state = server.get("/v1/namespaces/order").await.expect(200);
+    assert_eq!(
+        state["aliases"][0],
+        json!({"path": "/status-{status}/order-{@order}", "state": "ready", "checked": 3, "written": 3})
+    );
+    assert_eq!(
+        server.list_paths("/v1/list/status-open").await,
+        ["/order-1", "/order-2", "/order-3"]
+    );
+}

@@ -90,8 +90,11 @@ impl Reply {
         let index = error.get("index").map(|i| {
             assert!(i.is_u64(), "index is an operation's index: {body}");
             assert!(
-                code == "condition_failed" || code == "schema_violation",
-                "only a failed condition or a refused value has one: {body}"
+                matches!(
+                    code,
+                    "condition_failed" | "schema_violation" | "alias_taken" | "alias_invalid"
+                ),
+                "only a failed condition, a refused value or alias has one: {body}"
             );
         });
         let line = error.get("line").map(|l| {
@@ -107,11 +110,23 @@ impl Reply {
             let violations = error["violations"].as_array().expect("violations");
             assert!((1..=20).contains(&violations.len()), "{body}");
         }
+        // An alias error names what it is about (docs/aliases.md).
+        let details: &[&str] = match code {
+            "alias_taken" => &["alias", "holder"],
+            "path_is_alias" => &["path", "item"],
+            "alias_invalid" => &["path", "member"],
+            "alias_building" => &["template", "state", "checked"],
+            _ => &[],
+        };
+        for member in details {
+            assert!(error.contains_key(*member), "{member} missing: {body}");
+        }
         assert_eq!(
             error.len(),
             2 + usize::from(index.is_some())
                 + usize::from(line.is_some())
-                + 2 * usize::from(refused),
+                + 2 * usize::from(refused)
+                + details.len(),
             "error has code and message only (and a failed condition's index): {body}"
         );
         assert_eq!(error["code"], code, "{body}");

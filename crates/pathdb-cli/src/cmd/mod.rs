@@ -190,7 +190,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Import(args) => transfer::import(&*connect(Write)?, args, out),
         Command::Ns(cmd) => {
             let access = match cmd {
-                ns::NsCommand::Set(_) | ns::NsCommand::Rm(_) => Write,
+                // `ns aliases` runs the pending builds of a local file, unless told not to wait.
+                ns::NsCommand::Set(_) | ns::NsCommand::Rm(_) | ns::NsCommand::Retry(_) => Write,
+                ns::NsCommand::Aliases(ref args) if args.waits() => Write,
                 _ => Read,
             };
             ns::run(&*connect(access)?, cmd, out)

@@ -48,6 +48,13 @@ pub struct AliasesArgs {
     no_wait: bool,
 }
 
+impl AliasesArgs {
+    /// Whether the command waits for (and on a local file runs) the builds.
+    pub fn waits(&self) -> bool {
+        !self.no_wait
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct RetryArgs {
     /// The namespace.
