@@ -1,4 +1,5 @@
-"""`python -m pathdb.codegen`: names, the bundle's checks, and a generated package imported.
+"""`python -m pathdb.codegen`: names, the bundle's checks, alias templates, and a generated package
+imported.
 
 scripts/codegen.sh type-checks generated code with mypy against a real server; these tests run
 the generator (datamodel-code-generator, pinned in requirements-test.txt) on a bundle written by
@@ -9,13 +10,26 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+import uuid
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from pathdb import KeyPath
-from pathdb.codegen import CodegenError, generate, main, module_name, read_bundle, type_name
+from pathdb import Desc, InvalidKeyPath, KeyPath
+from pathdb.codegen import (
+    CodegenError,
+    Source,
+    TemplatePart,
+    alias_function_name,
+    generate,
+    main,
+    member_kind,
+    module_name,
+    parse_template,
+    read_bundle,
+    type_name,
+)
 
 POST: Dict[str, Any] = {
     "type": "object",
@@ -155,3 +169,171 @@ def test_without_the_generator(
     # Without an object schema the generator is not needed.
     write_bundle(bundle, [definition("post"), definition("any", True)])
     assert main([str(bundle), str(tmp_path / "gen")]) == 0
+
+
+
+def aliases(*templates: str) -> List[Dict[str, str]]:
+    return [{"path": t} for t in templates]
+
+
+def test_alias_templates_parse_as_the_server_reads_them() -> None:
+    assert parse_template("/board-2026/score-{!points}/player-{@player}") == (
+        TemplatePart("board", id=2026),
+        TemplatePart("score", source=Source(names=("points",), descending=True)),
+        TemplatePart("player", source=Source(path_id="player")),
+    )
+    assert parse_template("/folder-a%/b/file-{meta.name}") == (
+        TemplatePart("folder", id="a/b"),
+        TemplatePart("file", source=Source(names=("meta", "name"))),
+    )
+    assert parse_template("/s-!x/t-{x}")[0] == TemplatePart("s", id=Desc("x"))
+    for bad, why in [
+        ("email-{email}", "starts with `/`"),
+        ("/email-x", "fills no id"),
+        ("/a b-{x}", "namespace"),
+        ("/x-{}", "one or more names"),
+        ("/x-{a..b}", "one or more names"),
+        ("/x/y-{a}", "element 'x'"),
+        ("/x-{@not-a-namespace}", "not a namespace"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            parse_template(bad)
+    parts = parse_template("/status-{status}/order-{@order}")
+    assert alias_function_name("order", parts) == "order_alias_status_order"
+
+
+def test_member_kinds_from_the_schema() -> None:
+    schema: Dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "email": {"type": "string"},
+            "points": {"type": ["integer", "null"]},
+            "status": {"enum": ["open", "shipped"]},
+            "level": {"const": 3},
+            "price": {"type": "number"},
+            "either": {"type": ["string", "integer"]},
+            "address": {"$ref": "#/$defs/address"},
+        },
+        "$defs": {"address": {"type": "object", "properties": {"city": {"type": "string"}}}},
+    }
+    kinds = {
+        name: member_kind(schema, name.split("."))
+        for name in [
+            "email",
+            "points",
+            "status",
+            "level",
+            "price",
+            "either",
+            "address.city",
+            "gone",
+        ]
+    }
+    assert kinds == {
+        "email": "string",
+        "points": "integer",
+        "status": "string",
+        "level": "integer",
+        "price": None,
+        "either": None,
+        "address.city": "string",
+        "gone": None,
+    }
+    assert member_kind(None, ["email"]) is None and member_kind(True, ["email"]) is None
+
+
+def test_alias_functions(importable: Path) -> None:
+    user = {
+        "type": "object",
+        "properties": {"email": {"type": "string"}, "address": {"type": "object"}},
+    }
+    player = {"type": "object", "properties": {"points": {"type": "integer"}}}
+    order = {"type": "object", "properties": {"status": {"enum": ["open", "shipped"]}}}
+    bundle = write_bundle(
+        importable / "pathdb-namespaces.json",
+        [
+            definition(
+                "user",
+                user,
+                aliases=aliases(
+                    "/email-{email}",
+                    "/city-{address.city}/user-{@user}",
+                    "/backup-{backup_email}",
+                    "/backup-{class}",
+                ),
+            ),
+            definition(
+                "player", player, aliases=aliases("/board-2026/score-{!points}/player-{@player}")
+            ),
+            definition("order", order, aliases=aliases("/status-{status}/order-{@order}")),
+            definition(
+                "file",
+                aliases=aliases(
+                    "/x-4c9d36e5-6b19-4e6a-828c-226ed667458a/dir-a%/b/n-{size}/s-!~AA/file-{@file}"
+                ),
+            ),
+        ],
+    )
+    out = importable / "gen_alias"
+    assert main([str(bundle), str(out)]) == 0
+    gen: Any = importlib.import_module("gen_alias")
+    names = [
+        "user_alias_email",
+        "user_alias_city_user",
+        "user_alias_backup_3",
+        "user_alias_backup_4",
+        "player_alias_board_score_player",
+        "order_alias_status_order",
+        "file_alias_x_dir_n_s_file",
+    ]
+    assert set(names) <= set(gen.__all__)
+    assert gen.user_alias_email("ann@example.org") == "/email-ann@example.org"
+    # Ids are written as key paths write them: a string that reads as another type is escaped.
+    assert gen.user_alias_email("12") == "/email-%12"
+    assert gen.user_alias_email("a/b%c") == "/email-a%/b%%c"
+    assert gen.user_alias_email("~x") == "/email-%~x"
+    with pytest.raises(InvalidKeyPath):
+        gen.user_alias_email("")  # no alias: the server gives none for an empty string either
+    assert gen.user_alias_city_user("Oslo", 7) == "/city-Oslo/user-7"
+    assert gen.user_alias_backup_3("b@x.org") == "/backup-b@x.org"
+    assert gen.user_alias_backup_4(5) == "/backup-5"
+    assert gen.player_alias_board_score_player(1500, "ann") == "/board-2026/score-!1500/player-ann"
+    some = uuid.UUID("00000000-0000-4000-8000-000000000001")
+    assert gen.order_alias_status_order("open", some) == f"/status-open/order-{some}"
+    assert gen.file_alias_x_dir_n_s_file(3, b"\x00") == (
+        "/x-4c9d36e5-6b19-4e6a-828c-226ed667458a/dir-a%/b/n-3/s-!~AA/file-~AA"
+    )
+    # Parameters are named after what they fill, typed by the schema where it says.
+    annotations = {name: getattr(gen, name).__annotations__ for name in names}
+    assert annotations["user_alias_email"] == {"email": "str", "return": "str"}
+    assert annotations["user_alias_city_user"] == {
+        "address_city": "_typing.Union[str, int]",
+        "user": "_pathdb.Id",
+        "return": "str",
+    }
+    assert annotations["user_alias_backup_4"] == {
+        "class_": "_typing.Union[str, int]",
+        "return": "str",
+    }
+    assert annotations["player_alias_board_score_player"]["points"] == "int"
+    assert annotations["order_alias_status_order"]["status"] == "str"
+    assert "`/email-{email}` of namespace `user`" in (gen.user_alias_email.__doc__ or "")
+
+
+def test_alias_bundle_checks(tmp_path: Path) -> None:
+    bad = write_bundle(tmp_path / "bad.json", [definition("user", aliases=aliases("/email-x"))])
+    with pytest.raises(
+        CodegenError, match="the alias template '/email-x' of 'user': it fills no id"
+    ):
+        read_bundle(bad)
+    bad = write_bundle(
+        tmp_path / "bad.json", [definition("user", aliases=[{"template": "/e-{x}"}])]
+    )
+    with pytest.raises(CodegenError, match="an alias of 'user' without a path"):
+        read_bundle(bad)
+    clash = write_bundle(
+        tmp_path / "clash.json",
+        [definition("user_alias"), definition("user", aliases=aliases("/path-{p}"))],
+    )
+    with pytest.raises(CodegenError, match="would both be named 'user_alias_path'"):
+        read_bundle(clash)

@@ -16,10 +16,10 @@ DEFAULT = 'Client("http://127.0.0.1:7070")'
 
 def snippets() -> List[str]:
     """The README's Python snippets: the quick start, following changes, generated ids,
-    partial updates, transactions, namespaces. (Blocks marked ```py, the use of generated
+    partial updates, transactions, namespaces, alias paths. (Blocks marked ```py, the use of generated
     code, are shown, not run: scripts/codegen.sh type-checks and runs a program like them.)"""
     found = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    assert len(found) == 6
+    assert len(found) == 7
     for snippet in found:
         assert DEFAULT in snippet
     return found
@@ -92,3 +92,17 @@ def test_readme_namespaces(server: Server) -> None:
     )
     assert run(server, code, ADMIN_TOKEN) == printed
     assert run(server, code, ADMIN_TOKEN) == printed  # it removes its definition again
+
+
+def test_readme_alias_paths(server: Server) -> None:
+    snippet = snippets()[6]
+    assert len(snippet.strip().splitlines()) <= 15
+    code = snippet.replace('"/club-2/', '"/club-2000/')
+    assert code != snippet
+    printed = [
+        "/club-2000/member-1 /email-ann@example.org",
+        "['/club-2000/member-1', '/club-2000/member-2']",
+        "/club-2000/member-1",
+    ]
+    assert run(server, code, ADMIN_TOKEN) == printed
+    assert run(server, code, ADMIN_TOKEN) == printed  # a second run finds it all in place

@@ -227,9 +227,11 @@ export class RunState {
     }
     for (const entry of page.items) {
       if ("node" in entry) continue;
-      const held = listing.seen.get(entry.path.toString());
+      // Where the listing shows it: under an alias, the alias (docs/aliases.md).
+      const at = entry.alias ?? entry.path;
+      const held = listing.seen.get(at.toString());
       // Shown twice (read again): the older version is what a decision may rest on.
-      listing.seen.set(entry.path.toString(), { path: entry.path, version: held === undefined ? entry.version : Math.min(held.version, entry.version) });
+      listing.seen.set(at.toString(), { path: at, version: held === undefined ? entry.version : Math.min(held.version, entry.version) });
     }
     return listing;
   }
@@ -238,7 +240,7 @@ export class RunState {
   within(listing: Listing, page: Page<unknown, Entry<unknown>>, reverse: boolean, pageToken: string | null): (key: Uint8Array) => boolean {
     const start = pageToken === null ? undefined : listing.after.get(pageToken);
     const last = page.items[page.items.length - 1];
-    const end = page.nextPageToken !== null && last !== undefined ? last.path.encode() : undefined;
+    const end = page.nextPageToken !== null && last !== undefined ? position(last).encode() : undefined;
     return (key) =>
       reverse
         ? (start === undefined || compareKeys(key, start) < 0) && (end === undefined || compareKeys(key, end) >= 0)
@@ -267,7 +269,7 @@ export class RunState {
   overlay<T>(listing: Listing, page: Page<T, Entry<T>>, reverse: boolean, pageToken: string | null): Page<T, Entry<T>> {
     const within = this.within(listing, page, reverse, pageToken);
     const last = page.items[page.items.length - 1];
-    if (page.nextPageToken !== null && last !== undefined) listing.after.set(page.nextPageToken, last.path.encode());
+    if (page.nextPageToken !== null && last !== undefined) listing.after.set(page.nextPageToken, position(last).encode());
     const writes = this.#overlaid(listing);
     if (writes.length === 0) return page;
     let entries: Entry<T>[] = [...page.items];
@@ -457,4 +459,9 @@ export class Transaction {
   delete(path: PathLike): void {
     this.#state.write(path, { kind: "delete" });
   }
+}
+
+/** Where a listing shows an entry: an item listed under an alias is at the alias. */
+function position(entry: { path: KeyPath; alias?: KeyPath }): KeyPath {
+  return entry.alias ?? entry.path;
 }

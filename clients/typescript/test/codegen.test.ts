@@ -1,6 +1,7 @@
 /**
- * `pathdb-codegen`: names, the bundle's checks, and the files written (json-schema-to-typescript is
- * a devDependency). scripts/codegen.sh type-checks generated code with tsc against a real server.
+ * `pathdb-codegen`: names, the bundle's checks, alias templates, and the files written
+ * (json-schema-to-typescript is a devDependency). scripts/codegen.sh type-checks generated code with
+ * tsc against a real server; the alias functions are type-checked and run here.
  */
 
 import assert from "node:assert/strict";
@@ -9,10 +10,13 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
-import { CodegenError, generate, pascalCase, readBundle } from "../bin/codegen.js";
+import ts from "typescript";
+
+import { aliasFunctionName, CodegenError, generate, memberKind, parseTemplate, pascalCase, readBundle } from "../bin/codegen.js";
+import { Desc, InvalidKeyPath, Uuid } from "../src/index.js";
 
 const work = mkdtempSync(join(tmpdir(), "pathdb-codegen-"));
 after(() => rmSync(work, { recursive: true, force: true }));
@@ -117,4 +121,128 @@ test("the command: usage and errors", async () => {
     assert.match(e.stderr ?? "", /^pathdb-codegen: error: cannot read the bundle/);
     return true;
   });
+});
+
+const aliases = (...templates: string[]) => templates.map((path) => ({ path }));
+
+test("alias templates parse as the server reads them", () => {
+  const parts = parseTemplate("/board-2026/score-{!points}/player-{@player}");
+  assert.deepEqual(parts, [
+    { namespace: "board", id: 2026n, source: null },
+    { namespace: "score", id: null, source: { names: ["points"], descending: true, pathId: null } },
+    { namespace: "player", id: null, source: { names: [], descending: false, pathId: "player" } },
+  ]);
+  assert.deepEqual(parseTemplate("/folder-a%/b/file-{meta.name}"), [
+    { namespace: "folder", id: "a/b", source: null },
+    { namespace: "file", id: null, source: { names: ["meta", "name"], descending: false, pathId: null } },
+  ]);
+  const descending = parseTemplate("/s-!x/t-{x}")[0]?.id;
+  assert.ok(descending instanceof Desc && descending.value === "x");
+  for (const [bad, why] of [
+    ["email-{email}", /starts with `\/`/],
+    ["/email-x", /fills no id/],
+    ["/a b-{x}", /namespace/],
+    ["/x-{}", /one or more names/],
+    ["/x-{a..b}", /one or more names/],
+    ["/x/y-{a}", /element "x"/],
+    ["/x-{@not-a-namespace}", /not a namespace/],
+  ] as const) {
+    assert.throws(() => parseTemplate(bad), why);
+  }
+  assert.equal(aliasFunctionName("order", parseTemplate("/status-{status}/order-{@order}")), "orderAliasStatusOrder");
+  assert.equal(aliasFunctionName("blog_post", parseTemplate("/by_tag-{tag}")), "blogPostAliasByTag");
+});
+
+test("member kinds from the schema", () => {
+  const schema = {
+    type: "object",
+    properties: {
+      email: { type: "string" },
+      points: { type: ["integer", "null"] },
+      status: { enum: ["open", "shipped"] },
+      level: { const: 3 },
+      price: { type: "number" },
+      either: { type: ["string", "integer"] },
+      address: { $ref: "#/$defs/address" },
+    },
+    $defs: { address: { type: "object", properties: { city: { type: "string" } } } },
+  };
+  const names = ["email", "points", "status", "level", "price", "either", "address.city", "gone"];
+  assert.deepEqual(
+    names.map((n) => memberKind(schema, n.split("."))),
+    ["string", "integer", "string", "integer", null, null, "string", null],
+  );
+  assert.equal(memberKind(null, ["email"]), null);
+  assert.equal(memberKind(true, ["email"]), null);
+});
+
+test("alias functions: generated, type-checked with tsc --strict, and run", async () => {
+  const user = { type: "object", properties: { email: { type: "string" }, address: { type: "object" } } };
+  const file = bundle("aliases.json", [
+    definition("user", user, { aliases: aliases("/email-{email}", "/city-{address.city}/user-{@user}", "/backup-{backup_email}", "/backup-{class}") }),
+    definition("player", { type: "object", properties: { points: { type: "integer" } } }, { aliases: aliases("/board-2026/score-{!points}/player-{@player}") }),
+    definition("order", { type: "object", properties: { status: { enum: ["open", "shipped"] } } }, { aliases: aliases("/status-{status}/order-{@order}") }),
+    definition("file", null, { aliases: aliases("/x-4c9d36e5-6b19-4e6a-828c-226ed667458a/dir-a%/b/n-{size}/s-!~AA/file-{@file}") }),
+  ]);
+  const out = join(work, "aliases");
+  const client = fileURLToPath(new URL("../src/index.js", import.meta.url));
+  await generate(file, out, client);
+  const index = join(out, "index.ts");
+  const code = readFileSync(index, "utf8");
+  assert.match(code, /^export function userAliasEmail\(email: string\): string \{$/m);
+  assert.match(code, /^export function userAliasCityUser\(addressCity: string \| number \| bigint, user: pathdb\.Id\): string \{$/m);
+  assert.match(code, /^export function userAliasBackup4\(class_: string \| number \| bigint\): string \{$/m);
+  assert.match(code, /^export function playerAliasBoardScorePlayer\(points: number \| bigint, player: pathdb\.Id\): string \{$/m);
+  assert.match(code, /^export function orderAliasStatusOrder\(status: string, order: pathdb\.Id\): string \{$/m);
+  assert.match(code, /the template `\/email-\{email\}` of namespace `user`/);
+
+  // The generated code type-checks as strictly as the client, then runs.
+  const program = ts.createProgram([index], {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    strict: true,
+    noUncheckedIndexedAccess: true,
+    exactOptionalPropertyTypes: true,
+    noEmit: true,
+    types: [],
+    skipLibCheck: true, // the generated code is checked, not TypeScript's own declarations
+  });
+  const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+  assert.deepEqual(problems, []);
+  const js = ts.transpileModule(code, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ES2022 } }).outputText;
+  writeFileSync(join(out, "index.mjs"), js);
+  const gen = (await import(pathToFileURL(join(out, "index.mjs")).href)) as Record<string, (...args: unknown[]) => string>;
+  const call = (name: string, ...args: unknown[]) => gen[name]!(...args);
+  assert.equal(call("userAliasEmail", "ann@example.org"), "/email-ann@example.org");
+  // Ids are written as key paths write them: a string that reads as another type is escaped.
+  assert.equal(call("userAliasEmail", "12"), "/email-%12");
+  assert.equal(call("userAliasEmail", "a/b%c"), "/email-a%/b%%c");
+  assert.equal(call("userAliasEmail", "~x"), "/email-%~x");
+  assert.throws(() => call("userAliasEmail", ""), InvalidKeyPath); // the server gives no alias for it either
+  assert.equal(call("userAliasCityUser", "Oslo", 7), "/city-Oslo/user-7");
+  assert.equal(call("userAliasBackup3", "b@x.org"), "/backup-b@x.org");
+  assert.equal(call("userAliasBackup4", 5n), "/backup-5");
+  assert.equal(call("playerAliasBoardScorePlayer", 1500, "ann"), "/board-2026/score-!1500/player-ann");
+  const some = "00000000-0000-4000-8000-000000000001";
+  assert.equal(call("orderAliasStatusOrder", "open", new Uuid(some)), `/status-open/order-${some}`);
+  assert.equal(
+    call("fileAliasXDirNSFile", 3, Uint8Array.of(0)),
+    "/x-4c9d36e5-6b19-4e6a-828c-226ed667458a/dir-a%/b/n-3/s-!~AA/file-~AA",
+  );
+});
+
+test("the bundle's checks of alias templates", () => {
+  assert.throws(
+    () => readBundle(bundle("bad-alias.json", [definition("user", null, { aliases: aliases("/email-x") })])),
+    /the alias template "\/email-x" of "user": it fills no id/,
+  );
+  assert.throws(
+    () => readBundle(bundle("bad-alias.json", [definition("user", null, { aliases: [{ template: "/e-{x}" }] })])),
+    /an alias of "user" without a path/,
+  );
+  assert.throws(
+    () => readBundle(bundle("alias-clash.json", [definition("user_alias"), definition("user", null, { aliases: aliases("/path-{p}") })])),
+    /would both be named userAliasPath/,
+  );
 });

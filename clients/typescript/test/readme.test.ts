@@ -18,13 +18,13 @@ after(async () => {
 
 /**
  * The README's TypeScript snippets: the quick start, following changes, generated ids, partial
- * updates, transactions, namespaces. (Blocks marked ```typescript, the use of generated code, are
+ * updates, transactions, namespaces, alias paths. (Blocks marked ```typescript, the use of generated code, are
  * shown, not run: scripts/codegen.sh type-checks and runs a program like them.)
  */
 function snippets(): string[] {
   const readme = readFileSync(join(REPO, "clients/typescript/README.md"), "utf8");
   const found = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  assert.equal(found.length, 6);
+  assert.equal(found.length, 7);
   return found;
 }
 
@@ -103,5 +103,17 @@ test("README namespaces", async () => {
   for (const round of [1, 2]) {
     // It removes its definition again, so it runs again.
     assert.deepEqual(await run(code, `namespaces-${round}`, ADMIN_TOKEN), [[1], [[["/age", "/properties/age/type"]]], ["/club-1000/person-1"]]);
+  }
+});
+
+test("README alias paths", async () => {
+  const snippet = snippets()[6]!;
+  assert.ok(snippet.trim().split("\n").length <= 14);
+  const code = snippet.replaceAll('"/club-2/', '"/club-2000/');
+  assert.notEqual(code, snippet);
+  const printed = [["/club-2000/member-1", "/email-ann@example.org"], ["/club-2000/member-1"], ["/club-2000/member-2"], ["/club-2000/member-1"]];
+  for (const round of [1, 2]) {
+    // A second run finds it all in place.
+    assert.deepEqual(await run(code, `aliases-${round}`, ADMIN_TOKEN), printed);
   }
 });

@@ -303,11 +303,11 @@ class _State:
             self.listings[key] = listing
         for entry in page.items:
             if isinstance(entry, Item):
-                held = listing.seen.get(entry.path)
+                # Where the listing shows it: under an alias, the alias (docs/aliases.md).
+                at = entry.alias if entry.alias is not None else entry.path
+                held = listing.seen.get(at)
                 # Shown twice (read again): the older version is what a decision may rest on.
-                listing.seen[entry.path] = (
-                    entry.version if held is None else min(held, entry.version)
-                )
+                listing.seen[at] = entry.version if held is None else min(held, entry.version)
         return listing
 
     @staticmethod
@@ -319,7 +319,7 @@ class _State:
         start = listing.after.get(page_token) if page_token is not None else None
         end: Optional[bytes] = None
         if page.next_page_token is not None and page.items:
-            end = page.items[-1].path.encode()
+            end = _position(page.items[-1]).encode()
 
         def within(key: bytes) -> bool:
             if reverse:
@@ -358,7 +358,7 @@ class _State:
         a put below it at least as a node."""
         within = self._within(listing, page, reverse, page_token)
         if page.next_page_token is not None and page.items:
-            listing.after[page.next_page_token] = page.items[-1].path.encode()
+            listing.after[page.next_page_token] = _position(page.items[-1]).encode()
         writes = self._overlaid(listing)
         if not writes:
             return page
@@ -651,3 +651,9 @@ class AsyncTransaction:
     def delete(self, path: PathLike) -> None:
         """See `Transaction.delete`."""
         self._state.write(path, _Delete())
+
+
+def _position(entry: Any) -> KeyPath:
+    """Where a listing shows an entry: an item listed under an alias is at the alias."""
+    alias = getattr(entry, "alias", None)
+    return alias if isinstance(alias, KeyPath) else entry.path
