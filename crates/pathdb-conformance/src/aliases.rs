@@ -696,3 +696,126 @@ pub fn alias_builds<H: Harness>(harness: &H) {
         path("/user-3")
     );
 }
+
+/// The corners: an item whose member does not fit a template added later still loses its
+/// other aliases when deleted; two operations that meet on one item through an alias; an
+/// alias that would land on an item written in the same commit, or on the item's own path; a
+/// template that replaces another giving the same paths; a template added again while its
+/// removal runs.
+pub fn alias_corner_cases<H: Harness>(harness: &H) {
+    let (_clock, store) = open_manual(harness);
+    define(&store, "user", &["/email-{email}"]);
+    put(
+        &store,
+        "/user-1",
+        r#"{"email": "a@x.org", "tag": ["not", "an", "id"]}"#,
+    )
+    .unwrap();
+    define(&store, "user", &["/email-{email}", "/tag-{tag}"]);
+    // Its tag fits no alias, but its email alias goes with it.
+    store.delete(&path("/user-1"), None).unwrap();
+    assert!(store.get(&path("/email-a@x.org")).unwrap().is_none());
+    put(&store, "/user-2", r#"{"email": "a@x.org"}"#).unwrap();
+    define(&store, "user", &["/email-{email}"]);
+
+    // Two operations on one item, one through its alias: refused whole.
+    let mut tx = Transaction::new();
+    tx.ops.push(TxOp::Patch {
+        path: path("/email-a@x.org"),
+        patch: Patch::Merge(serde_json::json!({"email": "b@x.org"})),
+        create: false,
+        options: PutOptions::default(),
+    });
+    tx.ops.push(TxOp::Delete {
+        path: path("/user-2"),
+        condition: None,
+    });
+    assert!(matches!(store.transact(tx), Err(Error::InvalidRequest(_))));
+    assert_eq!(
+        store.get(&path("/email-a@x.org")).unwrap().unwrap().path,
+        path("/user-2")
+    );
+    // A read through the alias, then a write of the item: one commit.
+    let written = store
+        .transaction(|tx| {
+            let item = tx
+                .get(&path("/email-a@x.org"))?
+                .expect("read through the alias");
+            tx.put(&item.path, json(r#"{"email": "a@x.org", "n": 1}"#));
+            Ok(item.path)
+        })
+        .unwrap();
+    assert_eq!(written, path("/user-2"));
+    assert_eq!(store.get(&path("/user-2")).unwrap().unwrap().version, 2);
+
+    // An alias where the same commit stores an item, either way round; nothing is written.
+    let mut tx = Transaction::new();
+    tx.ops.push(TxOp::Put {
+        path: path("/email-c@x.org"),
+        value: json("{}"),
+        options: PutOptions::default(),
+    });
+    tx.ops.push(TxOp::Put {
+        path: path("/user-3"),
+        value: json(r#"{"email": "c@x.org"}"#),
+        options: PutOptions::default(),
+    });
+    assert!(matches!(
+        store.transact(tx),
+        Err(Error::AliasTaken { index: 1, .. })
+    ));
+    let mut tx = Transaction::new();
+    tx.ops.push(TxOp::Put {
+        path: path("/user-3"),
+        value: json(r#"{"email": "c@x.org"}"#),
+        options: PutOptions::default(),
+    });
+    tx.ops.push(TxOp::Put {
+        path: path("/email-c@x.org"),
+        value: json("{}"),
+        options: PutOptions::default(),
+    });
+    assert!(matches!(store.transact(tx), Err(Error::PathIsAlias { .. })));
+    assert!(store.get(&path("/user-3")).unwrap().is_none());
+    assert!(store.get(&path("/email-c@x.org")).unwrap().is_none());
+    // A template that gives an item its own path.
+    define(&store, "self", &["/self-{@self}"]);
+    assert!(matches!(
+        put(&store, "/self-1", "{}"),
+        Err(Error::AliasTaken { holder, .. }) if holder == path("/self-1")
+    ));
+    assert!(store.get(&path("/self-1")).unwrap().is_none());
+
+    // A template renamed its member but gives the same paths: the alias stays, naming it.
+    put(
+        &store,
+        "/user-4",
+        r#"{"email": "d@x.org", "mail": "d@x.org"}"#,
+    )
+    .unwrap();
+    store
+        .define_namespace("user", with_aliases(&["/email-{mail}"]), None)
+        .unwrap();
+    // Added again while its removal runs: refused.
+    assert!(matches!(
+        store.define_namespace("user", with_aliases(&["/email-{email}"]), None),
+        Err(Error::InvalidRequest(_))
+    ));
+    store.run_alias_builds().unwrap();
+    assert_eq!(
+        store.get(&path("/email-d@x.org")).unwrap().unwrap().path,
+        path("/user-4")
+    );
+    put(&store, "/user-4", r#"{"mail": "e@x.org"}"#).unwrap();
+    assert!(store.get(&path("/email-d@x.org")).unwrap().is_none());
+    assert_eq!(
+        store.get(&path("/email-e@x.org")).unwrap().unwrap().path,
+        path("/user-4")
+    );
+    // An alias path over the key limits is refused like a key.
+    let long = "x".repeat(3000);
+    assert!(matches!(
+        put(&store, "/user-5", &format!(r#"{{"mail": "{long}"}}"#)),
+        Err(Error::KeyTooLarge { .. })
+    ));
+}

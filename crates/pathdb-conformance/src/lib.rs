@@ -45,7 +45,7 @@
 //! - [`namespace_definitions`], [`schema_checked_on_every_write`],
 //!   [`schema_changes_and_violations`], [`history_setting_of_an_earlier_build`] (`namespaces`);
 //! - [`alias_paths`], [`alias_change_feeds`], [`aliases_against_a_model`],
-//!   [`racing_for_aliases`], [`alias_builds`] (`aliases`).
+//!   [`racing_for_aliases`], [`alias_builds`], [`alias_corner_cases`] (`aliases`).
 //!
 //! Outside the macro, because it wraps the backend rather than opening a store:
 //! [`fault_injection`] (`faults`), which each backend's tests call with a fresh backend.
@@ -75,7 +75,8 @@ mod tree;
 mod values;
 
 pub use aliases::{
-    alias_builds, alias_change_feeds, alias_paths, aliases_against_a_model, racing_for_aliases,
+    alias_builds, alias_change_feeds, alias_corner_cases, alias_paths, aliases_against_a_model,
+    racing_for_aliases,
 };
 pub use basic::{bad_input, conditions, put_get_delete};
 pub use changes::{
@@ -182,6 +183,7 @@ macro_rules! conformance_tests {
             aliases_against_a_model,
             racing_for_aliases,
             alias_builds,
+            alias_corner_cases,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

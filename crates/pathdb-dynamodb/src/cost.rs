@@ -478,8 +478,8 @@ pub fn render(rows: &[Row]) -> String {
          The endpoint reported {} read and {} write units over these runs (ReturnConsumedCapacity: \
          DynamoDB's bill; moto reports fixed placeholders, and none for transactions). \
          Apart from these, a server on a table that others write too reads the namespace \
-         definitions again at most once a second while it writes: one Query of the store's \
-         partition (docs/namespaces.md).\n",
+         definitions and alias builds again at most once a second while it writes: two Queries \
+         of the store's partition (docs/namespaces.md).\n",
         trim(reported.0),
         trim(reported.1)
     ));

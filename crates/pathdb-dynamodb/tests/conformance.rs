@@ -31,6 +31,7 @@ const NEED_TRANSACTIONS: &[&str] = &[
     "aliases_against_a_model",
     "racing_for_aliases",
     "alias_builds",
+    "alias_corner_cases",
 ];
 
 /// The server named by the environment, if any.

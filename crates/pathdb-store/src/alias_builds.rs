@@ -164,6 +164,18 @@ fn record_of(stored: &Stored, read: Option<&Record>, now: i64) -> Record {
 /// Every build record, by namespace and template.
 pub(crate) type Builds = BTreeMap<(String, String), AliasBuild>;
 
+/// The build record of `template` of `namespace`, as stored now.
+pub(crate) fn read_one<R: Reader + ?Sized>(
+    reader: &R,
+    namespace: &str,
+    template: &str,
+) -> Result<Option<AliasBuild>, Error> {
+    match reader.get(&layout::alias_build_key(namespace, template))? {
+        Some(record) if !record.value.is_empty() => Ok(Some(stored_of(&record)?.public(template))),
+        _ => Ok(None),
+    }
+}
+
 /// Reads every build record.
 pub(crate) fn read_all<R: Reader + ?Sized>(reader: &R) -> Result<Builds, Error> {
     let mut out = Builds::new();
@@ -234,6 +246,18 @@ pub(crate) fn definition_changed<R: Reader + ?Sized>(
     for (template, state) in added.chain(removed) {
         let key = layout::alias_build_key(namespace, template);
         let read = reader.get(&key)?;
+        let was = read
+            .as_ref()
+            .filter(|r| !r.value.is_empty())
+            .map(stored_of)
+            .transpose()?
+            .map(|s| s.state);
+        // Its old aliases are still being deleted: a build now would take them for its own.
+        if state == AliasState::Building && was == Some(AliasState::Removing) {
+            return Err(Error::InvalidRequest(format!(
+                "alias {template} of namespace {namespace} was removed and its aliases are still                  being deleted; add it again once it is gone from the namespace's aliases"
+            )));
+        }
         ops.push(WriteOp::Put {
             key,
             record: record_of(&Stored::start(state), read.as_ref(), now),
@@ -413,9 +437,11 @@ fn build_ops<R: Reader + ?Sized>(
         }
         checked += 1;
         let value: serde_json::Value = serde_json::from_slice(&record.value).unwrap_or_default();
-        // A member of the wrong type gives no alias here; the item's next write is refused
-        // until it is fixed.
-        if let Ok(Some(alias)) = template.render(&path, &value) {
+        // A member of the wrong type, or an alias path over the key limits, gives no alias
+        // here; the item's next write is refused until it is fixed (docs/aliases.md).
+        if let Ok(Some(alias)) = template.render(&path, &value)
+            && crate::limits::check_key(&alias).is_ok()
+        {
             found.push((path, record.version, record.expires_at, alias));
         }
         Ok(true)
@@ -442,17 +468,21 @@ fn build_ops<R: Reader + ?Sized>(
     let mut taken: BTreeMap<&KeyPath, &KeyPath> = BTreeMap::new();
     let mut written = 0;
     for ((item, version, expires_at, alias), read) in found.iter().zip(slots) {
+        // Who holds it, and whether by this template.
         let holder = match read.as_ref().filter(|r| is_live(r, now)) {
             Some(r) => Some(match parse_alias(&r.value)? {
-                Some(of) => of.item,
-                None => alias.clone(),
+                Some(of) => (of.template == template.as_str(), of.item),
+                None => (false, alias.clone()),
             }),
-            None => taken.get(alias).map(|h| (*h).clone()),
+            None => taken.get(alias).map(|h| (true, (*h).clone())),
         };
         match holder {
             // Written already, by a write since the template was added.
-            Some(h) if h == *item => continue,
-            Some(h) => {
+            Some((true, h)) if h == *item => continue,
+            // The item's by another template that gives the same path (a template renamed
+            // a member): written again, naming this one.
+            Some((false, h)) if h == *item && read.as_ref().is_some_and(is_alias_record) => {}
+            Some((_, h)) => {
                 if conflicts.len() < MAX_CONFLICTS {
                     conflicts.push((alias.to_string(), vec![h.to_string(), item.to_string()]));
                 }
@@ -491,6 +521,10 @@ fn build_ops<R: Reader + ?Sized>(
     stored.checked += checked;
     stored.written += written;
     Ok(Some((ops, finished)))
+}
+
+fn is_alias_record(record: &Record) -> bool {
+    crate::aliases::is_alias(&record.value)
 }
 
 /// The writes of one removal step: tombstones over the template's alias records.

@@ -274,9 +274,22 @@ fn resolve_entries<R: Reader, E: PageEntry>(
     if targets.is_empty() {
         return Ok(());
     }
-    let keys: Vec<_> = targets.iter().map(|(_, t)| layout::item_key(t)).collect();
+    // Read together, each key once (a batch read refuses a key twice). Not at one moment on
+    // a backend without snapshots: the page itself was not either.
+    let mut keys: Vec<_> = targets.iter().map(|(_, t)| layout::item_key(t)).collect();
+    keys.sort();
+    keys.dedup();
+    let records: std::collections::HashMap<_, _> = match keys.len() {
+        1 => vec![reader.get(&keys[0])?],
+        _ => reader.get_batch(&keys)?,
+    }
+    .into_iter()
+    .zip(&keys)
+    .map(|(record, key)| (key.clone(), record))
+    .collect();
     let mut gone = Vec::new();
-    for ((i, target), record) in targets.into_iter().zip(reader.get_many(&keys)?) {
+    for (i, target) in targets {
+        let record = records.get(&layout::item_key(&target)).cloned().flatten();
         match visible(record, now)
             .map(|r| to_item(target, r))
             .transpose()?

@@ -217,6 +217,14 @@ impl Namespaces {
         self.replace(reader)
     }
 
+    /// The alias build records as this store last read them (no read): what the background
+    /// builder looks at, so that an idle server reads nothing.
+    pub(crate) fn builds_cached(&self) -> Result<Arc<Builds>, Error> {
+        Ok(Arc::clone(
+            &self.state.read().map_err(|_| poisoned())?.builds,
+        ))
+    }
+
     /// The alias build records, as fresh as [`Namespaces::current`]'s definitions.
     pub(crate) fn builds<R: Reader + ?Sized>(&self, reader: &R) -> Result<Arc<Builds>, Error> {
         self.current(reader)?;

@@ -115,12 +115,8 @@ impl<B: Backend> Inner<B> {
                 .get(&(namespace.to_owned(), template.to_owned()))
                 .filter(|b| b.state != AliasState::Ready)
         };
-        let building = |namespace: &str, build: &AliasBuild| Error::AliasBuilding {
-            namespace: namespace.to_owned(),
-            template: build.template.clone(),
-            state: build.state.as_str(),
-            checked: build.checked,
-        };
+        let building =
+            |namespace: &str, build: &AliasBuild| self.still_building(reader, namespace, build);
         match of {
             Some(of) => {
                 let namespace = of.item.last().namespace().as_str();
@@ -132,7 +128,7 @@ impl<B: Backend> Inner<B> {
                     return Ok(false);
                 }
                 match unready(namespace, &of.template) {
-                    Some(build) => Err(building(namespace, build)),
+                    Some(build) => building(namespace, build).map(|()| true),
                     None => Ok(true),
                 }
             }
@@ -143,7 +139,7 @@ impl<B: Backend> Inner<B> {
                         && crate::aliases::Template::parse(template)
                             .is_ok_and(|t| t.could_make(path))
                     {
-                        return Err(building(namespace, build));
+                        building(namespace, build)?;
                     }
                 }
                 Ok(true)
@@ -152,20 +148,45 @@ impl<B: Backend> Inner<B> {
         }
     }
 
+    /// [`Error::AliasBuilding`] for `build`, unless the database says it is done by now: the
+    /// store's copy is read again after a build ends, but a reader may come in between (and on
+    /// a shared backend another server may have finished it).
+    fn still_building<R: Reader + ?Sized>(
+        &self,
+        reader: &R,
+        namespace: &str,
+        build: &AliasBuild,
+    ) -> Result<(), Error> {
+        let stored = crate::alias_builds::read_one(reader, namespace, &build.template)?;
+        match stored {
+            Some(now) if now.state != AliasState::Ready => Err(Error::AliasBuilding {
+                namespace: namespace.to_owned(),
+                template: now.template,
+                state: now.state.as_str(),
+                checked: now.checked,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// [`Error::AliasBuilding`] if a listing of `prefix` may meet aliases of a template whose
     /// build is not done.
     fn alias_prefix_served(&self, prefix: &KeyPath) -> Result<(), Error> {
-        let builds = self.namespaces.builds(&self.backend.reader()?)?;
+        let unready = |b: &crate::alias_builds::Builds| {
+            b.values()
+                .any(|b| matches!(b.state, AliasState::Building | AliasState::Conflict))
+        };
+        // The common case, every template ready as last read: no reader for this.
+        if !unready(&*self.namespaces.builds_cached()?) && !self.backend.shared() {
+            return Ok(());
+        }
+        let reader = self.backend.reader()?;
+        let builds = self.namespaces.builds(&reader)?;
         for ((namespace, template), build) in builds.iter() {
             if matches!(build.state, AliasState::Building | AliasState::Conflict)
                 && crate::aliases::Template::parse(template).is_ok_and(|t| t.may_lie_under(prefix))
             {
-                return Err(Error::AliasBuilding {
-                    namespace: namespace.clone(),
-                    template: template.clone(),
-                    state: build.state.as_str(),
-                    checked: build.checked,
-                });
+                self.still_building(&reader, namespace, build)?;
             }
         }
         Ok(())
@@ -173,7 +194,7 @@ impl<B: Backend> Inner<B> {
 
     /// Runs steps of the pending alias builds and removals (alias_builds.rs) for about
     /// `budget`; returns the steps run.
-    fn build_aliases(&self, budget: Duration) -> Result<usize, Error> {
+    fn build_aliases(&self, budget: Duration, fresh: bool) -> Result<usize, Error> {
         let started = std::time::Instant::now();
         let mut steps = 0;
         let pending = |builds: &crate::alias_builds::Builds| {
@@ -183,9 +204,14 @@ impl<B: Backend> Inner<B> {
                 .map(|((ns, t), _)| (ns.clone(), t.clone()))
                 .collect::<Vec<_>>()
         };
-        let reader = self.backend.reader()?;
-        let mut todo = pending(&*self.namespaces.builds(&reader)?);
-        drop(reader);
+        // In the background, the store's copy: a build another server started shows up when
+        // this one next reads the definitions (before a write, at most once a second), and an
+        // idle store reads nothing. Asked for (`fresh`), what is stored now.
+        let mut todo = if fresh {
+            pending(&crate::alias_builds::read_all(&self.backend.reader()?)?)
+        } else {
+            pending(&*self.namespaces.builds_cached()?)
+        };
         while let Some((namespace, template)) = todo.pop() {
             loop {
                 let step = crate::alias_builds::step(
@@ -314,7 +340,7 @@ impl<B: Backend> Store<B> {
             let build = move || {
                 inner
                     .upgrade()
-                    .map(|inner| inner.build_aliases(ALIAS_BUILD_SLICE))
+                    .map(|inner| inner.build_aliases(ALIAS_BUILD_SLICE, false))
             };
             Arc::new(crate::ttl::Sweeper::start_named(
                 "pathdb-aliases",
@@ -971,7 +997,7 @@ impl<B: Backend> Store<B> {
     pub fn run_alias_builds(&self) -> Result<usize, Error> {
         let mut total = 0;
         loop {
-            let steps = self.inner.build_aliases(Duration::from_secs(3600))?;
+            let steps = self.inner.build_aliases(Duration::from_secs(3600), true)?;
             total += steps;
             if steps == 0 {
                 return Ok(total);
@@ -985,7 +1011,7 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// Storage failures.
     pub fn step_alias_builds(&self, budget: Duration) -> Result<usize, Error> {
-        self.inner.build_aliases(budget)
+        self.inner.build_aliases(budget, true)
     }
 
     /// Starts the build of `template` of `namespace` again from the beginning, after a

@@ -78,12 +78,16 @@ pub(crate) fn stage<R: Reader + ?Sized>(
     if old_templates.is_empty() && new_templates.is_empty() {
         return Ok(());
     }
-    // The aliases it had: from a value the store accepted, so a member that no longer fits a
-    // template (one added since) just gave none.
+    // The aliases it had: from a value the store accepted, so a member that does not fit a
+    // template (one added since) gave none for that template; the others it had.
     let old = match before {
-        Some((path, record)) => aliases_of(old_templates, path, record)
-            .unwrap_or_else(|_| Vec::new())
-            .into_iter()
+        Some((path, record)) => old_templates
+            .iter()
+            .filter_map(|t| {
+                aliases_of(std::slice::from_ref(t), path, record)
+                    .ok()?
+                    .pop()
+            })
             .collect(),
         None => Vec::new(),
     };
@@ -108,8 +112,15 @@ pub(crate) fn stage<R: Reader + ?Sized>(
         .filter(|(_, alias)| !new.iter().any(|(_, a)| a == alias))
         .map(|(_, alias)| (alias, None))
         .chain(
+            // Kept means the same path from the same template: a path another template gave
+            // before is written again, so that its record names the template that keeps it.
             new.iter()
-                .filter(|(_, alias)| moved || !old.iter().any(|(_, a)| a == alias))
+                .filter(|(t, alias)| {
+                    moved
+                        || !old
+                            .iter()
+                            .any(|(ot, a)| a == alias && ot.as_str() == t.as_str())
+                })
                 .map(|(t, alias)| (alias, Some(*t))),
         )
         .collect();
@@ -275,7 +286,24 @@ fn take<R: Reader + ?Sized>(
     record: &Record,
     before: Side<'_>,
 ) -> Result<(), Error> {
+    // An alias path is a key like an item's: the same limits (every backend takes it).
+    crate::limits::check_key(alias)?;
+    // An item this plan writes at the alias path (the item's own path, or another operation's)
+    // holds it, though the store does not have it yet.
     let slot = &plan.aliases[&key];
+    if let Some(at) = plan
+        .batch
+        .ops
+        .iter()
+        .enumerate()
+        .position(|(i, op)| Some(i) != slot.op && *op.key() == key)
+    {
+        return Err(Error::AliasTaken {
+            alias: alias.clone(),
+            holder: plan.owners[at].clone(),
+            index,
+        });
+    }
     if let Some(holder) = slot.holder.as_ref().filter(|_| slot.live) {
         // The item keeps its own alias (a put, a move taking it along); anyone else's, or an
         // item stored at the path, stops the write.

@@ -82,7 +82,6 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
         stored = stored_at(&key)?;
     }
     let current = visible(stored.clone(), now);
-    plan.found.push(current.is_some());
     let condition = match op {
         TxOp::Put { options, .. } | TxOp::Patch { options, .. } => options.condition,
         TxOp::Delete { condition, .. } => *condition,
@@ -92,10 +91,42 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
     if let Some(condition) = condition {
         check_condition(&path, condition, current.as_ref())?;
     }
+    plan.found.push(current.is_some());
     // Whatever happens, the batch only applies to the record this plan saw.
     let expect = stored
         .as_ref()
         .map_or(Expect::Absent, |r| Expect::Version(r.version));
+    // A key this plan writes already: only through an alias can an operation reach it (a path
+    // named twice is refused before planning), and a batch holds a key once.
+    let mut replaces = None;
+    if let Some(at) = plan.batch.ops.iter().position(|w| *w.key() == key) {
+        if plan
+            .aliases
+            .get(&key)
+            .is_some_and(|slot| slot.op == Some(at))
+        {
+            // An earlier operation gave another item this path as its alias.
+            return Err(Error::PathIsAlias {
+                item: plan.owners[at].clone(),
+                path,
+            });
+        }
+        match (op, &plan.batch.ops[at]) {
+            // Checked against the record the earlier write is conditional on: the same one.
+            (TxOp::Check { .. }, _) => {
+                plan.results.push(TxResult::Checked);
+                return Ok(Written::without_put(path, key, fresh));
+            }
+            // An earlier check of the item (a read through an alias): this write takes its
+            // place, under the same condition.
+            (_, WriteOp::Check { .. }) => replaces = Some(at),
+            _ => {
+                return Err(Error::InvalidRequest(format!(
+                    "{path} is written twice in one transaction (once through an alias)"
+                )));
+            }
+        }
+    }
     // A patch is a put of the value it makes of the one read.
     let patched;
     let (value, options) = match op {
@@ -136,7 +167,7 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
                     .map(|r| to_item(path.clone(), r))
                     .transpose()?,
             ));
-            plan.push(write, &path, fresh);
+            place(plan, replaces, write, &path, fresh);
             return Ok(Written {
                 before: current,
                 ..Written::without_put(path, key, fresh)
@@ -177,8 +208,7 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
         record,
         expect: Some(expect),
     };
-    let put = Some((plan.batch.ops.len(), options));
-    plan.push(write, &path, fresh);
+    let put = Some((place(plan, replaces, write, &path, fresh), options));
     Ok(Written {
         path,
         key,
@@ -186,6 +216,28 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
         put,
         before: current,
     })
+}
+
+/// Adds `write` to the plan, or puts it in place of this plan's earlier check of the same key
+/// (`replaces`); returns where it is in the batch.
+fn place(
+    plan: &mut Plan,
+    replaces: Option<usize>,
+    write: WriteOp,
+    path: &KeyPath,
+    fresh: bool,
+) -> usize {
+    match replaces {
+        Some(at) => {
+            plan.batch.ops[at] = write;
+            plan.owners[at] = path.clone();
+            at
+        }
+        None => {
+            plan.push(write, path, fresh);
+            plan.batch.ops.len() - 1
+        }
+    }
 }
 
 fn check_condition(
