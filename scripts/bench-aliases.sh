@@ -34,24 +34,18 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$pathdb" ] || { echo "bench-aliases.sh: no $pathdb (cargo build --release -p pathdb-cli)" >&2; exit 2; }
 
+. "$root/scripts/lib.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/pathdb-bench-aliases.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
-# Starts a server on a fresh database in $work/NAME; sets url and pid.
+# Starts a server on a fresh database in $work/NAME (lib.sh); sets url and pid.
 serve() {
-  local dir=$work/$1 port
-  mkdir -p "$dir"
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  "$pathdb" serve --db "$dir/db.redb" --addr "127.0.0.1:$port" >"$dir/log" 2>&1 &
-  pid=$!
-  pids+=("$pid")
-  url=http://127.0.0.1:$port
-  for _ in $(seq 100); do curl -sf "$url/healthz" >/dev/null && return; sleep 0.1; done
-  echo "bench-aliases.sh: $1's server did not start:" >&2
-  cat "$dir/log" >&2
-  exit 1
+  mkdir -p "$work/$1"
+  start_pathdb_serve "$pathdb" "$work/$1"
+  pids+=("$server_pid")
+  url=$server_url pid=$server_pid
 }
 serve plain; plain_url=$url
 serve aliased; aliased_url=$url

@@ -40,20 +40,12 @@ schema='{"schema": {"type": "object", "additionalProperties": false,
     "m5": {"type": "integer"}, "m6": {"type": "string"}, "m7": {"type": "boolean"},
     "m8": {"type": "integer"}, "m9": {"type": "string", "minLength": 1}}}}'
 
-# Starts a server on a fresh database in $work/NAME; sets url and pid (not in a subshell, so
-# that the cleanup knows the pid).
+# Starts a server on a fresh database in $work/NAME (lib.sh); sets url and pid.
 serve() {
-  local dir=$work/$1 port
-  mkdir -p "$dir"
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  "$pathdb" serve --db "$dir/db.redb" --addr "127.0.0.1:$port" >"$dir/log" 2>&1 &
-  pid=$!
-  pids+=("$pid")
-  url=http://127.0.0.1:$port
-  for _ in $(seq 100); do curl -sf "$url/healthz" >/dev/null && return; sleep 0.1; done
-  echo "bench-schema.sh: $1's server did not start:" >&2
-  cat "$dir/log" >&2
-  exit 1
+  mkdir -p "$work/$1"
+  start_pathdb_serve "$pathdb" "$work/$1"
+  pids+=("$server_pid")
+  url=$server_url pid=$server_pid
 }
 serve plain; plain_url=$url plain_pid=$pid
 serve schema; schema_url=$url schema_pid=$pid
