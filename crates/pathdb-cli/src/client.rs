@@ -166,7 +166,7 @@ struct DefinitionIn {
 #[derive(Deserialize)]
 struct AliasIn {
     path: String,
-    state: String,
+    state: AliasState,
     #[serde(default)]
     checked: u64,
     #[serde(default)]
@@ -183,13 +183,6 @@ struct AliasConflictIn {
 
 impl AliasIn {
     fn into_build(self) -> Result<AliasBuild> {
-        let state = match self.state.as_str() {
-            "building" => AliasState::Building,
-            "ready" => AliasState::Ready,
-            "conflict" => AliasState::Conflict,
-            "removing" => AliasState::Removing,
-            other => bail!("server sent an unknown alias state {other:?}"),
-        };
         let conflicts = self
             .conflicts
             .into_iter()
@@ -207,7 +200,7 @@ impl AliasIn {
             .collect::<Result<_>>()?;
         Ok(AliasBuild {
             template: self.path,
-            state,
+            state: self.state,
             checked: self.checked,
             written: self.written,
             conflicts,
@@ -221,7 +214,7 @@ impl From<DefinitionIn> for NamespaceDefinition {
         let aliases = d
             .aliases
             .into_iter()
-            .filter(|a| a.state != "removing")
+            .filter(|a| a.state != AliasState::Removing)
             .map(|a| AliasDefinition { path: a.path })
             .collect();
         NamespaceDefinition {

@@ -126,8 +126,7 @@ pub async fn get<B: Backend>(
         let Some(definition) = state.store.namespace(&ns)? else {
             return Ok(None);
         };
-        let builds = state.store.alias_builds(&ns)?;
-        Ok(Some((definition, builds)))
+        Ok(Some(with_builds(&state.store, definition)?))
     })
     .await?
     .ok_or(missing)?;
@@ -206,17 +205,18 @@ pub async fn put<B: Backend>(
     let (stored, created) = store_call("define_namespace", move || {
         let condition = resolve(precondition, &state.store, &ns)?;
         let (stored, created) = state.store.define_namespace(&ns, definition, condition)?;
-        let mut builds = state.store.alias_builds(&ns)?;
+        let mut answer = with_builds(&state.store, stored)?;
         // A small database's builds finish within the request: the answer says `ready`.
         // Longer ones go on in the background (their progress in GET).
-        if builds
+        if answer
+            .1
             .iter()
             .any(|b| b.state != pathdb_store::AliasState::Ready)
         {
             state.store.step_alias_builds(SYNC_BUILD)?;
-            builds = state.store.alias_builds(&ns)?;
+            answer = with_builds(&state.store, answer.0)?;
         }
-        Ok(((stored, builds), created))
+        Ok((answer, created))
     })
     .await?;
     let status = if created {
@@ -319,12 +319,24 @@ pub async fn retry_alias<B: Backend>(
             return Ok(None);
         };
         state.store.retry_alias_build(&ns, &body.path)?;
-        let builds = state.store.alias_builds(&ns)?;
-        Ok(Some((definition, builds)))
+        Ok(Some(with_builds(&state.store, definition)?))
     })
     .await?
     .ok_or(missing)?;
     Ok(definition_response(StatusCode::OK, found))
+}
+
+/// `definition` with where its alias templates stand (the builds are read; the definition,
+/// which the caller has, is not read again).
+fn with_builds<B: Backend>(
+    store: &pathdb_store::Store<B>,
+    definition: NamespaceDefinition,
+) -> Result<(NamespaceDefinition, Vec<pathdb_store::AliasBuild>), pathdb_store::Error> {
+    let builds = store
+        .alias_builds_of(std::slice::from_ref(&definition))?
+        .pop()
+        .unwrap_or_default();
+    Ok((definition, builds))
 }
 
 /// The store condition of an HTTP precondition on `ns`'s definition.

@@ -16,10 +16,10 @@
 //! its build record. Reads through a template that is not `ready` fail with
 //! [`Error::AliasBuilding`] (store.rs).
 
-use crate::aliases::{Template, alias_value, parse_alias};
+use crate::aliases::{Template, parse_alias};
 use crate::backend::{Backend, Expect, Key, Reader, Record, WriteBatch, WriteError, WriteOp};
 use crate::limits::next_version;
-use crate::record::{is_live, tombstone};
+use crate::record::{alias_record, is_live, tombstone};
 use crate::{Error, StorageError, layout};
 use pathdb_keys::KeyPath;
 use serde::{Deserialize, Serialize};
@@ -45,6 +45,11 @@ pub enum AliasState {
 }
 
 impl AliasState {
+    /// Whether reads through the template wait: its build is under way or stopped.
+    pub(crate) fn is_unbuilt(self) -> bool {
+        matches!(self, AliasState::Building | AliasState::Conflict)
+    }
+
     /// Its name: `building`, `ready`, `conflict` or `removing`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -123,6 +128,11 @@ impl Stored {
             partition: bytes(partition)?,
             sort: bytes(sort)?,
         }))
+    }
+
+    /// Resume after `key` (`None`: from the start).
+    fn set_cursor(&mut self, key: Option<Key>) {
+        self.cursor = key.map(|k| (hex::encode(&k.partition), hex::encode(&k.sort)));
     }
 
     fn public(&self, template: &str) -> AliasBuild {
@@ -261,14 +271,10 @@ pub(crate) fn definition_changed<R: Reader + ?Sized>(
         ops.push(WriteOp::Put {
             key,
             record: record_of(&Stored::start(state), read.as_ref(), now),
-            expect: Some(as_read(read.as_ref())),
+            expect: Some(Expect::as_read(read.as_ref())),
         });
     }
     Ok(ops)
-}
-
-fn as_read(read: Option<&Record>) -> Expect {
-    read.map_or(Expect::Absent, |r| Expect::Version(r.version))
 }
 
 /// Starts the build of a template in `conflict` again from the beginning.
@@ -293,7 +299,7 @@ pub(crate) fn retry<B: Backend>(
     let op = WriteOp::Put {
         key,
         record: record_of(&Stored::start(AliasState::Building), read.as_ref(), now),
-        expect: Some(as_read(read.as_ref())),
+        expect: Some(Expect::as_read(read.as_ref())),
     };
     match backend.write(WriteBatch { ops: vec![op] }) {
         Ok(()) | Err(WriteError::ConditionFailed { .. }) => Ok(()),
@@ -400,12 +406,12 @@ fn scan_items<R: Reader + ?Sized>(
             || layout::is_revision(&key.sort);
         if !internal && is_live(record, now) && !each(key, record)? {
             // `each` is full: resume at this record.
-            stored.cursor = after.map(|k| (hex::encode(&k.partition), hex::encode(&k.sort)));
+            stored.set_cursor(after);
             return Ok(false);
         }
         after = Some(key.clone());
     }
-    stored.cursor = after.map(|k| (hex::encode(&k.partition), hex::encode(&k.sort)));
+    stored.set_cursor(after);
     Ok(exhausted)
 }
 
@@ -493,17 +499,15 @@ fn build_ops<R: Reader + ?Sized>(
         taken.insert(alias, item);
         ops.push(WriteOp::Put {
             key: layout::item_key(alias),
-            record: Record {
-                version: match read {
-                    Some(r) => next_version(alias, r.version)?,
-                    None => 1,
-                },
-                created_at: now,
-                modified_at: now,
-                expires_at: *expires_at,
-                value: alias_value(template.as_str(), item),
-            },
-            expect: Some(as_read(read.as_ref())),
+            record: alias_record(
+                alias,
+                template.as_str(),
+                item,
+                *expires_at,
+                read.as_ref(),
+                now,
+            )?,
+            expect: Some(Expect::as_read(read.as_ref())),
         });
         // Only for the item as read: a write since has written its alias itself.
         ops.push(WriteOp::Check {

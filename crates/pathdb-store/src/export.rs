@@ -923,11 +923,7 @@ impl<B: Backend> Importer<'_, B> {
                         key: key.clone(),
                         record: target.clone(),
                         // Only over the state this plan saw.
-                        expect: Some(
-                            current
-                                .as_ref()
-                                .map_or(Expect::Absent, |c| Expect::Version(c.version)),
-                        ),
+                        expect: Some(Expect::as_read(current.as_ref())),
                     };
                     plan.push(write, path, false);
                 }

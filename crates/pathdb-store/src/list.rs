@@ -5,7 +5,7 @@
 use crate::backend::{Backend, Direction, Reader, RecordView, SortRange};
 use crate::limits::check_key;
 use crate::ops::{ListCheck, ListRange};
-use crate::record::{is_live, is_live_view, is_unresolved, item_from_view, to_item, visible};
+use crate::record::{aliased_item, is_live, is_live_view, is_unresolved, item_from_view, to_item};
 use crate::token::{Kind, TokenKey};
 use crate::{ChangeToken, Error, Item, layout};
 use pathdb_keys::KeyPath;
@@ -290,12 +290,9 @@ fn resolve_entries<R: Reader, E: PageEntry>(
     let mut gone = Vec::new();
     for (i, target) in targets {
         let record = records.get(&layout::item_key(&target)).cloned().flatten();
-        match visible(record, now)
-            .map(|r| to_item(target, r))
-            .transpose()?
-        {
-            Some(item) if !is_unresolved(&item) => found[i].resolve(item),
-            _ => gone.push(i),
+        match aliased_item(target, record, now)? {
+            Some(item) => found[i].resolve(item),
+            None => gone.push(i),
         }
     }
     for i in gone.into_iter().rev() {

@@ -1,9 +1,10 @@
 //! Stored records as the data API sees them: whether a record is a live item, the tombstone a
 //! delete or expiry leaves (layout.rs), and the conversion of a record into an [`Item`].
 
-use crate::aliases::parse_alias;
+use crate::aliases::{alias_value, parse_alias};
 use crate::backend::{Reader, Record, RecordView};
 use crate::layout;
+use crate::limits::next_version;
 use crate::{Error, Item, Json, Timestamp};
 use pathdb_keys::KeyPath;
 
@@ -37,6 +38,31 @@ pub(crate) fn tombstone(record: &Record, version: u64, at: i64) -> Record {
         expires_at: None,
         value: Vec::new(),
     }
+}
+
+/// The record of `alias`, which `template` gives the item at `item`, written over `read` (what
+/// the alias key holds): the next version of the key, the creation time of a live record there
+/// (else `now`), the item's expiry.
+pub(crate) fn alias_record(
+    alias: &KeyPath,
+    template: &str,
+    item: &KeyPath,
+    expires_at: Option<i64>,
+    read: Option<&Record>,
+    now: i64,
+) -> Result<Record, Error> {
+    Ok(Record {
+        version: match read {
+            Some(r) => next_version(alias, r.version)?,
+            None => 1,
+        },
+        created_at: read
+            .filter(|r| is_live(r, now))
+            .map_or(now, |r| r.created_at),
+        modified_at: now,
+        expires_at,
+        value: alias_value(template, item),
+    })
 }
 
 /// [`to_item`] for a borrowed record: the value is copied once, into the item.
@@ -90,8 +116,8 @@ pub(crate) fn resolve<R: Reader + ?Sized>(
     if !is_unresolved(&item) {
         return Ok(Some(item));
     }
-    let record = visible(reader.get(&layout::item_key(&item.path))?, now);
-    resolved(item, record)
+    let record = reader.get(&layout::item_key(&item.path))?;
+    with_alias(item, record, now)
 }
 
 /// [`resolve`] for many, read together: the items in order, `None` for one that is gone.
@@ -112,25 +138,33 @@ pub(crate) fn resolve_many<R: Reader + ?Sized>(
     items
         .into_iter()
         .map(|item| match is_unresolved(&item) {
-            true => resolved(item, visible(records.next().flatten(), now)),
+            true => with_alias(item, records.next().flatten(), now),
             false => Ok(Some(item)),
         })
         .collect()
 }
 
-fn resolved(unresolved: Item, record: Option<Record>) -> Result<Option<Item>, Error> {
-    let Some(record) = record else {
-        return Ok(None);
-    };
-    let item = to_item(unresolved.path, record)?;
-    // An alias names an item, never another alias.
-    if is_unresolved(&item) {
-        return Ok(None);
-    }
-    Ok(Some(Item {
+/// The item an unresolved alias names, from `record`, read at its path: with the alias.
+fn with_alias(unresolved: Item, record: Option<Record>, now: i64) -> Result<Option<Item>, Error> {
+    let item = aliased_item(unresolved.path, record, now)?;
+    Ok(item.map(|item| Item {
         alias: unresolved.alias,
         ..item
     }))
+}
+
+/// The item at `target` that an alias names, from `record`, read there at `now`; `None` if it
+/// is gone (or, which never happens, is another alias).
+pub(crate) fn aliased_item(
+    target: KeyPath,
+    record: Option<Record>,
+    now: i64,
+) -> Result<Option<Item>, Error> {
+    let Some(record) = visible(record, now) else {
+        return Ok(None);
+    };
+    let item = to_item(target, record)?;
+    Ok((!is_unresolved(&item)).then_some(item))
 }
 
 /// An item from a record's metadata and its already converted value.

@@ -110,13 +110,6 @@ impl<B: Backend> Inner<B> {
             return Ok(true);
         }
         let builds = self.namespaces.builds(reader)?;
-        let unready = |namespace: &str, template: &str| {
-            builds
-                .get(&(namespace.to_owned(), template.to_owned()))
-                .filter(|b| b.state != AliasState::Ready)
-        };
-        let building =
-            |namespace: &str, build: &AliasBuild| self.still_building(reader, namespace, build);
         match of {
             Some(of) => {
                 let namespace = of.item.last().namespace().as_str();
@@ -127,21 +120,16 @@ impl<B: Backend> Inner<B> {
                 if !current {
                     return Ok(false);
                 }
-                match unready(namespace, &of.template) {
-                    Some(build) => building(namespace, build).map(|()| true),
-                    None => Ok(true),
+                match builds.get(&(namespace.to_owned(), of.template)) {
+                    Some(build) if build.state != AliasState::Ready => {
+                        self.still_building(reader, namespace, build).map(|()| true)
+                    }
+                    _ => Ok(true),
                 }
             }
             // Nothing (or an item) here: a build under way may not have written it yet.
             None if record.is_none() => {
-                for ((namespace, template), build) in builds.iter() {
-                    if matches!(build.state, AliasState::Building | AliasState::Conflict)
-                        && crate::aliases::Template::parse(template)
-                            .is_ok_and(|t| t.could_make(path))
-                    {
-                        building(namespace, build)?;
-                    }
-                }
+                self.refuse_unbuilt(reader, &builds, |t| t.could_make(path))?;
                 Ok(true)
             }
             None => Ok(true),
@@ -172,21 +160,29 @@ impl<B: Backend> Inner<B> {
     /// [`Error::AliasBuilding`] if a listing of `prefix` may meet aliases of a template whose
     /// build is not done.
     fn alias_prefix_served(&self, prefix: &KeyPath) -> Result<(), Error> {
-        let unready = |b: &crate::alias_builds::Builds| {
-            b.values()
-                .any(|b| matches!(b.state, AliasState::Building | AliasState::Conflict))
-        };
         // The common case, every template ready as last read: no reader for this.
-        if !unready(&*self.namespaces.builds_cached()?) && !self.backend.shared() {
+        let cached = self.namespaces.builds_cached()?;
+        if !cached.values().any(|b| b.state.is_unbuilt()) && !self.backend.shared() {
             return Ok(());
         }
         let reader = self.backend.reader()?;
         let builds = self.namespaces.builds(&reader)?;
-        for ((namespace, template), build) in builds.iter() {
-            if matches!(build.state, AliasState::Building | AliasState::Conflict)
-                && crate::aliases::Template::parse(template).is_ok_and(|t| t.may_lie_under(prefix))
+        self.refuse_unbuilt(&reader, &builds, |t| t.may_lie_under(prefix))
+    }
+
+    /// [`Error::AliasBuilding`] for the first template of `builds` whose build is not done
+    /// (confirmed against the database, [`Inner::still_building`]) and that `meets` the read.
+    fn refuse_unbuilt<R: Reader + ?Sized>(
+        &self,
+        reader: &R,
+        builds: &crate::alias_builds::Builds,
+        meets: impl Fn(&crate::aliases::Template) -> bool,
+    ) -> Result<(), Error> {
+        for ((namespace, template), build) in builds {
+            if build.state.is_unbuilt()
+                && crate::aliases::Template::parse(template).is_ok_and(|t| meets(&t))
             {
-                self.still_building(&reader, namespace, build)?;
+                self.still_building(reader, namespace, build)?;
             }
         }
         Ok(())
@@ -1059,9 +1055,7 @@ impl<B: Backend> Store<B> {
                     current: version,
                 });
             }
-            let expect = stored.as_ref().map_or(crate::backend::Expect::Absent, |r| {
-                crate::backend::Expect::Version(r.version)
-            });
+            let expect = crate::backend::Expect::as_read(stored.as_ref());
             let next = stored.as_ref().map_or(1, |r| r.version + 1);
             let record = match (&value, live) {
                 (Some(value), _) => crate::backend::Record {

@@ -115,9 +115,7 @@ pub(crate) fn sweep<B: Backend>(
                 // (same time, same key) and rewritten this very entry, which it then needs.
                 batch.ops.push(WriteOp::Check {
                     key: item_key,
-                    expect: stored
-                        .as_ref()
-                        .map_or(Expect::Absent, |r| Expect::Version(r.version)),
+                    expect: Expect::as_read(stored.as_ref()),
                 });
                 match backend.write(batch) {
                     Ok(()) | Err(WriteError::ConditionFailed { .. }) => {}

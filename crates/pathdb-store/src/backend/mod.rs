@@ -100,6 +100,11 @@ pub enum Expect {
 }
 
 impl Expect {
+    /// That the key still holds `read`, the record a plan read there (`None`: none).
+    pub fn as_read(read: Option<&Record>) -> Expect {
+        read.map_or(Expect::Absent, |r| Expect::Version(r.version))
+    }
+
     /// Whether the expectation holds for the version stored under a key (`None`: no record).
     pub fn holds(self, current: Option<u64>) -> bool {
         match self {

@@ -13,11 +13,11 @@
 //! freed (a move, a transaction that hands an email on) replaces that write.
 
 use super::plan::{AliasSlot, Context, Plan, Written};
-use crate::aliases::{Template, alias_value, parse_alias};
+use crate::aliases::{Template, parse_alias};
 use crate::backend::{Expect, Key, Reader, Record, WriteOp};
 use crate::changelog::Change;
 use crate::limits::next_version;
-use crate::record::{is_live, to_item, tombstone};
+use crate::record::{alias_record, is_live, to_item, tombstone};
 use crate::{Error, layout};
 use pathdb_keys::KeyPath;
 
@@ -41,8 +41,9 @@ pub(super) fn stage_written<R: Reader + ?Sized>(
     }
     let after = match written.put {
         Some((at, _)) => plan.put_record(at).cloned(),
-        // A check writes nothing; a delete leaves no item.
-        None if plan.found.last() == Some(&true) && is_delete(plan) => None,
+        // A delete of a live item leaves none; a check (which carries no item before) and a
+        // delete of nothing change no alias.
+        None if written.before.is_some() => None,
         None => return Ok(()),
     };
     let before = written.before.as_ref().map(|r| (&written.path, r));
@@ -53,11 +54,6 @@ pub(super) fn stage_written<R: Reader + ?Sized>(
         before,
         after.as_ref().map(|r| (&written.path, r)),
     )
-}
-
-/// Whether the plan's last result is a delete's.
-fn is_delete(plan: &Plan) -> bool {
-    matches!(plan.results.last(), Some(crate::ops::TxResult::Deleted(_)))
 }
 
 /// Plans the alias records for an item going from `before` to `after` (operation `index`):
@@ -236,10 +232,6 @@ fn holder_of(key: &Key, record: &Record) -> Result<(KeyPath, bool), Error> {
 }
 
 /// What the key holds as read, as a condition.
-fn as_read(read: Option<&Record>) -> Expect {
-    read.map_or(Expect::Absent, |r| Expect::Version(r.version))
-}
-
 /// The alias at `key` is no longer `before`'s: a tombstone, if the record is still its alias.
 fn free<R: Reader + ?Sized>(
     ctx: &Context<'_, R>,
@@ -266,7 +258,7 @@ fn free<R: Reader + ?Sized>(
         },
         None => WriteOp::Check {
             key: key.clone(),
-            expect: as_read(slot.read.as_ref()),
+            expect: Expect::as_read(slot.read.as_ref()),
         },
     };
     place(plan, key, alias, write, None);
@@ -317,22 +309,17 @@ fn take<R: Reader + ?Sized>(
         }
     }
     let read = slot.read.as_ref();
-    let alias_record = Record {
-        version: match read {
-            Some(r) => next_version(alias, r.version)?,
-            None => 1,
-        },
-        created_at: read
-            .filter(|r| is_live(r, ctx.now))
-            .map_or(ctx.now, |r| r.created_at),
-        modified_at: ctx.now,
-        expires_at: record.expires_at,
-        value: alias_value(template.as_str(), path),
-    };
     let write = WriteOp::Put {
         key: key.clone(),
-        record: alias_record,
-        expect: Some(as_read(read)),
+        record: alias_record(
+            alias,
+            template.as_str(),
+            path,
+            record.expires_at,
+            read,
+            ctx.now,
+        )?,
+        expect: Some(Expect::as_read(read)),
     };
     place(plan, key, alias, write, Some(path.clone()));
     Ok(())

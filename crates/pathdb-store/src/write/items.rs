@@ -93,9 +93,7 @@ pub(super) fn stage<'a, R: Reader + ?Sized>(
     }
     plan.found.push(current.is_some());
     // Whatever happens, the batch only applies to the record this plan saw.
-    let expect = stored
-        .as_ref()
-        .map_or(Expect::Absent, |r| Expect::Version(r.version));
+    let expect = Expect::as_read(stored.as_ref());
     // A key this plan writes already: only through an alias can an operation reach it (a path
     // named twice is refused before planning), and a batch holds a key once.
     let mut replaces = None;

@@ -127,10 +127,7 @@ pub(super) fn stage<R: Reader + ?Sized>(
     };
     plan.changes
         .push(Change::Put(to_item(target.path.clone(), record.clone())?));
-    let expect = target
-        .stored
-        .as_ref()
-        .map_or(Expect::Absent, |r| Expect::Version(r.version));
+    let expect = Expect::as_read(target.stored.as_ref());
     let put = WriteOp::Put {
         key: target.key.clone(),
         record: record.clone(),
