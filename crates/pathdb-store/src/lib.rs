@@ -20,74 +20,50 @@
 
 #![deny(missing_docs)]
 
-// The layers, bottom up. A module uses only modules listed above it (scripts/check-module-cycles.py
-// keeps the imports acyclic); lib.rs only declares and re-exports.
-//
-// Foundations: what is stored and how it is addressed.
-mod alias_builds;
+// The layers, bottom up: a module uses only modules ranked below it (folders in this order,
+// files in the order their folder's mod.rs lists them); `scripts/check-module-cycles.py` checks
+// the rank. lib.rs only declares the layers and re-exports the public API.
 mod aliases;
 pub mod backend;
-mod changelog;
-mod error;
-mod item;
-mod layout;
-mod limits;
-mod namespaces;
-mod ops;
-mod options;
-mod patch;
-mod record;
-mod strict;
-mod token;
-mod waiters;
-// The change feed's reader: the write pipeline's listing check reads the log through it.
+mod encoding;
 mod feed;
-// Writes: the pipeline of stages that turns operations into one batch.
-mod write;
-// Reads, and the writers that are not operations (the sweeper, import, subtree jobs).
-mod export;
-mod groups;
-mod list;
-mod listed;
-mod namespace_scan;
-// Interactive transactions: reads recorded as the checks of one commit.
-mod interactive;
-mod subtree;
-mod ttl;
-mod upgrade;
-// The facade.
+mod jobs;
+mod model;
+mod namespaces;
+mod read;
 mod store;
+mod tx;
+mod write;
 
-pub use alias_builds::{AliasBuild, AliasConflict, AliasState, MAX_CONFLICTS};
-pub use aliases::{MAX_ALIASES, Template};
-pub use changelog::{
+pub use aliases::builds::{AliasBuild, AliasConflict, AliasState, MAX_CONFLICTS};
+pub use aliases::template::{MAX_ALIASES, Template};
+pub use encoding::changelog::{
     Change, ChangeEntry, ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, MAX_CHANGES_LIMIT,
     MAX_CHANGES_WAIT, join_log_entries,
 };
-pub use error::{Condition, Error, StorageError, StorageErrorKind, Violation};
-pub use export::{
-    ExportEnd, ExportError, ExportLine, ExportRecord, ExportStatus, IMPORT_BATCH, ImportError,
-    ImportRecord, ImportReport, OnExisting, ScanPage, parse_import,
-};
-pub use groups::{DEFAULT_GROUPS_LIMIT, GroupPage, MAX_GROUPS_LIMIT};
-pub use interactive::{MAX_TRANSACTION_ATTEMPTS, Tx};
-pub use item::{Item, Json, Timestamp};
-pub use limits::{
+pub use encoding::limits::{
     MAX_GET_MANY, MAX_GROUP_BYTES, MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES, MAX_TRANSACTION_OPS,
     MAX_VERSION,
 };
-pub use list::{DEFAULT_LIST_LIMIT, ListEntry, ListPage, ListRequest, MAX_LIST_LIMIT};
-pub use listed::{EncodedPath, ListedEntry, ListedItem, ListedPage};
-pub use namespace_scan::{SchemaCheck, ViolatingItem, ViolationPage};
-pub use namespaces::{AliasDefinition, Definition, MAX_VIOLATIONS, NamespaceDefinition, Schema};
-pub use ops::{
-    IdKind, ListCheck, ListRange, Parent, Transaction, TxOp, TxResult, parse_create_target,
-};
-pub use options::{
+pub use jobs::subtree::{PendingJob, SubtreeJob, SubtreeOp};
+pub use model::error::{Condition, Error, StorageError, StorageErrorKind, Violation};
+pub use model::item::{Item, Json, Timestamp};
+pub use model::options::{
     Clock, DEFAULT_CHANGE_RETENTION, DEFAULT_DEFINITIONS_REFRESH, Expiry, ManualClock, PutOptions,
     StoreOptions, SystemClock,
 };
-pub use patch::{MAX_EXACT_INTEGER, Patch, PatchError, PatchOp};
+pub use model::patch::{MAX_EXACT_INTEGER, Patch, PatchError, PatchOp};
+pub use model::strict::check as check_json;
+pub use namespaces::{AliasDefinition, Definition, MAX_VIOLATIONS, NamespaceDefinition, Schema};
+pub use read::export::{ExportEnd, ExportError, ExportRecord, ExportStatus, ScanPage};
+pub use read::groups::{DEFAULT_GROUPS_LIMIT, GroupPage, MAX_GROUPS_LIMIT};
+pub use read::list::{DEFAULT_LIST_LIMIT, ListEntry, ListPage, ListRequest, MAX_LIST_LIMIT};
+pub use read::list_check::{ListCheck, ListRange};
+pub use read::listed::{EncodedPath, ListedEntry, ListedItem, ListedPage};
+pub use read::violations::{SchemaCheck, ViolatingItem, ViolationPage};
 pub use store::Store;
-pub use strict::check as check_json;
-pub use subtree::{PendingJob, SubtreeJob, SubtreeOp};
+pub use tx::{MAX_TRANSACTION_ATTEMPTS, Tx};
+pub use write::import::{
+    ExportLine, IMPORT_BATCH, ImportError, ImportRecord, ImportReport, OnExisting, parse_import,
+};
+pub use write::ops::{IdKind, Parent, Transaction, TxOp, TxResult, parse_create_target};

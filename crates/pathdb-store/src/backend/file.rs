@@ -36,7 +36,8 @@ use super::{
     Backend, Direction, Key, PendingWrite, Reader, Record, RecordView, Replan, SortRange,
     WriteBatch, WriteCompleter, WriteError, WriteOp,
 };
-use crate::{StorageError, StorageErrorKind};
+use crate::model::error::StorageError;
+use crate::model::error::StorageErrorKind;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::{Bound, ControlFlow};
 use std::path::{Path, PathBuf};
@@ -243,7 +244,7 @@ impl FileBackend {
 
     /// Opens the existing database file at `path` for reading only. Nothing is ever written to
     /// the file: writes fail with a [`StorageErrorKind::ReadOnly`] error (the store's
-    /// [`Error::ReadOnly`](crate::Error::ReadOnly)), there is no committer thread, and the
+    /// [`Error::ReadOnly`](crate::model::error::Error::ReadOnly)), there is no committer thread, and the
     /// format version is checked, not recorded. `options.durability` does not apply.
     ///
     /// # Errors

@@ -2,7 +2,7 @@
 //! implementation of the contract, used to check the data API logic and as the model's twin.
 
 use super::{Backend, Direction, Key, Reader, Record, SortRange, WriteBatch, WriteError, WriteOp};
-use crate::StorageError;
+use crate::model::error::StorageError;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, RwLock};

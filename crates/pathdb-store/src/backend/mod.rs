@@ -1,6 +1,6 @@
 //! The storage contract: ordered binary keys grouped in partitions, snapshot reads, and atomic
 //! conditional write batches. Everything else (item metadata, history, conditions on user
-//! semantics, page tokens, TTL, limits) lives above it in [`crate::Store`], written once.
+//! semantics, page tokens, TTL, limits) lives above it in [`crate::store::Store`], written once.
 //!
 //! The shape is what both an embedded B-tree and DynamoDB offer without faking: a key is a
 //! partition key plus a sort key (DynamoDB's PK/SK; one redb tuple key), range scans stay inside
@@ -18,7 +18,7 @@ pub use file::{Durability, FileBackend, FileOptions};
 pub use memory::InMemoryBackend;
 pub use pending::{PendingWrite, WriteCompleter};
 
-use crate::StorageError;
+use crate::model::error::StorageError;
 use std::ops::{Bound, ControlFlow};
 
 /// A stored key: the encoded group and the encoded rest of the path (or a system key).
@@ -31,7 +31,7 @@ pub struct Key {
 }
 
 /// What a backend stores under a key. Backends keep every field and return it unchanged;
-/// `version` is what conditions compare. Expiry is the store's (crate::ttl): a backend never
+/// `version` is what conditions compare. Expiry is the store's (crate::jobs::sweeper): a backend never
 /// removes a record by itself.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Record {

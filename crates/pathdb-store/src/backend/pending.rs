@@ -3,7 +3,7 @@
 //! thread to an async caller. A one-shot slot and a waker behind a mutex: no runtime needed.
 
 use super::WriteError;
-use crate::StorageError;
+use crate::model::error::StorageError;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};

@@ -1,14 +1,14 @@
 //! The planning context: what every stage reads from ([`Context`]) and what the stages build
 //! together ([`Plan`]). Stages depend on this module and the layers below, never on `Store`.
 
-use crate::Error;
 use crate::backend::Reader;
 use crate::backend::{Key, Record, WriteBatch, WriteOp};
-use crate::changelog::{Change, TrimSchedule};
+use crate::encoding::changelog::{Change, TrimSchedule};
+use crate::encoding::token::TokenKey;
+use crate::model::error::Error;
+use crate::model::options::PutOptions;
 use crate::namespaces::{Definitions, Namespaces};
-use crate::ops::TxResult;
-use crate::options::PutOptions;
-use crate::token::TokenKey;
+use crate::write::ops::TxResult;
 use pathdb_keys::KeyPath;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

@@ -1,0 +1,571 @@
+//! The change log's contents: the changes a feed delivers ([`Change`], [`ChangeEntry`],
+//! [`ChangePage`]), the positions it hands out ([`ChangeToken`], sealed by token.rs), and how a
+//! log entry stores one commit's changes in one group (docs/changes.md).
+//!
+//! A log entry is one commit's changes in one group, in operation order: puts with the item as
+//! written, deletes and expiries with the path and the version that was removed. Entries are
+//! numbered by the backend at commit ([`WriteOp::Append`](crate::backend::WriteOp::Append)), so
+//! concurrent writers never conflict over the log and entries become visible in number order: a
+//! reader that sees entry `n` has seen every entry before it. A token is a position: an entry
+//! number and how many of that entry's changes were already delivered.
+//!
+//! The write pipeline's change-log stage (write/changelog.rs) appends entries; the feed
+//! (feed.rs) reads them. This module does neither.
+
+use crate::backend::Record;
+use crate::encoding::record::to_item;
+use crate::encoding::token::{Kind, TAG_BYTES, TokenKey};
+use crate::model::error::Error;
+use crate::model::item::Item;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pathdb_keys::KeyPath;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+/// Changes per page when the request does not say.
+pub const DEFAULT_CHANGES_LIMIT: usize = 100;
+/// Most changes per page (a page may exceed it to finish a transaction: see [`Store::changes`](crate::store::Store::changes)).
+pub const MAX_CHANGES_LIMIT: usize = 1000;
+/// The longest [`Store::wait_changes`](crate::store::Store::wait_changes) a server should grant.
+pub const MAX_CHANGES_WAIT: Duration = Duration::from_secs(60);
+/// Bytes of a token: the kind byte, the payload and the tag.
+const TOKEN_BYTES: usize = 1 + PAYLOAD_BYTES + TAG_BYTES;
+/// Entry, offset, the previous entry's time.
+const PAYLOAD_BYTES: usize = 8 + 4 + 8;
+/// The first change token format (unsealed: version 1, group hash, entry, offset, previous).
+const LEGACY_TOKEN: (u8, usize) = (1, 29);
+
+/// Groups whose trimming time a [`TrimSchedule`] remembers before it forgets them all at once.
+const MAX_SCHEDULED_GROUPS: usize = 100_000;
+
+/// When each group's change log may next hold an expired entry, as far as this store has read:
+/// a commit skips reading the log's oldest entries (a `Query` on DynamoDB) until then
+/// (write/changelog.rs). Entries are only ever appended newer and removed oldest first, by any
+/// process, so once the oldest entry's time is read, nothing in the log expires before that time
+/// plus the retention.
+#[derive(Default)]
+pub(crate) struct TrimSchedule {
+    due: Mutex<HashMap<Vec<u8>, i64>>,
+}
+
+impl TrimSchedule {
+    /// From when (microseconds) the log of `partition` may hold an expired entry; `None`:
+    /// unknown.
+    pub(crate) fn due(&self, partition: &[u8]) -> Option<i64> {
+        self.lock().get(partition).copied()
+    }
+
+    /// Nothing in the log of `partition` expires before `at`.
+    pub(crate) fn set(&self, partition: &[u8], at: i64) {
+        let mut due = self.lock();
+        if due.len() >= MAX_SCHEDULED_GROUPS && !due.contains_key(partition) {
+            due.clear();
+        }
+        due.insert(partition.to_vec(), at);
+    }
+
+    /// The log of `partition` may have changed in ways this store has not read.
+    pub(crate) fn forget(&self, partition: &[u8]) {
+        self.lock().remove(partition);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, i64>> {
+        // Held for single map operations that cannot panic half-way.
+        self.due.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A position in one group's change feed. Opaque outside the store: pass back what
+/// [`Store::changes`](crate::store::Store::changes), [`Store::changes_token`](crate::store::Store::changes_token) or a listing returned, as its string form.
+///
+/// Tokens are sealed for their group with the database's key (token.rs): parsing checks only
+/// the shape, and [`Store::changes`](crate::store::Store::changes) refuses a token it did not issue for that group.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ChangeToken {
+    /// The first log entry not fully delivered.
+    pub(crate) entry: u64,
+    /// Changes of that entry already delivered.
+    pub(crate) offset: u32,
+    /// When the entry before `entry` was written (0: unknown, or there is none): a reader
+    /// checks it, so that a token from another history of the group (a database restored from
+    /// an older backup, or imported afresh, whose entries are numbered anew) is refused rather
+    /// than read at a position that means something else there. A listing token (`listing`)
+    /// also delivers the entries written in the 10 s up to that one (feed.rs).
+    pub(crate) previous: i64,
+    /// A listing's token on a backend without snapshots, which a reader resolves first
+    /// (feed.rs, `listing_token`).
+    pub(crate) listing: bool,
+    /// The MAC over the fields, the kind and the group.
+    tag: [u8; TAG_BYTES],
+}
+
+impl ChangeToken {
+    fn payload(entry: u64, offset: u32, previous: i64) -> [u8; PAYLOAD_BYTES] {
+        let mut raw = [0; PAYLOAD_BYTES];
+        raw[..8].copy_from_slice(&entry.to_be_bytes());
+        raw[8..12].copy_from_slice(&offset.to_be_bytes());
+        raw[12..].copy_from_slice(&previous.to_be_bytes());
+        raw
+    }
+
+    /// A token of `partition`'s feed, sealed with the database's key.
+    pub(crate) fn mint(
+        tokens: &TokenKey,
+        partition: &[u8],
+        entry: u64,
+        offset: u32,
+        previous: i64,
+    ) -> ChangeToken {
+        let payload = ChangeToken::payload(entry, offset, previous);
+        ChangeToken {
+            entry,
+            offset,
+            previous,
+            listing: false,
+            tag: tokens.tag(Kind::Change, &[partition], &payload),
+        }
+    }
+
+    /// A listing's token: the changes from entry `entry` on, and those of the entries before
+    /// it written in the margin up to entry `entry - 1`, which was written at `previous`
+    /// (feed.rs, `listing_token`).
+    pub(crate) fn mint_listing(
+        tokens: &TokenKey,
+        partition: &[u8],
+        entry: u64,
+        previous: i64,
+    ) -> ChangeToken {
+        let payload = ChangeToken::payload(entry, 0, previous);
+        ChangeToken {
+            entry,
+            offset: 0,
+            previous,
+            listing: true,
+            tag: tokens.tag(Kind::ListingChange, &[partition], &payload),
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        if self.listing {
+            Kind::ListingChange
+        } else {
+            Kind::Change
+        }
+    }
+
+    /// Whether the database's key sealed this token for `partition`'s feed.
+    pub(crate) fn is_sealed_for(&self, tokens: &TokenKey, partition: &[u8]) -> bool {
+        let payload = ChangeToken::payload(self.entry, self.offset, self.previous);
+        tokens.verify(self.kind(), &[partition], &payload, &self.tag)
+    }
+}
+
+impl std::fmt::Display for ChangeToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut raw = [0; TOKEN_BYTES];
+        raw[0] = self.kind() as u8;
+        raw[1..1 + PAYLOAD_BYTES].copy_from_slice(&ChangeToken::payload(
+            self.entry,
+            self.offset,
+            self.previous,
+        ));
+        raw[1 + PAYLOAD_BYTES..].copy_from_slice(&self.tag);
+        f.write_str(&URL_SAFE_NO_PAD.encode(raw))
+    }
+}
+
+impl std::str::FromStr for ChangeToken {
+    type Err = Error;
+
+    /// Checks the shape only; [`Store::changes`](crate::store::Store::changes) checks that the token is the store's own.
+    ///
+    /// A token of the first, unsealed format is [`Error::ChangesExpired`]: its follower lists
+    /// again and follows from the new token, as after any lost position.
+    fn from_str(s: &str) -> Result<ChangeToken, Error> {
+        let invalid = || Error::InvalidChangeToken("not a change token".into());
+        let raw = URL_SAFE_NO_PAD.decode(s).map_err(|_| invalid())?;
+        if (raw.first().copied(), raw.len()) == (Some(LEGACY_TOKEN.0), LEGACY_TOKEN.1) {
+            return Err(Error::ChangesExpired(
+                "the token was issued by an earlier version of PathDB, whose tokens are no longer \
+                 accepted; list again and follow from the listing's changes_token"
+                    .into(),
+            ));
+        }
+        let listing = match raw.first() {
+            Some(&kind) if kind == Kind::Change as u8 => false,
+            Some(&kind) if kind == Kind::ListingChange as u8 => true,
+            _ => return Err(invalid()),
+        };
+        if raw.len() != TOKEN_BYTES {
+            return Err(invalid());
+        }
+        fn field<const N: usize>(raw: &[u8], at: usize) -> [u8; N] {
+            let mut out = [0; N];
+            out.copy_from_slice(&raw[at..at + N]);
+            out
+        }
+        // The length is checked: every field is there.
+        let entry = u64::from_be_bytes(field(&raw, 1));
+        let offset = u32::from_be_bytes(field(&raw, 9));
+        let previous = i64::from_be_bytes(field(&raw, 13));
+        let tag = field(&raw, 1 + PAYLOAD_BYTES);
+        if entry == 0 {
+            return Err(invalid());
+        }
+        Ok(ChangeToken {
+            entry,
+            offset,
+            previous,
+            listing,
+            tag,
+        })
+    }
+}
+
+impl serde::Serialize for ChangeToken {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// One change to an item.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Change {
+    /// The item was created or replaced; this is the item as written.
+    Put(Item),
+    /// The item was deleted or expired; `version` is the version it had.
+    Delete {
+        /// The item's path.
+        path: KeyPath,
+        /// The version that was removed.
+        version: u64,
+        /// The alias path the item left (docs/aliases.md); `None`: the change at its own path.
+        alias: Option<KeyPath>,
+    },
+}
+
+impl Change {
+    /// The item's path.
+    pub fn path(&self) -> &KeyPath {
+        match self {
+            Change::Put(item) => &item.path,
+            Change::Delete { path, .. } => path,
+        }
+    }
+
+    /// Where the change happened in the key space: the alias path for a change through an
+    /// alias (an item entering, changing under or leaving it), else the item's path. The log
+    /// and the feeds file the change there.
+    pub fn key(&self) -> &KeyPath {
+        match self {
+            Change::Put(item) => item.alias.as_ref().unwrap_or(&item.path),
+            Change::Delete { path, alias, .. } => alias.as_ref().unwrap_or(path),
+        }
+    }
+}
+
+/// A change and the position right after it (an SSE event id: resuming from it delivers what
+/// follows).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ChangeEntry {
+    /// The change.
+    pub change: Change,
+    /// The position after this change.
+    pub token: ChangeToken,
+}
+
+/// What [`Store::changes`](crate::store::Store::changes) returns.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ChangePage {
+    /// The changes under the prefix, in commit order.
+    pub changes: Vec<ChangeEntry>,
+    /// Where to continue: after every change this page read, including those outside the prefix.
+    pub next_token: ChangeToken,
+}
+
+/// Bytes of changes per log entry before a commit's changes continue in another entry: one
+/// entry must stay under DynamoDB's 400 KB item limit. A single change is never split (an item
+/// fits in 400 KB, and so does its change with a path and a few numbers more).
+pub(crate) const ENTRY_BUDGET: usize = 200_000;
+
+/// Joins the change log entries that several batches append to one log into one entry, for a
+/// backend that commits those batches in one atomic write (DynamoDB's group commit): their
+/// changes in the order given, as if one commit had made them all. `None` when they cannot be
+/// joined (an entry that continues its commit in another, or a joined entry over the entry
+/// budget); the backend then stores them as separate entries.
+///
+/// Only the store's own change log entries can be joined: the records of
+/// [`WriteOp::Append`](crate::backend::WriteOp::Append)s the store planned.
+pub fn join_log_entries(records: &[&Record]) -> Option<Record> {
+    let mut changes = Vec::new();
+    let mut size = 0;
+    for record in records {
+        let entry: Entry<'_> = serde_json::from_slice(&record.value).ok()?;
+        size += record.value.len();
+        if !entry.end || size > ENTRY_BUDGET {
+            return None;
+        }
+        changes.extend(entry.changes);
+    }
+    let value = serde_json::to_vec(&Entry { changes, end: true }).ok()?;
+    Some(Record {
+        version: 1,
+        // The entry's age decides when it is trimmed: the newest commit's, so no change is
+        // dropped before its retention is over.
+        created_at: records.iter().map(|r| r.created_at).max()?,
+        modified_at: records.iter().map(|r| r.modified_at).max()?,
+        expires_at: None,
+        value,
+    })
+}
+
+/// A change as the log stores it: a put has the item's metadata and value, a delete neither.
+/// (A plain struct: serde's internally tagged enums cannot hold a borrowed `RawValue`.)
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Logged<'a> {
+    op: Op,
+    path: String,
+    version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    created_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    modified_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<i64>,
+    /// The alias path of a change through an alias.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    alias: Option<String>,
+    /// A put's value, `null` included: present means a value (a put), absent means none (a
+    /// delete). Entries written before this distinction read a put of `null` as absent, so a
+    /// put without a value is a put of `null` (see `unlogged`).
+    #[serde(
+        borrow,
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::model::item::present"
+    )]
+    value: Option<&'a RawValue>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Op {
+    Put,
+    Delete,
+}
+
+/// A log entry: changes of one commit in one group; `end` is false when the commit continues in
+/// the next entry.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Entry<'a> {
+    #[serde(borrow)]
+    pub(crate) changes: Vec<Logged<'a>>,
+    pub(crate) end: bool,
+}
+
+pub(crate) fn logged(change: &Change) -> Result<Logged<'_>, Error> {
+    Ok(match change {
+        Change::Put(item) => Logged {
+            op: Op::Put,
+            path: item.path.to_string(),
+            version: item.version,
+            created_at: Some(item.created_at.0),
+            modified_at: Some(item.modified_at.0),
+            expires_at: item.expires_at.map(|t| t.0),
+            alias: item.alias.as_ref().map(ToString::to_string),
+            value: Some(serde_json::from_str(item.value.as_str()).map_err(corrupt)?),
+        },
+        Change::Delete {
+            path,
+            version,
+            alias,
+        } => Logged {
+            op: Op::Delete,
+            path: path.to_string(),
+            version: *version,
+            created_at: None,
+            modified_at: None,
+            expires_at: None,
+            alias: alias.as_ref().map(ToString::to_string),
+            value: None,
+        },
+    })
+}
+
+pub(crate) fn unlogged(logged: &Logged<'_>) -> Result<Change, Error> {
+    let path = logged.path.parse::<KeyPath>().map_err(corrupt)?;
+    let alias = logged
+        .alias
+        .as_deref()
+        .map(str::parse::<KeyPath>)
+        .transpose()
+        .map_err(corrupt)?;
+    Ok(match logged.op {
+        Op::Put => Change::Put(Item {
+            alias,
+            ..to_item(
+                path,
+                Record {
+                    version: logged.version,
+                    created_at: logged.created_at.unwrap_or_default(),
+                    modified_at: logged.modified_at.unwrap_or_default(),
+                    expires_at: logged.expires_at,
+                    // Before `present`, a logged `null` read back as no value: it is a put of null.
+                    value: logged
+                        .value
+                        .map_or("null", RawValue::get)
+                        .as_bytes()
+                        .to_vec(),
+                },
+            )?
+        }),
+        Op::Delete => Change::Delete {
+            path,
+            version: logged.version,
+            alias,
+        },
+    })
+}
+
+pub(crate) fn corrupt(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    crate::model::error::StorageError::new("corrupt change log entry", e).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(entry: &str) -> Vec<Change> {
+        let entry: Entry<'_> = serde_json::from_str(entry).expect("an entry");
+        entry
+            .changes
+            .iter()
+            .map(unlogged)
+            .collect::<Result<_, _>>()
+            .expect("changes")
+    }
+
+    fn put_value(change: &Change) -> &str {
+        match change {
+            Change::Put(item) => item.value.as_str(),
+            Change::Delete { .. } => panic!("expected a put, got {change:?}"),
+        }
+    }
+
+    /// Entries as the first log format wrote them: a put of `null` logged `"value":null`, which
+    /// that format read back as "no value" and refused. Both shapes are puts of `null` now.
+    #[test]
+    fn entries_in_the_old_shape_read_back() {
+        let old = r#"{"changes":[
+            {"op":"put","path":"/n-1/a-1","version":1,"created_at":5,"modified_at":5,"value":null},
+            {"op":"put","path":"/n-1/a-2","version":3,"created_at":5,"modified_at":6},
+            {"op":"put","path":"/n-1/a-3","version":1,"created_at":5,"modified_at":5,"value":{"x":[]}},
+            {"op":"delete","path":"/n-1/a-4","version":2}
+        ],"end":true}"#;
+        let changes = read(old);
+        assert_eq!(put_value(&changes[0]), "null");
+        assert_eq!(put_value(&changes[1]), "null");
+        assert_eq!(changes[1].path().to_string(), "/n-1/a-2");
+        assert_eq!(put_value(&changes[2]), r#"{"x":[]}"#);
+        assert!(matches!(changes[3], Change::Delete { version: 2, .. }));
+    }
+
+    fn record(value: &str, created_at: i64) -> Record {
+        Record {
+            version: 1,
+            created_at,
+            modified_at: created_at,
+            expires_at: None,
+            value: value.as_bytes().to_vec(),
+        }
+    }
+
+    /// Whole commits' entries join into one with their changes in order and the newest time;
+    /// an entry that continues in another, or a join past the budget, is refused.
+    #[test]
+    fn whole_commits_join_into_one_entry() {
+        let a = record(
+            r#"{"changes":[{"op":"put","path":"/n-1/a-1","version":1,"created_at":5,"modified_at":5,"value":1}],"end":true}"#,
+            5,
+        );
+        let b = record(
+            r#"{"changes":[{"op":"delete","path":"/n-1/a-2","version":4},{"op":"put","path":"/n-1/a-3","version":2,"created_at":3,"modified_at":7,"value":null}],"end":true}"#,
+            7,
+        );
+        let joined = join_log_entries(&[&a, &b]).expect("joined");
+        assert_eq!((joined.created_at, joined.modified_at), (7, 7));
+        let changes = read(std::str::from_utf8(&joined.value).unwrap());
+        let paths: Vec<String> = changes.iter().map(|c| c.path().to_string()).collect();
+        assert_eq!(paths, ["/n-1/a-1", "/n-1/a-2", "/n-1/a-3"]);
+        assert_eq!(put_value(&changes[0]), "1");
+        assert!(matches!(changes[1], Change::Delete { version: 4, .. }));
+        assert_eq!(put_value(&changes[2]), "null");
+
+        let part = record(r#"{"changes":[],"end":false}"#, 5);
+        assert!(join_log_entries(&[&a, &part]).is_none());
+        let big = record(
+            &format!(
+                r#"{{"changes":[{{"op":"put","path":"/n-1/a-9","version":1,"created_at":5,"modified_at":5,"value":"{}"}}],"end":true}}"#,
+                "x".repeat(ENTRY_BUDGET / 2)
+            ),
+            5,
+        );
+        assert!(join_log_entries(&[&big, &a]).is_some());
+        assert!(join_log_entries(&[&big, &big]).is_none());
+        assert!(join_log_entries(&[&a, &record("not json", 5)]).is_none());
+    }
+
+    #[test]
+    fn every_json_value_round_trips_through_an_entry() {
+        for text in ["null", "[]", "{}", r#""""#, "0", "false", r#"{"a":null}"#] {
+            let item = Item {
+                path: "/n-1/a-1".parse().unwrap(),
+                version: 7,
+                created_at: crate::model::item::Timestamp(1),
+                modified_at: crate::model::item::Timestamp(2),
+                expires_at: None,
+                value: crate::model::item::Json::parse(text).unwrap(),
+                alias: None,
+            };
+            let change = Change::Put(item);
+            let entry = Entry {
+                changes: vec![logged(&change).unwrap()],
+                end: true,
+            };
+            let bytes = serde_json::to_string(&entry).unwrap();
+            assert_eq!(read(&bytes), [change], "{bytes}");
+        }
+    }
+
+    /// The first token format (29 bytes, version 1) asks the follower to resync; any other
+    /// shape is not a token.
+    #[test]
+    fn token_shapes() {
+        let mut legacy = vec![1u8];
+        legacy.extend_from_slice(&[0; 8]); // group hash
+        legacy.extend_from_slice(&5u64.to_be_bytes());
+        legacy.extend_from_slice(&[0; 12]);
+        let legacy = URL_SAFE_NO_PAD.encode(legacy);
+        assert!(matches!(
+            legacy.parse::<ChangeToken>(),
+            Err(Error::ChangesExpired(_))
+        ));
+        let key = crate::encoding::token::tests_key();
+        let token = ChangeToken::mint(&key, b"group", 3, 1, 42);
+        let text = token.to_string();
+        assert_eq!(text.len(), 44, "33 bytes in base64");
+        assert_eq!(text.parse::<ChangeToken>().unwrap(), token);
+        assert!(token.is_sealed_for(&key, b"group"));
+        assert!(!token.is_sealed_for(&key, b"other"));
+        for bad in ["", "AAAA", &text[..43], &format!("{text}A")] {
+            assert!(matches!(
+                bad.parse::<ChangeToken>(),
+                Err(Error::InvalidChangeToken(_))
+            ));
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Stored records as the data API sees them: whether a record is a live item, the tombstone a
+//! delete or expiry leaves (layout.rs), and the conversion of a record into an [`Item`].
+
+use crate::backend::{Reader, Record, RecordView};
+use crate::encoding::alias::{alias_value, parse_alias};
+use crate::encoding::layout;
+use crate::encoding::limits::next_version;
+use crate::model::error::Error;
+use crate::model::item::Item;
+use crate::model::item::Json;
+use crate::model::item::Timestamp;
+use pathdb_keys::KeyPath;
+
+/// Whether an item key's record is an item a read should see: not a tombstone (layout.rs), not
+/// expired.
+pub(crate) fn is_live(record: &Record, now: i64) -> bool {
+    is_live_view(record.as_view(), now)
+}
+
+/// [`is_live`] for a borrowed record.
+pub(crate) fn is_live_view(record: RecordView<'_>, now: i64) -> bool {
+    !record.value.is_empty() && record.expires_at.is_none_or(|t| t > now)
+}
+
+pub(crate) fn visible(record: Option<Record>, now: i64) -> Option<Record> {
+    record.filter(|r| is_live(r, now))
+}
+
+/// The tombstone that replaces `record` when its item is deleted or expires, at `version`, so
+/// the path's next write continues the numbering (layout.rs).
+///
+/// A delete is a write: its tombstone takes the next version. Were it to keep the deleted
+/// version, a write planned against the live item (`If-Match` that version, or a second delete)
+/// would still find "that version" stored after the delete and succeed over it. An expiry keeps
+/// the item's version: no one wrote.
+pub(crate) fn tombstone(record: &Record, version: u64, at: i64) -> Record {
+    Record {
+        version,
+        created_at: record.created_at,
+        modified_at: at,
+        expires_at: None,
+        value: Vec::new(),
+    }
+}
+
+/// The record of `alias`, which `template` gives the item at `item`, written over `read` (what
+/// the alias key holds): the next version of the key, the creation time of a live record there
+/// (else `now`), the item's expiry.
+pub(crate) fn alias_record(
+    alias: &KeyPath,
+    template: &str,
+    item: &KeyPath,
+    expires_at: Option<i64>,
+    read: Option<&Record>,
+    now: i64,
+) -> Result<Record, Error> {
+    Ok(Record {
+        version: match read {
+            Some(r) => next_version(alias, r.version)?,
+            None => 1,
+        },
+        created_at: read
+            .filter(|r| is_live(r, now))
+            .map_or(now, |r| r.created_at),
+        modified_at: now,
+        expires_at,
+        value: alias_value(template, item),
+    })
+}
+
+/// [`to_item`] for a borrowed record: the value is copied once, into the item.
+pub(crate) fn item_from_view(path: KeyPath, record: RecordView<'_>) -> Result<Item, Error> {
+    if let Some(unresolved) = unresolved_alias(&path, record)? {
+        return Ok(unresolved);
+    }
+    Ok(item_with(
+        path,
+        record,
+        Json::from_stored_slice(record.value)?,
+    ))
+}
+
+/// The item of a live record at `path`. An alias record (aliases.rs) gives an *unresolved
+/// alias* ([`is_unresolved`]): the path of the item it names, `alias` the path read, version 0
+/// (no stored item has it) and a `null` value. Readers resolve it ([`resolve`]) before anyone
+/// sees it.
+pub(crate) fn to_item(path: KeyPath, mut record: Record) -> Result<Item, Error> {
+    if let Some(unresolved) = unresolved_alias(&path, record.as_view())? {
+        return Ok(unresolved);
+    }
+    // The value moves into the item; only the metadata is read through the view.
+    let value = Json::from_stored(std::mem::take(&mut record.value))?;
+    Ok(item_with(path, record.as_view(), value))
+}
+
+fn unresolved_alias(path: &KeyPath, record: RecordView<'_>) -> Result<Option<Item>, Error> {
+    let Some(of) = parse_alias(record.value)? else {
+        return Ok(None);
+    };
+    let mut item = item_with(of.item, record, Json::null());
+    item.version = 0;
+    item.alias = Some(path.clone());
+    Ok(Some(item))
+}
+
+/// Whether `item` is an alias [`to_item`] has not resolved yet.
+pub(crate) fn is_unresolved(item: &Item) -> bool {
+    item.version == 0 && item.alias.is_some()
+}
+
+/// The item an unresolved alias names, read through `reader` at `now`, with `alias` the path it
+/// was found at; `None` if that item is gone (possible only where reads are not snapshots,
+/// between two reads). Any other item is returned as it is.
+pub(crate) fn resolve<R: Reader + ?Sized>(
+    reader: &R,
+    now: i64,
+    item: Item,
+) -> Result<Option<Item>, Error> {
+    if !is_unresolved(&item) {
+        return Ok(Some(item));
+    }
+    let record = reader.get(&layout::item_key(&item.path))?;
+    with_alias(item, record, now)
+}
+
+/// [`resolve`] for many, read together: the items in order, `None` for one that is gone.
+pub(crate) fn resolve_many<R: Reader + ?Sized>(
+    reader: &R,
+    now: i64,
+    items: Vec<Item>,
+) -> Result<Vec<Option<Item>>, Error> {
+    let keys: Vec<_> = items
+        .iter()
+        .filter(|i| is_unresolved(i))
+        .map(|i| layout::item_key(&i.path))
+        .collect();
+    if keys.is_empty() {
+        return Ok(items.into_iter().map(Some).collect());
+    }
+    let mut records = reader.get_many(&keys)?.into_iter();
+    items
+        .into_iter()
+        .map(|item| match is_unresolved(&item) {
+            true => with_alias(item, records.next().flatten(), now),
+            false => Ok(Some(item)),
+        })
+        .collect()
+}
+
+/// The item an unresolved alias names, from `record`, read at its path: with the alias.
+fn with_alias(unresolved: Item, record: Option<Record>, now: i64) -> Result<Option<Item>, Error> {
+    let item = aliased_item(unresolved.path, record, now)?;
+    Ok(item.map(|item| Item {
+        alias: unresolved.alias,
+        ..item
+    }))
+}
+
+/// The item at `target` that an alias names, from `record`, read there at `now`; `None` if it
+/// is gone (or, which never happens, is another alias).
+pub(crate) fn aliased_item(
+    target: KeyPath,
+    record: Option<Record>,
+    now: i64,
+) -> Result<Option<Item>, Error> {
+    let Some(record) = visible(record, now) else {
+        return Ok(None);
+    };
+    let item = to_item(target, record)?;
+    Ok((!is_unresolved(&item)).then_some(item))
+}
+
+/// An item from a record's metadata and its already converted value.
+fn item_with(path: KeyPath, record: RecordView<'_>, value: Json) -> Item {
+    Item {
+        path,
+        version: record.version,
+        created_at: Timestamp(record.created_at),
+        modified_at: Timestamp(record.modified_at),
+        expires_at: record.expires_at.map(Timestamp),
+        value,
+        alias: None,
+    }
+}
+
+pub(crate) fn index_record(now: i64) -> Record {
+    Record {
+        version: 1,
+        created_at: now,
+        modified_at: now,
+        expires_at: None,
+        value: Vec::new(),
+    }
+}

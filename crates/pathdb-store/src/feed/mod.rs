@@ -1,0 +1,6 @@
+//! The change feed: the waiters a commit wakes (one event per group) and the reader of a
+//! group's change log (pages, positions, waiting, a listing's token). It reads; it never writes
+//! (write/stages/changelog.rs appends to the log).
+
+pub(crate) mod reader;
+pub(crate) mod waiters;

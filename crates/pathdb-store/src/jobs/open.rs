@@ -1,0 +1,75 @@
+//! What opening a store does before it serves: the one-time upgrade of an older database
+//! (jobs/upgrade.rs), the key that seals its tokens (made once, by the first store that opens
+//! the database), the namespace definitions, and the upkeep threads.
+
+use crate::backend::{Backend, Expect, Reader, Record, WriteBatch, WriteOp};
+use crate::encoding::layout;
+use crate::encoding::token::{FALLBACK_KEY, KEY_BYTES, TokenKey};
+use crate::jobs::background::{self, Threads};
+use crate::jobs::upgrade::record_used_paths;
+use crate::model::error::{Error, StorageError};
+use crate::model::options::StoreOptions;
+use crate::namespaces::Namespaces;
+use crate::write::commit::{Db, Sent, send};
+use std::sync::Arc;
+
+/// Opens the database behind `backend`: upgrades it if it is older, loads its token key and
+/// definitions, and starts the upkeep `options` ask for.
+///
+/// # Errors
+/// The backend cannot be read (or, not read-only, written).
+pub(crate) fn open<B: Backend>(
+    backend: B,
+    options: StoreOptions,
+) -> Result<(Arc<Db<B>>, Threads), Error> {
+    record_used_paths(&backend)?;
+    let reader = backend.reader()?;
+    let refresh = backend.shared().then_some(options.definitions_refresh);
+    let namespaces = Namespaces::load(&reader, options.default_history_retention, refresh)?;
+    drop(reader);
+    let tokens = token_key(&backend)?;
+    let sweep = options.sweep_interval;
+    let db = Arc::new(Db::new(backend, options, namespaces, tokens));
+    let threads = background::start(&db, sweep);
+    Ok((db, threads))
+}
+
+/// The key of the database behind `backend`, made (once, whichever store is first) if it has
+/// none yet.
+///
+/// # Errors
+/// Storage failures; random bytes cannot be had.
+fn token_key<B: Backend>(backend: &B) -> Result<TokenKey, Error> {
+    let key = layout::token_key();
+    for _ in 0..3 {
+        if let Some(record) = backend.reader()?.get(&key)? {
+            if record.value.len() != KEY_BYTES {
+                return Err(StorageError::msg("corrupt token key").into());
+            }
+            return Ok(TokenKey::new(&record.value));
+        }
+        let mut bytes = [0u8; KEY_BYTES];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| StorageError::msg(format!("no random bytes for the token key: {e}")))?;
+        let put = WriteOp::Put {
+            key: key.clone(),
+            record: Record {
+                version: 1,
+                created_at: 0,
+                modified_at: 0,
+                expires_at: None,
+                value: bytes.to_vec(),
+            },
+            // Another store may be making it at the same moment: one key wins.
+            expect: Some(Expect::Absent),
+        };
+        match send(backend, None, WriteBatch { ops: vec![put] }) {
+            Ok(Sent::Committed) => return Ok(TokenKey::new(&bytes)),
+            // Another store made it first: read theirs.
+            Ok(Sent::Changed { .. }) => continue,
+            Err(Error::ReadOnly) => return Ok(TokenKey::new(&FALLBACK_KEY)),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StorageError::msg("the token key could neither be read nor made").into())
+}

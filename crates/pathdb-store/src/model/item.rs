@@ -1,0 +1,192 @@
+//! Items: a JSON value at a key path, with its metadata.
+
+use crate::model::error::Error;
+use pathdb_keys::KeyPath;
+use serde::{Serialize, Serializer};
+use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Microseconds since the Unix epoch, UTC.
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct Timestamp(pub i64);
+
+impl Timestamp {
+    /// The current time.
+    pub fn now() -> Timestamp {
+        let d = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp(i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+    }
+
+    /// Microseconds since the epoch.
+    pub fn micros(self) -> i64 {
+        self.0
+    }
+
+    /// This time plus a duration (saturating).
+    pub fn plus(self, d: std::time::Duration) -> Timestamp {
+        Timestamp(
+            self.0
+                .saturating_add(i64::try_from(d.as_micros()).unwrap_or(i64::MAX)),
+        )
+    }
+}
+
+/// Valid JSON text, kept as text: reads hand it back without parsing it again.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Json(Box<str>);
+
+impl Json {
+    /// Validates JSON text and keeps it exactly, minus insignificant whitespace: key order,
+    /// number spelling and string escapes survive (lossless export), and one value is one line.
+    ///
+    /// # Errors
+    /// [`Error::InvalidJson`] with serde_json's line and column, also for what serde_json cannot
+    /// read into a `Value` (nesting beyond 127 levels, numbers beyond `f64`, a lone surrogate
+    /// such as `"\ud800"`), so that [`Json::to_value`] never has to substitute `Null` for a
+    /// value the store accepted, and for an object that names a member twice (I-JSON, RFC
+    /// 7493; see [`check_json`](crate::model::strict::check)).
+    pub fn parse(text: &str) -> Result<Json, Error> {
+        // One read that checks the syntax, serde_json's limits (nesting, numbers that overflow
+        // an f64) and I-JSON (no duplicate names, no lone surrogates): what is stored is what
+        // every client reads back the same way.
+        crate::model::strict::check(text).map_err(Error::InvalidJson)?;
+        Ok(Json(minify(text).into_boxed_str()))
+    }
+
+    /// `null`.
+    pub(crate) fn null() -> Json {
+        Json(Box::from("null"))
+    }
+
+    /// Serializes a value.
+    pub fn from_value(value: &serde_json::Value) -> Json {
+        Json(value.to_string().into_boxed_str())
+    }
+
+    /// Text the store wrote itself (validated when it was written).
+    pub(crate) fn from_stored(bytes: Vec<u8>) -> Result<Json, Error> {
+        String::from_utf8(bytes)
+            .map(|s| Json(s.into_boxed_str()))
+            .map_err(|e| {
+                Error::Storage(crate::model::error::StorageError::new(
+                    "stored value is not UTF-8",
+                    e,
+                ))
+            })
+    }
+
+    /// [`Json::from_stored`] from borrowed bytes: one allocation, of the exact size.
+    pub(crate) fn from_stored_slice(bytes: &[u8]) -> Result<Json, Error> {
+        std::str::from_utf8(bytes)
+            .map(|s| Json(Box::from(s)))
+            .map_err(|e| {
+                Error::Storage(crate::model::error::StorageError::new(
+                    "stored value is not UTF-8",
+                    e,
+                ))
+            })
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Parses the text into a value.
+    pub fn to_value(&self) -> serde_json::Value {
+        // Valid by construction; `Null` only if the stored bytes were corrupted.
+        serde_json::from_str(&self.0).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// Drops whitespace outside strings from valid JSON text.
+fn minify(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl fmt::Display for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for Json {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw: &serde_json::value::RawValue =
+            serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
+
+impl From<serde_json::Value> for Json {
+    fn from(v: serde_json::Value) -> Json {
+        Json::from_value(&v)
+    }
+}
+
+impl std::str::FromStr for Json {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Json, Error> {
+        Json::parse(s)
+    }
+}
+
+/// Deserializes a field that is `Some` whenever it is present, `null` included: with
+/// `#[serde(default, deserialize_with = "present")]`, a missing field is `None` and a JSON
+/// `null` is a value (`Option`'s own deserializer would read `null` as `None`, losing it).
+pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+/// An item: its path, metadata and value.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct Item {
+    /// Where it lives.
+    pub path: KeyPath,
+    /// 1 on creation, +1 on every write.
+    pub version: u64,
+    /// When the item was created.
+    pub created_at: Timestamp,
+    /// When the item was last written.
+    pub modified_at: Timestamp,
+    /// When the item expires, if it does.
+    pub expires_at: Option<Timestamp>,
+    /// The JSON value.
+    pub value: Json,
+    /// The alias path it was read through or listed under (docs/aliases.md); `None`: read at
+    /// its own path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<KeyPath>,
+}

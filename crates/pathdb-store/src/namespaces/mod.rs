@@ -1,0 +1,531 @@
+//! Namespace definitions: what a user declared about the items of one namespace (their JSON
+//! Schema, how many revisions they keep, a description), kept in the database at
+//! `00 02` + namespace (layout.rs), and the store's compiled copy of them.
+//!
+//! The namespace of an item is its path's last element's (`/user-7/post-2` is a `post`).
+//!
+//! A definition is a record like an item's: its version counts its writes, a delete leaves a
+//! tombstone (so an `If-Match` held from before a delete never matches a new definition). An
+//! earlier build stored only the history setting there, as a bare number: it reads back as a
+//! definition with just `history`.
+//!
+//! [`Namespaces`] keeps every definition in memory with its schema compiled once per version.
+//! Where this process is the database's only writer (redb, memory), its own writes keep the copy
+//! current. Where others write too ([`Backend::shared`](crate::backend::Backend::shared):
+//! several servers on one DynamoDB table), a plan that finds the copy older than
+//! [`StoreOptions::definitions_refresh`](crate::model::options::StoreOptions::definitions_refresh) reads the
+//! definitions again (one query of the system partition) first.
+
+use crate::aliases::builds::Builds;
+use crate::aliases::template::{MAX_ALIASES, Template};
+use crate::backend::{Direction, Reader, Record};
+use crate::encoding::layout;
+use crate::encoding::limits::MAX_ITEM_BYTES;
+use crate::model::error::Error;
+use crate::model::error::StorageError;
+use crate::model::error::Violation;
+use crate::model::item::Timestamp;
+use pathdb_keys::KeyPath;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+/// Most violations a refused value reports (the first ones the validator finds).
+pub const MAX_VIOLATIONS: usize = 20;
+
+/// What a user declares about the items of a namespace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Definition {
+    /// The JSON Schema every value written into the namespace must satisfy (draft 2020-12
+    /// unless it names another draft with `$schema`); `None`: any JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Value>,
+    /// Revisions kept per item (history on); `None`: history only for puts that ask for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<u32>,
+    /// For people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// More paths for each item, filled from its value (docs/aliases.md), at most
+    /// [`MAX_ALIASES`](crate::aliases::template::MAX_ALIASES).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<AliasDefinition>,
+}
+
+/// One alias template of a namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AliasDefinition {
+    /// The template: a key path whose ids may be `{member}`, `{!member}` or `{@namespace}`
+    /// ([`Template::parse`]).
+    pub path: String,
+}
+
+/// A stored definition and its metadata.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NamespaceDefinition {
+    /// The namespace.
+    pub namespace: String,
+    /// 1 when first defined, +1 on every change.
+    pub version: u64,
+    /// When first defined.
+    pub created_at: Timestamp,
+    /// When last changed.
+    pub modified_at: Timestamp,
+    /// What it declares.
+    pub definition: Definition,
+}
+
+/// A definition's schema, compiled.
+pub struct Schema {
+    validator: jsonschema::Validator,
+}
+
+impl Schema {
+    /// Compiles `schema`, refusing what is not a valid schema and any `$ref` outside it (no
+    /// schema is ever fetched).
+    ///
+    /// # Errors
+    /// [`Error::InvalidSchema`], naming what is wrong.
+    pub fn compile(schema: &serde_json::Value) -> Result<Schema, Error> {
+        if !(schema.is_object() || schema.is_boolean()) {
+            return Err(Error::InvalidSchema(
+                "a schema is a JSON object or a boolean".into(),
+            ));
+        }
+        jsonschema::options()
+            .offline()
+            .build(schema)
+            .map(|validator| Schema { validator })
+            .map_err(|e| {
+                let at = e.instance_path().to_string();
+                let text = e.to_string();
+                let text = if text.contains("etriev") {
+                    format!(
+                        "{text} (PathDB never fetches a schema: a `$ref` must point inside the schema)"
+                    )
+                } else {
+                    text
+                };
+                Error::InvalidSchema(if at.is_empty() {
+                    text
+                } else {
+                    format!("at {at}: {text}")
+                })
+            })
+    }
+
+    /// What `value` breaks, at most [`MAX_VIOLATIONS`]; empty when it fits.
+    pub fn violations(&self, value: &serde_json::Value) -> Vec<Violation> {
+        if self.validator.is_valid(value) {
+            return Vec::new();
+        }
+        self.validator
+            .iter_errors(value)
+            .take(MAX_VIOLATIONS)
+            .map(|e| Violation {
+                instance_path: e.instance_path().to_string(),
+                schema_path: e.schema_path().to_string(),
+                message: e.to_string(),
+            })
+            .collect()
+    }
+
+    /// What the stored JSON text `value` breaks (see [`Schema::violations`]).
+    pub(crate) fn violations_of_text(&self, value: &[u8]) -> Result<Vec<Violation>, Error> {
+        let value: serde_json::Value = serde_json::from_slice(value).map_err(Error::InvalidJson)?;
+        Ok(self.violations(&value))
+    }
+}
+
+impl std::fmt::Debug for Schema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Schema").finish_non_exhaustive()
+    }
+}
+
+/// A definition as the store uses it: stored, with its schema compiled.
+#[derive(Debug)]
+pub(crate) struct Compiled {
+    pub(crate) stored: NamespaceDefinition,
+    /// Its schema; `Err`: a stored schema that no longer compiles (a newer validator is
+    /// stricter), which refuses every write into the namespace rather than letting values by.
+    pub(crate) schema: Result<Option<Schema>, String>,
+    /// Its alias templates, compiled (checked when stored).
+    pub(crate) aliases: Vec<Template>,
+}
+
+/// Every definition, by namespace.
+pub(crate) type Definitions = BTreeMap<String, Arc<Compiled>>;
+
+/// The store's copy of the definitions (see the module's documentation).
+pub(crate) struct Namespaces {
+    state: RwLock<State>,
+    /// Held while the definitions are read into a new copy, so that copies replace each other
+    /// in the order they were read.
+    reading: Mutex<()>,
+    /// History kept by a put that asks for it in a namespace without a setting.
+    default_retention: u32,
+    /// How old the copy may get before a plan reads it again (others write the database).
+    refresh: Option<Duration>,
+}
+
+struct State {
+    definitions: Arc<Definitions>,
+    /// The alias build records (alias_builds.rs), read with the definitions.
+    builds: Arc<Builds>,
+    read_at: Instant,
+}
+
+impl Namespaces {
+    /// The definitions stored in the database `reader` reads; `refresh`: see
+    /// [`Namespaces::current`].
+    pub(crate) fn load<R: Reader + ?Sized>(
+        reader: &R,
+        default_retention: u32,
+        refresh: Option<Duration>,
+    ) -> Result<Self, Error> {
+        let definitions = read_all(reader, &Definitions::new())?;
+        let builds = crate::aliases::builds::read_all(reader)?;
+        Ok(Namespaces {
+            state: RwLock::new(State {
+                definitions: Arc::new(definitions),
+                builds: Arc::new(builds),
+                read_at: Instant::now(),
+            }),
+            reading: Mutex::new(()),
+            default_retention,
+            refresh,
+        })
+    }
+
+    /// The definitions, read again through `reader` first if the copy is older than the
+    /// refresh interval (only where others write the database). One thread reads them again
+    /// while the others wait for its copy: at most one read per interval.
+    pub(crate) fn current<R: Reader + ?Sized>(
+        &self,
+        reader: &R,
+    ) -> Result<Arc<Definitions>, Error> {
+        let Some(every) = self.refresh else {
+            return self.copy();
+        };
+        if self.read_at()?.elapsed() < every {
+            return self.copy();
+        }
+        let _reading = self.reading.lock().map_err(|_| poisoned())?;
+        // Another thread may have read them while this one waited.
+        if self.read_at()?.elapsed() < every {
+            return self.copy();
+        }
+        self.replace(reader)
+    }
+
+    /// The alias build records as this store last read them (no read): what the background
+    /// builder looks at, so that an idle server reads nothing.
+    pub(crate) fn builds_cached(&self) -> Result<Arc<Builds>, Error> {
+        Ok(Arc::clone(
+            &self.state.read().map_err(|_| poisoned())?.builds,
+        ))
+    }
+
+    /// The alias build records, as fresh as [`Namespaces::current`]'s definitions.
+    pub(crate) fn builds<R: Reader + ?Sized>(&self, reader: &R) -> Result<Arc<Builds>, Error> {
+        self.current(reader)?;
+        Ok(Arc::clone(
+            &self.state.read().map_err(|_| poisoned())?.builds,
+        ))
+    }
+
+    /// Reads the definitions again after this store changed one, through a reader `open`
+    /// makes once no other reading is under way: every such read starts after the commits
+    /// before it, so the copy never goes back to an older state than one it held.
+    pub(crate) fn reload<R: Reader>(
+        &self,
+        open: impl FnOnce() -> Result<R, Error>,
+    ) -> Result<(), Error> {
+        let _reading = self.reading.lock().map_err(|_| poisoned())?;
+        self.replace(&open()?).map(|_| ())
+    }
+
+    /// Reads every definition through `reader` and makes it the copy (the caller holds
+    /// `reading`).
+    fn replace<R: Reader + ?Sized>(&self, reader: &R) -> Result<Arc<Definitions>, Error> {
+        let known = self.copy()?;
+        let read_at = Instant::now();
+        let definitions = Arc::new(read_all(reader, &known)?);
+        let builds = Arc::new(crate::aliases::builds::read_all(reader)?);
+        let mut state = self.state.write().map_err(|_| poisoned())?;
+        state.definitions = Arc::clone(&definitions);
+        state.builds = builds;
+        state.read_at = read_at;
+        Ok(definitions)
+    }
+
+    /// The most alias templates any namespace has (in the store's copy).
+    pub(crate) fn most_aliases(&self) -> usize {
+        self.copy()
+            .map(|d| d.values().map(|c| c.aliases.len()).max().unwrap_or(0))
+            .unwrap_or(MAX_ALIASES)
+    }
+
+    fn copy(&self) -> Result<Arc<Definitions>, Error> {
+        Ok(Arc::clone(
+            &self.state.read().map_err(|_| poisoned())?.definitions,
+        ))
+    }
+
+    fn read_at(&self) -> Result<Instant, Error> {
+        Ok(self.state.read().map_err(|_| poisoned())?.read_at)
+    }
+
+    /// Revisions to keep for a put of `path` (`asked`: the put asked for history), or `None`
+    /// when it keeps none.
+    pub(crate) fn retention(
+        &self,
+        definitions: &Definitions,
+        path: &KeyPath,
+        asked: bool,
+    ) -> Option<u32> {
+        let configured = definitions
+            .get(path.last().namespace().as_str())
+            .and_then(|c| c.stored.definition.history);
+        match configured {
+            Some(n) => Some(n),
+            None if asked => Some(self.default_retention),
+            None => None,
+        }
+    }
+}
+
+/// The compiled schema that values at `path` must fit, if its namespace has one.
+///
+/// # Errors
+/// The namespace's stored schema does not compile.
+fn schema_for<'d>(
+    definitions: &'d Definitions,
+    path: &KeyPath,
+) -> Result<Option<&'d Schema>, Error> {
+    let Some(compiled) = definitions.get(path.last().namespace().as_str()) else {
+        return Ok(None);
+    };
+    compiled.schema.as_ref().map(Option::as_ref).map_err(|e| {
+        StorageError::msg(format!(
+            "the stored schema of namespace {:?} does not compile: {e}",
+            compiled.stored.namespace
+        ))
+        .into()
+    })
+}
+
+/// Fails with [`Error::SchemaViolation`] (`index`: the operation's, or an import's record's)
+/// when `value`, stored JSON text for the item at `path`, does not fit its namespace's schema.
+pub(crate) fn check_value(
+    definitions: &Definitions,
+    path: &KeyPath,
+    index: usize,
+    value: &[u8],
+) -> Result<(), Error> {
+    let Some(schema) = schema_for(definitions, path)? else {
+        return Ok(());
+    };
+    let violations = schema.violations_of_text(value)?;
+    if violations.is_empty() {
+        return Ok(());
+    }
+    Err(Error::SchemaViolation {
+        path: path.clone(),
+        index,
+        violations,
+    })
+}
+
+fn poisoned() -> Error {
+    StorageError::msg("namespace definitions: lock poisoned").into()
+}
+
+/// Checks a definition before it is stored: a valid namespace, a retention of at least 1, a
+/// schema that compiles.
+///
+/// # Errors
+/// [`Error::InvalidRequest`], [`Error::InvalidSchema`].
+pub(crate) fn check(namespace: &str, definition: &Definition) -> Result<Option<Schema>, Error> {
+    pathdb_keys::Namespace::new(namespace)
+        .map_err(|rule| Error::InvalidRequest(format!("namespace {namespace:?}: {rule}")))?;
+    if definition.history == Some(0) {
+        return Err(Error::InvalidRequest(
+            "history retention must be at least 1".into(),
+        ));
+    }
+    check_aliases(&definition.aliases)?;
+    definition.schema.as_ref().map(Schema::compile).transpose()
+}
+
+/// At most [`MAX_ALIASES`] templates, each valid, none twice.
+fn check_aliases(aliases: &[AliasDefinition]) -> Result<(), Error> {
+    if aliases.len() > MAX_ALIASES {
+        return Err(Error::InvalidRequest(format!(
+            "a namespace has at most {MAX_ALIASES} aliases, not {}",
+            aliases.len()
+        )));
+    }
+    for (i, alias) in aliases.iter().enumerate() {
+        if alias.path.len() > MAX_TEMPLATE_BYTES {
+            return Err(Error::InvalidRequest(format!(
+                "alias template {:?} is longer than {MAX_TEMPLATE_BYTES} bytes",
+                alias.path
+            )));
+        }
+        Template::parse(&alias.path)?;
+        if aliases[..i].iter().any(|a| a.path == alias.path) {
+            return Err(Error::InvalidRequest(format!(
+                "alias template {:?} is listed twice",
+                alias.path
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The longest alias template.
+const MAX_TEMPLATE_BYTES: usize = 1024;
+
+/// The stored form of `definition`.
+pub(crate) fn to_value(definition: &Definition) -> Vec<u8> {
+    // A struct of JSON values and numbers always serializes.
+    serde_json::to_vec(definition).unwrap_or_default()
+}
+
+/// The definition stored in `record` (`None`: a tombstone).
+pub(crate) fn from_record(
+    namespace: &str,
+    record: &Record,
+) -> Result<Option<NamespaceDefinition>, Error> {
+    if record.value.is_empty() {
+        return Ok(None);
+    }
+    let corrupt =
+        |e| StorageError::new(format!("corrupt definition of namespace {namespace:?}"), e);
+    // An earlier build's history setting: a bare number.
+    let definition = match serde_json::from_slice::<u32>(&record.value) {
+        Ok(history) => Definition {
+            history: Some(history),
+            ..Definition::default()
+        },
+        Err(_) => serde_json::from_slice(&record.value).map_err(corrupt)?,
+    };
+    Ok(Some(NamespaceDefinition {
+        namespace: namespace.to_owned(),
+        version: record.version,
+        created_at: Timestamp(record.created_at),
+        modified_at: Timestamp(record.modified_at),
+        definition,
+    }))
+}
+
+/// Compiles a stored definition (see [`Compiled::schema`]).
+pub(crate) fn compile(stored: NamespaceDefinition) -> Compiled {
+    let schema = match &stored.definition.schema {
+        Some(schema) => Schema::compile(schema).map(Some).map_err(|e| e.to_string()),
+        None => Ok(None),
+    };
+    let aliases = stored
+        .definition
+        .aliases
+        .iter()
+        .filter_map(|a| Template::parse(&a.path).ok())
+        .collect();
+    Compiled {
+        stored,
+        schema,
+        aliases,
+    }
+}
+
+/// Every stored definition, compiled; a definition whose version `known` holds already keeps
+/// its compiled schema.
+fn read_all<R: Reader + ?Sized>(reader: &R, known: &Definitions) -> Result<Definitions, Error> {
+    let mut out = Definitions::new();
+    for (sort, record) in reader.scan(
+        layout::SYSTEM_PARTITION,
+        &layout::namespace_range(None),
+        Direction::Forward,
+        usize::MAX,
+    )? {
+        let namespace = String::from_utf8_lossy(&sort[1..]).into_owned();
+        if let Some(old) = known.get(&namespace)
+            && old.stored.version == record.version
+            && old.stored.modified_at.0 == record.modified_at
+        {
+            out.insert(namespace, Arc::clone(old));
+            continue;
+        }
+        if let Some(stored) = from_record(&namespace, &record)? {
+            out.insert(namespace, Arc::new(compile(stored)));
+        }
+    }
+    Ok(out)
+}
+
+/// The definition of `namespace`, as `reader` shows it.
+///
+/// # Errors
+/// Storage failures.
+pub(crate) fn read_one<R: Reader + ?Sized>(
+    reader: &R,
+    namespace: &str,
+) -> Result<Option<NamespaceDefinition>, Error> {
+    match reader.get(&layout::namespace_key(namespace))? {
+        Some(record) => from_record(namespace, &record),
+        None => Ok(None),
+    }
+}
+
+/// Up to `limit` definitions in namespace order, after the namespace `after`; the page holds
+/// fewer than `limit` only at the end.
+///
+/// # Errors
+/// Storage failures.
+pub(crate) fn list<R: Reader + ?Sized>(
+    reader: &R,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<NamespaceDefinition>, Error> {
+    let mut out = Vec::new();
+    let mut after = after.map(str::to_owned);
+    // Tombstones take no place in a page: read on past them.
+    while out.len() < limit {
+        let entries = reader.scan(
+            layout::SYSTEM_PARTITION,
+            &layout::namespace_range(after.as_deref()),
+            Direction::Forward,
+            limit - out.len(),
+        )?;
+        let Some((last, _)) = entries.last() else {
+            break;
+        };
+        after = Some(String::from_utf8_lossy(&last[1..]).into_owned());
+        for (sort, record) in &entries {
+            let namespace = String::from_utf8_lossy(&sort[1..]);
+            out.extend(from_record(&namespace, record)?);
+        }
+    }
+    Ok(out)
+}
+
+/// [`Error::InvalidRequest`] for a definition too large to store: it is one record, like an
+/// item (DynamoDB's 400 KB).
+///
+/// # Errors
+/// As above.
+pub(crate) fn check_size(value: &[u8]) -> Result<(), Error> {
+    let most = MAX_ITEM_BYTES - 1000;
+    if value.len() > most {
+        return Err(Error::InvalidRequest(format!(
+            "a namespace definition takes at most {most} bytes as JSON, this one {}",
+            value.len()
+        )));
+    }
+    Ok(())
+}

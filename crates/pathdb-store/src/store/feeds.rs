@@ -1,0 +1,91 @@
+//! Change feeds (feed/): positions, pages, and waiting for a commit.
+
+use crate::backend::Backend;
+use crate::encoding::changelog::{ChangePage, ChangeToken};
+use crate::feed::reader::{SHARED_POLL, position, read, wait};
+use crate::model::error::Error;
+use crate::store::Store;
+use pathdb_keys::KeyPath;
+use std::time::Duration;
+
+impl<B: Backend> Store<B> {
+    /// The current position of the change feed of `prefix`'s group: following from it delivers
+    /// every change committed after this call.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn changes_token(&self, prefix: &KeyPath) -> Result<ChangeToken, Error> {
+        let reader = self.db.backend.reader()?;
+        position(&self.db.tokens, &reader, &prefix.partition_key())
+    }
+
+    /// The changes under `prefix` (the path and its subtree) after `since`, at most about
+    /// `limit` of them, in commit order. Without `since`, no changes and the current position.
+    ///
+    /// A page never ends inside a commit, so a transaction's changes in this group arrive
+    /// together (a page may hold more than `limit` changes to finish one). Changes in the group
+    /// but outside `prefix` are read and skipped: `next_token` moves past them.
+    ///
+    /// # Errors
+    /// [`Error::ChangesExpired`] when changes after `since` are older than the retention window
+    /// (or the token is ahead of this database); [`Error::InvalidChangeToken`] for a token of
+    /// another group or database, or an altered one; [`Error::InvalidRequest`] for a limit
+    /// outside 1..=[`MAX_CHANGES_LIMIT`](crate::MAX_CHANGES_LIMIT); storage failures.
+    pub fn changes(
+        &self,
+        prefix: &KeyPath,
+        since: Option<&ChangeToken>,
+        limit: usize,
+    ) -> Result<ChangePage, Error> {
+        let db = &self.db;
+        let reader = db.backend.reader()?;
+        let retention = db.options.change_retention;
+        read(
+            &reader,
+            &db.tokens,
+            retention,
+            db.now(),
+            prefix,
+            since,
+            limit,
+        )
+    }
+
+    /// [`Store::changes`], waiting up to `timeout` for at least one change: woken by this
+    /// process's commits (no polling) and, on a backend other processes write too
+    /// ([`Backend::shared`]), also reading again every 200 ms.
+    ///
+    /// # Errors
+    /// As [`Store::changes`].
+    pub fn wait_changes(
+        &self,
+        prefix: &KeyPath,
+        since: &ChangeToken,
+        limit: usize,
+        timeout: Duration,
+    ) -> Result<ChangePage, Error> {
+        wait(
+            |since| self.changes(prefix, Some(since), limit),
+            || self.commit_listener(prefix),
+            self.changes_poll_interval(),
+            since,
+            timeout,
+        )
+    }
+
+    /// A listener that completes at this store's next commit that changes the group of
+    /// `prefix` (commits of other groups leave it waiting): for async callers that wait for
+    /// changes without a thread each (await it, then call [`Store::changes`]). Create it before
+    /// reading, so that no commit falls between. A feed follows one group, so this is every
+    /// commit it can see; other processes' commits do not complete it (see
+    /// [`Store::changes_poll_interval`]).
+    pub fn commit_listener(&self, prefix: &KeyPath) -> event_listener::EventListener {
+        self.db.waiters.listen(&prefix.partition_key())
+    }
+
+    /// How often a waiting feed must read again because other processes write (`None`: this
+    /// process's commits are every change, so waiting on [`Store::commit_listener`] suffices).
+    pub fn changes_poll_interval(&self) -> Option<Duration> {
+        self.db.backend.shared().then_some(SHARED_POLL)
+    }
+}

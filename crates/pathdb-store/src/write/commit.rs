@@ -1,0 +1,302 @@
+//! The one way a batch reaches the backend: [`send`] writes it and wakes the change feeds of the
+//! groups whose logs it appended to; [`Db::until_committed`] plans and sends again while a batch
+//! meets a concurrent change; [`execute`] and [`execute_queued`] do so for operations, planned
+//! again inside a group commit where the backend offers it. Every writer of the store (the
+//! operations, definitions, the sweeper, imports, subtree jobs, alias builds, the set-up an open
+//! writes) commits here: this is the only module that calls `Backend::write`.
+
+use crate::backend::{Backend, Reader, Replan, WriteBatch, WriteError};
+use crate::encoding::changelog::TrimSchedule;
+use crate::encoding::token::TokenKey;
+use crate::feed::waiters::{ChangedGroups, Waiters};
+use crate::model::error::{Error, StorageError};
+use crate::model::options::StoreOptions;
+use crate::namespaces::Namespaces;
+use crate::write::ops::{TxOp, TxResult};
+use crate::write::pipeline::{backoff, check_batch_size, check_ops, plan};
+use crate::write::plan::{Plan, Settings};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// How a sent batch ended, when storage did not fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// It committed.
+    Committed,
+    /// A condition of its operation `index` did not hold: something changed since the read.
+    Changed {
+        /// The operation whose condition failed.
+        index: usize,
+    },
+}
+
+/// Sends `batch`; after it commits, wakes the feeds that wait on the groups it logged changes
+/// in (`waiters`: none while a store opens, before any feed can wait).
+///
+/// # Errors
+/// Storage failures.
+pub(crate) fn send<B: Backend + ?Sized>(
+    backend: &B,
+    waiters: Option<&Waiters>,
+    batch: WriteBatch,
+) -> Result<Sent, Error> {
+    let groups = waiters.map(|_| ChangedGroups::of(&batch));
+    sent(backend.write(batch), waiters, groups)
+}
+
+/// What a write answered, the waiters of `groups` woken if it committed.
+fn sent(
+    written: Result<(), WriteError>,
+    waiters: Option<&Waiters>,
+    groups: Option<ChangedGroups>,
+) -> Result<Sent, Error> {
+    match written {
+        Ok(()) => {
+            if let (Some(waiters), Some(groups)) = (waiters, groups) {
+                waiters.notify(&groups);
+            }
+            Ok(Sent::Committed)
+        }
+        Err(WriteError::ConditionFailed { index }) => Ok(Sent::Changed { index }),
+        Err(WriteError::Storage(e)) => Err(e.into()),
+    }
+}
+
+/// One attempt of [`Db::until_committed`].
+pub(crate) enum Attempt<T> {
+    /// Send this batch; if it commits, the answer is `T`.
+    Send(WriteBatch, T),
+    /// Nothing to send: the answer is `T`.
+    Done(T),
+}
+
+/// One open database: the backend and what every writer of it shares. The store holds it in an
+/// `Arc`; the jobs (sweeper, alias builds) hold a weak reference.
+pub(crate) struct Db<B> {
+    /// Where records are stored.
+    pub(crate) backend: B,
+    /// The store's options.
+    pub(crate) options: StoreOptions,
+    /// The namespace definitions, schemas compiled (namespaces/).
+    pub(crate) namespaces: Namespaces,
+    /// The change feeds waiting for a commit, per group; woken after each commit.
+    pub(crate) waiters: Waiters,
+    /// Seals the tokens this database hands out (encoding/token.rs).
+    pub(crate) tokens: TokenKey,
+    /// Plans made, to spread the removal of expired log entries (stages/changelog.rs).
+    plans: AtomicU64,
+    /// When each group's change log next needs trimming (stages/changelog.rs).
+    trims: TrimSchedule,
+}
+
+impl<B: Backend> Db<B> {
+    /// The shared state of a store over `backend`.
+    pub(crate) fn new(
+        backend: B,
+        options: StoreOptions,
+        namespaces: Namespaces,
+        tokens: TokenKey,
+    ) -> Db<B> {
+        Db {
+            backend,
+            options,
+            namespaces,
+            waiters: Waiters::new(),
+            tokens,
+            plans: AtomicU64::new(0),
+            trims: TrimSchedule::default(),
+        }
+    }
+
+    /// The time now, by the store's clock, in microseconds.
+    pub(crate) fn now(&self) -> i64 {
+        self.options.clock.now().0
+    }
+
+    /// What every plan of this store needs besides a snapshot.
+    pub(crate) fn settings(&self) -> Settings<'_> {
+        Settings {
+            namespaces: &self.namespaces,
+            max_batch_ops: self.backend.max_batch_ops(),
+            change_retention: self.options.change_retention,
+            plans: &self.plans,
+            trims: &self.trims,
+            tokens: &self.tokens,
+        }
+    }
+
+    /// [`send`], waking this store's feeds.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub(crate) fn send(&self, batch: WriteBatch) -> Result<Sent, Error> {
+        send(&self.backend, Some(&self.waiters), batch)
+    }
+
+    /// Runs `attempt` and sends the batch it plans until one commits (or it has nothing to
+    /// send); a batch that met a concurrent change is planned again, from a new read.
+    ///
+    /// # Errors
+    /// What `attempt` returns; storage failures.
+    pub(crate) fn until_committed<T>(
+        &self,
+        mut attempt: impl FnMut() -> Result<Attempt<T>, Error>,
+    ) -> Result<T, Error> {
+        loop {
+            match attempt()? {
+                Attempt::Done(answer) => return Ok(answer),
+                Attempt::Send(batch, answer) => {
+                    if self.send(batch)? == Sent::Committed {
+                        return Ok(answer);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Plans `ops` on the state `reader` shows (a snapshot, or a group commit's state when
+    /// planned again there), within the backend's batch size.
+    fn plan_on<R: Reader + ?Sized>(&self, reader: &R, ops: &[TxOp]) -> Result<Plan, Error> {
+        let plan = plan(&self.settings().context(reader, self.now()), ops)?;
+        check_batch_size(&plan, self.backend.max_batch_ops())?;
+        Ok(plan)
+    }
+
+    /// Plans `ops` from a new snapshot.
+    fn plan(&self, ops: &[TxOp]) -> Result<Plan, Error> {
+        self.plan_on(&self.backend.reader()?, ops)
+    }
+}
+
+/// Results per operation, and whether each found a live item at its path.
+pub(crate) type Outcome = (Vec<TxResult>, Vec<bool>);
+
+/// What a plan decided: an [`Outcome`], or why the operations cannot be written.
+type Planned = Result<Outcome, Error>;
+
+/// What the plans made inside a group commit ([`replan`]) left for the caller.
+#[derive(Default)]
+struct Replanned {
+    /// What the last of them decided.
+    decided: Option<Planned>,
+    /// The groups of their batches' change log entries: one of them may be what committed.
+    groups: ChangedGroups,
+}
+
+/// Reads, checks and commits `ops`, re-running after a concurrent change until the write
+/// commits or the caller's own condition fails.
+///
+/// The retry is unbounded on purpose: a batch fails only when a key it read changed, that is,
+/// when another write committed in between (to the same item, or to the group of a listing it
+/// checks), so every lost race is someone else's progress (lock-free). A bound turned
+/// contention into an [`Error::Conflict`] from a put or delete that has no condition, which
+/// callers neither expect nor can act on: with eight writers on one item and group commit (all
+/// but one batch of a group lose), 16 attempts ran out within a dozen puts each. Transactions
+/// retry the same way, so their failed conditions are always [`Error::ConditionFailed`] or
+/// [`Error::ListChanged`], never a conflict.
+///
+/// # Errors
+/// The operations' own failures (conditions, limits, schemas); storage failures.
+pub(crate) fn execute<B: Backend>(db: &Arc<Db<B>>, ops: &[TxOp]) -> Result<Outcome, Error> {
+    check_ops(ops, db.now())?;
+    let mut attempt = 0u32;
+    loop {
+        let plan = db.plan(ops)?;
+        let mut groups = ChangedGroups::of(&plan.batch);
+        let replanned = Arc::new(Mutex::new(Replanned::default()));
+        let written = db
+            .backend
+            .write_replanning(plan.batch, replan(db, ops, Arc::clone(&replanned)));
+        // What a plan made inside the commit decided, if the backend made one.
+        let Replanned {
+            decided: replanned,
+            groups: replanned_groups,
+        } = std::mem::take(&mut *replanned.lock().unwrap_or_else(PoisonError::into_inner));
+        // Either the first plan's batch or a replanned one committed: wake both's groups (a
+        // replanned create may have picked another new group).
+        groups.merge(replanned_groups);
+        match sent(written, Some(&db.waiters), Some(groups))? {
+            Sent::Committed => {
+                return Ok(match replanned {
+                    Some(Ok(outcome)) => outcome,
+                    _ => (plan.results, plan.found),
+                });
+            }
+            Sent::Changed { index } => {
+                // Planned again on the state it met, it failed the caller's condition or patch.
+                if let Some(Err(e)) = replanned {
+                    return Err(e);
+                }
+                // A generated id, a sequence or a change log's end that someone else took
+                // meanwhile: racers for one all read the same state, and a short random pause
+                // spreads them out instead of replanning in lockstep.
+                if plan.generated.get(index).copied().unwrap_or(false) {
+                    attempt += 1;
+                    backoff(attempt);
+                }
+            }
+        }
+    }
+}
+
+/// For [`Backend::write_replanning`]: plans `ops` again on the state a batch met inside a group
+/// commit, leaving what that plan decided (its results, or why it cannot be written) and the
+/// groups its batch logs changes in, in `outcome`.
+fn replan<B: Backend>(db: &Arc<Db<B>>, ops: &[TxOp], outcome: Arc<Mutex<Replanned>>) -> Replan {
+    // Weak: the committer thread may drop the closure after the caller (and the store) are
+    // gone, and the last owner of the store must not be the thread it joins on drop. While the
+    // closure runs, the caller waits for its commit, holding the store.
+    let db = Arc::downgrade(db);
+    let ops = ops.to_vec();
+    Box::new(move |reader: &dyn Reader| {
+        let db = db.upgrade()?;
+        let (batch, decided) = match db.plan_on(reader, &ops) {
+            Ok(plan) => (Some(plan.batch), Ok((plan.results, plan.found))),
+            Err(e) => (None, Err(e)),
+        };
+        let mut outcome = outcome.lock().unwrap_or_else(PoisonError::into_inner);
+        outcome.decided = Some(decided);
+        if let Some(batch) = &batch {
+            outcome.groups.merge(ChangedGroups::of(batch));
+        }
+        batch
+    })
+}
+
+/// [`execute`] for a caller on an async runtime, when the backend reads without blocking and
+/// queues writes: it plans on the calling thread and awaits the commit instead of blocking a
+/// thread until the commit is durable. Elsewhere it blocks like `execute`.
+///
+/// # Errors
+/// As [`execute`].
+pub(crate) async fn execute_queued<B: Backend>(db: &Db<B>, ops: &[TxOp]) -> Result<Outcome, Error> {
+    check_ops(ops, db.now())?;
+    // The same loop as `execute`: only the wait for the commit differs.
+    loop {
+        let Plan {
+            batch,
+            results,
+            found,
+            ..
+        } = db.plan(ops)?;
+        let groups = ChangedGroups::of(&batch);
+        let written = match db.backend.write_queued(batch) {
+            Ok(pending) => pending.await,
+            Err(batch) => db.backend.write(batch),
+        };
+        if sent(written, Some(&db.waiters), Some(groups))? == Sent::Committed {
+            return Ok((results, found));
+        }
+    }
+}
+
+/// The single result of an outcome of one operation.
+///
+/// # Errors
+/// A storage error if the plan left none (a bug).
+pub(crate) fn only_result((mut results, mut found): Outcome) -> Result<(TxResult, bool), Error> {
+    match (results.pop(), found.pop()) {
+        (Some(result), Some(found)) => Ok((result, found)),
+        _ => Err(StorageError::msg("a write returned no result").into()),
+    }
+}

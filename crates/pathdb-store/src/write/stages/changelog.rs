@@ -1,0 +1,159 @@
+//! Stage: the change-log entry. Every commit appends, in the same batch, one entry per group it
+//! changed (several if a commit's changes exceed an entry's budget), and now and then removes
+//! the group's entries older than the retention window: when the store's
+//! [`TrimSchedule`](crate::encoding::changelog::TrimSchedule) says
+//! one may have expired, or, for a group it knows nothing of, in one commit of [`TRIM_EVERY`]. The backend numbers an entry when the
+//! batch commits ([`WriteOp::Append`]), so concurrent writers never conflict over the log.
+
+use crate::backend::{Direction, Key, Reader, Record, WriteBatch, WriteOp};
+use crate::encoding::changelog::{Change, ENTRY_BUDGET, Entry, Logged, corrupt, logged};
+use crate::encoding::layout;
+use crate::model::error::Error;
+use crate::write::plan::{Context, Plan};
+use pathdb_keys::KeyPath;
+
+/// Of the commits to a group whose oldest entry's time the store has not read, one in this many
+/// reads it and removes expired entries (a `Query` on DynamoDB; every commit paying it would be
+/// waste).
+const TRIM_EVERY: u64 = 8;
+/// The keyed hash that spreads trimming over commits and groups.
+static TRIM_HASHER: std::sync::LazyLock<std::collections::hash_map::RandomState> =
+    std::sync::LazyLock::new(std::collections::hash_map::RandomState::new);
+/// Expired entries removed per trim, at most.
+const TRIM_BATCH: usize = 16;
+
+/// Appends the plan's changes to the change log (the last stage: it logs what the others
+/// decided). Its operations are never the caller's conflict: an append is numbered at commit,
+/// and two commits removing the same expired entries just plan again.
+pub(crate) fn stage<R: Reader + ?Sized>(
+    ctx: &Context<'_, R>,
+    plan: &mut Plan,
+) -> Result<(), Error> {
+    let logged_from = plan.owners.len();
+    log_changes(ctx, &mut plan.batch, &mut plan.owners, &plan.changes)?;
+    plan.generated
+        .resize(plan.generated.len() + plan.owners.len() - logged_from, true);
+    Ok(())
+}
+
+/// Adds to `batch` the log entries for `changes` (in order, grouped by group) and, now and then,
+/// the removal of expired entries. `owners` gets one path per added operation.
+pub(crate) fn log_changes<R: Reader + ?Sized>(
+    ctx: &Context<'_, R>,
+    batch: &mut WriteBatch,
+    owners: &mut Vec<KeyPath>,
+    changes: &[Change],
+) -> Result<(), Error> {
+    let now = ctx.now;
+    let mut groups: Vec<(Vec<u8>, Vec<&Change>)> = Vec::new();
+    for change in changes {
+        let partition = change.key().partition_key();
+        match groups.iter_mut().find(|(p, _)| *p == partition) {
+            Some((_, list)) => list.push(change),
+            None => groups.push((partition, vec![change])),
+        }
+    }
+    let commit = ctx.commit;
+    for (partition, list) in groups {
+        let trim = match ctx.trims.due(&partition) {
+            Some(due) => now >= due,
+            // One commit in TRIM_EVERY per group, chosen by a hash with a per-process random key
+            // rather than by the commit counter alone: a counter shared by the groups would trim
+            // a group whose writes always land on the same residue never.
+            None => std::hash::BuildHasher::hash_one(&*TRIM_HASHER, (commit, &partition))
+                .is_multiple_of(TRIM_EVERY),
+        };
+        let owner = list[0].key().clone();
+        let mut parts: Vec<Vec<Logged<'_>>> = vec![Vec::new()];
+        let mut size = 0;
+        for change in list {
+            let l = logged(change)?;
+            let bytes = change_size(change);
+            let current = parts.last_mut().expect("parts is never empty");
+            if !current.is_empty() && size + bytes > ENTRY_BUDGET {
+                parts.push(Vec::new());
+                size = 0;
+            }
+            size += bytes;
+            parts.last_mut().expect("parts is never empty").push(l);
+        }
+        let count = parts.len();
+        for (i, changes) in parts.into_iter().enumerate() {
+            let entry = Entry {
+                changes,
+                end: i + 1 == count,
+            };
+            batch.ops.push(WriteOp::Append {
+                log: layout::change_log(&partition),
+                record: Record {
+                    version: 1,
+                    created_at: now,
+                    modified_at: now,
+                    expires_at: None,
+                    value: serde_json::to_vec(&entry).map_err(corrupt)?,
+                },
+            });
+            owners.push(owner.clone());
+        }
+        let room = ctx.max_batch_ops.saturating_sub(batch.ops.len());
+        if trim && room > 0 {
+            trim_expired(ctx, batch, owners, &partition, &owner, room.min(TRIM_BATCH))?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds the removal of up to `most` expired entries of the log of `partition`, and tells the
+/// store's [`TrimSchedule`](crate::encoding::changelog::TrimSchedule) what the read showed.
+fn trim_expired<R: Reader + ?Sized>(
+    ctx: &Context<'_, R>,
+    batch: &mut WriteBatch,
+    owners: &mut Vec<KeyPath>,
+    partition: &[u8],
+    owner: &KeyPath,
+    most: usize,
+) -> Result<(), Error> {
+    let retention = ctx.change_retention_micros();
+    let horizon = ctx.now.saturating_sub(retention);
+    let oldest = ctx.reader.scan(
+        partition,
+        &layout::change_range(1),
+        Direction::Forward,
+        most,
+    )?;
+    let mut removed = 0;
+    let mut kept = None;
+    for (sort, record) in oldest {
+        if record.created_at >= horizon {
+            kept = Some(record.created_at);
+            break;
+        }
+        batch.ops.push(WriteOp::Delete {
+            key: Key {
+                partition: partition.to_vec(),
+                sort,
+            },
+            expect: None,
+        });
+        owners.push(owner.clone());
+        removed += 1;
+    }
+    match (removed, kept) {
+        // The oldest entry left expires first. Should this batch not commit, the entries it
+        // would have removed wait until then: removal is storage upkeep, never what a feed
+        // relies on (feeds check an entry's age themselves).
+        (_, Some(oldest)) => ctx.trims.set(partition, oldest.saturating_add(retention)),
+        // An empty log: this batch's own entry, or a later one, will be the oldest.
+        (0, None) => ctx.trims.set(partition, ctx.now.saturating_add(retention)),
+        // Expired entries up to the read's end: more may follow; read again soon.
+        _ => ctx.trims.forget(partition),
+    }
+    Ok(())
+}
+
+fn change_size(change: &Change) -> usize {
+    match change {
+        Change::Put(item) => item.value.as_str().len() + 128 + 2 * item.path.encode().len(),
+        Change::Delete { path, .. } => 64 + 2 * path.encode().len(),
+    }
+}
