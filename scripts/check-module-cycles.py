@@ -16,7 +16,16 @@ Resolution choices:
 - `mod child;` in a parent is ownership, not use; `use child::X` in the parent is a use.
 - Comments, doc comments and string literals are ignored.
 
-Usage: python3 scripts/check-module-cycles.py [REPO]   (exit 1 when a cycle is found)
+The rank (ARCHITECTURE.md, "The store's layers"): a crate whose root says "The layers, bottom
+up" ranks its modules in the order lib.rs declares them, and each folder's files in the order its
+mod.rs declares them. A module may use a module ranked below it: for two modules, take the
+folder that holds both; the one of its entries that holds the user must come after the one that
+holds the used. A folder's mod.rs ranks below its files: it is what they share (the backend's
+traits, the `Store` type), and it only declares and re-exports them, never uses them. In such a crate a module also names what it uses by the module that defines
+it, not through the root's re-exports (`use crate::Error` hides the edge). Test modules
+(`#[cfg(test)] mod tests`) are left out of the rank. The ranks are printed.
+
+Usage: python3 scripts/check-module-cycles.py [REPO]   (exit 1 when a cycle or a rank is broken)
        python3 scripts/check-module-cycles.py --self-test
 """
 
@@ -140,15 +149,25 @@ def resolve(current, kind, rest, mods, exported):
     return target
 
 
-def edges(mods):
-    """{module: {used module: 'file:line'}}."""
+TESTS = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{")
+
+
+def edges(mods, through_root=None, skip_tests=False):
+    """{module: {used module: 'file:line'}}. With `through_root` (a dict), also collects there
+    {module: [(name, 'file:line')]} for each name taken through the root's re-exports. With
+    `skip_tests`, inline test modules (`#[cfg(test)] mod tests {...}`, at a file's end) and
+    test files are left out."""
     root = mods.get("", "")
     exported = reexports(strip(open(root).read())) if root else {}
     out = {m: {} for m in mods}
     for name, path in mods.items():
         if name == "" or name.startswith("bin:"):
             continue
+        if skip_tests and name.split("::")[-1] in ("test", "tests"):
+            continue
         code = strip(open(path).read())
+        if skip_tests and (cut := TESTS.search(code)):
+            code = code[: cut.start()]
         hits = []
         for m in USE_GROUP.finditer(code):
             prefix = [p for p in m.group(2).split("::") if p]
@@ -159,6 +178,16 @@ def edges(mods):
         for m in PATH.finditer(code):
             hits.append((m.start(), m.group(1), [p for p in m.group(2).split("::") if p]))
         for pos, kind, rest in hits:
+            if (
+                through_root is not None
+                and kind == "crate"
+                and rest
+                and rest[0] in exported
+                and rest[0] not in mods
+                and exported[rest[0]] in mods
+            ):
+                line = code.count("\n", 0, pos) + 1
+                through_root.setdefault(name, []).append((rest[0], f"{path}:{line}"))
             target = resolve(name, kind, rest, mods, exported)
             if target is not None and target != name and target != "":
                 line = code.count("\n", 0, pos) + 1
@@ -199,6 +228,75 @@ def cycles(graph):
     return result
 
 
+
+DECLARED = re.compile(r"^\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", re.M)
+RANKED = "The layers, bottom up"
+
+
+def declared(mods, folder):
+    """The modules `folder` ('' for the root) declares, in order, tests left out."""
+    path = mods.get(folder)
+    if not path:
+        return []
+    names = DECLARED.findall(strip_comments_only(open(path).read()))
+    full = [(folder + "::" + n) if folder else n for n in names]
+    return [m for m in full if m in mods and m.split("::")[-1] not in ("test", "tests")]
+
+
+def strip_comments_only(code):
+    """The code without comments (string literals kept: none declares a module)."""
+    return strip(code)
+
+
+def rank_violations(mods, graph):
+    """Edges that run up the rank: [(user, used, where, why)]."""
+    order = {}
+
+    def walk(folder):
+        for i, m in enumerate(declared(mods, folder)):
+            order[m] = i
+            walk(m)
+
+    walk("")
+    out = []
+    for a, targets in graph.items():
+        if a == "" or a.startswith("bin:") or a not in order:
+            continue
+        for b, where in sorted(targets.items()):
+            if b not in order:
+                continue
+            pa, pb = a.split("::"), b.split("::")
+            common = 0
+            while common < min(len(pa), len(pb)) and pa[common] == pb[common]:
+                common += 1
+            if common == len(pb):
+                continue  # a file uses its folder's mod.rs, the interface its files share
+            if common == len(pa):
+                out.append((a, b, where, "a folder's mod.rs uses one of its own files"))
+                continue
+            ca, cb = "::".join(pa[: common + 1]), "::".join(pb[: common + 1])
+            if order[cb] > order[ca]:
+                out.append((a, b, where, f"{cb} is ranked above {ca}"))
+    return out
+
+
+def print_ranks(crate, mods):
+    """The ranks of a ranked crate, bottom up, one line per top-level module."""
+    print(f"{crate}: ranks, bottom up (lib.rs; each folder's files as its mod.rs lists them)")
+
+    def inside(folder):
+        names = []
+        for m in declared(mods, folder):
+            sub = inside(m)
+            short = m.split("::")[-1]
+            names.append(f"{short}({', '.join(sub)})" if sub else short)
+        return names
+
+    for i, m in enumerate(declared(mods, ""), 1):
+        sub = inside(m)
+        print(f"  {i:2} {m}" + (f": {', '.join(sub)}" if sub else ""))
+
+
 def check(repo):
     """Prints the cycles of every crate under repo/crates (and repo/fuzz); returns their count."""
     crates = sorted(
@@ -224,6 +322,25 @@ def check(repo):
                         print(f"  {a} -> {b}  ({os.path.relpath(where, repo)})")
     if found == 0:
         print(f"no module cycles in {total} modules of {len(crates)} crates")
+    for crate in crates:
+        src = os.path.join(crate, "src")
+        root = os.path.join(src, "lib.rs")
+        if not os.path.isfile(root) or RANKED not in open(root).read():
+            continue
+        mods = modules(src)
+        through_root = {}
+        graph = edges(mods, through_root, skip_tests=True)
+        name = os.path.basename(crate)
+        print_ranks(name, mods)
+        broken = rank_violations(mods, graph)
+        for a, b, where, why in broken:
+            print(f"{name}: {a} -> {b} runs up the rank ({why})  ({os.path.relpath(where, repo)})")
+        hidden = [(m, n, w) for m, uses in sorted(through_root.items()) for n, w in uses]
+        for m, n, where in hidden:
+            print(f"{name}: {m} takes {n} through the crate root; name its module  ({os.path.relpath(where, repo)})")
+        found += len(broken) + len(hidden)
+        if not broken and not hidden:
+            print(f"{name}: every module uses only modules ranked below it, by their own names")
     return found
 
 
@@ -275,13 +392,41 @@ def self_test():
             ),
             "b.rs": "pub fn b() { let _ = crate::a::a(); let _ = b'\"'; }\n",
         })
+        # A ranked crate: an import up the rank at the top and inside a folder, a folder's
+        # mod.rs that uses its own file, and a name taken through the root's re-exports.
+        crate("ranked", {
+            "lib.rs": (
+                "// The layers, bottom up.\nmod low;\nmod mid;\nmod w;\nmod high;\n"
+                "pub use low::Low;\n"
+            ),
+            "low.rs": "pub struct Low;\npub fn f() -> u8 { crate::high::N }\n",
+            "mid.rs": "use crate::Low;\npub fn g() -> Low { Low }\n",
+            "w/mod.rs": "mod first;\nmod second;\npub fn h() { self::second::s(); }\n",
+            "w/first.rs": "pub fn f() { super::second::s(); }\n",
+            "w/second.rs": "pub fn s() { crate::low::f(); }\n",
+            "high.rs": "pub const N: u8 = 1;\n",
+        })
+        # A ranked crate that keeps its rank: files use their folder's mod.rs and lower files.
+        crate("orderly", {
+            "lib.rs": "// The layers, bottom up.\nmod base;\nmod top;\npub use base::B;\n",
+            "base/mod.rs": "mod one;\nmod two;\npub struct B;\n",
+            "base/one.rs": "pub fn one() -> super::B { super::B }\n",
+            "base/two.rs": "pub fn two() { super::one::one(); }\n",
+            "top.rs": "use crate::base::B;\npub fn t() -> B { B }\n",
+        })
         import io
         import contextlib
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer):
             n = check(tmp)
         text = buffer.getvalue()
-        assert n == 2, text
+        assert n == 6, text
+        assert "ranked: low -> high runs up the rank (high is ranked above low)" in text, text
+        assert "ranked: mid takes Low through the crate root" in text, text
+        assert "ranked: w::first -> w::second runs up the rank" in text, text
+        assert "ranked: w -> w::second runs up the rank (a folder's mod.rs uses one of its own files)" in text, text
+        assert "orderly: every module uses only modules ranked below it" in text, text
+        assert "  2 top" in text and "  1 base: one, two" in text, text
         assert "cyclic: module cycle among a, b" in text, text
         assert "inline: module cycle among error, gate" in text, text
         assert "error -> gate  (crates/inline/src/error.rs:2)" in text, text
@@ -291,7 +436,8 @@ def self_test():
     print(
         "self-test passed: cycles through re-exports and through inline paths are found, "
         "after comments that hold `*/*`; layers, nested stages, comments and literals are "
-        "not cycles"
+        "not cycles; imports up the rank, a mod.rs using its files and names taken through "
+        "the root are found in a ranked crate"
     )
 
 

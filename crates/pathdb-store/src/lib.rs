@@ -23,17 +23,17 @@
 // The layers, bottom up: a module uses only modules ranked below it (folders in this order,
 // files in the order their folder's mod.rs lists them); `scripts/check-module-cycles.py` checks
 // the rank. lib.rs only declares the layers and re-exports the public API.
-mod aliases;
+mod model;
 pub mod backend;
 mod encoding;
-mod feed;
-mod jobs;
-mod model;
+mod aliases;
 mod namespaces;
+mod feed;
 mod read;
-mod store;
-mod tx;
 mod write;
+mod jobs;
+mod tx;
+mod store;
 
 pub use aliases::builds::{AliasBuild, AliasConflict, AliasState, MAX_CONFLICTS};
 pub use aliases::template::{MAX_ALIASES, Template};

@@ -4,5 +4,5 @@
 //! in read/aliases.rs, the stage that keeps aliases exact in write/stages/aliases.rs, and the
 //! builds' writes in write/alias_builds.rs.
 
-pub(crate) mod builds;
 pub(crate) mod template;
+pub(crate) mod builds;

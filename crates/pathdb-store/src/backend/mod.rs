@@ -8,11 +8,13 @@
 //! condition on the stored version, applied all or nothing (redb's write transaction;
 //! DynamoDB's TransactWriteItems).
 
-mod file;
-mod journal;
-mod memory;
 mod pending;
+mod journal;
 mod reserved;
+mod memory;
+mod file_read;
+mod file_format;
+mod file;
 
 pub use file::{Durability, FileBackend, FileOptions};
 pub use memory::InMemoryBackend;

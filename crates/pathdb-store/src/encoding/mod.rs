@@ -3,9 +3,9 @@
 //! and size limits, the sealed tokens, the alias record, item records and tombstones, and the
 //! change log's entries. It describes bytes; it never plans a write.
 
-pub(crate) mod alias;
-pub(crate) mod changelog;
 pub(crate) mod layout;
 pub(crate) mod limits;
-pub(crate) mod record;
 pub(crate) mod token;
+pub(crate) mod alias;
+pub(crate) mod record;
+pub(crate) mod changelog;

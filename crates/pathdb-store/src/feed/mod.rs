@@ -2,5 +2,5 @@
 //! group's change log (pages, positions, waiting, a listing's token). It reads; it never writes
 //! (write/stages/changelog.rs appends to the log).
 
-pub(crate) mod reader;
 pub(crate) mod waiters;
+pub(crate) mod reader;

@@ -3,8 +3,8 @@
 //! jobs. Jobs plan through write/ and commit through write/commit.rs; none calls the backend's
 //! `write`.
 
+pub(crate) mod upgrade;
 pub(crate) mod alias_builds;
 pub(crate) mod background;
 pub(crate) mod open;
 pub(crate) mod subtree;
-pub(crate) mod upgrade;

@@ -2,7 +2,7 @@
 //! write, patches, and the strict reading of JSON text. Nothing here reads or writes storage.
 
 pub(crate) mod error;
+pub(crate) mod strict;
 pub(crate) mod item;
 pub(crate) mod options;
 pub(crate) mod patch;
-pub(crate) mod strict;

@@ -3,10 +3,10 @@
 //! full scan and export, and schema checks of stored items. Nothing here writes.
 
 pub(crate) mod aliases;
-pub(crate) mod export;
 pub(crate) mod get;
-pub(crate) mod groups;
-pub(crate) mod list;
 pub(crate) mod list_check;
+pub(crate) mod list;
 pub(crate) mod listed;
+pub(crate) mod groups;
+pub(crate) mod export;
 pub(crate) mod violations;

@@ -118,7 +118,7 @@ impl<B: Backend> Store<B> {
     /// Runs a subtree delete, move or copy to the end, or finishes it if an earlier run of the
     /// same job stopped part-way ([`Store::subtree_jobs`]); returns the items done in all.
     ///
-    /// A subtree that fits in one backend write is done atomically. A larger one is done in
+    /// A subtree that fits in one write of the backend is done atomically. A larger one is done in
     /// batches, each atomic with the job's record in the system partition, so that at every
     /// moment each item is at its source, its destination or both, and running the job again
     /// continues after the last batch that committed (docs/tree.md says what concurrent

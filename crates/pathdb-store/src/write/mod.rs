@@ -24,13 +24,13 @@
 //! format), never on `Store` and never on a later stage. `Store` opens the snapshot, calls
 //! [`plan`] and commits the batch. A new kind of write is a new stage module plus one line here.
 
-pub(crate) mod alias_builds;
-pub(crate) mod commit;
-pub(crate) mod definition;
-pub(crate) mod import;
 pub(crate) mod ops;
-pub(crate) mod pipeline;
 pub(crate) mod plan;
 pub(crate) mod stages;
-pub(crate) mod sweep;
+pub(crate) mod pipeline;
+pub(crate) mod commit;
 pub(crate) mod transact;
+pub(crate) mod alias_builds;
+pub(crate) mod definition;
+pub(crate) mod sweep;
+pub(crate) mod import;
