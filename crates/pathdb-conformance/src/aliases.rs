@@ -611,7 +611,7 @@ pub fn racing_for_aliases<H: Harness>(harness: &H) {
 }
 
 /// A template added to a namespace with items is built: reads through it wait (503) while
-/// writes already keep it; a duplicate stops the build in conflict, listing both items, until
+/// writes already keep it (gets, listings, history and versions alike); a duplicate stops the build in conflict, listing both items, until
 /// it is fixed and retried; a removed template's aliases go.
 pub fn alias_builds<H: Harness>(harness: &H) {
     let (_clock, store) = open_manual(harness);
@@ -640,6 +640,15 @@ pub fn alias_builds<H: Harness>(harness: &H) {
     ));
     assert!(matches!(
         store.list(&ListRequest::new(path("/email-u2@x.org"))),
+        Err(Error::AliasBuilding { .. })
+    ));
+    // History and a version through it answer as a get does.
+    assert!(matches!(
+        store.history(&path("/email-u2@x.org"), 10),
+        Err(Error::AliasBuilding { .. })
+    ));
+    assert!(matches!(
+        store.get_version(&path("/email-u2@x.org"), 1),
         Err(Error::AliasBuilding { .. })
     ));
     put(&store, "/user-40", r#"{"email":"new@x.org"}"#).unwrap();
@@ -676,12 +685,26 @@ pub fn alias_builds<H: Harness>(harness: &H) {
         store.get(&path("/email-new@x.org")).unwrap().unwrap().path,
         path("/user-40")
     );
+    let through = store.get_version(&path("/email-u2@x.org"), 1).unwrap();
+    assert_eq!(through.map(|i| i.path), Some(path("/user-2")));
     assert!(store.get(&path("/email-not a user")).unwrap().is_none());
     // Removed: its aliases are gone (reads at once, records when the removal has run).
     store
         .define_namespace("user", with_aliases(&[]), None)
         .unwrap();
     assert!(store.get(&path("/email-u2@x.org")).unwrap().is_none());
+    // Its alias records are still there: history and versions through them find nothing, as
+    // a get does.
+    assert_eq!(
+        store.get_version(&path("/email-u2@x.org"), 1).unwrap(),
+        None
+    );
+    assert!(
+        store
+            .history(&path("/email-u2@x.org"), 10)
+            .unwrap()
+            .is_empty()
+    );
     store.run_alias_builds().unwrap();
     assert!(store.alias_builds("user").unwrap().is_empty());
     assert!(store.get(&path("/email-u2@x.org")).unwrap().is_none());
