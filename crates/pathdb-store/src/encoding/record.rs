@@ -1,8 +1,8 @@
 //! Stored records as the data API sees them: whether a record is a live item, the tombstone a
 //! delete or expiry leaves (layout.rs), and the conversion of a record into an [`Item`].
 
-use crate::backend::{Reader, Record, RecordView};
-use crate::encoding::alias::{alias_value, parse_alias};
+use crate::backend::{Key, Reader, Record, RecordView};
+use crate::encoding::alias::{alias_value, is_alias, parse_alias};
 use crate::encoding::layout;
 use crate::encoding::limits::next_version;
 use crate::model::error::Error;
@@ -190,5 +190,45 @@ pub(crate) fn index_record(now: i64) -> Record {
         modified_at: now,
         expires_at: None,
         value: Vec::new(),
+    }
+}
+
+/// What a record met by a full scan of the database is: the one answer export, schema checks
+/// and alias builds share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind<'k> {
+    /// The store's own: the system partition, a group's sequences and change log.
+    Internal,
+    /// A revision of the item whose sort key this is.
+    Revision(&'k [u8]),
+    /// An alias record; `live` unless it expired with its item.
+    Alias {
+        /// Whether it is live.
+        live: bool,
+    },
+    /// A live item.
+    Item,
+    /// A tombstone, or an expired item that the sweeper has not reached yet.
+    Gone,
+    /// Not a PathDB record: a revision key too short to name its item (written by another
+    /// tool).
+    Foreign,
+}
+
+/// What the record at `key` is, at `now`.
+pub(crate) fn classify<'k>(key: &'k Key, record: &Record, now: i64) -> Kind<'k> {
+    if key.partition == layout::SYSTEM_PARTITION || layout::is_group_internal(&key.sort) {
+        return Kind::Internal;
+    }
+    if layout::is_revision(&key.sort) {
+        return layout::revision_item_sort(&key.sort).map_or(Kind::Foreign, Kind::Revision);
+    }
+    let live = is_live(record, now);
+    if is_alias(&record.value) {
+        Kind::Alias { live }
+    } else if live {
+        Kind::Item
+    } else {
+        Kind::Gone
     }
 }

@@ -12,11 +12,10 @@
 //! the state a single clean run gives. See docs/export.md.
 
 use crate::backend::{Backend, Key, Reader, Record};
-use crate::encoding::alias::is_alias;
 use crate::encoding::layout;
-use crate::encoding::record::{is_live, to_item};
+use crate::encoding::record::{Kind as Found, classify, to_item};
 use crate::encoding::token::{Kind, TokenKey};
-use crate::model::error::Error;
+use crate::model::error::{Error, StorageError};
 use crate::model::item::Item;
 use crate::model::item::Timestamp;
 use crate::read::list::decode_path;
@@ -195,33 +194,35 @@ fn decode_cursor(tokens: &TokenKey, cursor: &str) -> Result<Key, Error> {
 
 /// What the full scan makes of one stored entry; `None` for the store's own entries.
 fn export_record(key: &Key, record: Record, now: i64) -> Option<Result<ExportRecord, Error>> {
-    // The store's own records are rebuilt by the writes an import makes: the change log records
-    // the import's changes, sequences restart after the largest ids they find (ids.rs).
-    if key.partition == layout::SYSTEM_PARTITION || layout::is_group_internal(&key.sort) {
-        return None;
-    }
-    // Alias records are the items' too: an import writes them from its namespace's templates.
-    if is_alias(&record.value) {
-        return None;
-    }
-    let revision_sort =
-        layout::revision_item_sort(&key.sort).filter(|_| layout::is_revision(&key.sort));
-    let path = match decode_path(&key.partition, revision_sort.unwrap_or(&key.sort)) {
+    let found = classify(key, &record, now);
+    let item_sort = match found {
+        // The store's own records are rebuilt by the writes an import makes: the change log
+        // records the import's changes, sequences restart after the largest ids they find
+        // (ids.rs). Alias records are the items' too: an import writes them from its
+        // namespace's templates.
+        Found::Internal | Found::Alias { .. } => return None,
+        Found::Foreign => {
+            return Some(Err(
+                StorageError::msg("a revision key without its item's").into()
+            ));
+        }
+        Found::Revision(item_sort) => item_sort,
+        Found::Item | Found::Gone => &key.sort[..],
+    };
+    let path = match decode_path(&key.partition, item_sort) {
         Ok(path) => path,
         Err(e) => return Some(Err(e)),
     };
-    Some(if revision_sort.is_some() {
+    Some(match found {
         // History outlives its item, deleted or expired (docs/export.md).
-        to_item(path, record).map(ExportRecord::Revision)
-    } else if is_live(&record, now) {
-        to_item(path, record).map(ExportRecord::Item)
-    } else {
+        Found::Revision(_) => to_item(path, record).map(ExportRecord::Revision),
+        Found::Item => to_item(path, record).map(ExportRecord::Item),
         // A tombstone, or an expired item the sweeper has not reached yet: what it will leave.
-        Ok(ExportRecord::Tombstone {
+        _ => Ok(ExportRecord::Tombstone {
             path,
             version: record.version,
             deleted_at: Timestamp(record.expires_at.unwrap_or(record.modified_at)),
-        })
+        }),
     })
 }
 

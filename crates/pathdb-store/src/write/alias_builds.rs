@@ -8,7 +8,7 @@ use crate::backend::{Backend, Expect, Key, Reader, Record, WriteBatch, WriteOp};
 use crate::encoding::alias::{is_alias, parse_alias};
 use crate::encoding::layout;
 use crate::encoding::limits::next_version;
-use crate::encoding::record::{alias_record, is_live, tombstone};
+use crate::encoding::record::{Kind, alias_record, classify, is_live, tombstone};
 use crate::model::error::{Error, StorageError};
 use crate::write::commit::{Db, Sent};
 use pathdb_keys::KeyPath;
@@ -162,16 +162,15 @@ fn scan_items<R: Reader + ?Sized>(
     reader: &R,
     stored: &mut Stored,
     now: i64,
-    mut each: impl FnMut(&Key, &Record) -> Result<bool, Error>,
+    mut each: impl FnMut(Kind<'_>, &Key, &Record) -> Result<bool, Error>,
 ) -> Result<bool, Error> {
     let mut after = stored.cursor()?;
     let batch = reader.scan_all(after.as_ref(), STEP_SCAN)?;
     let exhausted = batch.len() < STEP_SCAN;
     for (key, record) in &batch {
-        let internal = key.partition == layout::SYSTEM_PARTITION
-            || layout::is_group_internal(&key.sort)
-            || layout::is_revision(&key.sort);
-        if !internal && is_live(record, now) && !each(key, record)? {
+        let kind = classify(key, record, now);
+        let live = matches!(kind, Kind::Item | Kind::Alias { live: true });
+        if live && !each(kind, key, record)? {
             // `each` is full: resume at this record.
             stored.set_cursor(after);
             return Ok(false);
@@ -195,8 +194,8 @@ fn build_ops<R: Reader + ?Sized>(
     // (item, its version and expiry, its alias)
     let mut found: Vec<(KeyPath, u64, Option<i64>, KeyPath)> = Vec::new();
     let mut checked = 0;
-    let finished = scan_items(reader, stored, now, |key, record| {
-        if parse_alias(&record.value)?.is_some() {
+    let finished = scan_items(reader, stored, now, |kind, key, record| {
+        if kind != Kind::Item {
             return Ok(true);
         }
         let Ok(path) = KeyPath::from_partition_and_sort(&key.partition, &key.sort) else {
@@ -309,7 +308,7 @@ fn removal_ops<R: Reader + ?Sized>(
 ) -> Result<(Vec<WriteOp>, bool), Error> {
     let mut ops = Vec::new();
     let mut checked = 0;
-    let finished = scan_items(reader, stored, now, |key, record| {
+    let finished = scan_items(reader, stored, now, |_, key, record| {
         let Some(of) = parse_alias(&record.value)? else {
             return Ok(true);
         };
