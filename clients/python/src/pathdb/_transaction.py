@@ -32,7 +32,7 @@ from typing import (
 )
 
 from ._errors import InvalidRequest, NotFound
-from ._keypath import Element, KeyPath, PathLike, _typed, to_path
+from ._keypath import KeyPath, PathLike, covers, to_path
 from ._model import (
     Check,
     CheckList,
@@ -111,7 +111,7 @@ class _Listing:
 
     def covers(self, path: KeyPath) -> bool:
         """Whether a write at `path` changes what the listing shows (ListRange::covers)."""
-        if not _prefix_covers(self.prefix, path):
+        if not covers(self.prefix, path):
             return False
         entry: Optional[KeyPath] = path
         if self.children:
@@ -138,22 +138,6 @@ class _Listing:
             lte=self.lte,
             seen=dict(self.seen),
         )
-
-
-def _prefix_covers(prefix: KeyPath, path: KeyPath) -> bool:
-    """`path` is `prefix` or below it; a last element without id stands for its namespace
-    (KeyPath::covers: typed elements, not text)."""
-    n = len(prefix)
-    if len(path) < n or _typed(path.elements[: n - 1]) != _typed(prefix.elements[: n - 1]):
-        return False
-    mine, theirs = prefix.elements[n - 1], path.elements[n - 1]
-    if mine.id is None:
-        return mine.namespace == theirs.namespace
-    return _same(mine, theirs)
-
-
-def _same(a: Element, b: Element) -> bool:
-    return _typed((a,)) == _typed((b,))
 
 
 _GROUP_NAMESPACE = re.compile(r"/[A-Za-z_][A-Za-z0-9_]{0,63}")
