@@ -10,8 +10,8 @@
  * has the design; this follows the Rust `Store::transaction` (crates/pathdb-store/src/interactive.rs).
  */
 
-import { Check, CheckList, Create, Delete, Put } from "./client.js";
-import type { Client, Entry, IdKind, Item, ListPageOptions, Node, Op, Page, PatchOperation } from "./client.js";
+import { Check, CheckList, Create, Delete, Put } from "./model.js";
+import type { Entry, IdKind, Item, ListPageOptions, Node, Op, Page, PatchOperation, TransactionReads } from "./model.js";
 import { InvalidRequest, NotFound } from "./errors.js";
 import { KeyPath, covers, toPath, type PathLike } from "./keypath.js";
 import { copyJson, jsonPatch, mergePatch } from "./patch.js";
@@ -336,9 +336,9 @@ function rangeKey(prefix: KeyPath, children: boolean, bounds: Listing["bounds"])
  * `create` and `delete` only record a write.
  */
 export class Transaction {
-  readonly #client: Client;
+  readonly #client: TransactionReads;
 
-  constructor(client: Client) {
+  constructor(client: TransactionReads) {
     this.#client = client;
     states.set(this, new RunState());
   }
