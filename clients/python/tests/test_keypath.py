@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import pathdb
 import pathdb._keypath
 from pathdb import Desc, Element, Id, InvalidKeyPath, KeyPath
-from pathdb._client import url_path
+from pathdb._api import url_path
 from pathdb._keypath import covers
 
 VECTORS = Path(__file__).resolve().parents[2] / "vectors" / "keypath-text.json"
