@@ -355,22 +355,6 @@ class Client(_Base):
         self,
         prefix: PathLike,
         *,
-        children: Literal[True],
-        reverse: bool = ...,
-        gt: Optional[PathLike] = ...,
-        gte: Optional[PathLike] = ...,
-        lt: Optional[PathLike] = ...,
-        lte: Optional[PathLike] = ...,
-        page_size: Optional[int] = ...,
-        page_token: Optional[str] = ...,
-        value_type: Optional[Type[V]] = ...,
-    ) -> Page[Union[Item[V], Node]]: ...
-
-    @overload
-    def list_page(
-        self,
-        prefix: PathLike,
-        *,
         children: bool,
         reverse: bool = ...,
         gt: Optional[PathLike] = ...,
@@ -419,22 +403,6 @@ class Client(_Base):
         page_size: Optional[int] = ...,
         value_type: Optional[Type[V]] = ...,
     ) -> Iterator[Item[V]]: ...
-
-    @overload
-    def list(
-        self,
-        prefix: PathLike,
-        *,
-        children: Literal[True],
-        reverse: bool = ...,
-        gt: Optional[PathLike] = ...,
-        gte: Optional[PathLike] = ...,
-        lt: Optional[PathLike] = ...,
-        lte: Optional[PathLike] = ...,
-        limit: Optional[int] = ...,
-        page_size: Optional[int] = ...,
-        value_type: Optional[Type[V]] = ...,
-    ) -> Iterator[Union[Item[V], Node]]: ...
 
     @overload
     def list(
@@ -919,22 +887,6 @@ class AsyncClient(_Base):
         self,
         prefix: PathLike,
         *,
-        children: Literal[True],
-        reverse: bool = ...,
-        gt: Optional[PathLike] = ...,
-        gte: Optional[PathLike] = ...,
-        lt: Optional[PathLike] = ...,
-        lte: Optional[PathLike] = ...,
-        page_size: Optional[int] = ...,
-        page_token: Optional[str] = ...,
-        value_type: Optional[Type[V]] = ...,
-    ) -> Page[Union[Item[V], Node]]: ...
-
-    @overload
-    async def list_page(
-        self,
-        prefix: PathLike,
-        *,
         children: bool,
         reverse: bool = ...,
         gt: Optional[PathLike] = ...,
@@ -981,22 +933,6 @@ class AsyncClient(_Base):
         page_size: Optional[int] = ...,
         value_type: Optional[Type[V]] = ...,
     ) -> AsyncIterator[Item[V]]: ...
-
-    @overload
-    def list(  # an async generator: the call returns the iterator
-        self,
-        prefix: PathLike,
-        *,
-        children: Literal[True],
-        reverse: bool = ...,
-        gt: Optional[PathLike] = ...,
-        gte: Optional[PathLike] = ...,
-        lt: Optional[PathLike] = ...,
-        lte: Optional[PathLike] = ...,
-        limit: Optional[int] = ...,
-        page_size: Optional[int] = ...,
-        value_type: Optional[Type[V]] = ...,
-    ) -> AsyncIterator[Union[Item[V], Node]]: ...
 
     @overload
     def list(  # an async generator: the call returns the iterator
