@@ -692,6 +692,9 @@ class _Pages:
 
 
 class _Base:
+    """What both clients hold, without I/O: the server's address and headers, the retry policy
+    (which `_Running` follows) and the timeouts."""
+
     def __init__(
         self, url: str, token: Optional[str], retries: int, backoff: float, timeout: float
     ) -> None:
