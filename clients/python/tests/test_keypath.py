@@ -1,4 +1,5 @@
-"""Key path text: the vectors the Rust codec generates, the builder, and round-trip properties."""
+"""Key path text and subtrees: the vectors the Rust codec generates, the builder, and round-trip
+properties."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from hypothesis import strategies as st
 import pathdb
 import pathdb._keypath
 from pathdb import Desc, Element, Id, InvalidKeyPath, KeyPath
-from pathdb._client import url_path
+from pathdb._api import url_path
+from pathdb._keypath import covers
 
 VECTORS = Path(__file__).resolve().parents[2] / "vectors" / "keypath-text.json"
 CASES: List[Dict[str, Any]] = json.loads(VECTORS.read_text(encoding="utf-8"))["cases"]
+COVERS = VECTORS.with_name("keypath-covers.json")
+COVERS_CASES: List[Dict[str, Any]] = json.loads(COVERS.read_text(encoding="utf-8"))["cases"]
 
 
 def typed_id(spec: Optional[Dict[str, Any]]) -> Optional[Id]:
@@ -67,6 +71,19 @@ def test_vectors_from_the_rust_codec(case: Dict[str, Any]) -> None:
     assert KeyPath.parse(case["canonical"]) == path
     if "encoded" in case:  # the binary key, whose byte order is the key order
         assert path.encode().hex() == case["encoded"]
+
+
+def test_the_covers_vectors_have_both_answers() -> None:
+    assert len(COVERS_CASES) > 100
+    assert any(c["covers"] for c in COVERS_CASES) and not all(c["covers"] for c in COVERS_CASES)
+
+
+@pytest.mark.parametrize(
+    "case", COVERS_CASES, ids=[f"{c['prefix']!r} {c['path']!r}" for c in COVERS_CASES]
+)
+def test_covers_vectors_from_the_rust_codec(case: Dict[str, Any]) -> None:
+    prefix, path = KeyPath.parse(case["prefix"]), KeyPath.parse(case["path"])
+    assert covers(prefix, path) is case["covers"]
 
 
 def test_key_order_follows_the_binary_key() -> None:

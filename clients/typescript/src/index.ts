@@ -3,7 +3,9 @@
  * client for `pathdb serve` over the global `fetch`.
  */
 
-export { Check, CheckList, Client, Create, Created, Delete, Increment, Merge, Patch, Put, Watch, urlPath } from "./client.js";
+export { Client, Watch } from "./client.js";
+export type { ClientOptions } from "./client.js";
+export { Check, CheckList, Create, Created, Delete, Increment, Merge, Patch, Put, urlPath } from "./model.js";
 export { MAX_TRANSACTION_ATTEMPTS, PendingCreate, Transaction } from "./transaction.js";
 export type { TxPatch } from "./transaction.js";
 export type {
@@ -15,7 +17,6 @@ export type {
   ChangePage,
   CheckListOptions,
   ChangesOptions,
-  ClientOptions,
   CreateOptions,
   DeleteChange,
   Entry,
@@ -43,7 +44,7 @@ export type {
   ViolationsPage,
   WaitForAliasesOptions,
   WatchOptions,
-} from "./client.js";
+} from "./model.js";
 export {
   AliasBuilding,
   AliasInvalid,

@@ -636,3 +636,23 @@ export function toPath(path: PathLike): KeyPath {
   }
   return path;
 }
+
+/**
+ * Whether `path` lies in `prefix`'s subtree: it is `prefix` or below it, element by element (typed
+ * ids, not text: `/a-1` is not `/a-%1`), and a last element of `prefix` without id stands for its
+ * whole namespace (`/user-7/post` covers `/user-7/post-1` and its subtree). `/u-1/p-1` covers
+ * `/u-1/p-1/c-2` but not `/u-1/p-10`. The Rust `KeyPath::covers`; clients/vectors/keypath-covers.json
+ * holds its cases.
+ */
+export function covers(prefix: KeyPath, path: KeyPath): boolean {
+  const n = prefix.length;
+  if (path.length < n) return false;
+  // An element's canonical text is equal exactly for the same typed element.
+  for (let i = 0; i < n - 1; i++) {
+    if (formatElement(prefix.elements[i]!) !== formatElement(path.elements[i]!)) return false;
+  }
+  const mine = prefix.elements[n - 1]!;
+  const theirs = path.elements[n - 1]!;
+  if (mine.id === null) return mine.namespace === theirs.namespace;
+  return formatElement(mine) === formatElement(theirs);
+}

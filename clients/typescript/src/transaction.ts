@@ -10,10 +10,10 @@
  * has the design; this follows the Rust `Store::transaction` (crates/pathdb-store/src/interactive.rs).
  */
 
-import { Check, CheckList, Create, Delete, Put } from "./client.js";
-import type { Client, Entry, IdKind, Item, ListPageOptions, Node, Op, Page, PatchOperation } from "./client.js";
+import { Check, CheckList, Create, Delete, Put } from "./model.js";
+import type { Entry, IdKind, Item, ListPageOptions, Node, Op, Page, PatchOperation, TransactionReads } from "./model.js";
 import { InvalidRequest, NotFound } from "./errors.js";
-import { KeyPath, formatId, toPath, type Element, type PathLike } from "./keypath.js";
+import { KeyPath, covers, toPath, type PathLike } from "./keypath.js";
 import { copyJson, jsonPatch, mergePatch } from "./patch.js";
 
 /** How many times `transaction` runs its callback at most (its `maxAttempts` by default). */
@@ -33,24 +33,6 @@ function compareKeys(a: Uint8Array, b: Uint8Array): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
   return a.length - b.length;
-}
-
-/** `path` is `prefix` or below it; a last element without id stands for its namespace (KeyPath::covers). */
-function prefixCovers(prefix: KeyPath, path: KeyPath): boolean {
-  const n = prefix.length;
-  if (path.length < n) return false;
-  for (let i = 0; i < n - 1; i++) {
-    if (elementText(prefix.elements[i]!) !== elementText(path.elements[i]!)) return false;
-  }
-  const mine = prefix.elements[n - 1]!;
-  const theirs = path.elements[n - 1]!;
-  if (mine.id === null) return mine.namespace === theirs.namespace;
-  return elementText(mine) === elementText(theirs);
-}
-
-/** An element's canonical text: equal exactly for the same typed element. */
-function elementText(e: Element): string {
-  return e.id === null ? e.namespace : `${e.namespace}-${formatId(e.id)}`;
 }
 
 /** The first `length` elements of `p`. */
@@ -81,7 +63,7 @@ export class Listing {
 
   /** Whether a write at `path` changes what the listing shows (ListRange::covers). */
   covers(path: KeyPath): boolean {
-    if (!prefixCovers(this.prefix, path)) return false;
+    if (!covers(this.prefix, path)) return false;
     const entry = this.children ? this.childOf(path) : path;
     if (entry === null) return false;
     const key = entry.encode();
@@ -354,9 +336,9 @@ function rangeKey(prefix: KeyPath, children: boolean, bounds: Listing["bounds"])
  * `create` and `delete` only record a write.
  */
 export class Transaction {
-  readonly #client: Client;
+  readonly #client: TransactionReads;
 
-  constructor(client: Client) {
+  constructor(client: TransactionReads) {
     this.#client = client;
     states.set(this, new RunState());
   }

@@ -1,4 +1,4 @@
-/** Key path text: the vectors the Rust codec generates, the builder, and fast-check round trips. */
+/** Key path text and subtrees: the vectors the Rust codec generates, the builder, and fast-check round trips. */
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -7,6 +7,7 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 
 import { Desc, InvalidKeyPath, KeyPath, Uuid, urlPath, type Element, type Id, type PathId } from "../src/index.js";
+import { covers } from "../src/keypath.js";
 import { REPO } from "./server.js";
 
 interface IdSpec {
@@ -24,6 +25,10 @@ interface Case {
 
 const vectors = JSON.parse(readFileSync(join(REPO, "clients/vectors/keypath-text.json"), "utf8")) as {
   cases: Case[];
+};
+
+const coversVectors = JSON.parse(readFileSync(join(REPO, "clients/vectors/keypath-covers.json"), "utf8")) as {
+  cases: { prefix: string; path: string; covers: boolean }[];
 };
 
 function hexBytes(hex: string): Uint8Array {
@@ -93,6 +98,18 @@ describe("vectors from the Rust codec", () => {
         // The binary key, whose byte order is the key order.
         assert.equal(Buffer.from(path.encode()).toString("hex"), c.encoded);
       }
+    });
+  }
+});
+
+describe("covers vectors from the Rust codec", () => {
+  test("cover both answers", () => {
+    assert.ok(coversVectors.cases.length > 100);
+    assert.ok(coversVectors.cases.some((c) => c.covers) && coversVectors.cases.some((c) => !c.covers));
+  });
+  for (const c of coversVectors.cases) {
+    test(`${JSON.stringify(c.prefix)} covers ${JSON.stringify(c.path)}: ${c.covers}`, () => {
+      assert.equal(covers(KeyPath.parse(c.prefix), KeyPath.parse(c.path)), c.covers);
     });
   }
 });

@@ -1,10 +1,13 @@
-//! The canonical text vectors that the Python and TypeScript clients test against
-//! (`clients/vectors/keypath-text.json`), so that the three implementations of the text syntax
-//! cannot drift apart. This test fails when the committed file differs from what the codec says
-//! today; `PATHDB_UPDATE_VECTORS=1 cargo test -p pathdb-keys --test tests vectors` rewrites it.
+//! The canonical vectors that the Python and TypeScript clients test against, so that the three
+//! implementations cannot drift apart: `clients/vectors/keypath-text.json` for the text syntax,
+//! `clients/vectors/keypath-covers.json` for the subtree test (`KeyPath::covers`). These tests
+//! fail when a committed file differs from what the codec says today;
+//! `PATHDB_UPDATE_VECTORS=1 cargo test -p pathdb-keys --test tests vectors` rewrites them.
 //!
-//! Each case is an input text and either its canonical text, typed elements and binary encoding
-//! (hex), or the byte offset and rule of the parse error (`rule` is the `Rule` variant's name).
+//! Each text case is an input text and either its canonical text, typed elements and binary
+//! encoding (hex), or the byte offset and rule of the parse error (`rule` is the `Rule` variant's
+//! name). Each covers case is two valid texts, `prefix` and `path`, and whether `prefix` covers
+//! `path`.
 
 use pathdb_keys::{Id, KeyPath};
 use serde_json::{Value, json};
@@ -207,22 +210,155 @@ fn vectors() -> String {
                   offset is in UTF-8 bytes; rule is the Rule variant; encoded is the binary form in hex.",
         "cases": cases,
     });
-    let mut text = serde_json::to_string_pretty(&document).expect("serializable");
+    pretty(&document)
+}
+
+/// Pairs of valid texts for the covers vectors; each is tested both ways round, and each text
+/// against itself.
+fn covers_pairs() -> Vec<(&'static str, &'static str)> {
+    vec![
+        // a parent and its subtree; siblings whose texts share bytes
+        ("/u-1/p-1", "/u-1/p-1/c-2"),
+        ("/u-1/p-1", "/u-1/p-1/c-2/d-3"),
+        ("/u-1/p-1", "/u-1/p-10"),
+        ("/u-1/p-1", "/u-1/p-10/c-2"),
+        ("/u-1/p-1", "/u-1/p-2"),
+        ("/u-1", "/u-1/p-1"),
+        ("/u-1", "/u-10"),
+        ("/u-1", "/u-10/p-1"),
+        ("/u-1", "/u-2/p-1"),
+        ("/u-1/p-1/c-2", "/u-1/p-2/c-2"),
+        ("/a-1/b-2/c-3", "/a-1/b-2/c-3/d-4/e-5"),
+        ("/a-1/b-2/c-3", "/a-1/b-3/c-3/d-4"),
+        ("/a-1/b-2", "/a-1/bb-2"),
+        ("/a-1/b-2", "/a-1/b-2/b-2"),
+        // a last element without id stands for its namespace
+        ("/u-1/p", "/u-1/p-1"),
+        ("/u-1/p", "/u-1/p-1/c-2"),
+        ("/u-1/p", "/u-1/p-1/c"),
+        ("/u-1/p", "/u-1/pp-1"),
+        ("/u-1/p", "/u-1/post-1"),
+        ("/u-1/post", "/u-1/p-1"),
+        ("/u-1/p", "/u-1/q"),
+        ("/u-1/p", "/u-2/p-1"),
+        ("/u-1/p", "/u-1/p-!1"),
+        ("/u-1/p", "/u-1/p-%1"),
+        ("/a-1/b", "/a-1/b-2/c"),
+        // one id, another type: int, string, descending
+        ("/a-1", "/a-%1"),
+        ("/a-1/b-1", "/a-%1/b-1"),
+        ("/a-1/b-1", "/a-!1/b-1"),
+        ("/i-!5", "/i-5"),
+        ("/i-!5/x-1", "/i-!5/x-1/y-2"),
+        ("/i--5/x-1", "/i-5/x-1/y-2"),
+        ("/i--5/x-1", "/i--5/x-1/y-2"),
+        ("/i-!-5/x-1", "/i-!-5/x-1/y-2"),
+        (
+            "/i-18446744073709551615/x-1",
+            "/i-18446744073709551615/x-1/y-2",
+        ),
+        ("/i-9007199254740993", "/i-9007199254740992/x-1"),
+        ("/i-9007199254740993", "/i-9007199254740993/x-1"),
+        ("/i--18446744073709551615", "/i--18446744073709551615/x-1"),
+        ("/i--18446744073709551615", "/i-18446744073709551615/x-1"),
+        // strings and escapes
+        ("/s-abc", "/s-abc/t-1"),
+        ("/s-abc", "/s-abcd/t-1"),
+        ("/s-!abc", "/s-!abc/t-1"),
+        ("/s-!abc", "/s-abc/t-1"),
+        ("/s-a%/b", "/s-a%/b/t-1"),
+        ("/s-a", "/s-a%/b"),
+        ("/s-a", "/s-a/b-1"),
+        ("/s-a%/b", "/s-a/b-1"),
+        ("/s-100%25", "/s-100%25/t-1"),
+        ("/s-%%", "/s-%%/t-1"),
+        ("/s-%%", "/s-%/t-1"),
+        ("/s-%7", "/s-7/t-1"),
+        ("/s-%-1", "/s--1/t-1"),
+        ("/s-a-b-c", "/s-a-b-c/t-1"),
+        ("/s-a-b", "/s-a-b-c/t-1"),
+        ("/s-\u{e9}t\u{e9}", "/s-\u{e9}t\u{e9}/x-1"),
+        ("/s-e", "/s-\u{e9}"),
+        ("/s-\u{1f600}", "/s-\u{1f600}/x-1"),
+        ("/s--", "/s--/x-1"),
+        ("/s--", "/s-%-/x-1"),
+        ("/s-!%!abc", "/s-!abc/x-1"),
+        ("/s-!%!abc", "/s-%!abc/x-1"),
+        // UUIDs (any case), and the string of a UUID's text
+        (
+            "/u-4c9d36e5-6b19-4e6a-828c-226ed667458a",
+            "/u-4C9D36E5-6B19-4E6A-828C-226ED667458A/x-1",
+        ),
+        (
+            "/u-4c9d36e5-6b19-4e6a-828c-226ed667458a",
+            "/u-%4c9d36e5-6b19-4e6a-828c-226ed667458a/x-1",
+        ),
+        (
+            "/u-4c9d36e5-6b19-4e6a-828c-226ed667458a",
+            "/u-4c9d36e5-6b19-4e6a-828c-226ed667458b",
+        ),
+        (
+            "/user-4c9d36e5-6b19-4e6a-828c-226ed667458a/post",
+            "/user-4c9d36e5-6b19-4e6a-828c-226ed667458a/post-1234/comment-1678901234",
+        ),
+        // bytes
+        ("/b-~AAEC", "/b-~AAEC/c-1"),
+        ("/b-~AA", "/b-~AAEC"),
+        ("/b-~AA", "/b-~AA/c-1"),
+        ("/b-~AA", "/b-!~AA/c-1"),
+        ("/b-!~AP8", "/b-~AP8"),
+        ("/b-!~AP8", "/b-!~AP8/c-1"),
+        ("/b-~YWJj", "/b-abc"),
+        ("/b-~YWJj", "/b-~YWJj/c-1"),
+    ]
+}
+
+fn covers_case(prefix: &str, path: &str) -> Value {
+    let parse = |text: &str| -> KeyPath {
+        text.parse()
+            .unwrap_or_else(|e| panic!("covers vector {text:?} does not parse: {e}"))
+    };
+    json!({"prefix": prefix, "path": path, "covers": parse(prefix).covers(&parse(path))})
+}
+
+fn covers_vectors() -> String {
+    let mut cases: Vec<Value> = Vec::new();
+    let mut texts: Vec<&str> = Vec::new();
+    for (a, b) in covers_pairs() {
+        cases.push(covers_case(a, b));
+        cases.push(covers_case(b, a));
+        for text in [a, b] {
+            if !texts.contains(&text) {
+                texts.push(text);
+            }
+        }
+    }
+    cases.extend(texts.iter().map(|t| covers_case(t, t)));
+    let document = json!({
+        "about": "Key path covers vectors generated by crates/pathdb-keys/tests/vectors.rs from \
+                  KeyPath::covers: PATHDB_UPDATE_VECTORS=1 cargo test -p pathdb-keys --test tests \
+                  vectors. covers: path is prefix or lies below it, compared element by element \
+                  (typed ids, not text), where a last element of prefix without id stands for \
+                  every id of its namespace.",
+        "cases": cases,
+    });
+    pretty(&document)
+}
+
+fn pretty(document: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(document).expect("serializable");
     text.push('\n');
     text
 }
 
-#[test]
-fn vectors_file_is_current() {
-    let file: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "../../clients/vectors/keypath-text.json",
-    ]
-    .iter()
-    .collect();
-    let expected = vectors();
+/// Compares `expected` with the committed file `clients/vectors/{name}` (or writes it, with
+/// `PATHDB_UPDATE_VECTORS` set).
+fn check_current(name: &str, expected: &str) {
+    let file: PathBuf = [env!("CARGO_MANIFEST_DIR"), "../../clients/vectors", name]
+        .iter()
+        .collect();
     if std::env::var_os("PATHDB_UPDATE_VECTORS").is_some() {
-        std::fs::write(&file, &expected).expect("write the vectors file");
+        std::fs::write(&file, expected).expect("write the vectors file");
         return;
     }
     let found = std::fs::read_to_string(&file).unwrap_or_default();
@@ -231,4 +367,14 @@ fn vectors_file_is_current() {
         "{} is stale: run PATHDB_UPDATE_VECTORS=1 cargo test -p pathdb-keys --test tests vectors",
         file.display()
     );
+}
+
+#[test]
+fn vectors_file_is_current() {
+    check_current("keypath-text.json", &vectors());
+}
+
+#[test]
+fn covers_vectors_file_is_current() {
+    check_current("keypath-covers.json", &covers_vectors());
 }

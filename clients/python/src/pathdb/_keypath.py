@@ -515,6 +515,21 @@ def _typed(elements: Tuple[Element, ...]) -> Tuple[object, ...]:
     return tuple((e.namespace, type(e.id).__name__, e.id) for e in elements)
 
 
+def covers(prefix: KeyPath, path: KeyPath) -> bool:
+    """Whether `path` lies in `prefix`'s subtree: it is `prefix` or below it, element by element
+    (typed ids, not text: `/a-1` is not `/a-%1`), and a last element of `prefix` without id
+    stands for its whole namespace (`/user-7/post` covers `/user-7/post-1` and its subtree).
+    `/u-1/p-1` covers `/u-1/p-1/c-2` but not `/u-1/p-10`. The Rust `KeyPath::covers`;
+    clients/vectors/keypath-covers.json holds its cases."""
+    n = len(prefix)
+    if len(path) < n or _typed(path.elements[: n - 1]) != _typed(prefix.elements[: n - 1]):
+        return False
+    mine, theirs = prefix.elements[n - 1], path.elements[n - 1]
+    if mine.id is None:
+        return mine.namespace == theirs.namespace
+    return _typed((mine,)) == _typed((theirs,))
+
+
 def _format_element(e: Element) -> str:
     if e.id is None:
         return f"/{e.namespace}"

@@ -15,11 +15,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import random
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import (
-    TYPE_CHECKING,
     Any,
     Callable,
     Dict,
@@ -31,8 +31,9 @@ from typing import (
     Union,
 )
 
-from ._errors import InvalidRequest, NotFound
-from ._keypath import Element, KeyPath, PathLike, _typed, to_path
+from ._api import Plan, _Api, _AsyncRunner, _call, _Runner, _Sleep
+from ._errors import ConditionFailed, InvalidRequest, NotFound
+from ._keypath import KeyPath, PathLike, covers, to_path
 from ._model import (
     Check,
     CheckList,
@@ -48,9 +49,6 @@ from ._model import (
     Put,
 )
 from ._patch import json_patch, merge_patch
-
-if TYPE_CHECKING:
-    from ._client import AsyncClient, Client
 
 MAX_TRANSACTION_ATTEMPTS = 16
 """How many times `transaction` runs its callback at most (its `max_attempts` by default)."""
@@ -111,7 +109,7 @@ class _Listing:
 
     def covers(self, path: KeyPath) -> bool:
         """Whether a write at `path` changes what the listing shows (ListRange::covers)."""
-        if not _prefix_covers(self.prefix, path):
+        if not covers(self.prefix, path):
             return False
         entry: Optional[KeyPath] = path
         if self.children:
@@ -138,22 +136,6 @@ class _Listing:
             lte=self.lte,
             seen=dict(self.seen),
         )
-
-
-def _prefix_covers(prefix: KeyPath, path: KeyPath) -> bool:
-    """`path` is `prefix` or below it; a last element without id stands for its namespace
-    (KeyPath::covers: typed elements, not text)."""
-    n = len(prefix)
-    if len(path) < n or _typed(path.elements[: n - 1]) != _typed(prefix.elements[: n - 1]):
-        return False
-    mine, theirs = prefix.elements[n - 1], path.elements[n - 1]
-    if mine.id is None:
-        return mine.namespace == theirs.namespace
-    return _same(mine, theirs)
-
-
-def _same(a: Element, b: Element) -> bool:
-    return _typed((a,)) == _typed((b,))
 
 
 _GROUP_NAMESPACE = re.compile(r"/[A-Za-z_][A-Za-z0-9_]{0,63}")
@@ -252,19 +234,57 @@ class _State:
         self.creates.append(handle)
         return handle
 
-    @staticmethod
-    def check_patch(merge: Any, patch: Any) -> None:
+    # Reads: plans, which `Transaction` and `AsyncTransaction` run through their client -------
+
+    def get(self, path: PathLike) -> Plan[Optional[Item]]:
+        """See `Transaction.get`."""
+        self.check_open()
+        key = to_path(path)
+        if key not in self.reads:
+            self.record(key, (yield from _call(_Api.get(key, None), _Api.item_or_none)))
+        return self.view(key)
+
+    def get_many(self, paths: Iterable[PathLike]) -> Plan[List[Optional[Item]]]:
+        """See `Transaction.get_many`."""
+        self.check_open()
+        keys = [to_path(p) for p in paths]
+        unread = self.unread(keys)
+        if unread:
+            items = yield from _call(_Api.get_many(unread), _Api.many(unread))
+            for key, item in zip(unread, items):
+                self.record(key, item)
+        return [self.view(k) for k in keys]
+
+    def list_page(
+        self, key: _RangeKey, reverse: bool, page_size: Optional[int], page_token: Optional[str]
+    ) -> Plan[Page[Any]]:
+        """See `Transaction.list`."""
+        prefix, children, gt, gte, lt, lte = key
+        known = self.listing_before(key, prefix, page_token)
+        request = _Api.list_page(
+            prefix, children, reverse, gt, gte, lt, lte, page_size, page_token
+        )
+        page = yield from _call(request, _Api.page)
+        listing = self.listed(key, known, page)
+        yield from self.get_many(self.overlay_reads(listing, page, reverse, page_token))
+        return self.overlay(listing, page, reverse, page_token)
+
+    def patch(self, path: PathLike, merge: Any, patch: Any) -> Plan[Item]:
+        """See `Transaction.patch`."""
         if (merge is _UNSET) == (patch is None):
             raise TypeError("patch takes exactly one of merge= and patch=")
-
-    @staticmethod
-    def patched(current: Optional[Item], path: KeyPath, merge: Any, patch: Any) -> Any:
-        """The value a patch makes of `current`."""
+        key = to_path(path)
+        current = yield from self.get(key)
         if current is None:
-            raise NotFound(f"no item at {path} to patch", code="not_found")
+            raise NotFound(f"no item at {key} to patch", code="not_found")
         if merge is not _UNSET:
-            return merge_patch(current.value, merge)
-        return json_patch(current.value, patch)
+            value = merge_patch(current.value, merge)
+        else:
+            value = json_patch(current.value, patch)
+        self.put(key, value)
+        item = self.view(key)
+        assert item is not None
+        return item
 
     # Listings --------------------------------------------------------------------------------
 
@@ -425,6 +445,35 @@ class _State:
             handle.item = item
 
 
+class _Runs:
+    """The runs of a transaction's callback: after each, `commit` commits what it wrote, or
+    decides that it runs again (after a pause) or that the transaction failed."""
+
+    def __init__(self, max_attempts: int) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts is at least 1")
+        self.max_attempts = max_attempts
+        self.runs = 0
+
+    def commit(self, state: _State) -> Plan[bool]:
+        """Commits what the run in `state` wrote: True when done (committed, or nothing to
+        commit), False when something it read changed meanwhile and it runs again. Raises
+        `ConditionFailed` after `max_attempts` runs."""
+        self.runs += 1
+        ops = state.ops()
+        if not ops:
+            return True
+        try:
+            results = yield from _call(_Api.transact(ops), _Api.results)
+        except ConditionFailed:
+            if self.runs >= self.max_attempts:
+                raise
+            yield _Sleep(random.uniform(0, backoff_ceiling(self.runs)))
+            return False
+        state.committed(results)
+        return True
+
+
 def _insert_sorted(entries: List[Entry], entry: Entry, reverse: bool) -> None:
     """Inserts `entry` before the first entry that does not sort before it."""
     key = entry.path.encode()
@@ -469,7 +518,7 @@ class Transaction:
     """The callback's handle in `Client.transaction`: reads that the commit checks, and writes
     that commit together, all or nothing (see `Client.transaction`)."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: _Runner) -> None:
         self._client = client
         self._state = _State()
 
@@ -478,22 +527,12 @@ class Transaction:
         is the one the commit checks (its version, or that there was no item); later reads
         repeat it. After a `put` here: the value put, at the version it will have (the version
         read + 1); after a `delete`: None."""
-        self._state.check_open()
-        key = to_path(path)
-        if key not in self._state.reads:
-            self._state.record(key, self._client.get(key))
-        return self._state.view(key)
+        return self._client._run(self._state.get(path))
 
     def get_many(self, paths: Iterable[PathLike]) -> List[Optional[Item]]:
         """The items at `paths` as `get` sees them, None where there is none; the paths not read
         before are read together, in one request (at most 100)."""
-        self._state.check_open()
-        keys = [to_path(p) for p in paths]
-        unread = self._state.unread(keys)
-        if unread:
-            for key, item in zip(unread, self._client.get_many(unread)):
-                self._state.record(key, item)
-        return [self._state.view(k) for k in keys]
+        return self._client._run(self._state.get_many(paths))
 
     def list(
         self,
@@ -514,21 +553,7 @@ class Transaction:
         `page_token` of a listing whose first page this transaction did not read raises
         `InvalidRequest`)."""
         key = _range_key(prefix, children, gt, gte, lt, lte)
-        known = self._state.listing_before(key, key[0], page_token)
-        page = self._client.list_page(
-            prefix,
-            children=children,
-            reverse=reverse,
-            gt=gt,
-            gte=gte,
-            lt=lt,
-            lte=lte,
-            page_size=page_size,
-            page_token=page_token,
-        )
-        listing = self._state.listed(key, known, page)
-        self.get_many(self._state.overlay_reads(listing, page, reverse, page_token))
-        return self._state.overlay(listing, page, reverse, page_token)
+        return self._client._run(self._state.list_page(key, reverse, page_size, page_token))
 
     def put(self, path: PathLike, value: Any) -> None:
         """Writes `value` at `path` when the transaction commits (if `path` was read, only if it
@@ -547,13 +572,7 @@ class Transaction:
         `increment`) here, in the client, and puts the result; returns the item as it will be.
         Raises `NotFound` for no item, and `PatchTestFailed`, `PatchConflict` or
         `InvalidRequest` (`invalid_patch`) as the server would."""
-        _State.check_patch(merge, patch)
-        key = to_path(path)
-        value = _State.patched(self.get(key), key, merge, patch)
-        self._state.put(key, value)
-        item = self._state.view(key)
-        assert item is not None
-        return item
+        return self._client._run(self._state.patch(path, merge, patch))
 
     def create(self, parent_and_namespace: PathLike, value: Any, *, id: IdKind = "uuid") -> PendingCreate:
         """Creates an item with a generated id at `{parent}/{namespace}-{id}` when the
@@ -571,27 +590,17 @@ class AsyncTransaction:
     """The asyncio twin of `Transaction`: `get`, `get_many`, `list` and `patch` are awaited;
     `put`, `create` and `delete` only record a write."""
 
-    def __init__(self, client: AsyncClient) -> None:
+    def __init__(self, client: _AsyncRunner) -> None:
         self._client = client
         self._state = _State()
 
     async def get(self, path: PathLike) -> Optional[Item]:
         """See `Transaction.get`."""
-        self._state.check_open()
-        key = to_path(path)
-        if key not in self._state.reads:
-            self._state.record(key, await self._client.get(key))
-        return self._state.view(key)
+        return await self._client._run(self._state.get(path))
 
     async def get_many(self, paths: Iterable[PathLike]) -> List[Optional[Item]]:
         """See `Transaction.get_many`."""
-        self._state.check_open()
-        keys = [to_path(p) for p in paths]
-        unread = self._state.unread(keys)
-        if unread:
-            for key, item in zip(unread, await self._client.get_many(unread)):
-                self._state.record(key, item)
-        return [self._state.view(k) for k in keys]
+        return await self._client._run(self._state.get_many(paths))
 
     async def list(
         self,
@@ -608,21 +617,7 @@ class AsyncTransaction:
     ) -> Page[Any]:
         """See `Transaction.list`."""
         key = _range_key(prefix, children, gt, gte, lt, lte)
-        known = self._state.listing_before(key, key[0], page_token)
-        page = await self._client.list_page(
-            prefix,
-            children=children,
-            reverse=reverse,
-            gt=gt,
-            gte=gte,
-            lt=lt,
-            lte=lte,
-            page_size=page_size,
-            page_token=page_token,
-        )
-        listing = self._state.listed(key, known, page)
-        await self.get_many(self._state.overlay_reads(listing, page, reverse, page_token))
-        return self._state.overlay(listing, page, reverse, page_token)
+        return await self._client._run(self._state.list_page(key, reverse, page_size, page_token))
 
     def put(self, path: PathLike, value: Any) -> None:
         """See `Transaction.put`."""
@@ -636,13 +631,7 @@ class AsyncTransaction:
         patch: Optional[Sequence[PatchOperation]] = None,
     ) -> Item:
         """See `Transaction.patch`."""
-        _State.check_patch(merge, patch)
-        key = to_path(path)
-        value = _State.patched(await self.get(key), key, merge, patch)
-        self._state.put(key, value)
-        item = self._state.view(key)
-        assert item is not None
-        return item
+        return await self._client._run(self._state.patch(path, merge, patch))
 
     def create(self, parent_and_namespace: PathLike, value: Any, *, id: IdKind = "uuid") -> PendingCreate:
         """See `Transaction.create`."""

@@ -1,0 +1,572 @@
+/**
+ * The values the client and the transaction both speak of: items, pages, changes, namespace
+ * definitions, the options of requests, and the operations of a transaction (`Put`, `Delete`,
+ * `Check`, `CheckList`, `Create`, `Patch`, `Merge`, `Increment`) with their wire form. No I/O;
+ * below both `client.ts` and `transaction.ts`, so that neither imports the other.
+ */
+
+import type { Violation } from "./errors.js";
+import { KeyPath, formatId, toPath, type PathLike } from "./keypath.js";
+
+/**
+ * A JSON document at a key path, with its metadata (times UTC; `*Micros` exact, in µs since the
+ * epoch). `alias` is there when the item was read through an alias path (a `get` of one), or
+ * listed or fed under one (a listing or change feed of an alias prefix): that alias. `path` is
+ * always the item's own (docs/aliases.md).
+ */
+export interface Item<T = unknown> {
+  readonly path: KeyPath;
+  readonly version: number;
+  readonly value: T;
+  readonly createdAt: Date;
+  readonly modifiedAt: Date;
+  readonly expiresAt: Date | null;
+  readonly createdAtMicros: number;
+  readonly modifiedAtMicros: number;
+  readonly expiresAtMicros: number | null;
+  readonly alias?: KeyPath;
+}
+
+/**
+ * A child in a children listing that has items below it and no item of its own (a folder):
+ * `{"path": ..., "node": true}` on the wire. Tell it from an item with `"node" in entry`.
+ */
+export interface Node {
+  readonly path: KeyPath;
+  readonly node: true;
+}
+
+/** One entry of a listing: an item, or (in a children listing) a node. */
+export type Entry<T = unknown> = Item<T> | Node;
+
+/**
+ * One page of a listing; pass `nextPageToken` as `pageToken` to continue (null at the end). A
+ * first page (no `pageToken`) also has `changesToken`: the change feed's position at this
+ * listing, to follow the prefix from with `changes` or `watch` without a gap (null on later pages).
+ * A children listing's page holds entries (`Page<T, Entry<T>>`); a subtree listing's, items.
+ */
+export interface Page<T = unknown, E = Item<T>> {
+  readonly items: E[];
+  readonly nextPageToken: string | null;
+  readonly changesToken: string | null;
+}
+
+/** A change of the feed: the item was created or replaced; `item` is as that commit wrote it. */
+export interface PutChange<T = unknown> {
+  readonly op: "put";
+  readonly item: Item<T>;
+  /** The item's path. */
+  readonly path: KeyPath;
+  /** The version written. */
+  readonly version: number;
+}
+
+/**
+ * A change of the feed: the item at `path` was deleted or expired; `version` is the version removed.
+ * In the feed of an alias prefix, `alias` is the alias path the item left (it was deleted, or its
+ * member changed).
+ */
+export interface DeleteChange {
+  readonly op: "delete";
+  readonly path: KeyPath;
+  readonly version: number;
+  readonly alias?: KeyPath;
+}
+
+/**
+ * One change of the feed, told apart by `op`. Both kinds have `path` and `version`: apply a change
+ * only if its `version` is not older than the one you hold (docs/changes.md).
+ */
+export type Change<T = unknown> = PutChange<T> | DeleteChange;
+
+/** Changes after a token, in commit order; pass `nextToken` as `since` to continue. */
+export interface ChangePage<T = unknown> {
+  readonly changes: Change<T>[];
+  readonly nextToken: string;
+}
+
+export interface ChangesOptions {
+  /** A listing's `changesToken` or a page's `nextToken`; without it, no changes and the current position. */
+  since?: string | null;
+  /** At most this many changes, 1..=1000 (default 100); a page never ends inside a transaction. */
+  limit?: number;
+  /** With `since` and no change yet: wait up to this many seconds (0..=60) for one to commit. */
+  waitSeconds?: number;
+  /** Aborts the request (a long poll included); the call rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
+}
+
+export interface WatchOptions {
+  /** Where to start; without it, the position when iterating starts. */
+  since?: string | null;
+  /** How long each long poll waits for a change, 1..=60 seconds (default 30). */
+  waitSeconds?: number;
+  /** Changes per request, 1..=1000 (default 100). */
+  limit?: number;
+  /** Ends the watch, even during a long poll: the loop throws the signal's reason. */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * How a create generates its id: a random version 4 UUID (`uuid`), a random integer in [1, 2^53)
+ * (`rand53`), or the parent's next integer for that namespace, 1, 2, 3, ..., never issued twice,
+ * even after deletes (`sequence`).
+ */
+export type IdKind = "uuid" | "rand53" | "sequence";
+
+export interface CreateOptions {
+  /** How the id is generated (default `uuid`). */
+  id?: IdKind;
+  history?: boolean;
+  ttlSeconds?: number;
+}
+
+export interface PutOptions {
+  mustNotExist?: boolean;
+  ifVersion?: number;
+  history?: boolean;
+  ttlSeconds?: number;
+}
+
+/**
+ * Options of `patch`, `merge` and `increment` (and of the `Patch`, `Merge` and `Increment`
+ * transaction operations): `mustNotExist`, `ifVersion`, `history` and `ttlSeconds` as on a put.
+ */
+export interface PatchOptions extends PutOptions {
+  /**
+   * With no item at the path, apply the patch to `{}` and create it, instead of failing with
+   * `NotFound`. Default false, except for `increment` (a counter that does not exist yet starts at 0).
+   */
+  create?: boolean;
+}
+
+/**
+ * One operation of a JSON Patch (RFC 6902, plus PathDB's `increment`), told apart by `op`. Paths
+ * are JSON Pointers (RFC 6901) into the item's value: `/tags/0`, `/tags/-` (an array's end).
+ * - `add`: set a member, or insert into an array;
+ * - `remove`, `replace`: of a value that must exist;
+ * - `move`, `copy`: the value at `from` to `path`;
+ * - `test`: the value at `path` must equal `value`, or the patch fails with `PatchTestFailed`;
+ * - `increment`: add `value` to the number at `path` (a missing member starts at 0; integers stay
+ *   integers, within 2^53).
+ */
+export type PatchOperation =
+  | { readonly op: "add"; readonly path: string; readonly value: unknown }
+  | { readonly op: "remove"; readonly path: string }
+  | { readonly op: "replace"; readonly path: string; readonly value: unknown }
+  | { readonly op: "move"; readonly from: string; readonly path: string }
+  | { readonly op: "copy"; readonly from: string; readonly path: string }
+  | { readonly op: "test"; readonly path: string; readonly value: unknown }
+  | { readonly op: "increment"; readonly path: string; readonly value: number };
+
+export interface ListOptions {
+  /** Only the direct children of the prefix. */
+  children?: boolean;
+  /** Descending key order. */
+  reverse?: boolean;
+  gt?: PathLike;
+  gte?: PathLike;
+  lt?: PathLike;
+  lte?: PathLike;
+}
+
+export interface ListAllOptions extends ListOptions {
+  /** At most this many items in all. */
+  limit?: number;
+  /** Items per request, 1..=1000 (default 100). */
+  pageSize?: number;
+}
+
+export interface ListPageOptions extends ListOptions {
+  /** Items in this page, 1..=1000 (default 100). */
+  pageSize?: number;
+  pageToken?: string | null;
+}
+
+/**
+ * A JSON Schema (draft 2020-12 unless its `$schema` names 2019-09 or draft 7): an object, or
+ * `true` (anything) or `false` (nothing).
+ */
+export type Schema = { readonly [member: string]: unknown } | boolean;
+
+/**
+ * Where an alias template's aliases stand: `ready` (every item has its alias: reads through it are
+ * served), `building` (the aliases of the items stored before the template are being written:
+ * reads through it throw `AliasBuilding`), `conflict` (the build found two items with one alias and
+ * stopped: see `conflicts`, fix the items, then `retryAliasBuild`), `removing` (the template was
+ * removed from the definition: its aliases are being deleted).
+ */
+export type AliasState = "ready" | "building" | "conflict" | "removing";
+
+/** An alias that a build found for more than one item: the `alias` path and the `items` that would share it. */
+export interface AliasConflict {
+  readonly alias: KeyPath;
+  readonly items: KeyPath[];
+}
+
+/**
+ * An alias template of a namespace (`path`, such as `/email-{email}`) and where its aliases stand:
+ * its `state`, how many items its build (or removal) has `checked`, how many alias records it has
+ * `written` (or removed), and with `conflict` the `conflicts` it found (at most 20).
+ */
+export interface AliasBuild {
+  readonly path: string;
+  readonly state: AliasState;
+  readonly checked: number;
+  readonly written: number;
+  readonly conflicts: AliasConflict[];
+}
+
+/**
+ * An alias template as `putNamespace` takes it: its text (`"/email-{email}"`), or `{ path: text }`
+ * as the wire has it. A template is a key path whose ids may be `{member}` (a member of the value,
+ * dotted for a nested one: `{address.city}`), `{!member}` (the same as a descending id) or `{@ns}`
+ * (the id of the item path's element of namespace `ns`).
+ */
+export type AliasTemplate = string | { readonly path: string };
+
+/**
+ * What items of one namespace look like (the namespace of an item is its path's last element's:
+ * `/user-7/post-2` is a `post`): its `schema` (null: any value), how many revisions a put with
+ * history keeps (`history`, null: the server's default), a `description`, and its alias templates
+ * with where their aliases stand (`aliases`: the definition's own, in its order, then those being
+ * removed). `version` counts its changes (1, 2, ...): pass it as `ifVersion` to `putNamespace` or
+ * `deleteNamespace` to change only what you read.
+ */
+export interface NamespaceDefinition {
+  readonly namespace: string;
+  readonly version: number;
+  readonly schema: Schema | null;
+  readonly history: number | null;
+  readonly description: string | null;
+  readonly aliases: AliasBuild[];
+  readonly createdAt: Date;
+  readonly modifiedAt: Date;
+  readonly createdAtMicros: number;
+  readonly modifiedAtMicros: number;
+}
+
+/** One page of namespace definitions, in name order; pass `nextPageToken` as `pageToken` to continue (null at the end). */
+export interface NamespacePage {
+  readonly namespaces: NamespaceDefinition[];
+  readonly nextPageToken: string | null;
+}
+
+/** A definition as `putNamespace` and `checkNamespace` take it: what is left out is not in the definition. */
+export interface NamespaceOptions {
+  schema?: Schema;
+  /** Revisions a put with history keeps, 1 or more. */
+  history?: number;
+  description?: string;
+  /** Alias templates (at most 8), whose aliases every write keeps: `["/email-{email}"]`. */
+  aliases?: readonly AliasTemplate[];
+}
+
+export interface WaitForAliasesOptions {
+  /** Give up after this many milliseconds, throwing `AliasBuilding` (default: no limit). */
+  timeoutMs?: number;
+  /** Read the definition every this many milliseconds (default 500). */
+  intervalMs?: number;
+  /** Stops waiting: the call rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
+}
+
+export interface PutNamespaceOptions extends NamespaceOptions {
+  /** Only if the namespace has no definition yet (`If-None-Match: *`). */
+  mustNotExist?: boolean;
+  /** Only if the definition's version is this one (`If-Match`). */
+  ifVersion?: number;
+}
+
+/**
+ * A stored item that a schema refuses: its `path`, what does not fit, and its `version` (null if
+ * the server leaves it out).
+ */
+export interface ViolatingItem {
+  readonly path: KeyPath;
+  readonly version: number | null;
+  readonly violations: Violation[];
+}
+
+/**
+ * What a schema would say about the items already stored (`checkNamespace`, a dry run that stores
+ * nothing): how many items of the namespace it `checked`, how many are `violating` it, and the
+ * `first` of those (at most 20).
+ */
+export interface SchemaCheck {
+  readonly checked: number;
+  readonly violating: number;
+  readonly first: ViolatingItem[];
+}
+
+/**
+ * One page of the stored items that a namespace's current schema refuses. `checked` is how many
+ * items of the namespace this page read. A page may hold fewer items than asked for (even none)
+ * and still have a `nextPageToken`: the server reads a bounded number of items per page. Null at
+ * the end.
+ */
+export interface ViolationsPage {
+  readonly items: ViolatingItem[];
+  readonly checked: number;
+  readonly nextPageToken: string | null;
+}
+
+export interface NamespacePageOptions {
+  /** Entries in this page, 1..=1000 (default 100). */
+  pageSize?: number;
+  pageToken?: string | null;
+}
+
+export interface NamespaceListOptions {
+  /** At most this many in all. */
+  limit?: number;
+  /** Entries per request, 1..=1000 (default 100). */
+  pageSize?: number;
+}
+
+/** A JSON object as it goes on the wire. */
+export type Wire = Record<string, unknown>;
+
+function conditions(ifVersion: number | undefined, mustExist: boolean, mustNotExist: boolean): Wire {
+  if (Number(ifVersion !== undefined) + Number(mustExist) + Number(mustNotExist) > 1) {
+    throw new TypeError("give at most one of ifVersion, mustExist, mustNotExist");
+  }
+  const out: Wire = {};
+  if (ifVersion !== undefined) out.if_version = ifVersion;
+  if (mustExist) out.must_exist = true;
+  if (mustNotExist) out.must_not_exist = true;
+  return out;
+}
+
+/** A transaction operation: create or replace the item at `path`. */
+export class Put {
+  readonly path: KeyPath;
+  readonly #wire: Wire;
+  constructor(path: PathLike, value: unknown, options: PutOptions = {}) {
+    this.path = toPath(path);
+    this.#wire = {
+      op: "put",
+      path: this.path.toString(),
+      value: value === undefined ? null : value,
+      ...conditions(options.ifVersion, false, options.mustNotExist ?? false),
+    };
+    if (options.history) this.#wire.history = true;
+    if (options.ttlSeconds !== undefined) this.#wire.ttl_seconds = options.ttlSeconds;
+  }
+  toWire(): Wire {
+    return { ...this.#wire };
+  }
+}
+
+/** A transaction operation: delete the item at `path` (its result is the deleted item, or null). */
+export class Delete {
+  readonly path: KeyPath;
+  readonly #wire: Wire;
+  constructor(path: PathLike, options: { ifVersion?: number } = {}) {
+    this.path = toPath(path);
+    this.#wire = { op: "delete", path: this.path.toString(), ...conditions(options.ifVersion, false, false) };
+  }
+  toWire(): Wire {
+    return { ...this.#wire };
+  }
+}
+
+/** A transaction operation: a condition that must hold for the transaction to apply. */
+export class Check {
+  readonly path: KeyPath;
+  readonly #wire: Wire;
+  constructor(path: PathLike, options: { ifVersion?: number; mustExist?: boolean; mustNotExist?: boolean }) {
+    this.path = toPath(path);
+    const c = conditions(options.ifVersion, options.mustExist ?? false, options.mustNotExist ?? false);
+    if (Object.keys(c).length === 0) throw new TypeError("a check needs ifVersion, mustExist or mustNotExist");
+    this.#wire = { op: "check", path: this.path.toString(), ...c };
+  }
+  toWire(): Wire {
+    return { ...this.#wire };
+  }
+}
+
+/** The range options of a listing, and what it showed, for a {@link CheckList}. */
+export interface CheckListOptions {
+  children?: boolean;
+  gt?: PathLike;
+  gte?: PathLike;
+  lt?: PathLike;
+  lte?: PathLike;
+  /**
+   * What the listing's pages showed, path to version: on DynamoDB a listing token starts a margin
+   * before the listing, and `seen` lets the server ignore the changes of that margin the listing
+   * already reflects (`transaction` always sends it).
+   */
+  seen?: Iterable<readonly [PathLike, number]> | Record<string, number>;
+}
+
+/**
+ * A transaction operation: a listing's check. The transaction fails (`ConditionFailed`, 409
+ * `condition_failed`) if anything in the listing's range (`prefix` with `children` and the bounds,
+ * as `listPage` takes them) was put, patched, deleted, expired, moved or copied after the listing
+ * whose first page returned `changesToken`.
+ */
+export class CheckList {
+  readonly prefix: KeyPath;
+  readonly changesToken: string;
+  readonly #wire: Wire;
+  constructor(prefix: PathLike, changesToken: string, options: CheckListOptions = {}) {
+    this.prefix = toPath(prefix);
+    this.changesToken = changesToken;
+    this.#wire = { op: "check_list", prefix: this.prefix.toString(), changes_token: changesToken };
+    if (options.children) this.#wire.children = true;
+    for (const name of ["gt", "gte", "lt", "lte"] as const) {
+      const bound = options[name];
+      if (bound !== undefined) this.#wire[name] = toPath(bound).toString();
+    }
+    if (options.seen !== undefined) {
+      const seen: Record<string, number> = {};
+      const entries = Symbol.iterator in options.seen ? options.seen : Object.entries(options.seen);
+      for (const [path, version] of entries as Iterable<readonly [PathLike, number]>) seen[toPath(path).toString()] = version;
+      this.#wire.seen = seen;
+    }
+  }
+  toWire(): Wire {
+    return { ...this.#wire };
+  }
+}
+
+/** In a transaction, the path operation `index` (a `Create`) creates, as a later `Create`'s parent. */
+export class Created {
+  constructor(readonly index: number) {
+    if (!Number.isSafeInteger(index) || index < 0) throw new RangeError(`Created takes an operation's index, not ${index}`);
+  }
+}
+
+/**
+ * `{parent}/{namespace}`, checked (just `/{namespace}` without a parent): what a create completes
+ * with an id, as text and as it goes in a URL. (Not a `KeyPath`: a group without an id is none.)
+ */
+export function createTarget(parent: PathLike | null, namespace: string): { text: string; url: string } {
+  if (parent === null || parent === "" || parent === "/" || (parent instanceof KeyPath && parent.elements.length === 0)) {
+    new KeyPath().add(namespace, 1); // throws InvalidKeyPath for an invalid namespace
+    return { text: `/${namespace}`, url: namespace }; // ASCII letters, digits and '_' only
+  }
+  const path = toPath(parent).add(namespace);
+  return { text: path.toString(), url: urlPath(path) };
+}
+
+/**
+ * A transaction operation: create an item at `{parent}/{namespace}-{id}` with a generated id (see
+ * `Client.create`). `parent` is a path, null for a new group, or `new Created(n)` for the item
+ * operation `n` creates. Its result is the item created.
+ */
+export class Create {
+  readonly parent: PathLike | Created | null;
+  readonly namespace: string;
+  readonly #wire: Wire;
+  constructor(parent: PathLike | Created | null, namespace: string, value: unknown, options: CreateOptions = {}) {
+    this.parent = parent;
+    this.namespace = namespace;
+    const path = parent instanceof Created ? `$${parent.index}${createTarget(null, namespace).text}` : createTarget(parent, namespace).text;
+    this.#wire = { op: "create", path, id: options.id ?? "uuid", value: value === undefined ? null : value };
+    if (options.history) this.#wire.history = true;
+    if (options.ttlSeconds !== undefined) this.#wire.ttl_seconds = options.ttlSeconds;
+  }
+  toWire(): Wire {
+    return { ...this.#wire };
+  }
+}
+
+export function incrementOperation(pointer: string, by: number): PatchOperation {
+  if (typeof pointer !== "string") throw new TypeError(`a JSON Pointer is a string, not ${typeof pointer}`);
+  if (typeof by !== "number" || !Number.isFinite(by)) throw new TypeError(`an increment is a finite number, not ${String(by)}`);
+  return { op: "increment", path: pointer, value: by };
+}
+
+function patchWire(path: KeyPath, kind: "patch" | "merge", document: unknown, options: PatchOptions): Wire {
+  const wire: Wire = {
+    op: "patch",
+    path: path.toString(),
+    [kind]: document === undefined ? null : document,
+    ...conditions(options.ifVersion, false, options.mustNotExist ?? false),
+  };
+  if (options.create) wire.create = true;
+  if (options.history) wire.history = true;
+  if (options.ttlSeconds !== undefined) wire.ttl_seconds = options.ttlSeconds;
+  return wire;
+}
+
+/**
+ * A transaction operation: apply a JSON Patch (operations in order) to the item at `path`; with
+ * `create`, to `{}` when there is no item (otherwise the transaction fails with `NotFound`). After a
+ * `Put` of the same path in the transaction it applies to the value put. Its result is the item written.
+ */
+export class Patch {
+  readonly path: KeyPath;
+  readonly operations: readonly PatchOperation[];
+  readonly #wire: Wire;
+  constructor(path: PathLike, operations: readonly PatchOperation[], options: PatchOptions = {}) {
+    this.path = toPath(path);
+    this.operations = [...operations];
+    this.#wire = patchWire(this.path, "patch", this.operations, options);
+  }
+  toWire(): Wire {
+    return { ...this.#wire };
+  }
+}
+
+/**
+ * A transaction operation: apply a JSON Merge Patch (RFC 7396: objects merge member by member,
+ * `null` removes a member, anything else replaces) to the item at `path`, with the options of
+ * `Patch`. Its result is the item written.
+ */
+export class Merge {
+  readonly path: KeyPath;
+  readonly document: unknown;
+  readonly #wire: Wire;
+  constructor(path: PathLike, document: unknown, options: PatchOptions = {}) {
+    this.path = toPath(path);
+    this.document = document;
+    this.#wire = patchWire(this.path, "merge", document, options);
+  }
+  toWire(): Wire {
+    return { ...this.#wire };
+  }
+}
+
+/**
+ * A transaction operation: add `by` to the number at the JSON Pointer `pointer` in the item at
+ * `path` (a `Patch` of one `increment`). A missing member starts at 0; `create` defaults to true,
+ * so a counter that does not exist yet starts at 0 too.
+ */
+export class Increment extends Patch {
+  constructor(path: PathLike, pointer: string, by = 1, options: PatchOptions = {}) {
+    super(path, [incrementOperation(pointer, by)], { ...options, create: options.create ?? true });
+  }
+}
+
+/** A transaction operation (an `Increment` is a `Patch`). */
+export type Op = Put | Delete | Check | CheckList | Create | Patch | Merge;
+
+/**
+ * The path as it goes in a URL: each element percent-encoded on its own, so `/` and `%` inside
+ * ids become `%2F` and `%25`, and only the separators stay `/`.
+ */
+export function urlPath(path: KeyPath): string {
+  return path.elements
+    .map((e) => {
+      const text = e.id === null ? e.namespace : `${e.namespace}-${formatId(e.id)}`;
+      return encodeURIComponent(text).replace(
+        /[*'()]/g,
+        (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase(),
+      );
+    })
+    .join("/");
+}
+
+/**
+ * The reads a transaction makes through its client (`Client` is one): the transaction's module
+ * knows them by this shape, not by the client's module.
+ */
+export interface TransactionReads {
+  get<T = unknown>(path: PathLike): Promise<Item<T> | null>;
+  getMany<T = unknown>(paths: Iterable<PathLike>): Promise<(Item<T> | null)[]>;
+  listPage<T = unknown>(prefix: PathLike, options?: ListPageOptions): Promise<Page<T, Entry<T>>>;
+}
