@@ -8,9 +8,10 @@ use crate::backend::{Expect, Key, Reader, Record, WriteOp};
 use crate::encoding::changelog::Change;
 use crate::encoding::layout;
 use crate::encoding::limits::{MAX_VERSION, next_version, revision_key_fits};
-use crate::encoding::record::{index_record, to_item, tombstone};
+use crate::encoding::record::{index_record, to_item};
 use crate::model::error::Error;
 use crate::write::plan::{Context, Plan};
+use crate::write::stages::items::delete_write;
 use pathdb_keys::KeyPath;
 
 /// A live item of the subtree, with what the stage needs to relocate it.
@@ -89,17 +90,11 @@ pub(crate) fn stage<R: Reader + ?Sized>(
     let version = item.record.version;
     let source = match item.source {
         Source::Remove => {
-            plan.changes.push(Change::Delete {
-                path: item.path.clone(),
-                version,
-                alias: None,
-            });
+            let next = next_version(&item.path, version)?;
+            let (key, expect) = (item.key.clone(), Expect::Version(version));
+            let write = delete_write(plan, &item.path, key, &item.record, next, ctx.now, expect);
             super::aliases::stage(ctx, plan, 0, Some((&item.path, &item.record)), None)?;
-            WriteOp::Put {
-                key: item.key.clone(),
-                record: tombstone(&item.record, next_version(&item.path, version)?, ctx.now),
-                expect: Some(Expect::Version(version)),
-            }
+            write
         }
         Source::Keep => WriteOp::Check {
             key: item.key.clone(),
