@@ -25,7 +25,7 @@ pub(super) type KeyGuard<'a> = redb::AccessGuard<'a, (&'static [u8], &'static [u
 /// A value of the table, borrowed from redb.
 pub(super) type ValueGuard<'a> = redb::AccessGuard<'a, &'static [u8]>;
 
-/// A snapshot of a [`FileBackend`]: a redb read transaction's data table, shared by the
+/// A snapshot of a [`FileBackend`](crate::backend::FileBackend): a redb read transaction's data table, shared by the
 /// readers opened between two commits.
 #[derive(Clone)]
 pub struct FileReader {

@@ -1,6 +1,9 @@
 //! The storage contract: ordered binary keys grouped in partitions, snapshot reads, and atomic
 //! conditional write batches. Everything else (item metadata, history, conditions on user
-//! semantics, page tokens, TTL, limits) lives above it in [`crate::store::Store`], written once.
+//! semantics, page tokens, TTL, limits) lives above it in [`crate::store::Store`], written once:
+//! a backend never knows items, paths or JSON. `mod.rs` holds the traits; `memory.rs` the
+//! reference backend; `file.rs`, `file_format.rs`, `file_read.rs` and `journal.rs` the embedded
+//! one.
 //!
 //! The shape is what both an embedded B-tree and DynamoDB offer without faking: a key is a
 //! partition key plus a sort key (DynamoDB's PK/SK; one redb tuple key), range scans stay inside

@@ -57,7 +57,7 @@ pub struct StoreOptions {
     /// (expired items are invisible regardless).
     pub sweep_interval: Option<Duration>,
     /// How long the change feed keeps changes: a token whose next change is older answers
-    /// [`Error::ChangesExpired`] (docs/changes.md).
+    /// [`Error::ChangesExpired`](crate::Error::ChangesExpired) (docs/changes.md).
     pub change_retention: Duration,
     /// Where others write the same database too ([`Backend::shared`](crate::backend::Backend::shared):
     /// several servers on one DynamoDB table), how old this store's copy of the namespace
@@ -104,7 +104,7 @@ pub enum Expiry {
     After(Duration),
 }
 
-/// Options of [`Store::put`].
+/// Options of [`Store::put`](crate::Store::put).
 #[derive(Clone, Default, Debug)]
 pub struct PutOptions {
     /// Write only if this holds.

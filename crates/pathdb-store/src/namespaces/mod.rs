@@ -1,6 +1,7 @@
 //! Namespace definitions: what a user declared about the items of one namespace (their JSON
-//! Schema, how many revisions they keep, a description), kept in the database at
-//! `00 02` + namespace (layout.rs), and the store's compiled copy of them.
+//! Schema, how many revisions they keep, a description, alias templates), kept in the database
+//! at `00 02` + namespace (encoding/layout.rs), and the store's compiled copy of them. It reads
+//! and checks definitions; it never writes (write/definition.rs does).
 //!
 //! The namespace of an item is its path's last element's (`/user-7/post-2` is a `post`).
 //!
@@ -49,7 +50,7 @@ pub struct Definition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// More paths for each item, filled from its value (docs/aliases.md), at most
-    /// [`MAX_ALIASES`](crate::aliases::template::MAX_ALIASES).
+    /// [`MAX_ALIASES`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<AliasDefinition>,
 }

@@ -287,7 +287,7 @@ impl From<ListedItem> for Item {
 }
 
 /// One entry of a [`ListedPage`]: an item, or (in a children listing only) a node. The
-/// counterpart of [`ListEntry`](crate::read::list::ListEntry), which converts to and from it.
+/// counterpart of [`ListEntry`], which converts to and from it.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum ListedEntry {
     /// The item stored at this path.
@@ -329,7 +329,7 @@ impl ListedEntry {
 
 /// One page of a listing, its paths kept encoded: what
 /// [`Store::list_encoded`](crate::store::Store::list_encoded) returns. The same entries, order and
-/// tokens as the [`ListPage`](crate::read::list::ListPage) of [`Store::list`](crate::store::Store::list), which
+/// tokens as the [`ListPage`] of [`Store::list`](crate::store::Store::list), which
 /// converts to and from it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListedPage {

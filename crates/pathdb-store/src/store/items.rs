@@ -23,7 +23,7 @@ impl<B: Backend> Store<B> {
     /// The items that exist among `paths`, in the order asked, read from one snapshot.
     ///
     /// # Errors
-    /// More than [`MAX_GET_MANY`] paths; storage failures.
+    /// More than [`MAX_GET_MANY`](crate::MAX_GET_MANY) paths; storage failures.
     pub fn get_many(&self, paths: &[KeyPath]) -> Result<Vec<Item>, Error> {
         get::get_many(&self.db.namespaces, &self.db.backend, self.db.now(), paths)
     }

@@ -73,7 +73,7 @@ impl<B: Backend> Store<B> {
     /// Creates or replaces the definition of `namespace`, if `condition` holds for the one
     /// stored (`IfVersion`, `MustNotExist`, `MustExist`, as for items). It applies to every
     /// write that starts after this returns (on a store that shares its database with others,
-    /// theirs within [`StoreOptions::definitions_refresh`]); items stored already are not
+    /// theirs within [`StoreOptions::definitions_refresh`](crate::StoreOptions::definitions_refresh)); items stored already are not
     /// checked again (see [`Store::check_schema`]). Returns the definition stored and whether
     /// it is new.
     ///
@@ -176,7 +176,7 @@ impl<B: Backend> Store<B> {
     }
 
     /// Runs the pending alias builds and removals to the end (a background thread does so too,
-    /// where the store sweeps expired items: [`StoreOptions::sweep_interval`]); returns the
+    /// where the store sweeps expired items: [`StoreOptions::sweep_interval`](crate::StoreOptions::sweep_interval)); returns the
     /// steps run. A build that meets a conflict stops there ([`Store::retry_alias_build`]).
     ///
     /// # Errors

@@ -21,7 +21,7 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// [`Error::ConditionFailed`], [`Error::ListChanged`] (nothing written);
     /// [`Error::InvalidRequest`] for an empty
-    /// transaction, more than [`MAX_TRANSACTION_OPS`] operations or a path used twice (except a
+    /// transaction, more than [`MAX_TRANSACTION_OPS`](crate::MAX_TRANSACTION_OPS) operations or a path used twice (except a
     /// patch after a put of its path, which applies to the value put).
     pub fn transact(&self, tx: Transaction) -> Result<Vec<TxResult>, Error> {
         transact(&self.db, tx)
@@ -30,7 +30,7 @@ impl<B: Backend> Store<B> {
     /// Runs `f` as an interactive transaction and returns its value: `f` reads and writes through
     /// its [`Tx`]; its writes commit all or nothing, and only if nothing it read (items, their
     /// absence, listings) changed meanwhile. When something did, `f` runs again, on what is
-    /// there now, after a short random pause, up to [`MAX_TRANSACTION_ATTEMPTS`] runs in all;
+    /// there now, after a short random pause, up to [`MAX_TRANSACTION_ATTEMPTS`](crate::MAX_TRANSACTION_ATTEMPTS) runs in all;
     /// then the failed condition is returned. So `f` may run more than once: it must have no
     /// effects outside its `Tx`. An error from `f` writes nothing and is returned as is.
     /// See docs/transactions.md.
@@ -63,8 +63,8 @@ impl<B: Backend> Store<B> {
     ///
     /// # Errors
     /// [`Error::ConditionFailed`] or [`Error::ListChanged`] when what `f` read kept changing for
-    /// [`MAX_TRANSACTION_ATTEMPTS`] runs; what `f` returned; [`Store::transact`]'s errors (more
-    /// than [`MAX_TRANSACTION_OPS`] reads and writes together, size limits, storage failures).
+    /// [`MAX_TRANSACTION_ATTEMPTS`](crate::MAX_TRANSACTION_ATTEMPTS) runs; what `f` returned; [`Store::transact`]'s errors (more
+    /// than [`MAX_TRANSACTION_OPS`](crate::MAX_TRANSACTION_OPS) reads and writes together, size limits, storage failures).
     pub fn transaction<T>(
         &self,
         f: impl FnMut(&mut Tx<'_>) -> Result<T, Error>,

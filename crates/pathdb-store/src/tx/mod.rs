@@ -9,7 +9,8 @@
 //! transaction plans them in one snapshot and commits them in one batch, so the closure's
 //! decisions hold at the commit: serializable for what was read through the [`Tx`].
 //!
-//! This module reads through [`Reads`], which the store implements; it never commits.
+//! This module reads and commits only through [`Reads`], which the store implements (its reads
+//! and `Store::transact`); it plans no write itself.
 
 use crate::model::error::Condition;
 use crate::model::error::Error;

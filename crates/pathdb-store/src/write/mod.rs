@@ -1,28 +1,20 @@
-//! The write pipeline: how a list of operations ([`TxOp`]) becomes one atomic batch.
+//! Writes: every kind of write the store makes is planned here and committed by one module.
 //!
-//! [`plan`] reads one snapshot and runs the stages; each stage is a module that adds its writes
-//! to the [`Plan`], in this order:
+//! - `ops`: the operations a caller asks for (`TxOp`, `Transaction`), `plan`: what a plan reads
+//!   from (`Context`) and builds (`Plan`);
+//! - `stages/`: the stages, each adding its writes for one concern to the `Plan`, and
+//!   `pipeline`: [`pipeline::plan`] runs them in their order for a list of operations (and
+//!   `plan_subtree` for a batch of a subtree job), with the limits every write checks first;
+//! - `commit`: the only caller of `Backend::write`; it sends a batch, wakes the feeds it
+//!   changed, and plans again after a concurrent change (`execute` for operations);
+//! - the writes that are not one list of operations, each planned on the same stages and sent
+//!   through `commit`: `transact` (a transaction's folding and results), `alias_builds` (build
+//!   steps, retries, the build records a definition starts), `definition`, `sweep` (expiry),
+//!   `import`.
 //!
-//! | stage | per | writes |
-//! | --- | --- | --- |
-//! | `items` | plan | nothing yet: one read of the records at every path the operations name, together (one request on a remote backend) |
-//! | `ids` | operation | nothing yet: a create's path (a generated id) |
-//! | `listing` | listing check | nothing but a check: the listing's range has no change in the log after its token (else the caller's condition fails), and the log no entry after the newest one read |
-//! | `items` | operation | the item record, its tombstone, or a check, conditional on what was read (a patch: the put of the patched value); the result and the change |
-//! | `schema` | put | nothing: the value must fit its namespace's schema, or the plan fails |
-//! | `aliases` | put, delete | the alias records the item gains (each conditional on what was read: a taken alias fails the plan), the tombstones of those it loses; their changes |
-//! | `history` | put | the revision, and the removal of revisions beyond the retention |
-//! | `expiry` | put | the expiry index entry |
-//! | `ids` | plan | the records of the sequences the creates advanced |
-//! | `changelog` | plan | one change-log entry per group changed, and now and then the removal of expired entries |
-//!
-//! A subtree delete, move or copy (subtree.rs) is planned by [`plan_subtree`] from items it read
-//! itself: the `relocate` stage per item, its job record, then the same `changelog` stage.
-//!
-//! The rule that keeps it one-way: a stage depends on [`plan`](self::plan) (its [`Context`] and
-//! [`Plan`]) and on the layers below the pipeline (records, layout, limits, the change log's
-//! format), never on `Store` and never on a later stage. `Store` opens the snapshot, calls
-//! [`plan`] and commits the batch. A new kind of write is a new stage module plus one line here.
+//! The rule that keeps it one-way: a stage depends on `plan` and on the layers below `write/`,
+//! never on a later stage; nothing here knows `Store` or starts a thread (jobs/ runs what takes
+//! time). A new kind of write is a new stage module plus one line in `pipeline`.
 
 pub(crate) mod ops;
 pub(crate) mod plan;

@@ -97,7 +97,7 @@ impl TxOp {
 /// Puts, deletes and checks on any paths, applied all or nothing.
 #[derive(Clone, Default, Debug)]
 pub struct Transaction {
-    /// The operations, at most [`MAX_TRANSACTION_OPS`], each on a different path.
+    /// The operations, at most [`MAX_TRANSACTION_OPS`](crate::MAX_TRANSACTION_OPS), each on a different path.
     pub ops: Vec<TxOp>,
 }
 

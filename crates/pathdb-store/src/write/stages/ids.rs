@@ -1,4 +1,4 @@
-//! Stage: generated ids ([`TxOp::Create`](crate::write::ops::TxOp::Create)). A create's path gets a random
+//! Stage: generated ids ([`TxOp::Create`]). A create's path gets a random
 //! UUID, a random 53-bit integer, or the next id of a per-parent sequence (docs/changes.md,
 //! "Generated ids"); after every operation, the sequences advanced write their records.
 //!
