@@ -89,7 +89,7 @@ fn encode_and_decode_base64() {
     );
 }
 
-/// The store's own keys (crates/pathdb-store/src/layout.rs), as a DynamoDB `pk`/`sk` pair.
+/// The store's own keys (crates/pathdb-store/src/encoding/layout.rs), as a DynamoDB `pk`/`sk` pair.
 #[test]
 fn decode_explains_store_keys() {
     let pk = "75736572010807002012"; // /user-7

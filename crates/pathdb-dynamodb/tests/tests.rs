@@ -268,7 +268,7 @@ fn requests_per_write_and_per_poll() {
         .put(&item, value(), pathdb_store::PutOptions::default())
         .expect("put");
     // The item's record and the log's last number (the first write to the group in this
-    // process). A path with no record was never used (pathdb-store's upgrade.rs): nothing more.
+    // process). A path with no record was never used (pathdb-store's jobs/upgrade.rs): nothing more.
     write(step("first put of a new item"), 1);
     for _ in 0..3 {
         store

@@ -2,7 +2,7 @@
 //! writes besides items (a DynamoDB `pk`/`sk` pair, a redb key), so that someone looking at a
 //! table with other tools can read every key in it.
 //!
-//! This re-derives the layout of `crates/pathdb-store/src/layout.rs` (kept private there so
+//! This re-derives the layout of `crates/pathdb-store/src/encoding/layout.rs` (kept private there so
 //! that the store can change it with a format version); change both together:
 //!
 //! | what | partition | sort key |
