@@ -31,7 +31,6 @@
 #![deny(missing_docs)]
 
 mod attrs;
-pub mod cost;
 mod group;
 mod metrics;
 mod paging;
