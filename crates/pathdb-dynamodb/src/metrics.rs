@@ -231,3 +231,11 @@ impl Metrics {
         }
     }
 }
+
+/// The capacity units of a response that names them per table: their sum, if any.
+pub(crate) fn reported(consumed: &[aws_sdk_dynamodb::types::ConsumedCapacity]) -> Option<f64> {
+    consumed
+        .iter()
+        .filter_map(|c| c.capacity_units())
+        .reduce(|a, b| a + b)
+}

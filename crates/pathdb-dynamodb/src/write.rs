@@ -364,7 +364,7 @@ impl DynamoBackend {
             async move {
                 let result = request.send().await;
                 if let Ok(out) = &result {
-                    metrics.add_write_units(crate::reported(out.consumed_capacity()));
+                    metrics.add_write_units(crate::metrics::reported(out.consumed_capacity()));
                 }
                 transact_attempt(result)
             }

@@ -168,64 +168,8 @@ fn ready_means_the_table_is_reachable_and_active() {
 /// plan it; the log's last number is read only by a process's first write to a group (group.rs
 /// remembers it), and until a process has read a group's oldest log entries, about one commit in
 /// eight does (trimming). A poll is one `Query`. So replacing or deleting an item is 2 requests.
-/// `pathdb bench dynamodb-cost`'s measurement (cost.rs), on moto: in the steady state a put of a
-/// new or an existing path and a create are 2 requests, a get is 1, and a listing page reads
-/// one unit more than its items (the change log's newest entry, for its `changes_token`).
-#[test]
-fn what_operations_cost() {
-    let Some((endpoint, _)) = endpoint() else {
-        return;
-    };
-    let store = without_sweeper(endpoint);
-    let rows = pathdb_dynamodb::cost::measure(&store, 10, 1).expect("measured");
-    let row = |name: &str| {
-        rows.iter()
-            .find(|r| r.operation == name)
-            .unwrap_or_else(|| panic!("no row {name}"))
-    };
-    for name in ["put of a new path", "put of an existing path (update)"] {
-        let r = row(name);
-        assert_eq!(
-            (r.requests_per_op(), r.by_kind().as_str()),
-            (2.0, "1 GetItem + 1 TransactWriteItems"),
-            "{name}"
-        );
-        // 1 unit for the consistent read; 2 per KB for the item and for its log entry.
-        assert_eq!(
-            (r.spent.model_read_units, r.spent.model_write_units),
-            (10.0, 40),
-            "{name}"
-        );
-    }
-    let create = row("create with a generated id (uuid)");
-    assert_eq!(
-        (create.requests_per_op(), create.by_kind().as_str()),
-        (2.0, "1 Query + 1 TransactWriteItems")
-    );
-    let tx = row("transaction of 10 puts");
-    assert_eq!(
-        (tx.requests_per_op(), tx.by_kind().as_str()),
-        (2.0, "1 BatchGetItem + 1 TransactWriteItems")
-    );
-    let get = row("get");
-    assert_eq!(
-        (get.requests_per_op(), get.by_kind().as_str()),
-        (1.0, "1 GetItem")
-    );
-    let list = row("list page of 100, forward");
-    assert_eq!(list.requests_per_op(), 2.0);
-    let per_page = list.spent.model_read_units / list.ops as f64;
-    assert!(
-        per_page <= list.hand_built.read_units + 1.0,
-        "a page of 100 read {per_page} units"
-    );
-    let table = pathdb_dynamodb::cost::render(&rows);
-    assert!(
-        table.contains("| put of a new path | 10 | 2 | 1 GetItem + 1 TransactWriteItems | 1 | 4 |"),
-        "{table}"
-    );
-}
-
+/// (What every store operation costs, `pathdb bench dynamodb-cost`, is measured in pathdb-bench:
+/// its tests/dynamodb_cost.rs.)
 #[test]
 fn requests_per_write_and_per_poll() {
     let Some((endpoint, _)) = endpoint() else {
@@ -233,7 +177,7 @@ fn requests_per_write_and_per_poll() {
     };
     let backend = Dynamo::new(endpoint).backend();
     let metrics = backend.metrics();
-    let store = Store::new(backend, pathdb_dynamodb::cost::store_options()).expect("store opens");
+    let store = Store::new(backend, measuring_options()).expect("store opens");
     let group: pathdb_keys::KeyPath = "/cost-1".parse().expect("path");
     let item: pathdb_keys::KeyPath = "/cost-1/a-1".parse().expect("path");
     let value = || pathdb_store::Json::parse(r#"{"n":1}"#).expect("json");
@@ -462,9 +406,16 @@ fn a_definition_written_by_one_store_applies_in_another() {
 /// A store on a fresh table of `endpoint`, without the expiry sweeper or the per-second
 /// re-reading of definitions (whose reads the measurements here must not count).
 fn without_sweeper(endpoint: String) -> Store<DynamoBackend> {
-    Store::new(
-        Dynamo::new(endpoint).backend(),
-        pathdb_dynamodb::cost::store_options(),
-    )
-    .expect("store opens")
+    Store::new(Dynamo::new(endpoint).backend(), measuring_options()).expect("store opens")
+}
+
+/// Store options under which every request is an operation's: no expiry sweeper, and no
+/// re-reading of the namespace definitions (one `Query` a second while writing) during a test.
+/// The same as `pathdb bench dynamodb-cost`'s (pathdb-bench's `dynamodb_cost::store_options`).
+fn measuring_options() -> StoreOptions {
+    StoreOptions {
+        sweep_interval: None,
+        definitions_refresh: std::time::Duration::from_secs(24 * 3600),
+        ..StoreOptions::default()
+    }
 }

@@ -1,6 +1,6 @@
 //! `pathdb bench http` and `pathdb bench counter`: the HTTP load generators of `pathdb-bench` (`pathdb_bench::http`), where
 //! they live beside the other benchmarks; these are only their subcommands. `pathdb bench
-//! dynamodb-cost` runs `pathdb_dynamodb::cost` (cmd/dynamodb.rs).
+//! dynamodb-cost` runs `pathdb_bench::dynamodb_cost` (cmd/dynamodb.rs).
 
 use super::Output;
 use anyhow::Result;

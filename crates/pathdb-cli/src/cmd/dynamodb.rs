@@ -124,11 +124,11 @@ mod enabled {
     /// when it does not exist) and prints the table of docs/dynamodb.md.
     pub fn cost(args: CostArgs) -> Result<()> {
         let made = create_table(&backend(&args.table)?).context("creating the table")?;
-        let store = open_store(&args.table, pathdb_dynamodb::cost::store_options())?;
+        let store = open_store(&args.table, pathdb_bench::dynamodb_cost::store_options())?;
         let nonce = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let measured = pathdb_dynamodb::cost::measure(&store, args.ops, nonce);
+        let measured = pathdb_bench::dynamodb_cost::measure(&store, args.ops, nonce);
         let table = args.table.table_name()?;
         if made {
             drop(store);
@@ -136,7 +136,7 @@ mod enabled {
                 .with_context(|| format!("deleting the table {table} made for the run"))?;
         }
         let rows = measured.context("measuring")?;
-        print!("{}", pathdb_dynamodb::cost::render(&rows));
+        print!("{}", pathdb_bench::dynamodb_cost::render(&rows));
         if !made {
             println!(
                 "\nThe run wrote under the groups /cost-{nonce} and /cost-{nonce}-N of table {table}; \

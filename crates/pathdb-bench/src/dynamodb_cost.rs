@@ -1,13 +1,14 @@
 //! What each store operation costs on DynamoDB, measured: the requests it sends and the capacity
-//! units they take (metrics.rs), beside what a hand-built single-table design spends for the same
-//! result. `pathdb bench dynamodb-cost` runs [`measure`] against a table and prints [`render`];
-//! docs/dynamodb.md ("What an operation costs") records a run.
+//! units they take (the backend's counters, [`pathdb_dynamodb::Metrics`]), beside what a
+//! hand-built single-table design spends for the same result. `pathdb bench dynamodb-cost` runs
+//! [`measure`] against a table and prints [`render`]; docs/dynamodb.md ("What an operation
+//! costs") records a run. Built with this crate's `dynamodb` feature, which the CLI's turns on.
 //!
 //! Every operation runs `ops` times, one at a time, on items of about [`VALUE_BYTES`] bytes in a
 //! group of its own that this process has written before (warmed up), so that the rows show the
 //! steady state; the first write of a process to a group has a row of its own.
 
-use crate::{Counts, DynamoBackend};
+use pathdb_dynamodb::{Counts, DynamoBackend};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
     Error, IdKind, Json, ListRequest, Patch, PutOptions, Store, StoreOptions, Transaction, TxResult,

@@ -1,0 +1,108 @@
+//! `pathdb bench dynamodb-cost`'s measurement (src/dynamodb_cost.rs) against the local
+//! DynamoDB-compatible server started by `scripts/dynamodb-local.sh`. Set
+//! `PATHDB_DYNAMODB_ENDPOINT` (e.g. `http://127.0.0.1:8000`) and `PATHDB_DYNAMODB_FLAVOR`
+//! (`moto`, the default, or `dynalite`); without the endpoint the test returns at once, saying so
+//! (as the DynamoDB backend's own tests do: crates/pathdb-dynamodb/tests/tests.rs).
+
+use pathdb_bench::dynamodb_cost;
+use pathdb_dynamodb::{DynamoBackend, DynamoOptions, create_table};
+use pathdb_store::Store;
+
+/// The configured endpoint, or `None` (and a note on stderr) when unset or dynalite.
+fn endpoint() -> Option<String> {
+    let Ok(endpoint) = std::env::var("PATHDB_DYNAMODB_ENDPOINT") else {
+        eprintln!(
+            "skipped: PATHDB_DYNAMODB_ENDPOINT is not set (scripts/dynamodb-local.sh starts a server)"
+        );
+        return None;
+    };
+    if std::env::var("PATHDB_DYNAMODB_FLAVOR").as_deref() == Ok("dynalite") {
+        // Every PathDB write commits its item and its change log entry together
+        // (TransactWriteItems), which dynalite does not implement (docs/changes.md).
+        eprintln!("skipped: dynalite has no transactions, and every PathDB write is one");
+        return None;
+    }
+    Some(endpoint)
+}
+
+/// A store with the measurement's options on a new, empty table of `endpoint`.
+fn store(endpoint: String) -> Store<DynamoBackend> {
+    // Local servers still want credentials to be present.
+    for (k, v) in [
+        ("AWS_ACCESS_KEY_ID", "pathdb-test"),
+        ("AWS_SECRET_ACCESS_KEY", "pathdb-test"),
+    ] {
+        if std::env::var_os(k).is_none() {
+            // SAFETY: set before any thread of this test reads the environment (it is the only
+            // test of this binary).
+            unsafe { std::env::set_var(k, v) };
+        }
+    }
+    let options = DynamoOptions {
+        table: format!("pathdb-bench-cost-{}", std::process::id()),
+        endpoint: Some(endpoint),
+        region: Some("us-east-1".into()),
+        ..DynamoOptions::default()
+    };
+    let backend = DynamoBackend::connect(&options).expect("client starts");
+    create_table(&backend).expect("table created");
+    Store::new(backend, dynamodb_cost::store_options()).expect("store opens")
+}
+
+/// On moto: in the steady state a put of a new or an existing path and a create are 2 requests,
+/// a get is 1, and a listing page reads one unit more than its items (the change log's newest
+/// entry, for its `changes_token`).
+#[test]
+fn what_operations_cost() {
+    let Some(endpoint) = endpoint() else {
+        return;
+    };
+    let store = store(endpoint);
+    let rows = dynamodb_cost::measure(&store, 10, 1).expect("measured");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r.operation == name)
+            .unwrap_or_else(|| panic!("no row {name}"))
+    };
+    for name in ["put of a new path", "put of an existing path (update)"] {
+        let r = row(name);
+        assert_eq!(
+            (r.requests_per_op(), r.by_kind().as_str()),
+            (2.0, "1 GetItem + 1 TransactWriteItems"),
+            "{name}"
+        );
+        // 1 unit for the consistent read; 2 per KB for the item and for its log entry.
+        assert_eq!(
+            (r.spent.model_read_units, r.spent.model_write_units),
+            (10.0, 40),
+            "{name}"
+        );
+    }
+    let create = row("create with a generated id (uuid)");
+    assert_eq!(
+        (create.requests_per_op(), create.by_kind().as_str()),
+        (2.0, "1 Query + 1 TransactWriteItems")
+    );
+    let tx = row("transaction of 10 puts");
+    assert_eq!(
+        (tx.requests_per_op(), tx.by_kind().as_str()),
+        (2.0, "1 BatchGetItem + 1 TransactWriteItems")
+    );
+    let get = row("get");
+    assert_eq!(
+        (get.requests_per_op(), get.by_kind().as_str()),
+        (1.0, "1 GetItem")
+    );
+    let list = row("list page of 100, forward");
+    assert_eq!(list.requests_per_op(), 2.0);
+    let per_page = list.spent.model_read_units / list.ops as f64;
+    assert!(
+        per_page <= list.hand_built.read_units + 1.0,
+        "a page of 100 read {per_page} units"
+    );
+    let table = dynamodb_cost::render(&rows);
+    assert!(
+        table.contains("| put of a new path | 10 | 2 | 1 GetItem + 1 TransactWriteItems | 1 | 4 |"),
+        "{table}"
+    );
+}
