@@ -1,5 +1,5 @@
 //! How PathDB's records sit in a backend that only knows ordered byte keys: where each kind of
-//! record lives in the key space (`layout`) and what kind a key holds (`layout::classify`), key
+//! record lives in the key space (`layout`) and what kind a key holds (`record::classify`), key
 //! and size limits, the sealed tokens, the alias record, item records and tombstones, and the
 //! change log's entries. It describes bytes; it never plans a write.
 
