@@ -72,6 +72,21 @@ async fn answer(
     (status, headers, String::from_utf8(body.to_vec()).unwrap())
 }
 
+/// A get: the path after `/v1/items/`, request headers, the status expected.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16);
+
+/// Each case's get, answered here, and the same path with one character percent-encoded (`%2D`
+/// for `-`), which goes to the router: the two answers are the same, with the status expected.
+async fn answered_alike(app: &crate::App<pathdb_store::backend::FileBackend>, cases: &[Case<'_>]) {
+    for (path, headers, status) in cases {
+        let here = answer(app, &format!("/v1/items/{path}"), headers).await;
+        let routed = path.replacen('-', "%2D", 1);
+        let routed = answer(app, &format!("/v1/items/{routed}"), headers).await;
+        assert_eq!(here, routed, "GET {path} with {headers:?}");
+        assert_eq!(here.0.as_u16(), *status, "GET {path}: {}", here.2);
+    }
+}
+
 /// Every get this module answers is answered as the router's route answers it: the same path
 /// with one character percent-encoded (`%2D` for `-`) goes to the router, and the two answers
 /// are compared whole, for items found and not, bad paths, `If-None-Match`, and every check a
@@ -83,8 +98,6 @@ async fn gets_answered_here_are_answered_as_the_route_answers_them() {
     let reader = ("authorization", "Bearer reader");
     let foreign = ("origin", "https://elsewhere.example");
     let own = ("origin", "http://127.0.0.1:7070");
-    // Path, request headers, status.
-    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16);
     let cases: &[Case] = &[
         ("user-7/post-1", &[reader], 200),
         ("user-7/post-1", &[("authorization", "Bearer writer")], 200),
@@ -120,13 +133,7 @@ async fn gets_answered_here_are_answered_as_the_route_answers_them() {
         ("user-7//post-1", &[reader], 400),
         ("/user-7/post-1", &[reader], 200),
     ];
-    for (path, headers, status) in cases {
-        let here = answer(&app, &format!("/v1/items/{path}"), headers).await;
-        let routed = path.replacen('-', "%2D", 1);
-        let routed = answer(&app, &format!("/v1/items/{routed}"), headers).await;
-        assert_eq!(here, routed, "GET {path} with {headers:?}");
-        assert_eq!(here.0.as_u16(), *status, "GET {path}: {}", here.2);
-    }
+    answered_alike(&app, cases).await;
 }
 
 /// Without tokens (local-only mode) too: the token check lets everything through, and the Host
@@ -135,7 +142,6 @@ async fn gets_answered_here_are_answered_as_the_route_answers_them() {
 async fn gets_answered_here_without_tokens_are_answered_as_the_route_answers_them() {
     let dir = tempfile::tempdir().unwrap();
     let app = app_with(&dir, Auth::default());
-    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16);
     let cases: &[Case] = &[
         ("user-7/post-1", &[], 200),
         ("user-7/post-1", &[("authorization", "Bearer nobody")], 200),
@@ -146,13 +152,7 @@ async fn gets_answered_here_without_tokens_are_answered_as_the_route_answers_the
             403,
         ),
     ];
-    for (path, headers, status) in cases {
-        let here = answer(&app, &format!("/v1/items/{path}"), headers).await;
-        let routed = path.replacen('-', "%2D", 1);
-        let routed = answer(&app, &format!("/v1/items/{routed}"), headers).await;
-        assert_eq!(here, routed, "GET {path} with {headers:?}");
-        assert_eq!(here.0.as_u16(), *status, "GET {path}: {}", here.2);
-    }
+    answered_alike(&app, cases).await;
 }
 
 /// The gets answered here are counted in `/metrics` under the route's template, as the router's
