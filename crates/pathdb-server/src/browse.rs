@@ -3,7 +3,7 @@
 
 use crate::AppState;
 use crate::auth::Scope;
-use crate::calls::store_call;
+use crate::calls::{page_limit, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{NoQuery, Query, UrlPath};
 use axum::Extension;
@@ -57,12 +57,7 @@ pub async fn groups<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
     Query(q): Query<GroupsQuery>,
 ) -> Result<axum::Json<GroupsOut>, ApiError> {
-    let limit = q.limit.unwrap_or(DEFAULT_GROUPS_LIMIT);
-    if !(1..=MAX_GROUPS_LIMIT).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "limit must be 1..={MAX_GROUPS_LIMIT}"
-        )));
-    }
+    let limit = page_limit(q.limit, DEFAULT_GROUPS_LIMIT, MAX_GROUPS_LIMIT)?;
     let page = store_call("groups", move || {
         Ok(state.store.groups_with_prefix(
             q.prefix.as_deref().unwrap_or(""),

@@ -87,6 +87,36 @@ pub(crate) fn item_response(status: StatusCode, item: &Item) -> Response {
     response
 }
 
+/// A page's `limit` query parameter: `default` when not given, else 1 to `max` (400 outside).
+pub(crate) fn page_limit(
+    asked: Option<usize>,
+    default: usize,
+    max: usize,
+) -> Result<usize, ApiError> {
+    let limit = asked.unwrap_or(default);
+    if !(1..=max).contains(&limit) {
+        return Err(ApiError::bad_request(format!("limit must be 1..={max}")));
+    }
+    Ok(limit)
+}
+
+/// The JSON value of a write's body (a put's, a create's): UTF-8 and JSON, else 400
+/// `invalid_json`.
+pub(crate) fn body_value(body: &[u8]) -> Result<pathdb_store::Json, ApiError> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "body is not UTF-8"))?;
+    Ok(pathdb_store::Json::parse(text)?)
+}
+
+/// The status of a write that creates or replaces: 201 or 200.
+pub(crate) fn created_or_ok(created: bool) -> StatusCode {
+    if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    }
+}
+
 /// [`pathdb_store::parse_create_target`], its errors answered as `invalid_path`.
 pub(crate) fn create_target(text: &str) -> Result<(Parent, String), ApiError> {
     pathdb_store::parse_create_target(text).map_err(|e| match e {

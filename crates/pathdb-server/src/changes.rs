@@ -3,7 +3,7 @@
 //! docs/changes.md has the semantics.
 
 use crate::AppState;
-use crate::calls::{create_target, item_response, put_options, store_call};
+use crate::calls::{body_value, create_target, item_response, page_limit, put_options, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Body, Query, UrlPath};
 use crate::slots::Slots;
@@ -12,7 +12,6 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use pathdb_keys::KeyPath;
-use pathdb_store::Json as JsonText;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, IdKind, MAX_CHANGES_LIMIT, MAX_CHANGES_WAIT,
@@ -120,12 +119,7 @@ pub async fn changes<B: Backend>(
     Query(q): Query<ChangesQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let limit = q.limit.unwrap_or(DEFAULT_CHANGES_LIMIT);
-    if !(1..=MAX_CHANGES_LIMIT).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "limit must be 1..={MAX_CHANGES_LIMIT}"
-        )));
-    }
+    let limit = page_limit(q.limit, DEFAULT_CHANGES_LIMIT, MAX_CHANGES_LIMIT)?;
     let wait = Duration::from_secs(q.wait.unwrap_or(0));
     if wait > MAX_CHANGES_WAIT {
         return Err(ApiError::bad_request(format!(
@@ -332,9 +326,7 @@ pub async fn create_item<B: Backend>(
         }
     };
     let id: IdKind = q.id.parse()?;
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "body is not UTF-8"))?;
-    let value = JsonText::parse(text)?;
+    let value = body_value(&body)?;
     let options = put_options(None, q.history, q.ttl_seconds);
     let item = store_call("create", move || {
         Ok(state

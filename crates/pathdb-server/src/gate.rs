@@ -128,6 +128,54 @@ where
     }
 }
 
+/// Two checks as one, the first around the second, as two nested [`CheckLayer`]s run them: the
+/// second sees the request only if the first let it through, and the first sees every answer
+/// after the second. A list of checks is a value of nested pairs (see [`ApiChecks`]).
+impl<A: Check, B: Check> Check for (A, B) {
+    type Memo = (A::Memo, Option<B::Memo>);
+
+    fn before(&self, request: &mut Request) -> (Self::Memo, Option<Response>) {
+        let (outer, refusal) = self.0.before(request);
+        if refusal.is_some() {
+            return ((outer, None), refusal);
+        }
+        let (inner, refusal) = self.1.before(request);
+        ((outer, Some(inner)), refusal)
+    }
+
+    fn after((outer, inner): Self::Memo, response: &mut Response) {
+        if let Some(inner) = inner {
+            B::after(inner, response);
+        }
+        A::after(outer, response);
+    }
+}
+
+/// Runs `check` around an answer made at once, as a [`Checked`] service runs it around its
+/// service: for requests answered without the router (item_gets.rs).
+pub(crate) fn answer_now<C: Check>(
+    check: &C,
+    mut request: Request,
+    answer: impl FnOnce(Request) -> Response,
+) -> Response {
+    let (memo, refusal) = check.before(&mut request);
+    let mut response = refusal.unwrap_or_else(|| answer(request));
+    C::after(memo, &mut response);
+    response
+}
+
+/// The checks of the API's routes (`/v1/...` and `/metrics`), outermost first: the request
+/// metrics ([`TrackRequests`]), then the bearer token ([`RequireToken`]). One list, run by the
+/// router's routes (one route layer, see `crate::app`) and by the gets of one item answered
+/// before the router (item_gets.rs, with [`answer_now`]): a check added here applies to both.
+/// (Checks that only some routes take, such as a media type, are layered on those routes.)
+pub(crate) type ApiChecks = (TrackRequests, RequireToken);
+
+/// The [`ApiChecks`] with the server's tokens.
+pub(crate) fn api_checks(auth: Auth) -> ApiChecks {
+    (TrackRequests, RequireToken(auth))
+}
+
 /// The checks on every request, before any route, in one pass over its headers: the size of
 /// the headers (431), the `Host` and `Origin` (403, see [`origin`]), and `Connection: close` on
 /// a refusal that leaves a request body unread.
@@ -242,21 +290,52 @@ impl Check for RequireMedia {
 pub(crate) struct TrackRequests;
 
 impl Check for TrackRequests {
-    type Memo = (Instant, Method, Option<MatchedPath>);
+    type Memo = (Instant, Method, Route);
 
     fn before(&self, request: &mut Request) -> (Self::Memo, Option<Response>) {
-        let route = request.extensions().get::<MatchedPath>().cloned();
+        let extensions = request.extensions();
+        let route = match extensions.get::<MatchedPath>() {
+            Some(matched) => Route::Matched(matched.clone()),
+            None => Route::Template(
+                extensions
+                    .get::<RouteTemplate>()
+                    .map_or("unmatched", |t| t.0),
+            ),
+        };
         ((Instant::now(), request.method().clone(), route), None)
     }
 
     fn after((started, method, route): Self::Memo, response: &mut Response) {
-        let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+        let route = route.as_str();
         telemetry::record_request(
             method.as_str(),
             route,
             response.status().as_str(),
             started.elapsed(),
         );
+    }
+}
+
+/// The route template of a request answered without the router, which sets no [`MatchedPath`]
+/// (item_gets.rs): an extension put on the request before its checks run, for
+/// [`TrackRequests`].
+#[derive(Clone, Copy)]
+pub(crate) struct RouteTemplate(pub(crate) &'static str);
+
+/// The route a request is counted under: [`TrackRequests`]'s label.
+pub(crate) enum Route {
+    /// The router's match.
+    Matched(MatchedPath),
+    /// A [`RouteTemplate`], or `unmatched`.
+    Template(&'static str),
+}
+
+impl Route {
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Route::Matched(matched) => matched.as_str(),
+            Route::Template(template) => template,
+        }
     }
 }
 

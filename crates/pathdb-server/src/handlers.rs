@@ -3,7 +3,10 @@
 //! ([`point_read`](crate::calls::point_read), `put_item`).
 
 use crate::AppState;
-use crate::calls::{blocking, create_target, item_response, point_read, put_options, store_call};
+use crate::calls::{
+    blocking, body_value, create_target, created_or_ok, item_response, page_limit, point_read,
+    put_options, store_call,
+};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Body, Json, NoQuery, Preconditions, Query, UrlPath};
 use crate::precondition::{self, WritePrecondition};
@@ -111,20 +114,14 @@ pub async fn put_item<B: Backend>(
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let precondition = precondition::write_precondition(&headers)?;
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "body is not UTF-8"))?;
-    let value = JsonText::parse(text)?;
+    let value = body_value(&body)?;
     let options = put_options(None, q.history, q.ttl_seconds);
     let backend = state.store.backend();
     let (item, created) = if backend.fast_point_reads() && backend.queues_writes() {
         // Planned here and the commit awaited: no blocking-pool thread waits for the flush.
         let started = std::time::Instant::now();
         let result = async {
-            let condition = precondition.resolve(|| current_version(&state.store, &path))?;
-            let options = PutOptions {
-                condition,
-                ..options
-            };
+            let options = with_condition(options, precondition, &state.store, &path)?;
             state
                 .store
                 .put_created_queued(&path, value, options)
@@ -136,11 +133,7 @@ pub async fn put_item<B: Backend>(
         result?
     } else {
         store_call("put", move || {
-            let condition = precondition.resolve(|| current_version(&state.store, &path))?;
-            let options = PutOptions {
-                condition,
-                ..options
-            };
+            let options = with_condition(options, precondition, &state.store, &path)?;
             // One read and one commit whether the item exists or not.
             state
                 .store
@@ -149,12 +142,22 @@ pub async fn put_item<B: Backend>(
         })
         .await?
     };
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok(item_response(status, &item))
+    Ok(item_response(created_or_ok(created), &item))
+}
+
+/// A single-item write's options with the store condition of its HTTP precondition, which
+/// reads the item's version when `If-Match` names several.
+fn with_condition<B: Backend>(
+    options: PutOptions,
+    precondition: WritePrecondition,
+    store: &pathdb_store::Store<B>,
+    path: &KeyPath,
+) -> Result<PutOptions, ApiError> {
+    let condition = precondition.resolve(|| current_version(store, path))?;
+    Ok(PutOptions {
+        condition,
+        ..options
+    })
 }
 
 /// The item's current version, for `If-Match` with several entity tags.
@@ -223,23 +226,14 @@ pub async fn patch_item<B: Backend>(
     let options = put_options(None, q.history, q.ttl_seconds);
     let create = q.create.unwrap_or(false);
     let (item, created) = store_call("patch", move || {
-        let condition = precondition.resolve(|| current_version(&state.store, &path))?;
-        let options = PutOptions {
-            condition,
-            ..options
-        };
+        let options = with_condition(options, precondition, &state.store, &path)?;
         state
             .store
             .patch_created(&path, patch, options, create)
             .map_err(http_condition)
     })
     .await?;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok(item_response(status, &item))
+    Ok(item_response(created_or_ok(created), &item))
 }
 
 /// Reads a JSON Patch document (PATCH's body or a transaction's `patch`); a bad one is 400
@@ -290,11 +284,7 @@ pub async fn delete_item<B: Backend>(
         .await?;
         return Ok(axum::Json(DeleteOut::Subtree(DeletedOut { deleted })).into_response());
     }
-    if precondition == WritePrecondition::Store(Condition::MustNotExist) {
-        return Err(ApiError::bad_request(
-            "If-None-Match does not apply to DELETE",
-        ));
-    }
+    let precondition = precondition::for_delete(precondition)?;
     let missing = format!("{path} not found");
     let deleted = store_call("delete", move || {
         let condition = precondition.resolve(|| current_version(&state.store, &path))?;
@@ -388,9 +378,7 @@ pub async fn get_many<B: Backend>(
     } else {
         store_call("get_many", move || Ok(state.store.get_many(&paths)?)).await?
     };
-    Ok(axum::Json(ItemsOut {
-        items: items.into_iter().map(Into::into).collect(),
-    }))
+    Ok(axum::Json(items.into()))
 }
 
 /// Lists a subtree or direct children, one page at a time.
@@ -406,12 +394,7 @@ pub async fn list<B: Backend>(
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<ListOut>, ApiError> {
     let bound = |b: &Option<String>| b.as_deref().map(parse_path).transpose();
-    let limit = q.limit.unwrap_or(DEFAULT_LIST_LIMIT);
-    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "limit must be 1..={MAX_LIST_LIMIT}"
-        )));
-    }
+    let limit = page_limit(q.limit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)?;
     let request = ListRequest {
         prefix,
         children_only: q.children.unwrap_or(false),
@@ -444,16 +427,9 @@ pub async fn history<B: Backend>(
     UrlPath(path): UrlPath,
     Query(q): Query<HistoryQuery>,
 ) -> Result<axum::Json<ItemsOut>, ApiError> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "limit must be 1..={MAX_LIST_LIMIT}"
-        )));
-    }
+    let limit = page_limit(q.limit, 100, MAX_LIST_LIMIT)?;
     let items = store_call("history", move || Ok(state.store.history(&path, limit)?)).await?;
-    Ok(axum::Json(ItemsOut {
-        items: items.into_iter().map(Into::into).collect(),
-    }))
+    Ok(axum::Json(items.into()))
 }
 
 fn condition_of(

@@ -7,17 +7,19 @@
 //! (docs/benchmarks.md, "Gets against the ceiling", issue 37). [`ItemGets`] sits in front of the
 //! router, inside the checks every request passes (request id, Host/Origin, CORS: see
 //! `crate::app`), takes the gets it can answer at once and does the same steps as the route in
-//! the same order, with the same functions: the token ([`auth::check`]), the path
-//! ([`key_path_in_url`]), the read and the answer ([`handlers::read_item`],
-//! [`handlers::answer_item`]), the request metrics ([`telemetry::record_request`]). Everything
-//! else, including every get it is not sure to answer as the route would (a query, a
-//! percent-encoded path, `HEAD`, a backend that blocks), goes to the router.
+//! the same order, with the same functions: the route's checks (the one list
+//! [`gate::ApiChecks`] the router's API routes run: the request metrics, the token), then the
+//! path ([`key_path_in_url`]), the read and the answer ([`handlers::read_item`],
+//! [`handlers::answer_item`]). The route's other layers have nothing to do here: the timeout
+//! (the answer is made in the call) and the body limit (no body is read). Everything else,
+//! including every get it is not sure to answer as the route would (a query, a percent-encoded
+//! path, `HEAD`, a backend that blocks), goes to the router.
 
-use crate::auth::{self, Auth};
 use crate::calls::point_read_here;
 use crate::error::ApiError;
 use crate::extract::key_path_in_url;
-use crate::{AppState, handlers, telemetry};
+use crate::gate::{self, ApiChecks, RouteTemplate};
+use crate::{AppState, handlers};
 use axum::Router;
 use axum::extract::Request;
 use axum::http::Method;
@@ -28,18 +30,21 @@ use std::convert::Infallible;
 use std::future::{Future, Ready, ready};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
 use tower::Service;
 
 /// The items' route: the router's, and the template the gets answered here are counted under in
 /// `/metrics`, as the router counts the route's (its `MatchedPath`).
 pub(crate) const ITEMS_ROUTE: &str = "/v1/items/{*path}";
 
+/// The items' route up to the key path.
+const ITEMS_PREFIX: &str = "/v1/items/";
+
 /// The router, with the gets of one item answered before it (see the module's docs).
 pub(crate) struct ItemGets<B: Backend> {
     pub(crate) routes: Router,
     pub(crate) state: AppState<B>,
-    pub(crate) auth: Auth,
+    /// The checks of the API's routes, this one's among them.
+    pub(crate) checks: ApiChecks,
 }
 
 impl<B: Backend> Clone for ItemGets<B> {
@@ -47,7 +52,7 @@ impl<B: Backend> Clone for ItemGets<B> {
         ItemGets {
             routes: self.routes.clone(),
             state: self.state.clone(),
-            auth: self.auth.clone(),
+            checks: self.checks.clone(),
         }
     }
 }
@@ -62,15 +67,14 @@ impl<B: Backend> Service<Request> for ItemGets<B> {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        match answered_here(&request) {
-            Some(rest) if self.state.store.backend().fast_point_reads() => {
-                ItemGetsFuture::Answered {
-                    answer: ready(Ok(self.get(&request, rest))),
-                }
+        if answered_here(&request).is_some() && self.state.store.backend().fast_point_reads() {
+            ItemGetsFuture::Answered {
+                answer: ready(Ok(self.get(request))),
             }
-            _ => ItemGetsFuture::Routed {
+        } else {
+            ItemGetsFuture::Routed {
                 future: self.routes.call(request),
-            },
+            }
         }
     }
 }
@@ -96,27 +100,19 @@ impl<F: Future<Output = Result<Response, Infallible>>> Future for ItemGetsFuture
 }
 
 impl<B: Backend> ItemGets<B> {
-    /// What the route's layers and `handlers::get_item` answer, in their order: the token (a
+    /// What the route's checks and `handlers::get_item` answer, in their order: the checks (a
     /// refusal is counted too), then the path, the read and the answer.
-    fn get(&self, request: &Request, rest: &str) -> Response {
-        let started = Instant::now();
-        let response = match auth::check(&self.auth, request) {
-            Err(refusal) => refusal.into_response(),
-            Ok(_) => self
-                .read(request, rest)
-                .unwrap_or_else(IntoResponse::into_response),
-        };
-        telemetry::record_request(
-            "GET",
-            ITEMS_ROUTE,
-            response.status().as_str(),
-            started.elapsed(),
-        );
-        response
+    fn get(&self, mut request: Request) -> Response {
+        as_routed(&mut request);
+        gate::answer_now(&self.checks, request, |request| {
+            self.read(&request)
+                .unwrap_or_else(IntoResponse::into_response)
+        })
     }
 
-    fn read(&self, request: &Request, rest: &str) -> Result<Response, ApiError> {
-        let path = key_path_in_url(rest)?;
+    fn read(&self, request: &Request) -> Result<Response, ApiError> {
+        let rest = request.uri().path().strip_prefix(ITEMS_PREFIX);
+        let path = key_path_in_url(rest.unwrap_or_default())?;
         let (item, path) = point_read_here(&self.state.store, "get", |store| {
             handlers::read_item(store, path, None)
         })?;
@@ -126,6 +122,12 @@ impl<B: Backend> ItemGets<B> {
     }
 }
 
+/// What the router tells the route's checks about a request it routes, told here: the route
+/// template, for the request metrics.
+fn as_routed(request: &mut Request) {
+    request.extensions_mut().insert(RouteTemplate(ITEMS_ROUTE));
+}
+
 /// The rest of a `GET /v1/items/...` after the route's prefix, when this module answers it as
 /// the route would: no query (`?version=` and unknown parameters are the route's), nothing to
 /// percent-decode, not empty (the route does not match an empty rest).
@@ -133,7 +135,7 @@ fn answered_here(request: &Request) -> Option<&str> {
     if request.method() != Method::GET || request.uri().query().is_some_and(|q| !q.is_empty()) {
         return None;
     }
-    let rest = request.uri().path().strip_prefix("/v1/items/")?;
+    let rest = request.uri().path().strip_prefix(ITEMS_PREFIX)?;
     (!rest.is_empty() && !rest.contains('%')).then_some(rest)
 }
 

@@ -48,7 +48,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use gate::{CheckLayer, Edge, RequestIdLayer, RequireMedia, RequireToken, TrackRequests};
+use gate::{CheckLayer, Edge, RequestIdLayer, RequireMedia, TrackRequests};
 use pathdb_store::Store;
 use pathdb_store::backend::Backend;
 use std::future::Future;
@@ -193,16 +193,16 @@ pub fn app<B: Backend>(
     };
     // Each route's checks are one route layer: every `Router::layer` or `route_layer` wraps
     // each route on its own, and per request the router clones a route's layers (one box each,
-    // nested) and boxes each one's future. Outermost first: request metrics, then on the API
-    // the bearer token. (Route layers leave the fallbacks alone: 404 and 405 are neither
-    // counted nor behind auth, as when auth was a `Router::layer`, since the 405 fallback set
-    // below replaces the default ones the layer wrapped.)
+    // nested) and boxes each one's future. On the API, the list of checks in
+    // `gate::ApiChecks` (request metrics, then the bearer token); elsewhere the request
+    // metrics. (Route layers leave the fallbacks alone: 404 and 405 are neither counted nor
+    // behind auth, as when auth was a `Router::layer`, since the 405 fallback set below
+    // replaces the default ones the layer wrapped.)
     let counted = || CheckLayer(TrackRequests);
-    // For the gets answered before the router (item_gets.rs).
-    let (gets_state, gets_auth) = (state.clone(), auth.clone());
-    let guarded = ServiceBuilder::new()
-        .layer(counted())
-        .layer(CheckLayer(RequireToken(auth)));
+    let api_checks = gate::api_checks(auth);
+    // For the gets answered before the router (item_gets.rs): the same checks.
+    let (gets_state, gets_checks) = (state.clone(), api_checks.clone());
+    let guarded = ServiceBuilder::new().layer(CheckLayer(api_checks));
     let json = || CheckLayer(RequireMedia(media::JSON));
     let items = Router::new()
         .route(
@@ -319,7 +319,7 @@ pub fn app<B: Backend>(
     App(edge.service(item_gets::ItemGets {
         routes,
         state: gets_state,
-        auth: gets_auth,
+        checks: gets_checks,
     }))
 }
 

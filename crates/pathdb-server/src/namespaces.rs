@@ -3,7 +3,7 @@
 //! the `admin` scope (auth.rs). The store checks every write against them (docs/namespaces.md).
 
 use crate::AppState;
-use crate::calls::store_call;
+use crate::calls::{created_or_ok, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Json, NoQuery, Preconditions, Query};
 use crate::precondition::{self, WritePrecondition};
@@ -219,12 +219,7 @@ pub async fn put<B: Backend>(
         Ok((answer, created))
     })
     .await?;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok(definition_response(status, stored))
+    Ok(definition_response(created_or_ok(created), stored))
 }
 
 /// Removes a namespace's definition (the `admin` scope); its items stay.
@@ -246,12 +241,7 @@ pub async fn delete<B: Backend>(
     Preconditions(headers): Preconditions,
 ) -> Result<Response, ApiError> {
     let ns = namespace(&ns)?;
-    let precondition = precondition::write_precondition(&headers)?;
-    if precondition == WritePrecondition::Store(Condition::MustNotExist) {
-        return Err(ApiError::bad_request(
-            "If-None-Match does not apply to DELETE",
-        ));
-    }
+    let precondition = precondition::for_delete(precondition::write_precondition(&headers)?)?;
     let missing = not_found(&ns);
     store_call("delete_namespace", move || {
         let condition = resolve(precondition, &state.store, &ns)?;

@@ -140,6 +140,17 @@ impl WritePrecondition {
     }
 }
 
+/// The precondition of a `DELETE` (of an item or a definition): [`write_precondition`]'s,
+/// without `If-None-Match: *` (400: there is nothing to create).
+pub fn for_delete(precondition: WritePrecondition) -> Result<WritePrecondition, ApiError> {
+    if precondition == WritePrecondition::Store(Condition::MustNotExist) {
+        return Err(ApiError::bad_request(
+            "If-None-Match does not apply to DELETE",
+        ));
+    }
+    Ok(precondition)
+}
+
 /// 412 `condition_failed`: an HTTP precondition (`If-Match`, `If-None-Match`) did not hold.
 pub fn precondition_failed(message: impl Into<String>) -> ApiError {
     ApiError::new(

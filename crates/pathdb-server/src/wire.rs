@@ -29,6 +29,14 @@ pub struct ItemOut {
     pub alias: Option<String>,
 }
 
+impl From<Vec<Item>> for ItemsOut {
+    fn from(items: Vec<Item>) -> ItemsOut {
+        ItemsOut {
+            items: items.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
 impl From<Item> for ItemOut {
     fn from(i: Item) -> ItemOut {
         ItemOut {

@@ -2,6 +2,7 @@ use super::*;
 use crate::origin::AllowedOrigins;
 use axum::body::Body;
 use std::convert::Infallible;
+use tower::ServiceBuilder;
 
 /// An answer with headers of its own (`Vary` optionally, and an `Access-Control-Expose-Headers`),
 /// to see how CORS merges its headers into them.
@@ -201,5 +202,86 @@ fn the_request_log_names_failed_requests() {
         "micros=",
     ] {
         assert!(log.contains(part), "{part:?} in {log}");
+    }
+}
+
+/// A check that notes what it saw in a shared log, and refuses requests with `x-refuse: <name>`.
+#[derive(Clone)]
+struct Noting(&'static str, Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Check for Noting {
+    type Memo = (&'static str, Arc<std::sync::Mutex<Vec<String>>>);
+
+    fn before(&self, request: &mut Request) -> (Self::Memo, Option<Response>) {
+        self.1.lock().unwrap().push(format!("{} before", self.0));
+        let refused = request
+            .headers()
+            .get("x-refuse")
+            .is_some_and(|v| v.as_bytes() == self.0.as_bytes());
+        let refusal = refused.then(|| {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = StatusCode::FORBIDDEN;
+            response
+        });
+        ((self.0, self.1.clone()), refusal)
+    }
+
+    fn after((name, log): Self::Memo, response: &mut Response) {
+        let status = response.status().as_u16();
+        log.lock().unwrap().push(format!("{name} after {status}"));
+    }
+}
+
+/// A pair of checks runs as the two nested check layers do, and [`answer_now`] runs a check as
+/// its layer does: the same steps in the same order, whoever refuses.
+#[tokio::test]
+async fn a_pair_of_checks_runs_as_two_nested_layers() {
+    for refuse in ["", "outer", "inner"] {
+        let request = || {
+            Request::get("/x")
+                .header("x-refuse", refuse)
+                .body(Body::empty())
+                .unwrap()
+        };
+        let ok = || {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            response
+        };
+        let run = async |how: u8| {
+            let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let (outer, inner) = (Noting("outer", log.clone()), Noting("inner", log.clone()));
+            let answer = tower::service_fn(|_: Request| async { Ok::<_, Infallible>(ok()) });
+            let response = match how {
+                0 => {
+                    let nested = ServiceBuilder::new()
+                        .layer(CheckLayer(outer))
+                        .layer(CheckLayer(inner));
+                    nested.service(answer).oneshot(request()).await.unwrap()
+                }
+                1 => {
+                    let pair = CheckLayer((outer, inner));
+                    pair.layer(answer).oneshot(request()).await.unwrap()
+                }
+                _ => answer_now(&(outer, inner), request(), |_| ok()),
+            };
+            let log = log.lock().unwrap().clone();
+            (response.status(), log)
+        };
+        let nested = run(0).await;
+        if refuse.is_empty() {
+            let steps = [
+                "outer before",
+                "inner before",
+                "inner after 204",
+                "outer after 204",
+            ];
+            assert_eq!(
+                nested,
+                (StatusCode::NO_CONTENT, steps.map(String::from).to_vec())
+            );
+        }
+        assert_eq!(run(1).await, nested, "refused by {refuse:?}");
+        assert_eq!(run(2).await, nested, "refused by {refuse:?}");
     }
 }

@@ -1,6 +1,7 @@
 use super::*;
 use crate::auth::Scope;
-use crate::{AppState, router};
+use crate::gate::{Check, TrackRequests};
+use crate::{AppState, Auth, router};
 use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode};
 use pathdb_store::Store;
@@ -10,6 +11,15 @@ use tower::ServiceExt;
 
 /// A store with one item (`/user-7/post-1`, version 2) and an app over it, with tokens.
 fn app(dir: &tempfile::TempDir) -> crate::App<pathdb_store::backend::FileBackend> {
+    let tokens = HashMap::from([
+        ("reader".to_owned(), Scope::Read),
+        ("writer".to_owned(), Scope::ReadWrite),
+    ]);
+    app_with(dir, Auth::new(tokens))
+}
+
+/// [`app`] with `auth`.
+fn app_with(dir: &tempfile::TempDir, auth: Auth) -> crate::App<pathdb_store::backend::FileBackend> {
     let store = Store::open(
         dir.path().join("db"),
         FileOptions::default(),
@@ -24,11 +34,8 @@ fn app(dir: &tempfile::TempDir) -> crate::App<pathdb_store::backend::FileBackend
             .put(&path, value.unwrap(), Default::default())
             .unwrap();
     }
-    let tokens = HashMap::from([
-        ("reader".to_owned(), Scope::Read),
-        ("writer".to_owned(), Scope::ReadWrite),
-    ]);
-    router(AppState::new(store), Auth::new(tokens))
+    assert!(store.backend().fast_point_reads(), "gets are answered here");
+    router(AppState::new(store), auth)
 }
 
 /// Status, headers but the request id and the date (which differ per request) and the
@@ -65,16 +72,32 @@ async fn answer(
     (status, headers, String::from_utf8(body.to_vec()).unwrap())
 }
 
+/// A get: the path after `/v1/items/`, request headers, the status expected.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16);
+
+/// Each case's get, answered here, and the same path with one character percent-encoded (`%2D`
+/// for `-`), which goes to the router: the two answers are the same, with the status expected.
+async fn answered_alike(app: &crate::App<pathdb_store::backend::FileBackend>, cases: &[Case<'_>]) {
+    for (path, headers, status) in cases {
+        let here = answer(app, &format!("/v1/items/{path}"), headers).await;
+        let routed = path.replacen('-', "%2D", 1);
+        let routed = answer(app, &format!("/v1/items/{routed}"), headers).await;
+        assert_eq!(here, routed, "GET {path} with {headers:?}");
+        assert_eq!(here.0.as_u16(), *status, "GET {path}: {}", here.2);
+    }
+}
+
 /// Every get this module answers is answered as the router's route answers it: the same path
 /// with one character percent-encoded (`%2D` for `-`) goes to the router, and the two answers
-/// are compared whole, for items found and not, bad paths, `If-None-Match`, and tokens.
+/// are compared whole, for items found and not, bad paths, `If-None-Match`, and every check a
+/// request can fail: tokens (missing, unknown, another scheme) and origins.
 #[tokio::test]
 async fn gets_answered_here_are_answered_as_the_route_answers_them() {
     let dir = tempfile::tempdir().unwrap();
     let app = app(&dir);
     let reader = ("authorization", "Bearer reader");
-    // Path, request headers, status.
-    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16);
+    let foreign = ("origin", "https://elsewhere.example");
+    let own = ("origin", "http://127.0.0.1:7070");
     let cases: &[Case] = &[
         ("user-7/post-1", &[reader], 200),
         ("user-7/post-1", &[("authorization", "Bearer writer")], 200),
@@ -93,17 +116,56 @@ async fn gets_answered_here_are_answered_as_the_route_answers_them() {
         ),
         ("user-7/post-1", &[], 401),
         ("user-7/post-1", &[("authorization", "Bearer nobody")], 401),
+        (
+            "user-7/post-1",
+            &[("authorization", "bearer  reader ")],
+            200,
+        ),
+        ("user-7/post-1", &[("authorization", "Basic reader")], 401),
+        ("user-7/post-1", &[("authorization", "Bearer")], 401),
+        ("user-7/post-2", &[], 401),
+        ("user-7/-1", &[], 401),
+        ("user-7/post-1", &[reader, foreign], 403),
+        ("user-7/post-1", &[foreign], 403),
+        ("user-7/post-1", &[reader, own], 200),
+        ("user-7/post-1", &[own], 401),
         ("user-7/-1", &[reader], 400),
         ("user-7//post-1", &[reader], 400),
         ("/user-7/post-1", &[reader], 200),
     ];
-    for (path, headers, status) in cases {
-        let here = answer(&app, &format!("/v1/items/{path}"), headers).await;
-        let routed = path.replacen('-', "%2D", 1);
-        let routed = answer(&app, &format!("/v1/items/{routed}"), headers).await;
-        assert_eq!(here, routed, "GET {path} with {headers:?}");
-        assert_eq!(here.0.as_u16(), *status, "GET {path}: {}", here.2);
-    }
+    answered_alike(&app, cases).await;
+}
+
+/// Without tokens (local-only mode) too: the token check lets everything through, and the Host
+/// must be loopback.
+#[tokio::test]
+async fn gets_answered_here_without_tokens_are_answered_as_the_route_answers_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app_with(&dir, Auth::default());
+    let cases: &[Case] = &[
+        ("user-7/post-1", &[], 200),
+        ("user-7/post-1", &[("authorization", "Bearer nobody")], 200),
+        ("user-7/post-2", &[], 404),
+        (
+            "user-7/post-1",
+            &[("origin", "https://elsewhere.example")],
+            403,
+        ),
+    ];
+    answered_alike(&app, cases).await;
+}
+
+/// The gets answered here are counted in `/metrics` under the route's template, as the router's
+/// routes are: the request metrics read it from the request ([`as_routed`]).
+#[test]
+fn gets_answered_here_are_counted_under_the_routes_template() {
+    let mut request = Request::get("/v1/items/user-7/post-1")
+        .body(Body::empty())
+        .unwrap();
+    as_routed(&mut request);
+    let ((_, method, route), refusal) = TrackRequests.before(&mut request);
+    assert!(refusal.is_none());
+    assert_eq!((method.as_str(), route.as_str()), ("GET", ITEMS_ROUTE));
 }
 
 /// The item's JSON is what serde writes for `ItemOut`, an item that expires too.
