@@ -167,13 +167,29 @@ pub(crate) fn answer_now<C: Check>(
 /// The checks of the API's routes (`/v1/...` and `/metrics`), outermost first: the request
 /// metrics ([`TrackRequests`]), then the bearer token ([`RequireToken`]). One list, run by the
 /// router's routes (one route layer, see `crate::app`) and by the gets of one item answered
-/// before the router (item_gets.rs, with [`answer_now`]): a check added here applies to both.
+/// before the router (item_gets.rs: [`unrouted`] gives them, [`answer_now`] runs them): a check
+/// added here applies to both, and [`unrouted`] must say how it runs without the router.
 /// (Checks that only some routes take, such as a media type, are layered on those routes.)
 pub(crate) type ApiChecks = (TrackRequests, RequireToken);
 
 /// The [`ApiChecks`] with the server's tokens.
 pub(crate) fn api_checks(auth: Auth) -> ApiChecks {
-    (TrackRequests, RequireToken(auth))
+    (TrackRequests::ROUTED, RequireToken::new(auth))
+}
+
+/// The same [`ApiChecks`] for requests of the route `template` answered without the router
+/// (item_gets.rs): counted under `template` (no router match says it), and the token's grant
+/// not kept (no handler there reads it), so that such a request touches no extension.
+pub(crate) fn unrouted((_, token): &ApiChecks, template: &'static str) -> ApiChecks {
+    (
+        TrackRequests {
+            unrouted: Some(template),
+        },
+        RequireToken {
+            auth: token.auth.clone(),
+            keep_grant: false,
+        },
+    )
 }
 
 /// The checks on every request, before any route, in one pass over its headers: the size of
@@ -247,15 +263,32 @@ impl Check for Edge {
 
 /// Bearer tokens and their scopes on the API's routes (see [`auth`]).
 #[derive(Clone)]
-pub(crate) struct RequireToken(pub(crate) Auth);
+pub(crate) struct RequireToken {
+    auth: Auth,
+    /// Whether the grant goes into the request's extensions, for the handlers that show it
+    /// (`/v1/session`).
+    keep_grant: bool,
+}
+
+impl RequireToken {
+    /// The check of `auth`'s tokens, keeping the grant.
+    pub(crate) fn new(auth: Auth) -> RequireToken {
+        RequireToken {
+            auth,
+            keep_grant: true,
+        }
+    }
+}
 
 impl Check for RequireToken {
     type Memo = ();
 
     fn before(&self, request: &mut Request) -> ((), Option<Response>) {
-        match auth::check(&self.0, request) {
+        match auth::check(&self.auth, request) {
             Ok(granted) => {
-                request.extensions_mut().insert(granted);
+                if self.keep_grant {
+                    request.extensions_mut().insert(granted);
+                }
                 ((), None)
             }
             Err(refusal) => ((), Some(refusal.into_response())),
@@ -287,20 +320,25 @@ impl Check for RequireMedia {
 /// Route layer: counts requests by method, route template and status, and times them (see
 /// [`telemetry`]).
 #[derive(Clone, Copy)]
-pub(crate) struct TrackRequests;
+pub(crate) struct TrackRequests {
+    /// The route template of requests answered without the router, which sets no
+    /// [`MatchedPath`] (item_gets.rs); `None` on the router's routes.
+    unrouted: Option<&'static str>,
+}
+
+impl TrackRequests {
+    /// The check on the router's routes: the route is the router's match.
+    pub(crate) const ROUTED: TrackRequests = TrackRequests { unrouted: None };
+}
 
 impl Check for TrackRequests {
     type Memo = (Instant, Method, Route);
 
     fn before(&self, request: &mut Request) -> (Self::Memo, Option<Response>) {
-        let extensions = request.extensions();
-        let route = match extensions.get::<MatchedPath>() {
-            Some(matched) => Route::Matched(matched.clone()),
-            None => Route::Template(
-                extensions
-                    .get::<RouteTemplate>()
-                    .map_or("unmatched", |t| t.0),
-            ),
+        let route = match (self.unrouted, request.extensions().get::<MatchedPath>()) {
+            (Some(template), _) => Route::Template(template),
+            (None, Some(matched)) => Route::Matched(matched.clone()),
+            (None, None) => Route::Template("unmatched"),
         };
         ((Instant::now(), request.method().clone(), route), None)
     }
@@ -316,17 +354,11 @@ impl Check for TrackRequests {
     }
 }
 
-/// The route template of a request answered without the router, which sets no [`MatchedPath`]
-/// (item_gets.rs): an extension put on the request before its checks run, for
-/// [`TrackRequests`].
-#[derive(Clone, Copy)]
-pub(crate) struct RouteTemplate(pub(crate) &'static str);
-
 /// The route a request is counted under: [`TrackRequests`]'s label.
 pub(crate) enum Route {
     /// The router's match.
     Matched(MatchedPath),
-    /// A [`RouteTemplate`], or `unmatched`.
+    /// A template given to [`TrackRequests`], or `unmatched`.
     Template(&'static str),
 }
 

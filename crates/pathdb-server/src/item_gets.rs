@@ -8,7 +8,8 @@
 //! router, inside the checks every request passes (request id, Host/Origin, CORS: see
 //! `crate::app`), takes the gets it can answer at once and does the same steps as the route in
 //! the same order, with the same functions: the route's checks (the one list
-//! [`gate::ApiChecks`] the router's API routes run: the request metrics, the token), then the
+//! [`gate::ApiChecks`] the router's API routes run: the request metrics, the token, told the
+//! route's template by [`gate::unrouted`]), then the
 //! path ([`key_path_in_url`]), the read and the answer ([`handlers::read_item`],
 //! [`handlers::answer_item`]). The route's other layers have nothing to do here: the timeout
 //! (the answer is made in the call) and the body limit (no body is read). Everything else,
@@ -18,7 +19,7 @@
 use crate::calls::point_read_here;
 use crate::error::ApiError;
 use crate::extract::key_path_in_url;
-use crate::gate::{self, ApiChecks, RouteTemplate};
+use crate::gate::{self, ApiChecks};
 use crate::{AppState, handlers};
 use axum::Router;
 use axum::extract::Request;
@@ -102,8 +103,7 @@ impl<F: Future<Output = Result<Response, Infallible>>> Future for ItemGetsFuture
 impl<B: Backend> ItemGets<B> {
     /// What the route's checks and `handlers::get_item` answer, in their order: the checks (a
     /// refusal is counted too), then the path, the read and the answer.
-    fn get(&self, mut request: Request) -> Response {
-        as_routed(&mut request);
+    fn get(&self, request: Request) -> Response {
         gate::answer_now(&self.checks, request, |request| {
             self.read(&request)
                 .unwrap_or_else(IntoResponse::into_response)
@@ -120,12 +120,6 @@ impl<B: Backend> ItemGets<B> {
         // copies it from them.
         handlers::answer_item(item, &path, None, request.headers())
     }
-}
-
-/// What the router tells the route's checks about a request it routes, told here: the route
-/// template, for the request metrics.
-fn as_routed(request: &mut Request) {
-    request.extensions_mut().insert(RouteTemplate(ITEMS_ROUTE));
 }
 
 /// The rest of a `GET /v1/items/...` after the route's prefix, when this module answers it as

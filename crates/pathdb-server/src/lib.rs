@@ -198,10 +198,11 @@ pub fn app<B: Backend>(
     // metrics. (Route layers leave the fallbacks alone: 404 and 405 are neither counted nor
     // behind auth, as when auth was a `Router::layer`, since the 405 fallback set below
     // replaces the default ones the layer wrapped.)
-    let counted = || CheckLayer(TrackRequests);
+    let counted = || CheckLayer(TrackRequests::ROUTED);
     let api_checks = gate::api_checks(auth);
     // For the gets answered before the router (item_gets.rs): the same checks.
-    let (gets_state, gets_checks) = (state.clone(), api_checks.clone());
+    let gets_state = state.clone();
+    let gets_checks = gate::unrouted(&api_checks, item_gets::ITEMS_ROUTE);
     let guarded = ServiceBuilder::new().layer(CheckLayer(api_checks));
     let json = || CheckLayer(RequireMedia(media::JSON));
     let items = Router::new()
