@@ -6,16 +6,18 @@
 //! | store operation | DynamoDB request |
 //! | --- | --- |
 //! | `Reader::get` | one `GetItem` (strongly consistent) |
-//! | `Reader::get_many` | one `TransactGetItems` per 25 keys: each group read together, serializably |
+//! | `Reader::get_many` | one `TransactGetItems` for up to 100 keys (or as many as the endpoint takes, 25 on moto), read together, serializably; more keys in several, read again until two reads agree (read.rs) |
+//! | `Reader::get_batch` | one consistent `BatchGetItem` per 100 keys, each key on its own (not together) |
 //! | `Reader::scan` | `Query` on `pk` with `BETWEEN`/`<`/`>` on `sk`, `ScanIndexForward` for reverse, `Limit` + `ExclusiveStartKey` until the asked count (a 1 MB page may need several) |
 //! | `Reader::scan_all` | `Scan`, resumable from the last key |
+//! | `Reader::partitions` | a `Scan` that projects only `pk`, sorted and deduplicated |
 //! | a one-operation batch | `PutItem` / `DeleteItem` with a `ConditionExpression`, or a consistent `GetItem` for a lone check |
 //! | a larger batch, or any batch with a change log entry (every store write) | `TransactWriteItems` (at most 100 operations) |
 //! | batches appending to one group's change log, arriving while another is in flight | one `TransactWriteItems` for all that fit: group commit (group.rs) |
 //! | expiry | the store's own expiry index and sweeper, as on every backend (not DynamoDB's TTL, which would delete the record that keeps the path's last version) |
 //!
-//! Reads are strongly consistent per request but a [`DynamoReader`] is not a snapshot: DynamoDB
-//! has no multi-request snapshots. A listing page that needs several queries may see a write
+//! Reads are strongly consistent per request but a [`DynamoReader`] is not a snapshot (only one
+//! `get_many` is read as one): DynamoDB has no multi-request snapshots. A listing page that needs several queries may see a write
 //! that committed between them; page tokens stay exact because they are positions, not offsets.
 //!
 //! Every request is sent again after throttling, a 5xx, a timeout or a lost connection, within
