@@ -2,7 +2,7 @@
 //! its aliases written by a build, and a template removed gets them removed; both resumable.
 //!
 //! A definition write that adds a template stores, in the same batch, the template's build
-//! record (layout.rs) in state `building`; one that removes a template, a record in state
+//! record (encoding/layout.rs) in state `building`; one that removes a template, a record in state
 //! `removing`. From then on every write maintains the added template like any other (the alias
 //! stage reads the definition), so a build only has to catch up with the items written before:
 //! it walks the whole database (the full scan behind export; the namespace of an item is only
@@ -76,7 +76,8 @@ pub struct AliasConflict {
     pub items: Vec<KeyPath>,
 }
 
-/// The state of one template's aliases ([`Store::alias_builds`](crate::store::Store::alias_builds)).
+/// The state of one template's aliases
+/// ([`Store::alias_builds`](crate::store::Store::alias_builds)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AliasBuild {
     /// The template.

@@ -6,8 +6,8 @@
 //! like any path and no item and no other alias can take it. Its record's value is not JSON: a
 //! `00` byte (no JSON text starts with one), then the template it came from and the encoded path
 //! of its item. It carries the item's expiry, so an alias is invisible exactly when its item is.
-//! The write pipeline's alias stage (write/aliases.rs) writes them in the same batch as the
-//! item; reads resolve them to the item (store.rs, list.rs).
+//! The write pipeline's alias stage (write/stages/aliases.rs) writes them in the same batch as the
+//! item; reads resolve them to the item (read/aliases.rs).
 
 use crate::model::error::Error;
 use pathdb_keys::{Desc, Element, Id, Int, KeyPath, Namespace};

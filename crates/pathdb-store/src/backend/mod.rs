@@ -35,8 +35,8 @@ pub struct Key {
     pub sort: Vec<u8>,
 }
 
-/// What a backend stores under a key. Backends keep every field and return it unchanged;
-/// `version` is what conditions compare. Expiry is the store's (crate::jobs::sweeper): a backend never
+/// What a backend stores under a key. Backends keep every field and return it unchanged; `version`
+/// is what conditions compare. Expiry is the store's (crate::jobs::sweeper): a backend never
 /// removes a record by itself.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Record {
@@ -140,11 +140,11 @@ pub enum WriteOp {
     },
     /// Write nothing; fail the batch unless `expect` holds.
     ///
-    /// Like every condition of a batch, it holds or not in the state before the batch. It may
-    /// name a log entry ([`log_entry`]) as absent: that the log has no entry after the one
-    /// before it (a listing check, write/listing.rs). The key may then be the one the batch's own
-    /// [`WriteOp::Append`] to that log takes at commit, and the check still holds: the append
-    /// comes after it.
+    /// Like every condition of a batch, it holds or not in the state before the batch. It may name
+    /// a log entry ([`log_entry`]) as absent: that the log has no entry after the one before it (a
+    /// listing check, write/stages/listing.rs). The key may then be the one the batch's own
+    /// [`WriteOp::Append`] to that log takes at commit, and the check still holds: the append comes
+    /// after it.
     Check {
         /// Where.
         key: Key,

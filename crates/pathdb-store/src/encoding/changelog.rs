@@ -1,6 +1,6 @@
 //! The change log's contents: the changes a feed delivers ([`Change`], [`ChangeEntry`],
-//! [`ChangePage`]), the positions it hands out ([`ChangeToken`], sealed by token.rs), and how a
-//! log entry stores one commit's changes in one group (docs/changes.md).
+//! [`ChangePage`]), the positions it hands out ([`ChangeToken`], sealed by encoding/token.rs), and
+//! how a log entry stores one commit's changes in one group (docs/changes.md).
 //!
 //! A log entry is one commit's changes in one group, in operation order: puts with the item as
 //! written, deletes and expiries with the path and the version that was removed. Entries are
@@ -9,8 +9,8 @@
 //! reader that sees entry `n` has seen every entry before it. A token is a position: an entry
 //! number and how many of that entry's changes were already delivered.
 //!
-//! The write pipeline's change-log stage (write/changelog.rs) appends entries; the feed
-//! (feed.rs) reads them. This module does neither.
+//! The write pipeline's change-log stage (write/stages/changelog.rs) appends entries; the feed
+//! (feed/reader.rs) reads them. This module does neither.
 
 use crate::backend::Record;
 use crate::encoding::record::to_item;
@@ -28,7 +28,8 @@ use std::time::Duration;
 
 /// Changes per page when the request does not say.
 pub const DEFAULT_CHANGES_LIMIT: usize = 100;
-/// Most changes per page (a page may exceed it to finish a transaction: see [`Store::changes`](crate::store::Store::changes)).
+/// Most changes per page (a page may exceed it to finish a transaction: see
+/// [`Store::changes`](crate::store::Store::changes)).
 pub const MAX_CHANGES_LIMIT: usize = 1000;
 /// The longest [`Store::wait_changes`](crate::store::Store::wait_changes) a server should grant.
 pub const MAX_CHANGES_WAIT: Duration = Duration::from_secs(60);
@@ -42,11 +43,11 @@ const LEGACY_TOKEN: (u8, usize) = (1, 29);
 /// Groups whose trimming time a [`TrimSchedule`] remembers before it forgets them all at once.
 const MAX_SCHEDULED_GROUPS: usize = 100_000;
 
-/// When each group's change log may next hold an expired entry, as far as this store has read:
-/// a commit skips reading the log's oldest entries (a `Query` on DynamoDB) until then
-/// (write/changelog.rs). Entries are only ever appended newer and removed oldest first, by any
-/// process, so once the oldest entry's time is read, nothing in the log expires before that time
-/// plus the retention.
+/// When each group's change log may next hold an expired entry, as far as this store has read: a
+/// commit skips reading the log's oldest entries (a `Query` on DynamoDB) until then
+/// (write/stages/changelog.rs). Entries are only ever appended newer and removed oldest first, by
+/// any process, so once the oldest entry's time is read, nothing in the log expires before that
+/// time plus the retention.
 #[derive(Default)]
 pub(crate) struct TrimSchedule {
     due: Mutex<HashMap<Vec<u8>, i64>>,
@@ -80,10 +81,13 @@ impl TrimSchedule {
 }
 
 /// A position in one group's change feed. Opaque outside the store: pass back what
-/// [`Store::changes`](crate::store::Store::changes), [`Store::changes_token`](crate::store::Store::changes_token) or a listing returned, as its string form.
+/// [`Store::changes`](crate::store::Store::changes),
+/// [`Store::changes_token`](crate::store::Store::changes_token) or a listing returned, as its
+/// string form.
 ///
-/// Tokens are sealed for their group with the database's key (token.rs): parsing checks only
-/// the shape, and [`Store::changes`](crate::store::Store::changes) refuses a token it did not issue for that group.
+/// Tokens are sealed for their group with the database's key (encoding/token.rs): parsing checks
+/// only the shape, and [`Store::changes`](crate::store::Store::changes) refuses a token it did not
+/// issue for that group.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ChangeToken {
     /// The first log entry not fully delivered.
@@ -94,10 +98,10 @@ pub struct ChangeToken {
     /// checks it, so that a token from another history of the group (a database restored from
     /// an older backup, or imported afresh, whose entries are numbered anew) is refused rather
     /// than read at a position that means something else there. A listing token (`listing`)
-    /// also delivers the entries written in the 10 s up to that one (feed.rs).
+    /// also delivers the entries written in the 10 s up to that one (feed/reader.rs).
     pub(crate) previous: i64,
     /// A listing's token on a backend without snapshots, which a reader resolves first
-    /// (feed.rs, `listing_token`).
+    /// (feed/reader.rs, `listing_token`).
     pub(crate) listing: bool,
     /// The MAC over the fields, the kind and the group.
     tag: [u8; TAG_BYTES],
@@ -132,7 +136,7 @@ impl ChangeToken {
 
     /// A listing's token: the changes from entry `entry` on, and those of the entries before
     /// it written in the margin up to entry `entry - 1`, which was written at `previous`
-    /// (feed.rs, `listing_token`).
+    /// (feed/reader.rs, `listing_token`).
     pub(crate) fn mint_listing(
         tokens: &TokenKey,
         partition: &[u8],
@@ -181,7 +185,8 @@ impl std::fmt::Display for ChangeToken {
 impl std::str::FromStr for ChangeToken {
     type Err = Error;
 
-    /// Checks the shape only; [`Store::changes`](crate::store::Store::changes) checks that the token is the store's own.
+    /// Checks the shape only; [`Store::changes`](crate::store::Store::changes) checks that the
+    /// token is the store's own.
     ///
     /// A token of the first, unsealed format is [`Error::ChangesExpired`]: its follower lists
     /// again and follows from the new token, as after any lost position.

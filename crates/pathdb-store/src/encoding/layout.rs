@@ -6,13 +6,13 @@
 //! | tombstone of a deleted or expired item | the item's | the item's (a record with an empty value) |
 //! | revision | encoded group | `ff` + item sort key + big-endian `u64::MAX - version` |
 //! | expiry index entry | `00` | `01` + big-endian expiry + `u16` partition length + partition + sort |
-//! | namespace definition (namespaces.rs; an earlier build: its history setting, a number) | `00` | `02` + namespace |
+//! | namespace definition (namespaces/mod.rs; an earlier build: its history setting, a number) | `00` | `02` + namespace |
 //! | sequence of a namespace of groups | `00` | `03` + namespace |
-//! | the key that seals tokens (token.rs) | `00` | `04` |
-//! | an unfinished subtree delete, move or copy (subtree.rs) | `00` | `05` + operation + `u16` length of `from` + encoded `from` + encoded `to` |
-//! | the mark that every used path keeps a record (upgrade.rs) | `00` | `06` |
-//! | the build (or removal) of a namespace's alias template (alias_builds.rs) | `00` | `07` + namespace + `00` + template |
-//! | an alias path (aliases.rs): a record whose value starts with `00`, naming its item | the alias's group | the alias's sort key |
+//! | the key that seals tokens (encoding/token.rs) | `00` | `04` |
+//! | an unfinished subtree delete, move or copy (jobs/subtree.rs) | `00` | `05` + operation + `u16` length of `from` + encoded `from` + encoded `to` |
+//! | the mark that every used path keeps a record (jobs/upgrade.rs) | `00` | `06` |
+//! | the build (or removal) of a namespace's alias template (aliases/builds.rs) | `00` | `07` + namespace + `00` + template |
+//! | an alias path (aliases/template.rs): a record whose value starts with `00`, naming its item | the alias's group | the alias's sort key |
 //! | sequence of a namespace under a parent | the parent's group | `ff fe` + `u16` length of the parent's sort key + that sort key + namespace |
 //! | change log entry (changes.rs) | the group | `ff ff` + big-endian entry number |
 //!
@@ -36,7 +36,7 @@ use std::ops::Bound;
 
 pub(crate) const SYSTEM_PARTITION: &[u8] = &[0x00];
 const EXPIRY_INDEX: u8 = 0x01;
-/// A namespace's definition (namespaces.rs); an earlier build kept only its history setting
+/// A namespace's definition (namespaces/mod.rs); an earlier build kept only its history setting
 /// here, as a bare number.
 const NAMESPACE: u8 = 0x02;
 const GROUP_SEQUENCE: u8 = 0x03;
@@ -162,7 +162,7 @@ pub(crate) fn namespace_key(namespace: &str) -> Key {
     }
 }
 
-/// The database's token key (token.rs).
+/// The database's token key (encoding/token.rs).
 pub(crate) fn token_key() -> Key {
     Key {
         partition: SYSTEM_PARTITION.to_vec(),
@@ -170,7 +170,7 @@ pub(crate) fn token_key() -> Key {
     }
 }
 
-/// The mark that every path ever written keeps a record under its key (upgrade.rs).
+/// The mark that every path ever written keeps a record under its key (jobs/upgrade.rs).
 pub(crate) fn used_paths_recorded_key() -> Key {
     Key {
         partition: SYSTEM_PARTITION.to_vec(),
@@ -213,7 +213,7 @@ pub(crate) fn namespace_range(after: Option<&str>) -> SortRange {
     }
 }
 
-/// The build record of `template` of `namespace` (alias_builds.rs). A namespace has no `00`.
+/// The build record of `template` of `namespace` (aliases/builds.rs). A namespace has no `00`.
 pub(crate) fn alias_build_key(namespace: &str, template: &str) -> Key {
     let mut sort = Vec::with_capacity(2 + namespace.len() + template.len());
     sort.push(ALIAS_BUILD);

@@ -1,5 +1,5 @@
 //! Stored records as the data API sees them: whether a record is a live item, the tombstone a
-//! delete or expiry leaves (layout.rs), and the conversion of a record into an [`Item`].
+//! delete or expiry leaves (encoding/layout.rs), and the conversion of a record into an [`Item`].
 
 use crate::backend::{Key, Reader, Record, RecordView};
 use crate::encoding::alias::{alias_value, is_alias, parse_alias};
@@ -11,8 +11,8 @@ use crate::model::item::Json;
 use crate::model::item::Timestamp;
 use pathdb_keys::KeyPath;
 
-/// Whether an item key's record is an item a read should see: not a tombstone (layout.rs), not
-/// expired.
+/// Whether an item key's record is an item a read should see: not a tombstone (encoding/layout.rs),
+/// not expired.
 pub(crate) fn is_live(record: &Record, now: i64) -> bool {
     is_live_view(record.as_view(), now)
 }
@@ -27,7 +27,7 @@ pub(crate) fn visible(record: Option<Record>, now: i64) -> Option<Record> {
 }
 
 /// The tombstone that replaces `record` when its item is deleted or expires, at `version`, so
-/// the path's next write continues the numbering (layout.rs).
+/// the path's next write continues the numbering (encoding/layout.rs).
 ///
 /// A delete is a write: its tombstone takes the next version. Were it to keep the deleted
 /// version, a write planned against the live item (`If-Match` that version, or a second delete)
@@ -80,7 +80,7 @@ pub(crate) fn item_from_view(path: KeyPath, record: RecordView<'_>) -> Result<It
     ))
 }
 
-/// The item of a live record at `path`. An alias record (aliases.rs) gives an *unresolved
+/// The item of a live record at `path`. An alias record (aliases/template.rs) gives an *unresolved
 /// alias* ([`is_unresolved`]): the path of the item it names, `alias` the path read, version 0
 /// (no stored item has it) and a `null` value. Readers resolve it ([`resolve`]) before anyone
 /// sees it.

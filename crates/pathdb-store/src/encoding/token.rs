@@ -8,11 +8,11 @@
 //! token, a token of another listing, another group, another kind or another database all fail
 //! the same check. The kind byte also versions the format: a new layout takes a new byte.
 //!
-//! The key is 32 random bytes kept in the system partition (layout.rs), made by the first store
-//! that opens the database and read by every later one, so tokens survive restarts and are
-//! shared by every server of one DynamoDB table. A database opened read-only before any writer
-//! made a key uses [`FALLBACK_KEY`]: its tokens are still checked for damage, and a writer's key
-//! later replaces it (tokens issued before then are refused once, as from another database).
+//! The key is 32 random bytes kept in the system partition (encoding/layout.rs), made by the first
+//! store that opens the database and read by every later one, so tokens survive restarts and are
+//! shared by every server of one DynamoDB table. A database opened read-only before any writer made
+//! a key uses [`FALLBACK_KEY`]: its tokens are still checked for damage, and a writer's key later
+//! replaces it (tokens issued before then are refused once, as from another database).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -37,9 +37,9 @@ pub(crate) enum Kind {
     ScanCursor = 0x32,
     /// A [`crate::encoding::changelog::ChangeToken`]: entry, offset and the previous entry's time.
     Change = 0x42,
-    /// A [`crate::encoding::changelog::ChangeToken`] of a listing on a backend without snapshots: the entry after
-    /// the newest and the newest's time; the entries written in the 10 s up to it are
-    /// delivered too (feed.rs).
+    /// A [`crate::encoding::changelog::ChangeToken`] of a listing on a backend without snapshots:
+    /// the entry after the newest and the newest's time; the entries written in the 10 s up to it
+    /// are delivered too (feed/reader.rs).
     ListingChange = 0x52,
 }
 

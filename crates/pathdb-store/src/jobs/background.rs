@@ -3,9 +3,9 @@
 //! stop when the store is dropped.
 //!
 //! Expiry: expired items are invisible at once (every read checks `expires_at`) and replaced by
-//! tombstones (layout.rs) in the background. Expiry is the store's on every backend: a backend
-//! that deleted expired records by itself (DynamoDB's TTL) would take the path's last version
-//! with them, and a re-created item would reuse version numbers.
+//! tombstones (encoding/layout.rs) in the background. Expiry is the store's on every backend: a
+//! backend that deleted expired records by itself (DynamoDB's TTL) would take the path's last
+//! version with them, and a re-created item would reuse version numbers.
 
 use crate::backend::Backend;
 use crate::jobs::alias_builds::build_aliases;

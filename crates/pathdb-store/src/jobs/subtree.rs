@@ -1,14 +1,14 @@
-//! Subtree delete, move and copy ([`Store::delete_subtree`](crate::store::Store::delete_subtree) and
-//! its siblings): every live item at or below a path, relocated by the write pipeline's
-//! `relocate` stage (write/relocate.rs), a batch at a time.
+//! Subtree delete, move and copy ([`Store::delete_subtree`](crate::store::Store::delete_subtree)
+//! and its siblings): every live item at or below a path, relocated by the write pipeline's
+//! `relocate` stage (write/stages/relocate.rs), a batch at a time.
 //!
-//! A subtree that fits in one batch (the backend's operations per write, and
-//! [`BATCH_BYTES`]) is done in one atomic write. A larger one is a job: its record in the
-//! system partition (layout.rs) holds the source key done last and the count so far, and every
-//! batch updates it in the same atomic write as the items it relocates, conditional on the
-//! version read. So at every moment each item is at its source, its target or both; a crash
-//! leaves the record, and running the same operation again continues after the last batch that
-//! committed. Two runs of one job take turns (the record's version) instead of doing it twice.
+//! A subtree that fits in one batch (the backend's operations per write, and [`BATCH_BYTES`]) is
+//! done in one atomic write. A larger one is a job: its record in the system partition
+//! (encoding/layout.rs) holds the source key done last and the count so far, and every batch
+//! updates it in the same atomic write as the items it relocates, conditional on the version read.
+//! So at every moment each item is at its source, its target or both; a crash leaves the record,
+//! and running the same operation again continues after the last batch that committed. Two runs of
+//! one job take turns (the record's version) instead of doing it twice.
 //!
 //! Each batch reads the sources after the cursor, the targets' stored records and the two
 //! ranges of revisions, each with one backend call (a few on DynamoDB), never one read per
@@ -393,7 +393,7 @@ impl<B: Backend> Relocator<'_, B> {
             let mut last = None;
             for (sort, record) in entries {
                 last = Some(sort.clone());
-                // An alias moves with its item, never by itself (aliases.rs).
+                // An alias moves with its item, never by itself (aliases/template.rs).
                 if !is_live(&record, now) || is_alias(&record.value) {
                     continue;
                 }
@@ -432,7 +432,7 @@ impl<B: Backend> Relocator<'_, B> {
     }
 
     /// Reads where each item goes: the target's stored record (which holds the last version the
-    /// path used, upgrade.rs), and the item's revisions.
+    /// path used, jobs/upgrade.rs), and the item's revisions.
     fn add_targets<R: Reader>(
         &self,
         reader: &R,
@@ -460,7 +460,7 @@ impl<B: Backend> Relocator<'_, B> {
                 });
             }
             item.target = Some(Target {
-                // A used path keeps its last version in its record (upgrade.rs).
+                // A used path keeps its last version in its record (jobs/upgrade.rs).
                 floor: stored.as_ref().map_or(0, |r| r.version),
                 path,
                 key,

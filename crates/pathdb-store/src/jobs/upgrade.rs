@@ -1,10 +1,10 @@
 //! Upgrades of what a database stores, made when a store opens.
 //!
-//! **Every used path keeps a record.** Since deletes and expiry leave tombstones (layout.rs), a
-//! path that was ever written keeps a record under its key: the item or its tombstone, holding
-//! the last version the path used. A write to a path with no record can then start at version 1
-//! without reading anything else, which on DynamoDB saves a `Query` per write of a new path
-//! (docs/dynamodb.md, "What an operation costs").
+//! **Every used path keeps a record.** Since deletes and expiry leave tombstones
+//! (encoding/layout.rs), a path that was ever written keeps a record under its key: the item or its
+//! tombstone, holding the last version the path used. A write to a path with no record can then
+//! start at version 1 without reading anything else, which on DynamoDB saves a `Query` per write of
+//! a new path (docs/dynamodb.md, "What an operation costs").
 //!
 //! Databases written before tombstones may hold revisions of a path that has no record (it was
 //! deleted then). [`record_used_paths`] gives each such path the tombstone its delete would
@@ -64,9 +64,9 @@ pub(crate) fn record_used_paths<B: Backend>(backend: &B) -> Result<(), Error> {
 }
 
 /// The tombstone each path with revisions but no record needs. Within a partition a scan in key
-/// order meets every item key before any revision (layout.rs), and an item's newest revision
-/// first. A scan whose order is looser (DynamoDB's splits a large partition by sort-key range)
-/// may name a path that has a record: its tombstone is written only where the key is absent
+/// order meets every item key before any revision (encoding/layout.rs), and an item's newest
+/// revision first. A scan whose order is looser (DynamoDB's splits a large partition by sort-key
+/// range) may name a path that has a record: its tombstone is written only where the key is absent
 /// ([`write_absent`]), so that costs a failed condition, never a record.
 fn paths_without_records<B: Backend>(backend: &B) -> Result<Vec<(Key, Record)>, Error> {
     let reader = backend.reader()?;

@@ -2,7 +2,7 @@
 //! extension operation, `{"op": "increment", "path": "/views", "value": 1}`. The `json-patch`
 //! crate applies both standards; this module reads the documents (naming a bad operation by
 //! its index) and applies `increment`. The write pipeline applies a patch to the value it read
-//! and writes the result as a put (write/items.rs), so a patch is as atomic as a put.
+//! and writes the result as a put (write/stages/items.rs), so a patch is as atomic as a put.
 
 use crate::model::error::Error;
 

@@ -10,12 +10,12 @@
 //! earlier build stored only the history setting there, as a bare number: it reads back as a
 //! definition with just `history`.
 //!
-//! [`Namespaces`] keeps every definition in memory with its schema compiled once per version.
-//! Where this process is the database's only writer (redb, memory), its own writes keep the copy
-//! current. Where others write too ([`Backend::shared`](crate::backend::Backend::shared):
-//! several servers on one DynamoDB table), a plan that finds the copy older than
-//! [`StoreOptions::definitions_refresh`](crate::model::options::StoreOptions::definitions_refresh) reads the
-//! definitions again (one query of the system partition) first.
+//! [`Namespaces`] keeps every definition in memory with its schema compiled once per version. Where
+//! this process is the database's only writer (redb, memory), its own writes keep the copy current.
+//! Where others write too ([`Backend::shared`](crate::backend::Backend::shared): several servers on
+//! one DynamoDB table), a plan that finds the copy older than
+//! [`StoreOptions::definitions_refresh`](crate::model::options::StoreOptions::definitions_refresh)
+//! reads the definitions again (one query of the system partition) first.
 
 use crate::aliases::builds::Builds;
 use crate::aliases::template::{MAX_ALIASES, Template};
@@ -175,7 +175,7 @@ pub(crate) struct Namespaces {
 
 struct State {
     definitions: Arc<Definitions>,
-    /// The alias build records (alias_builds.rs), read with the definitions.
+    /// The alias build records (aliases/builds.rs), read with the definitions.
     builds: Arc<Builds>,
     read_at: Instant,
 }

@@ -198,7 +198,7 @@ fn export_record(key: &Key, record: Record, now: i64) -> Option<Result<ExportRec
     let item_sort = match found {
         // The store's own records are rebuilt by the writes an import makes: the change log
         // records the import's changes, sequences restart after the largest ids they find
-        // (ids.rs). Alias records are the items' too: an import writes them from its
+        // (write/stages/ids.rs). Alias records are the items' too: an import writes them from its
         // namespace's templates.
         Found::Internal | Found::Alias { .. } => return None,
         Found::Foreign => {

@@ -3,15 +3,15 @@
 //!
 //! A group is listed when it holds a live item. A group whose items were all deleted, expired or
 //! moved away keeps records a user cannot list (tombstones, revisions, its change log: see
-//! layout.rs), so its partition still exists; it is not listed. The backend names the partitions
-//! in key order ([`Reader::partitions`]), and for each one this module reads the partition's items,
-//! from both ends in turn, until it meets a live item ([`has_live_item`]): one short range read
-//! per listed group (a B-tree seek on the file backend, one `Query` on DynamoDB), a few more for
-//! a group whose items begin and end with long runs of tombstones. No count is kept beside the items: a
-//! counter every create and delete of a group updated would make each group's writes conflict
-//! with each other. The system partition `00` is never a group, and a partition that is not an
-//! encoded group (a row another tool wrote) is skipped with a warning, as listings skip such
-//! keys.
+//! encoding/layout.rs), so its partition still exists; it is not listed. The backend names the
+//! partitions in key order ([`Reader::partitions`]), and for each one this module reads the
+//! partition's items, from both ends in turn, until it meets a live item ([`has_live_item`]): one
+//! short range read per listed group (a B-tree seek on the file backend, one `Query` on DynamoDB),
+//! a few more for a group whose items begin and end with long runs of tombstones. No count is kept
+//! beside the items: a counter every create and delete of a group updated would make each group's
+//! writes conflict with each other. The system partition `00` is never a group, and a partition
+//! that is not an encoded group (a row another tool wrote) is skipped with a warning, as listings
+//! skip such keys.
 
 use crate::backend::{Backend, Direction, Reader, SortRange};
 use crate::encoding::layout;

@@ -76,9 +76,10 @@ impl ListRequest {
         }
     }
 
-    /// The check that nothing in this listing's range changed after `changes_token`, the token
-    /// of its first page, for a transaction that decided on the listing
-    /// ([`TxOp::CheckList`](crate::write::ops::TxOp::CheckList)). A listing of several pages is one check.
+    /// The check that nothing in this listing's range changed after `changes_token`, the token of
+    /// its first page, for a transaction that decided on the listing
+    /// ([`TxOp::CheckList`](crate::write::ops::TxOp::CheckList)). A listing of several pages is one
+    /// check.
     pub fn check(&self, changes_token: ChangeToken) -> ListCheck {
         ListCheck {
             range: self.range(),
@@ -137,7 +138,8 @@ pub struct ListPage {
     /// Present when more items follow; pass it back to continue.
     pub next_page_token: Option<String>,
     /// On a first page (no page token): the change feed's position at this page's snapshot.
-    /// Following [`Store::changes`](crate::store::Store::changes) from it, applied to this listing, gives what follows.
+    /// Following [`Store::changes`](crate::store::Store::changes) from it, applied to this listing,
+    /// gives what follows.
     pub changes_token: Option<ChangeToken>,
 }
 
@@ -175,10 +177,10 @@ fn step_past(range: &mut SortRange, sort: Vec<u8>, direction: Direction) {
     }
 }
 
-/// What a listing's page holds: owned entries ([`ListEntry`], [`Store::list`](crate::store::Store::list))
-/// or entries that keep their keys encoded (`ListedEntry`,
-/// [`Store::list_encoded`](crate::store::Store::list_encoded)). One listing algorithm serves both; only
-/// turning a subtree's stored entry into a page entry differs.
+/// What a listing's page holds: owned entries ([`ListEntry`],
+/// [`Store::list`](crate::store::Store::list)) or entries that keep their keys encoded
+/// (`ListedEntry`, [`Store::list_encoded`](crate::store::Store::list_encoded)). One listing
+/// algorithm serves both; only turning a subtree's stored entry into a page entry differs.
 pub(crate) trait PageEntry: Sized {
     /// What a page's subtree scan needs to make its entries.
     type Subtree<'a>;
@@ -205,7 +207,8 @@ pub(crate) trait PageEntry: Sized {
     /// The sort key that a page ending with this entry continues after.
     fn sort_key(&self) -> Vec<u8>;
 
-    /// The path of the item this entry names, if it is an alias not resolved yet (record.rs).
+    /// The path of the item this entry names, if it is an alias not resolved yet
+    /// (encoding/record.rs).
     fn unresolved(&self) -> Option<KeyPath>;
 
     /// Makes an unresolved alias the item it names (read), listed under the alias.
@@ -313,8 +316,8 @@ pub(crate) struct Page<E> {
     pub(crate) changes_token: Option<ChangeToken>,
 }
 
-/// One page of a listing ([`Store::list`](crate::store::Store::list)) of `backend` at `now`, its page
-/// tokens sealed with `tokens`.
+/// One page of a listing ([`Store::list`](crate::store::Store::list)) of `backend` at `now`, its
+/// page tokens sealed with `tokens`.
 pub(crate) fn list<B: Backend>(
     backend: &B,
     tokens: &TokenKey,

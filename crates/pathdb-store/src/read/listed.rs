@@ -1,9 +1,9 @@
 //! Listing pages whose entries keep their key paths encoded
-//! ([`Store::list_encoded`](crate::store::Store::list_encoded)): a path is decoded only when its caller
-//! asks for it. Decoding every listed key into an owned `KeyPath` (an element `Vec`, owned ids,
-//! shared namespaces' reference counts) and dropping it again was over 40% of a page's time
-//! (docs/benchmarks.md, "Store"), while the server and the CLI only turn each path into text and
-//! an application may read only the values.
+//! ([`Store::list_encoded`](crate::store::Store::list_encoded)): a path is decoded only when its
+//! caller asks for it. Decoding every listed key into an owned `KeyPath` (an element `Vec`, owned
+//! ids, shared namespaces' reference counts) and dropping it again was over 40% of a page's time
+//! (docs/benchmarks.md, "Store"), while the server and the CLI only turn each path into text and an
+//! application may read only the values.
 
 use crate::backend::{Backend, RecordView};
 use crate::encoding::alias::parse_alias;
@@ -230,8 +230,8 @@ fn write_text(path: &KeyPathRef<'_>, out: &mut impl fmt::Write) -> fmt::Result {
     Ok(())
 }
 
-/// An item as [`Store::list_encoded`](crate::store::Store::list_encoded) returns it: an [`Item`] whose
-/// path is kept encoded. Serializes as an `Item` does.
+/// An item as [`Store::list_encoded`](crate::store::Store::list_encoded) returns it: an [`Item`]
+/// whose path is kept encoded. Serializes as an `Item` does.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize)]
 pub struct ListedItem {
     /// Where it lives.
@@ -386,8 +386,8 @@ impl From<ListEntry> for ListedEntry {
     }
 }
 
-/// One page of a listing ([`Store::list_encoded`](crate::store::Store::list_encoded)) of `backend` at
-/// `now`, its page tokens sealed with `tokens`.
+/// One page of a listing ([`Store::list_encoded`](crate::store::Store::list_encoded)) of `backend`
+/// at `now`, its page tokens sealed with `tokens`.
 pub(crate) fn list_encoded<B: Backend>(
     backend: &B,
     tokens: &TokenKey,
@@ -493,7 +493,7 @@ impl PageEntry for ListedEntry {
         record: RecordView<'_>,
     ) -> Result<Option<ListedEntry>, Error> {
         if let Some(of) = parse_alias(record.value)? {
-            // An alias: its item is read once the page is complete (list.rs); its own path
+            // An alias: its item is read once the page is complete (read/list.rs); its own path
             // is decoded here, as few entries are aliases.
             return Ok(match path_in_group(scan.prefix, sort, scan.prefix) {
                 Some(at) if scan.prefix.covers(&at) => {

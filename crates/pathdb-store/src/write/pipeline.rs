@@ -32,7 +32,7 @@ pub(crate) fn plan<R: Reader + ?Sized>(ctx: &Context<'_, R>, ops: &[TxOp]) -> Re
     Ok(plan)
 }
 
-/// Builds the batch that relocates `items` (subtree.rs), with `job`, the write of the
+/// Builds the batch that relocates `items` (jobs/subtree.rs), with `job`, the write of the
 /// operation's job record, if it has one.
 pub(crate) fn plan_subtree<R: Reader + ?Sized>(
     ctx: &Context<'_, R>,

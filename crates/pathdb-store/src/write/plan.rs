@@ -73,7 +73,7 @@ pub(crate) struct Context<'a, R: ?Sized> {
 
 impl<R: Reader + ?Sized> Context<'_, R> {
     /// The namespace definitions, the same for the whole plan (read again first where others
-    /// write the database and the store's copy is old: namespaces.rs).
+    /// write the database and the store's copy is old: namespaces/mod.rs).
     pub(crate) fn definitions(&self) -> Result<&Definitions, Error> {
         if let Some(d) = self.definitions.get() {
             return Ok(d);
@@ -110,7 +110,7 @@ pub(crate) struct Plan {
     pub(crate) aliases: std::collections::HashMap<Key, AliasSlot>,
 }
 
-/// An alias key as the alias stage (aliases.rs) read it and as the plan leaves it.
+/// An alias key as the alias stage (stages/aliases.rs) read it and as the plan leaves it.
 pub(crate) struct AliasSlot {
     /// The record read.
     pub(crate) read: Option<Record>,

@@ -1,11 +1,11 @@
-//! Stage: the item's alias paths (aliases.rs, docs/aliases.md). From the item as it was and as
-//! it will be, the aliases its namespace's templates give each: an alias it loses becomes a
-//! tombstone, one it gains is written (conditional on the record read, so a racing writer fails
-//! the batch instead of both taking it), one it keeps is rewritten only if the item moved or its
-//! expiry changed. A gained alias held by another item, or where an item is stored, fails the
-//! plan with [`Error::AliasTaken`]. Every alias the item is under after the write gets a change
-//! (the item, filed at the alias: a feed of the alias's prefix sees it enter and change), every
-//! alias it leaves a delete.
+//! Stage: the item's alias paths (aliases/template.rs, docs/aliases.md). From the item as it was
+//! and as it will be, the aliases its namespace's templates give each: an alias it loses becomes a
+//! tombstone, one it gains is written (conditional on the record read, so a racing writer fails the
+//! batch instead of both taking it), one it keeps is rewritten only if the item moved or its expiry
+//! changed. A gained alias held by another item, or where an item is stored, fails the plan with
+//! [`Error::AliasTaken`]. Every alias the item is under after the write gets a change (the item,
+//! filed at the alias: a feed of the alias's prefix sees it enter and change), every alias it
+//! leaves a delete.
 //!
 //! The records an operation needs are read together (one request on a remote backend), and only
 //! when its alias set or expiry changes: a write that keeps its aliases reads nothing more.

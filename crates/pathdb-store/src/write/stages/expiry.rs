@@ -1,6 +1,6 @@
-//! Stage: the expiry index. A put with an expiry time also writes an index entry (`00 01` +
-//! time + item key, layout.rs), which the sweeper (ttl.rs) reads to find what expired. Reads hide
-//! an expired item whether or not it was swept yet.
+//! Stage: the expiry index. A put with an expiry time also writes an index entry (`00 01` + time +
+//! item key, encoding/layout.rs), which the sweeper (write/sweep.rs) reads to find what expired.
+//! Reads hide an expired item whether or not it was swept yet.
 
 use crate::backend::{Reader, WriteOp};
 use crate::encoding::layout;

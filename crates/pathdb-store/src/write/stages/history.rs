@@ -1,6 +1,6 @@
-//! Stage: history revisions. A put of an item whose namespace keeps history (or that asks for
-//! it) also writes the version as a revision (`ff` + item key + version, layout.rs), and removes
-//! the revisions beyond the retention. Revisions outlive their item.
+//! Stage: history revisions. A put of an item whose namespace keeps history (or that asks for it)
+//! also writes the version as a revision (`ff` + item key + version, encoding/layout.rs), and
+//! removes the revisions beyond the retention. Revisions outlive their item.
 
 use crate::backend::{Direction, Key, Reader, WriteOp};
 use crate::encoding::layout;

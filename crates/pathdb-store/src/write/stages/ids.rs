@@ -8,12 +8,12 @@
 //! That one read of the path's subtree also tells the item stage that nothing is stored at it:
 //! a create reads no more (on DynamoDB, one `Query` instead of a `Query` and a `GetItem`).
 //!
-//! A sequence keeps its last id in a record (layout.rs): under the parent's group for children,
-//! in the system partition for new groups. Every create of the sequence writes that record
-//! conditionally on the value it read, so two creators never issue one id, and the record
-//! outlives deletes, so an id is never issued twice. Without a record yet (a new namespace, or
-//! a database filled by an import), a sequence starts after the largest integer id it finds
-//! under the parent (children) or at the first unused id (groups).
+//! A sequence keeps its last id in a record (encoding/layout.rs): under the parent's group for
+//! children, in the system partition for new groups. Every create of the sequence writes that
+//! record conditionally on the value it read, so two creators never issue one id, and the record
+//! outlives deletes, so an id is never issued twice. Without a record yet (a new namespace, or a
+//! database filled by an import), a sequence starts after the largest integer id it finds under the
+//! parent (children) or at the first unused id (groups).
 
 use crate::backend::{Direction, Expect, Key, Reader, Record, SortRange, WriteOp};
 use crate::encoding::layout;

@@ -67,7 +67,7 @@ pub(crate) fn stage<'a, R: Reader + ?Sized>(
         })
     };
     let mut stored = stored_at(&key)?;
-    // An alias path (aliases.rs): a put cannot take it; anything else acts on its item.
+    // An alias path (aliases/template.rs): a put cannot take it; anything else acts on its item.
     if let Some(of) = stored
         .as_ref()
         .filter(|r| is_live(r, now))
@@ -144,7 +144,7 @@ pub(crate) fn stage<'a, R: Reader + ?Sized>(
         }
         TxOp::Delete { .. } => {
             let write = match (&current, &stored) {
-                // The key keeps a tombstone, never nothing: see layout.rs.
+                // The key keeps a tombstone, never nothing: see encoding/layout.rs.
                 (Some(_), Some(r)) => {
                     let version = next_version(&path, r.version)?;
                     delete_write(plan, &path, key.clone(), r, version, now, expect)
@@ -178,7 +178,7 @@ pub(crate) fn stage<'a, R: Reader + ?Sized>(
             return Ok(Written::without_put(path, key, fresh));
         }
     };
-    // A path with no record was never used (upgrade.rs): nothing else to read.
+    // A path with no record was never used (jobs/upgrade.rs): nothing else to read.
     let version = match &stored {
         Some(r) => next_version(&path, r.version)?,
         None => 1,
@@ -269,9 +269,9 @@ fn apply_patch(
     Ok(value)
 }
 
-/// What a delete writes, whoever deletes (an operation, the sweeper): the key keeps a tombstone
-/// at `version` over the `stored` record (never nothing: see layout.rs), and the item's change
-/// is a delete of the stored version. The `aliases` and `changelog` stages add the rest.
+/// What a delete writes, whoever deletes (an operation, the sweeper): the key keeps a tombstone at
+/// `version` over the `stored` record (never nothing: see encoding/layout.rs), and the item's
+/// change is a delete of the stored version. The `aliases` and `changelog` stages add the rest.
 pub(crate) fn delete_write(
     plan: &mut Plan,
     path: &KeyPath,

@@ -1,8 +1,8 @@
-//! Stage: one item of a subtree delete, move or copy (subtree.rs reads them, a batch at a time).
-//! The source item becomes a tombstone (delete, move) or is only checked (copy); the target, if
-//! any, gets the item with its value, times and expiry, and its revisions, renumbered above
-//! every version the target path used before. Every write is conditional on the record read, so
-//! a concurrent change fails the batch instead of being overwritten.
+//! Stage: one item of a subtree delete, move or copy (jobs/subtree.rs reads them, a batch at a
+//! time). The source item becomes a tombstone (delete, move) or is only checked (copy); the target,
+//! if any, gets the item with its value, times and expiry, and its revisions, renumbered above
+//! every version the target path used before. Every write is conditional on the record read, so a
+//! concurrent change fails the batch instead of being overwritten.
 
 use crate::backend::{Expect, Key, Reader, Record, WriteOp};
 use crate::encoding::changelog::Change;

@@ -1,6 +1,6 @@
 //! Stage: the namespace's schema. The value a put, create or patch decided (the patched
 //! result, not the patch) must fit the JSON Schema of its namespace's definition
-//! (namespaces.rs); a value that does not fails the whole plan, so nothing of it is written:
+//! (namespaces/mod.rs); a value that does not fails the whole plan, so nothing of it is written:
 //! not the item, its history, its change log entry, nor any other operation of a transaction.
 //! The relocate stage asks the same of an item that a move or copy puts into another namespace
 //! (`/team-3` moved to `/squad-3` becomes a `squad`).
