@@ -40,19 +40,18 @@ pub(crate) fn send<B: Backend + ?Sized>(
     waiters: Option<&Waiters>,
     batch: WriteBatch,
 ) -> Result<Sent, Error> {
-    let groups = waiters.map(|_| ChangedGroups::of(&batch));
-    sent(backend.write(batch), waiters, groups)
+    let wake = waiters.map(|waiters| (waiters, ChangedGroups::of(&batch)));
+    sent(backend.write(batch), wake)
 }
 
-/// What a write answered, the waiters of `groups` woken if it committed.
+/// What a write answered, the waiters of the groups in `wake` woken if it committed.
 fn sent(
     written: Result<(), WriteError>,
-    waiters: Option<&Waiters>,
-    groups: Option<ChangedGroups>,
+    wake: Option<(&Waiters, ChangedGroups)>,
 ) -> Result<Sent, Error> {
     match written {
         Ok(()) => {
-            if let (Some(waiters), Some(groups)) = (waiters, groups) {
+            if let Some((waiters, groups)) = wake {
                 waiters.notify(&groups);
             }
             Ok(Sent::Committed)
@@ -215,7 +214,7 @@ pub(crate) fn execute<B: Backend>(db: &Arc<Db<B>>, ops: &[TxOp]) -> Result<Outco
         // Either the first plan's batch or a replanned one committed: wake both's groups (a
         // replanned create may have picked another new group).
         groups.merge(replanned_groups);
-        match sent(written, Some(&db.waiters), Some(groups))? {
+        match sent(written, Some((&db.waiters, groups)))? {
             Sent::Committed => {
                 return Ok(match replanned {
                     Some(Ok(outcome)) => outcome,
@@ -284,7 +283,7 @@ pub(crate) async fn execute_queued<B: Backend>(db: &Db<B>, ops: &[TxOp]) -> Resu
             Ok(pending) => pending.await,
             Err(batch) => db.backend.write(batch),
         };
-        if sent(written, Some(&db.waiters), Some(groups))? == Sent::Committed {
+        if sent(written, Some((&db.waiters, groups)))? == Sent::Committed {
             return Ok((results, found));
         }
     }

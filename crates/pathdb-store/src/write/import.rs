@@ -459,8 +459,7 @@ impl<B: Backend> Importer<'_, B> {
         skipped_items: &mut HashSet<KeyPath>,
     ) -> Result<Vec<Outcome>, Error> {
         let settings = self.db.settings();
-        let mut planned = (Vec::new(), HashSet::new());
-        let outcomes = self.db.until_committed(|| {
+        let (outcomes, keys_written, batch_skipped) = self.db.until_committed(|| {
             let reader = self.db.backend.reader()?;
             let now = self.db.now();
             let keys: Vec<Key> = batch.iter().map(|r| import_key(r)).collect();
@@ -581,14 +580,13 @@ impl<B: Backend> Importer<'_, B> {
             let mut batch = plan.batch;
             let mut owners = plan.owners;
             log_changes(&ctx, &mut batch, &mut owners, &plan.changes)?;
-            planned = (keys_written, batch_skipped);
+            let planned = (outcomes, keys_written, batch_skipped);
             Ok(if batch.ops.is_empty() {
-                Attempt::Done(outcomes)
+                Attempt::Done(planned)
             } else {
-                Attempt::Send(batch, outcomes)
+                Attempt::Send(batch, planned)
             })
         })?;
-        let (keys_written, batch_skipped) = planned;
         written.extend(keys_written);
         skipped_items.extend(batch_skipped);
         Ok(outcomes)
