@@ -45,7 +45,8 @@
 //! - [`namespace_definitions`], [`schema_checked_on_every_write`],
 //!   [`schema_changes_and_violations`], [`history_setting_of_an_earlier_build`] (`namespaces`);
 //! - [`alias_paths`], [`alias_change_feeds`], [`aliases_against_a_model`],
-//!   [`racing_for_aliases`], [`alias_builds`], [`alias_corner_cases`] (`aliases`).
+//!   [`racing_for_aliases`], [`alias_builds`], [`alias_corner_cases`] (`aliases`);
+//! - [`roles_are_versioned_records`], [`tokens_are_issued_and_revoked`] (`access`).
 //!
 //! Outside the macro, because it wraps the backend rather than opening a store:
 //! [`fault_injection`] (`faults`), which each backend's tests call with a fresh backend.
@@ -58,6 +59,7 @@ use pathdb_store::{
 };
 use std::sync::Arc;
 
+mod access;
 mod aliases;
 mod basic;
 mod changes;
@@ -74,6 +76,7 @@ mod transactions;
 mod tree;
 mod values;
 
+pub use access::{roles_are_versioned_records, tokens_are_issued_and_revoked};
 pub use aliases::{
     alias_builds, alias_change_feeds, alias_corner_cases, alias_paths, aliases_against_a_model,
     racing_for_aliases,
@@ -184,6 +187,8 @@ macro_rules! conformance_tests {
             racing_for_aliases,
             alias_builds,
             alias_corner_cases,
+            roles_are_versioned_records,
+            tokens_are_issued_and_revoked,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

@@ -28,6 +28,7 @@ pub mod backend;
 mod encoding;
 mod aliases;
 mod namespaces;
+mod access;
 mod feed;
 mod read;
 mod write;
@@ -35,6 +36,13 @@ mod jobs;
 mod tx;
 mod store;
 
+pub use access::roles::{
+    BUILTIN_ROLES, Role, StoredRole, builtin as builtin_role, check_name as check_role_name,
+};
+pub use access::rules::{
+    BoundPattern, CompiledRule, Grant, MAX_RULES, Op, PathPattern, Rule, id_of_value,
+};
+pub use access::tokens::{NewToken, TokenInfo, id_of as token_id_of};
 pub use aliases::builds::{AliasBuild, AliasConflict, AliasState, MAX_CONFLICTS};
 pub use aliases::template::{MAX_ALIASES, Template};
 pub use encoding::changelog::{

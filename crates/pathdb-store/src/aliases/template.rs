@@ -223,7 +223,7 @@ impl std::fmt::Display for Template {
 
 /// The segments of a template after its leading `/`, split at each `/` that a `%` does not
 /// escape.
-fn split_segments(rest: &str) -> Vec<&str> {
+pub(crate) fn split_segments(rest: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut escaped = false;

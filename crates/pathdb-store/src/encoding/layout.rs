@@ -12,6 +12,8 @@
 //! | an unfinished subtree delete, move or copy (jobs/subtree.rs) | `00` | `05` + operation + `u16` length of `from` + encoded `from` + encoded `to` |
 //! | the mark that every used path keeps a record (jobs/upgrade.rs) | `00` | `06` |
 //! | the build (or removal) of a namespace's alias template (aliases/builds.rs) | `00` | `07` + namespace + `00` + template |
+//! | a role (access/roles.rs) | `00` | `08` + role name |
+//! | an issued access token (access/tokens.rs): its hash, role and variables | `00` | `09` + token id |
 //! | an alias path (aliases/template.rs): a record whose value starts with `00`, naming its item | the alias's group | the alias's sort key |
 //! | sequence of a namespace under a parent | the parent's group | `ff fe` + `u16` length of the parent's sort key + that sort key + namespace |
 //! | change log entry (changes.rs) | the group | `ff ff` + big-endian entry number |
@@ -44,6 +46,8 @@ const TOKEN_KEY: u8 = 0x04;
 const SUBTREE_JOB: u8 = 0x05;
 const USED_PATHS_RECORDED: u8 = 0x06;
 const ALIAS_BUILD: u8 = 0x07;
+const ROLE: u8 = 0x08;
+const ACCESS_TOKEN: u8 = 0x09;
 const REVISION: u8 = 0xff;
 const SEQUENCE: [u8; 2] = [0xff, 0xfe];
 const CHANGE_LOG: [u8; 2] = [0xff, 0xff];
@@ -213,6 +217,45 @@ pub(crate) fn namespace_range(after: Option<&str>) -> SortRange {
     }
 }
 
+/// Where the role `name` is kept (access/roles.rs).
+pub(crate) fn role_key(name: &str) -> Key {
+    system_key(ROLE, name)
+}
+
+/// Every role.
+pub(crate) fn role_range() -> SortRange {
+    system_range(ROLE)
+}
+
+/// Where the issued token `id` is kept (access/tokens.rs).
+pub(crate) fn access_token_key(id: &str) -> Key {
+    system_key(ACCESS_TOKEN, id)
+}
+
+/// Every issued token.
+pub(crate) fn access_token_range() -> SortRange {
+    system_range(ACCESS_TOKEN)
+}
+
+/// A key of the system partition: `kind` + `name`.
+fn system_key(kind: u8, name: &str) -> Key {
+    let mut sort = Vec::with_capacity(1 + name.len());
+    sort.push(kind);
+    sort.extend_from_slice(name.as_bytes());
+    Key {
+        partition: SYSTEM_PARTITION.to_vec(),
+        sort,
+    }
+}
+
+/// Every key of the system partition of `kind`.
+fn system_range(kind: u8) -> SortRange {
+    SortRange {
+        start: Bound::Included(vec![kind]),
+        end: Bound::Excluded(vec![kind + 1]),
+    }
+}
+
 /// The build record of `template` of `namespace` (aliases/builds.rs). A namespace has no `00`.
 pub(crate) fn alias_build_key(namespace: &str, template: &str) -> Key {
     let mut sort = Vec::with_capacity(2 + namespace.len() + template.len());
@@ -228,10 +271,7 @@ pub(crate) fn alias_build_key(namespace: &str, template: &str) -> Key {
 
 /// Every alias build record.
 pub(crate) fn alias_build_range() -> SortRange {
-    SortRange {
-        start: Bound::Included(vec![ALIAS_BUILD]),
-        end: Bound::Excluded(vec![ALIAS_BUILD + 1]),
-    }
+    system_range(ALIAS_BUILD)
 }
 
 /// The namespace and template of an alias build record's sort key.

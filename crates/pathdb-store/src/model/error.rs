@@ -343,6 +343,22 @@ pub enum Error {
     /// A namespace has no definition.
     #[error("namespace {0} has no definition")]
     NamespaceNotFound(String),
+    /// A condition on a role did not hold; nothing was written.
+    #[error("condition failed for role {role}: {condition}, but it {}", describe(*.current))]
+    RoleConditionFailed {
+        /// The role.
+        role: String,
+        /// The condition.
+        condition: Condition,
+        /// The role's version found, `None` if there is none.
+        current: Option<u64>,
+    },
+    /// A change to one of the built-in roles (`read`, `read-write`, `admin`), which cannot change.
+    #[error("role {0} is built in and cannot be changed or deleted")]
+    BuiltinRole(String),
+    /// A token for a role that does not exist.
+    #[error("there is no role {0}")]
+    UnknownRole(String),
     /// A namespace definition's schema is not a valid JSON Schema (or needs a schema from
     /// elsewhere, which is never fetched); nothing was stored.
     #[error("invalid schema: {0}")]

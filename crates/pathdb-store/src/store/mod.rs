@@ -4,6 +4,7 @@
 //! read/, writes are planned in write/ and committed by write/commit.rs, background and
 //! resumable work is in jobs/. Nothing below this module knows `Store`.
 
+mod access;
 mod bulk;
 mod feeds;
 mod items;
