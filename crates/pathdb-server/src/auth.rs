@@ -1,24 +1,64 @@
-//! Bearer tokens with a read or read-write scope. With no token configured the server runs in
-//! local-only mode: no authentication, and it refuses to bind anything but loopback.
+//! Who a request is and what it may do: the bearer token resolved to an [`Access`] (a role's
+//! rules bound to the token's variables, docs/access.md). With no token configured and no JWT
+//! issuer the server runs in local-only mode: no authentication, and it refuses to bind anything
+//! but loopback.
+//!
+//! A bearer token is one of three kinds, told apart by its form:
+//! - a token from the config file or `PATHDB_TOKENS`, with a built-in scope or a role and
+//!   variables: compared with each configured one in constant time;
+//! - an issued token (`pdb_<id>_<secret>`, `POST /v1/tokens`): found by its id in the database,
+//!   its hash compared; kept in a cache for [`REVALIDATE`], so that a revocation or a role's
+//!   change made on another server sharing the database takes effect within that bound (on this
+//!   server at once: its own writes drop the cache's entries);
+//! - a JWT (`a.b.c`), when the server verifies them (`crate::jwt`): its role claim picks the
+//!   role, its claims bind the variables.
+//!
+//! Resolving a role or an issued token may need a store read. On a backend whose point reads
+//! never block (redb, memory) it is done right in the check; on others the check leaves the
+//! request [`Pending`], and `crate::gate::Lookups` reads on the blocking pool before the handler
+//! runs. A handler that found no [`Access`] answers 500: nothing is ever let through unresolved.
 
 use crate::error::ApiError;
+use crate::jwt::{JwtRefusal, JwtVerifier};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use pathdb_keys::KeyPath;
+use pathdb_store::{CompiledRule, Grant, Op, Rule, StoredRole, TokenInfo};
 use serde::Deserialize;
+use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 
-/// What a token may do.
+/// How long a resolved issued token, a JWT's role or a stored role is used before it is read
+/// again: the bound within which a revocation or a role's change made on another server
+/// sharing the database takes effect here.
+pub const REVALIDATE: Duration = Duration::from_secs(1);
+/// Most verified JWTs kept (the cache is emptied when it would hold more).
+const MAX_CACHED_JWTS: usize = 10_000;
+
+/// A built-in role, as the config file's `scope` names it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scope {
-    /// Reads only.
+    /// Reads only: the `read` role.
     Read,
-    /// Reads and writes.
+    /// Reads and writes: the `read-write` role.
     ReadWrite,
-    /// Reads, writes, and changes to namespace definitions (`PUT`/`DELETE /v1/namespaces/..`).
+    /// Reads, writes, and definitions, roles and tokens: the `admin` role.
     Admin,
+}
+
+impl Scope {
+    /// The built-in role's name.
+    pub fn role(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::ReadWrite => "read-write",
+            Scope::Admin => "admin",
+        }
+    }
 }
 
 impl std::str::FromStr for Scope {
@@ -35,161 +75,666 @@ impl std::str::FromStr for Scope {
     }
 }
 
-/// The configured tokens. Its `Debug` shows how many there are, never the tokens.
+/// How a request proved who it is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Via {
+    /// Local-only mode: no authentication.
+    Open,
+    /// A token from the config file or `PATHDB_TOKENS`.
+    Config,
+    /// A token issued with `POST /v1/tokens`.
+    Issued,
+    /// A JWT.
+    Jwt,
+}
+
+impl Via {
+    /// Its name in `/v1/session`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Open => "open",
+            Via::Config => "config",
+            Via::Issued => "token",
+            Via::Jwt => "jwt",
+        }
+    }
+}
+
+/// Who a request is and what it may do: put in the request's extensions by the token check,
+/// asked by every handler about each path it touches. Cloning it is cheap.
+#[derive(Clone, Debug)]
+pub struct Access(Arc<Principal>);
+
+/// What [`Access`] holds.
+#[derive(Debug)]
+pub struct Principal {
+    /// The role's rules bound to the variables.
+    pub grant: Grant,
+    /// The role's name.
+    pub role: String,
+    /// The role's rules as written.
+    pub rules: Vec<Rule>,
+    /// The variables bound (an issued token's, a configured token's, a JWT's claims).
+    pub vars: Map<String, Value>,
+    /// How the request proved who it is.
+    pub via: Via,
+    /// An issued token's id.
+    pub token_id: Option<String>,
+}
+
+impl Access {
+    /// Anyone, in local-only mode: everything.
+    pub fn open() -> Access {
+        Access(Arc::new(Principal {
+            grant: Grant::everything(&[Op::Read, Op::Write, Op::Admin]),
+            role: "admin".into(),
+            rules: vec![Rule {
+                path: "/**".into(),
+                allow: vec![Op::Read, Op::Write, Op::Admin],
+            }],
+            vars: Map::new(),
+            via: Via::Open,
+            token_id: None,
+        }))
+    }
+
+    /// What it is.
+    pub fn principal(&self) -> &Principal {
+        &self.0
+    }
+
+    /// Whether `op` is allowed on `path`.
+    pub fn may(&self, op: Op, path: &KeyPath) -> bool {
+        self.0.grant.allows(op, path)
+    }
+
+    /// 403 `forbidden` unless `op` is allowed on `path`.
+    ///
+    /// # Errors
+    /// As above.
+    pub fn need(&self, op: Op, path: &KeyPath) -> Result<(), ApiError> {
+        if self.may(op, path) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(op, Some(path), None))
+        }
+    }
+
+    /// 403 `forbidden` unless `op` is allowed on every path of `prefix`'s subtree.
+    ///
+    /// # Errors
+    /// As above.
+    pub fn need_subtree(&self, op: Op, prefix: &KeyPath) -> Result<(), ApiError> {
+        if self.0.grant.covers_subtree(op, prefix) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                op,
+                Some(prefix),
+                Some("on the whole subtree"),
+            ))
+        }
+    }
+
+    /// 403 `forbidden` unless the request may administer the database (definitions, roles,
+    /// tokens, backups).
+    ///
+    /// # Errors
+    /// As above.
+    pub fn need_admin(&self) -> Result<(), ApiError> {
+        if self.0.grant.everywhere(Op::Admin) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(Op::Admin, None, None))
+        }
+    }
+
+    /// The refusal of a request that its method and route alone refuse, before its handler
+    /// looks at paths (and before its body is read or its media type checked): a write by a
+    /// token that may write nowhere, an administration without admin. The handlers check each
+    /// path as well; this keeps the answer of earlier builds' scopes.
+    pub fn refuse_early(&self, method: &Method, route: &str) -> Option<ApiError> {
+        let admin = route.starts_with("/v1/roles")
+            || route.starts_with("/v1/tokens")
+            || (matches!(*method, Method::PUT | Method::DELETE | Method::POST)
+                && route.starts_with("/v1/namespaces/"));
+        if admin && !self.everywhere(Op::Admin) {
+            return Some(ApiError::forbidden(Op::Admin, None, None));
+        }
+        let write = match *method {
+            Method::GET | Method::HEAD | Method::OPTIONS => false,
+            // Reads many items.
+            Method::POST => route != "/v1/get",
+            _ => true,
+        };
+        if write && !self.0.grant.anywhere(Op::Write) {
+            return Some(
+                ApiError::forbidden(Op::Write, None, None).with_message("this token may only read"),
+            );
+        }
+        None
+    }
+
+    /// Whether `op` is allowed on every path.
+    pub fn everywhere(&self, op: Op) -> bool {
+        self.0.grant.everywhere(op)
+    }
+
+    /// Whether `op` may be allowed on `path` or somewhere below it.
+    pub fn reaches(&self, op: Op, path: &KeyPath) -> bool {
+        self.0.grant.reaches(op, path)
+    }
+
+    /// Whether `op` is allowed on every direct child of `parent`.
+    pub fn covers_children(&self, op: Op, parent: &KeyPath) -> bool {
+        self.0.grant.covers_children(op, parent)
+    }
+
+    /// Whether `op` is allowed on every path of `prefix`'s subtree.
+    pub fn covers_subtree(&self, op: Op, prefix: &KeyPath) -> bool {
+        self.0.grant.covers_subtree(op, prefix)
+    }
+}
+
+/// One token from the config file or `PATHDB_TOKENS`: its role and variables.
+#[derive(Clone)]
+pub struct ConfiguredToken {
+    /// The secret.
+    pub token: String,
+    /// The role (a built-in one for a `scope`).
+    pub role: String,
+    /// The variables its role's rules are bound to.
+    pub vars: Map<String, Value>,
+}
+
+/// What the token check reads from the database: implemented by the store (see
+/// [`crate::app`]), behind a trait so that the check needs no backend type.
+pub trait AccessSource: Send + Sync {
+    /// The role `name`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn role(&self, name: &str) -> Result<Option<StoredRole>, pathdb_store::Error>;
+    /// The issued token whose whole text is `presented`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn find_token(&self, presented: &str) -> Result<Option<TokenInfo>, pathdb_store::Error>;
+    /// Records that the token `id` was used this minute.
+    fn touch_token(&self, id: &str);
+    /// Whether reads never block (so the check may read right away).
+    fn fast(&self) -> bool;
+}
+
+impl<B: pathdb_store::backend::Backend> AccessSource for pathdb_store::Store<B> {
+    fn role(&self, name: &str) -> Result<Option<StoredRole>, pathdb_store::Error> {
+        pathdb_store::Store::role(self, name)
+    }
+    fn find_token(&self, presented: &str) -> Result<Option<TokenInfo>, pathdb_store::Error> {
+        pathdb_store::Store::find_token(self, presented)
+    }
+    fn touch_token(&self, id: &str) {
+        let store = self.clone();
+        let id = id.to_owned();
+        // Off the request: one small write a minute per token, best effort.
+        let touch = move || {
+            if let Err(e) = store.touch_token(&id) {
+                tracing::debug!(error = %e, "could not record a token's last use");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(touch)),
+            Err(_) => touch(),
+        }
+    }
+    fn fast(&self) -> bool {
+        self.backend().fast_point_reads()
+    }
+}
+
+/// A resolved issued token, as cached.
+struct CachedToken {
+    /// The whole token, compared in constant time with the presented one.
+    token: Box<[u8]>,
+    access: Access,
+    expires_at: Option<i64>,
+    read_at: Instant,
+    /// The minute of the last use recorded.
+    touched: i64,
+}
+
+/// A role, as cached (`None`: no such role).
+struct CachedRole {
+    role: Option<Arc<(StoredRole, Vec<CompiledRule>)>>,
+    read_at: Instant,
+}
+
+/// A verified JWT, as cached (by its whole text).
+struct CachedJwt {
+    access: Access,
+    expires_at: Option<i64>,
+    read_at: Instant,
+}
+
+/// The server's tokens, JWT verifier and the caches of what they resolve to. Its `Debug` shows
+/// how many tokens there are, never the tokens. Cloning it is cheap (the caches are shared).
 #[derive(Clone, Default)]
 pub struct Auth {
-    tokens: Arc<Vec<(Box<[u8]>, Scope)>>,
+    configured: Arc<Vec<ConfiguredToken>>,
+    jwt: Option<JwtVerifier>,
+    source: Option<Arc<dyn AccessSource>>,
+    caches: Arc<Caches>,
+}
+
+#[derive(Default)]
+struct Caches {
+    tokens: RwLock<HashMap<String, CachedToken, foldhash::fast::RandomState>>,
+    roles: RwLock<HashMap<String, CachedRole, foldhash::fast::RandomState>>,
+    jwts: Mutex<HashMap<Box<str>, CachedJwt, foldhash::fast::RandomState>>,
 }
 
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Auth")
-            .field("tokens", &self.tokens.len())
+            .field("tokens", &self.configured.len())
+            .field("jwt", &self.jwt.is_some())
             .finish_non_exhaustive()
     }
 }
 
-impl Auth {
-    /// Tokens and their scopes; empty means local-only mode.
-    pub fn new(tokens: HashMap<String, Scope>) -> Auth {
-        Auth {
-            tokens: Arc::new(
-                tokens
-                    .into_iter()
-                    .map(|(token, scope)| (token.into_bytes().into_boxed_slice(), scope))
-                    .collect(),
-            ),
-        }
-    }
-
-    /// Whether any token is configured.
-    pub fn enabled(&self) -> bool {
-        !self.tokens.is_empty()
-    }
-
-    /// The scope of a presented token, if it is one of ours.
-    ///
-    /// Every configured token is compared, each in constant time, and the loop does not stop
-    /// at a match, so the time taken does not tell how much of a guess was right or which token
-    /// it resembled. (A token's length can still show; tokens should be long random strings.)
-    pub fn scope_of(&self, presented: &str) -> Option<Scope> {
-        let presented = presented.as_bytes();
-        let mut found = None;
-        for (token, scope) in self.tokens.iter() {
-            if bool::from(token.as_ref().ct_eq(presented)) {
-                found = Some(*scope);
-            }
-        }
-        found
-    }
-}
-
-/// Whether a request writes. `POST /v1/get` reads many items; it is not a write.
-fn is_write(method: &Method, path: &str) -> bool {
-    match *method {
-        Method::GET | Method::HEAD | Method::OPTIONS => false,
-        Method::POST => path != "/v1/get",
-        _ => true,
-    }
-}
-
-/// Whether a request changes a namespace definition or its alias builds (the `admin` scope's).
-/// A dry run is a `PUT` too: it reads the whole database, which is the admin's to ask for.
-fn is_admin(method: &Method, path: &str) -> bool {
-    matches!(*method, Method::PUT | Method::DELETE | Method::POST)
-        && path.starts_with("/v1/namespaces/")
+/// Why a request was refused before its handler.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Refusal {
+    /// No bearer token: 401.
+    MissingToken,
+    /// A bearer token that is no token of this server's: 401.
+    UnknownToken,
+    /// An issued token past its expiry: 401.
+    ExpiredToken,
+    /// A JWT refused, and why: 401.
+    Jwt(JwtRefusal),
+    /// The database could not be read to resolve the token: 503.
+    Unavailable(String),
 }
 
 /// 401, naming the scheme to use (RFC 9110 requires `WWW-Authenticate` on a 401).
-fn unauthorized(message: &str) -> Response {
-    let mut response =
-        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
+fn unauthorized(message: &str, reason: Option<&'static str>) -> Response {
+    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+        .with_reason(reason)
+        .into_response();
     response
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
 }
 
-/// What [`check`] let through, in the request's extensions for handlers that show it.
-#[derive(Clone, Copy, Debug)]
-pub struct Granted {
-    /// Whether the server has tokens at all (without, everyone may read and write).
-    pub auth_required: bool,
-    /// What the request may do.
-    pub scope: Scope,
-}
-
-/// Why [`check`] refused a request.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Refusal {
-    /// No bearer token: 401.
-    MissingToken,
-    /// A bearer token that is not configured: 401.
-    UnknownToken,
-    /// A write with a read-only token: 403.
-    ReadOnly,
-    /// A change to a namespace definition without the `admin` scope: 403.
-    NotAdmin,
-}
-
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         match self {
-            Refusal::MissingToken => unauthorized("missing bearer token"),
-            Refusal::UnknownToken => unauthorized("unknown token"),
-            Refusal::ReadOnly => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "this token may only read",
+            Refusal::MissingToken => unauthorized("missing bearer token", Some("missing")),
+            Refusal::UnknownToken => unauthorized("unknown token", Some("unknown_token")),
+            Refusal::ExpiredToken => unauthorized("the token has expired", Some("expired")),
+            Refusal::Jwt(refusal) => unauthorized(refusal.message(), Some(refusal.reason())),
+            Refusal::Unavailable(message) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                format!("could not resolve the token: {message}"),
             )
-            .into_response(),
-            Refusal::NotAdmin => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "changing a namespace definition needs a token with the admin scope",
-            )
+            .retry_after(1)
             .into_response(),
         }
     }
 }
 
-/// Checks the bearer token and its scope: what the request may do, or why not. Without tokens
-/// everyone may read and write, and change definitions. (Run on the API's routes, before their handlers: see `gate`.)
-///
-/// # Errors
-/// The refusal; its response is the answer to send.
-pub fn check<B>(auth: &Auth, request: &axum::http::Request<B>) -> Result<Granted, Refusal> {
-    if !auth.enabled() {
-        return Ok(Granted {
-            auth_required: false,
-            scope: Scope::Admin,
+/// A request whose token needs a store read that the check may not do itself (see the module's
+/// docs): `crate::gate::Lookups` does it.
+#[derive(Clone)]
+pub struct Pending(pub String);
+
+/// What the check made of a request's token.
+pub enum Resolution {
+    /// Who it is.
+    Granted(Access),
+    /// Refused.
+    Refused(Refusal),
+    /// A store read is needed, which may block.
+    Pending,
+}
+
+impl Auth {
+    /// Tokens and their built-in scopes; empty means local-only mode.
+    pub fn new(tokens: HashMap<String, Scope>) -> Auth {
+        Auth::configured(
+            tokens
+                .into_iter()
+                .map(|(token, scope)| ConfiguredToken {
+                    token,
+                    role: scope.role().to_owned(),
+                    vars: Map::new(),
+                })
+                .collect(),
+            None,
+        )
+    }
+
+    /// Configured tokens and a JWT verifier; with neither, local-only mode.
+    pub fn configured(tokens: Vec<ConfiguredToken>, jwt: Option<JwtVerifier>) -> Auth {
+        Auth {
+            configured: Arc::new(tokens),
+            jwt,
+            source: None,
+            caches: Arc::default(),
+        }
+    }
+
+    /// The same, reading roles and issued tokens from `source` (the app's store).
+    pub fn with_source(&self, source: Arc<dyn AccessSource>) -> Auth {
+        Auth {
+            source: Some(source),
+            ..self.clone()
+        }
+    }
+
+    /// Whether requests must authenticate.
+    pub fn enabled(&self) -> bool {
+        !self.configured.is_empty() || self.jwt.is_some()
+    }
+
+    /// Forgets what the caches hold about the role `name` (after this server changed it).
+    pub fn forget_role(&self, name: &str) {
+        if let Ok(mut roles) = self.caches.roles.write() {
+            roles.remove(name);
+        }
+        // Tokens and JWTs carry their role's grant: drop those of this role.
+        if let Ok(mut tokens) = self.caches.tokens.write() {
+            tokens.retain(|_, t| t.access.0.role != name);
+        }
+        if let Ok(mut jwts) = self.caches.jwts.lock() {
+            jwts.retain(|_, t| t.access.0.role != name);
+        }
+    }
+
+    /// Forgets the issued token `id` (after this server revoked it).
+    pub fn forget_token(&self, id: &str) {
+        if let Ok(mut tokens) = self.caches.tokens.write() {
+            tokens.remove(id);
+        }
+    }
+
+    /// Resolves the request's `Authorization` header; `may_block`: whether store reads may be
+    /// done whatever the backend (on the blocking pool).
+    pub fn resolve(&self, authorization: Option<&HeaderValue>, may_block: bool) -> Resolution {
+        if !self.enabled() {
+            return Resolution::Granted(Access::open());
+        }
+        // The scheme is case-insensitive (RFC 9110 section 11.1).
+        let presented = authorization
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        let Some(token) = presented else {
+            return Resolution::Refused(Refusal::MissingToken);
+        };
+        let may_read = may_block || self.source.as_ref().is_some_and(|s| s.fast());
+        if let Some(configured) = self.configured_token(token) {
+            return self.resolve_role(
+                &configured.role,
+                configured.vars.clone(),
+                Via::Config,
+                None,
+                may_read,
+            );
+        }
+        if let Some(id) = pathdb_store::token_id_of(token) {
+            return self.resolve_issued(id, token, may_read);
+        }
+        if let Some(jwt) = &self.jwt
+            && JwtVerifier::looks_like_jwt(token)
+        {
+            return self.resolve_jwt(jwt, token, may_block, may_read);
+        }
+        Resolution::Refused(Refusal::UnknownToken)
+    }
+
+    /// The configured token `presented` is. Every configured token is compared, each in
+    /// constant time, and the loop does not stop at a match, so the time taken does not tell
+    /// how much of a guess was right or which token it resembled. (A token's length can still
+    /// show; tokens should be long random strings.)
+    fn configured_token(&self, presented: &str) -> Option<&ConfiguredToken> {
+        let mut found = None;
+        for configured in self.configured.iter() {
+            if bool::from(configured.token.as_bytes().ct_eq(presented.as_bytes())) {
+                found = Some(configured);
+            }
+        }
+        found
+    }
+
+    fn resolve_issued(&self, id: &str, token: &str, may_read: bool) -> Resolution {
+        let now = now_micros();
+        if let Ok(tokens) = self.caches.tokens.read()
+            && let Some(cached) = tokens.get(id)
+            && cached.read_at.elapsed() < REVALIDATE
+        {
+            if !bool::from(cached.token.ct_eq(token.as_bytes())) {
+                return Resolution::Refused(Refusal::UnknownToken);
+            }
+            if cached.expires_at.is_some_and(|t| t <= now) {
+                return Resolution::Refused(Refusal::ExpiredToken);
+            }
+            let access = cached.access.clone();
+            let minute = now - now.rem_euclid(60_000_000);
+            if cached.touched < minute {
+                drop(tokens);
+                self.touched(id, minute);
+            }
+            return Resolution::Granted(access);
+        }
+        if !may_read {
+            return Resolution::Pending;
+        }
+        let Some(source) = &self.source else {
+            return Resolution::Refused(Refusal::UnknownToken);
+        };
+        let info = match source.find_token(token) {
+            Ok(Some(info)) => info,
+            Ok(None) => return Resolution::Refused(Refusal::UnknownToken),
+            Err(e) => return Resolution::Refused(Refusal::Unavailable(e.to_string())),
+        };
+        let access = match self.resolve_role(
+            &info.role,
+            info.vars.clone(),
+            Via::Issued,
+            Some(info.id.clone()),
+            true,
+        ) {
+            Resolution::Granted(access) => access,
+            other => return other,
+        };
+        let expires_at = info.expires_at.map(|t| t.0);
+        if let Ok(mut tokens) = self.caches.tokens.write() {
+            tokens.insert(
+                info.id.clone(),
+                CachedToken {
+                    token: token.as_bytes().into(),
+                    access: access.clone(),
+                    expires_at,
+                    read_at: Instant::now(),
+                    touched: info.last_used_at.map_or(i64::MIN, |t| t.0),
+                },
+            );
+        }
+        if expires_at.is_some_and(|t| t <= now) {
+            return Resolution::Refused(Refusal::ExpiredToken);
+        }
+        let minute = now - now.rem_euclid(60_000_000);
+        if info.last_used_at.is_none_or(|t| t.0 < minute) {
+            self.touched(&info.id, minute);
+        }
+        Resolution::Granted(access)
+    }
+
+    /// Records the token `id`'s use in `minute`, once.
+    fn touched(&self, id: &str, minute: i64) {
+        if let Ok(mut tokens) = self.caches.tokens.write()
+            && let Some(cached) = tokens.get_mut(id)
+        {
+            if cached.touched >= minute {
+                return;
+            }
+            cached.touched = minute;
+        }
+        if let Some(source) = &self.source {
+            source.touch_token(id);
+        }
+    }
+
+    /// A JWT: from the cache, else verified, which may block (a key set refetched for an
+    /// unknown key id), so only where `may_block`.
+    fn resolve_jwt(
+        &self,
+        jwt: &JwtVerifier,
+        token: &str,
+        may_block: bool,
+        may_read: bool,
+    ) -> Resolution {
+        let now = now_micros();
+        if let Ok(jwts) = self.caches.jwts.lock()
+            && let Some(cached) = jwts.get(token)
+            && cached.read_at.elapsed() < REVALIDATE
+        {
+            if cached.expires_at.is_some_and(|t| t <= now) {
+                return Resolution::Refused(Refusal::Jwt(JwtRefusal::Expired));
+            }
+            return Resolution::Granted(cached.access.clone());
+        }
+        if !may_block {
+            return Resolution::Pending;
+        }
+        let verified = match jwt.verify(token) {
+            Ok(verified) => verified,
+            Err(refusal) => return Resolution::Refused(Refusal::Jwt(refusal)),
+        };
+        let access = match self.resolve_role(
+            &verified.role,
+            verified.claims.clone(),
+            Via::Jwt,
+            None,
+            may_read,
+        ) {
+            Resolution::Granted(access) => access,
+            other => return other,
+        };
+        if let Ok(mut jwts) = self.caches.jwts.lock() {
+            if jwts.len() >= MAX_CACHED_JWTS {
+                jwts.clear();
+            }
+            jwts.insert(
+                token.into(),
+                CachedJwt {
+                    access: access.clone(),
+                    expires_at: verified.expires_at,
+                    read_at: Instant::now(),
+                },
+            );
+        }
+        Resolution::Granted(access)
+    }
+
+    /// The access of role `name` bound to `vars`. A role that does not exist grants nothing
+    /// (its tokens stay, and work again if a role of that name is made).
+    fn resolve_role(
+        &self,
+        name: &str,
+        vars: Map<String, Value>,
+        via: Via,
+        token_id: Option<String>,
+        may_read: bool,
+    ) -> Resolution {
+        let role = match self.role(name, may_read) {
+            Ok(Some(role)) => role,
+            Ok(None) => return Resolution::Pending,
+            Err(refusal) => return Resolution::Refused(refusal),
+        };
+        let (grant, rules) = match role.as_deref() {
+            Some((stored, compiled)) => (
+                Grant::new(compiled, &|name| lookup(&vars, name)),
+                stored.role.rules.clone(),
+            ),
+            None => (Grant::default(), Vec::new()),
+        };
+        Resolution::Granted(Access(Arc::new(Principal {
+            grant,
+            role: name.to_owned(),
+            rules,
+            vars,
+            via,
+            token_id,
+        })))
+    }
+
+    /// The role `name`, compiled: `Ok(None)` when a store read is needed that may not be done
+    /// here; `Ok(Some(None))` when there is no such role.
+    #[allow(clippy::type_complexity)]
+    fn role(
+        &self,
+        name: &str,
+        may_read: bool,
+    ) -> Result<Option<Option<Arc<(StoredRole, Vec<CompiledRule>)>>>, Refusal> {
+        if let Some(stored) = pathdb_store::builtin_role(name) {
+            let compiled = stored.role.compile().unwrap_or_default();
+            return Ok(Some(Some(Arc::new((stored, compiled)))));
+        }
+        if let Ok(roles) = self.caches.roles.read()
+            && let Some(cached) = roles.get(name)
+            && cached.read_at.elapsed() < REVALIDATE
+        {
+            return Ok(Some(cached.role.clone()));
+        }
+        if !may_read {
+            return Ok(None);
+        }
+        let Some(source) = &self.source else {
+            return Ok(Some(None));
+        };
+        let stored = source
+            .role(name)
+            .map_err(|e| Refusal::Unavailable(e.to_string()))?;
+        let role = stored.map(|stored| {
+            // A stored role compiled when it was written; one that no longer does (a later
+            // build's stricter rules) grants nothing rather than failing every request.
+            let compiled = stored.role.compile().unwrap_or_default();
+            Arc::new((stored, compiled))
         });
+        if let Ok(mut roles) = self.caches.roles.write() {
+            roles.insert(
+                name.to_owned(),
+                CachedRole {
+                    role: role.clone(),
+                    read_at: Instant::now(),
+                },
+            );
+        }
+        Ok(Some(role))
     }
-    // The scheme is case-insensitive (RFC 9110 section 11.1).
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim());
-    let Some(token) = presented else {
-        return Err(Refusal::MissingToken);
-    };
-    let Some(scope) = auth.scope_of(token) else {
-        return Err(Refusal::UnknownToken);
-    };
-    let (method, path) = (request.method(), request.uri().path());
-    if scope == Scope::Read && is_write(method, path) {
-        return Err(Refusal::ReadOnly);
+}
+
+/// A variable's value: a member of `vars`, dotted names reaching into objects (`org.id`).
+fn lookup(vars: &Map<String, Value>, name: &str) -> Option<Value> {
+    if let Some(value) = vars.get(name) {
+        return Some(value.clone());
     }
-    if scope != Scope::Admin && is_admin(method, path) {
-        return Err(Refusal::NotAdmin);
+    let mut parts = name.split('.');
+    let mut value = vars.get(parts.next()?)?;
+    for part in parts {
+        value = value.get(part)?;
     }
-    Ok(Granted {
-        auth_required: true,
-        scope,
-    })
+    Some(value.clone())
+}
+
+fn now_micros() -> i64 {
+    pathdb_store::Timestamp::now().0
 }
 
 #[cfg(test)]

@@ -2,11 +2,10 @@
 //! encoding and the equivalent stored keys, and what the presented token may do.
 
 use crate::AppState;
-use crate::auth::Scope;
+use crate::auth::Access;
 use crate::calls::{page_limit, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{NoQuery, Query, UrlPath};
-use axum::Extension;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use pathdb_keys::KeyRange;
@@ -55,6 +54,7 @@ pub struct GroupsOut {
     security((), ("bearer" = [])))]
 pub async fn groups<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     Query(q): Query<GroupsQuery>,
 ) -> Result<axum::Json<GroupsOut>, ApiError> {
     let limit = page_limit(q.limit, DEFAULT_GROUPS_LIMIT, MAX_GROUPS_LIMIT)?;
@@ -67,7 +67,13 @@ pub async fn groups<B: Backend>(
     })
     .await?;
     Ok(axum::Json(GroupsOut {
-        groups: page.groups.iter().map(ToString::to_string).collect(),
+        // Only the groups the token may read something in (a page may come out shorter).
+        groups: page
+            .groups
+            .iter()
+            .filter(|group| access.reaches(pathdb_store::Op::Read, group))
+            .map(ToString::to_string)
+            .collect(),
         next_page_token: page.next_page_token,
     }))
 }
@@ -175,9 +181,46 @@ pub async fn explain_key(_: NoQuery, UrlPath(path): UrlPath) -> axum::Json<KeyOu
 pub struct SessionOut {
     /// Whether the server requires a token at all.
     pub auth_required: bool,
-    /// `read`, `read-write` or `admin` (without tokens: `admin`, anyone may do anything).
+    /// The built-in role's name (`read`, `read-write`, `admin`), else `custom` (kept for clients
+    /// of earlier builds; `role` and `rules` say more).
     #[schema(example = "read-write")]
     pub scope: String,
+    /// How the request proved who it is: `open` (no tokens configured), `config`, `token` (an
+    /// issued token) or `jwt`.
+    pub via: String,
+    /// The role.
+    pub role: String,
+    /// The role's rules, as written (`{team}` bound by `vars`).
+    pub rules: Vec<RuleOut>,
+    /// The variables the rules are bound to.
+    #[schema(value_type = Object)]
+    pub vars: serde_json::Map<String, serde_json::Value>,
+    /// An issued token's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_id: Option<String>,
+    /// Whether it may administer the database (definitions, roles, tokens).
+    pub admin: bool,
+}
+
+/// One rule of a role.
+#[derive(Serialize, Deserialize, ToSchema, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RuleOut {
+    /// A key path template: `/team-{team}/**`, `/public-1/doc-*`.
+    #[schema(example = "/team-{team}/**")]
+    pub path: String,
+    /// `read`, `write`, `admin`.
+    #[schema(example = json!(["read", "write"]))]
+    pub allow: Vec<String>,
+}
+
+impl From<&pathdb_store::Rule> for RuleOut {
+    fn from(rule: &pathdb_store::Rule) -> RuleOut {
+        RuleOut {
+            path: rule.path.clone(),
+            allow: rule.allow.iter().map(|op| op.as_str().to_owned()).collect(),
+        }
+    }
 }
 
 /// What the request's token (or, without tokens configured, anyone) may do, so a client can
@@ -188,17 +231,21 @@ pub struct SessionOut {
         (status = 401, body = ErrorBody),
         (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody)),
     security((), ("bearer" = [])))]
-pub async fn session(
-    _: NoQuery,
-    Extension(granted): Extension<crate::auth::Granted>,
-) -> axum::Json<SessionOut> {
+pub async fn session(_: NoQuery, access: Access) -> axum::Json<SessionOut> {
+    let principal = access.principal();
+    let builtin = pathdb_store::builtin_role(&principal.role).is_some();
     axum::Json(SessionOut {
-        auth_required: granted.auth_required,
-        scope: match granted.scope {
-            Scope::Read => "read",
-            Scope::ReadWrite => "read-write",
-            Scope::Admin => "admin",
-        }
-        .to_owned(),
+        auth_required: principal.via != crate::auth::Via::Open,
+        scope: if builtin {
+            principal.role.clone()
+        } else {
+            "custom".into()
+        },
+        via: principal.via.as_str().to_owned(),
+        role: principal.role.clone(),
+        rules: principal.rules.iter().map(RuleOut::from).collect(),
+        vars: principal.vars.clone(),
+        token_id: principal.token_id.clone(),
+        admin: access.everywhere(pathdb_store::Op::Admin),
     })
 }

@@ -3,6 +3,7 @@
 //! docs/changes.md has the semantics.
 
 use crate::AppState;
+use crate::auth::Access;
 use crate::calls::{body_value, create_target, item_response, page_limit, put_options, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Body, Query, UrlPath};
@@ -12,6 +13,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use pathdb_keys::KeyPath;
+use pathdb_store::Op;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, IdKind, MAX_CHANGES_LIMIT, MAX_CHANGES_WAIT,
@@ -115,10 +117,13 @@ impl Drop for StreamSlot {
     security((), ("bearer" = [])))]
 pub async fn changes<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     UrlPath(prefix): UrlPath,
     Query(q): Query<ChangesQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    // A feed shows what will be written there: only a subtree the token may read entirely.
+    access.need_subtree(Op::Read, &prefix)?;
     let limit = page_limit(q.limit, DEFAULT_CHANGES_LIMIT, MAX_CHANGES_LIMIT)?;
     let wait = Duration::from_secs(q.wait.unwrap_or(0));
     if wait > MAX_CHANGES_WAIT {
@@ -140,11 +145,12 @@ pub async fn changes<B: Backend>(
             since = Some(text.parse()?);
         }
         let slot = state.change_streams.admit()?;
-        return event_stream(state.store, prefix, since, limit, slot).await;
+        return event_stream(state.store, access, prefix, since, limit, slot).await;
     }
     let Some(mut since) = since else {
         let store = state.store.clone();
         let page = store_call("changes", move || Ok(store.changes(&prefix, None, limit)?)).await?;
+        need_changes(&access, &page)?;
         return Ok(axum::Json(ChangesOut::from(page)).into_response());
     };
     // Held until the answer: a poll that may wait is one of the streams.
@@ -160,6 +166,7 @@ pub async fn changes<B: Backend>(
         // commits of the prefix's group do (the feed reads no other).
         let listener = state.store.commit_listener(&prefix);
         let page = read(&state.store, &prefix, since, limit).await?;
+        need_changes(&access, &page)?;
         let now = Instant::now();
         if !page.changes.is_empty() || now >= deadline {
             return Ok(axum::Json(ChangesOut::from(page)).into_response());
@@ -184,6 +191,18 @@ pub async fn changes<B: Backend>(
             }
         }
     }
+}
+
+/// 403 unless each change of a page may be read: one filed under an alias shows its item, whose
+/// own path must allow reading too.
+fn need_changes(access: &Access, page: &ChangePage) -> Result<(), ApiError> {
+    if access.everywhere(Op::Read) {
+        return Ok(());
+    }
+    for entry in &page.changes {
+        access.need(Op::Read, entry.change.path())?;
+    }
+    Ok(())
 }
 
 async fn read<B: Backend>(
@@ -213,6 +232,7 @@ fn wants_event_stream(headers: &HeaderMap) -> bool {
 /// foreign token gets its 410 or 400 as an ordinary answer.
 async fn event_stream<B: Backend>(
     store: Store<B>,
+    access: Access,
     prefix: KeyPath,
     since: Option<ChangeToken>,
     limit: usize,
@@ -227,6 +247,7 @@ async fn event_stream<B: Backend>(
     };
     let mut listener = store.commit_listener(&prefix);
     let mut page = read(&store, &prefix, token, limit).await?;
+    need_changes(&access, &page)?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
     let mut shutdown = SHUTDOWN.subscribe();
     // The id the client holds: where a reconnect with Last-Event-ID resumes. Without `since`
@@ -236,6 +257,12 @@ async fn event_stream<B: Backend>(
         // The stream's place under the cap, until the task ends (the client gone, shutdown).
         let _slot = slot;
         loop {
+            if let Err(e) = need_changes(&access, &page) {
+                // An alias's item this token may not read: the stream ends rather than show it.
+                let event = Event::default().event("failure").data(e.to_string_lossy());
+                let _ = tx.send(Ok(event)).await;
+                return;
+            }
             for entry in page.changes {
                 let data = serde_json::to_string(&ChangeOut::from(entry.change))
                     .unwrap_or_else(|_| "{}".to_owned());
@@ -311,6 +338,7 @@ async fn event_stream<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn create_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     axum::extract::Path(target): axum::extract::Path<String>,
     Query(q): Query<CreateQuery>,
     Body(body): Body,
@@ -325,6 +353,21 @@ pub async fn create_item<B: Backend>(
             ));
         }
     };
+    // The new id is not known yet: every child of the parent must be writable.
+    let allowed = match &parent {
+        Some(parent) => access.covers_children(Op::Write, parent),
+        None => access.everywhere(Op::Write),
+    };
+    if !allowed {
+        let at = parent
+            .as_ref()
+            .map_or_else(|| "the root".to_owned(), ToString::to_string);
+        return Err(
+            ApiError::forbidden(Op::Write, None, None).with_message(format!(
+                "this token may not write a new {namespace} item under {at}"
+            )),
+        );
+    }
     let id: IdKind = q.id.parse()?;
     let value = body_value(&body)?;
     let options = put_options(None, q.history, q.ttl_seconds);

@@ -29,7 +29,9 @@ pub struct ErrorDetail {
     /// `alias_taken` (409: another item holds an alias the write would give; see `alias` and
     /// `holder`), `path_is_alias` (409: the path written is an alias of `item`),
     /// `alias_invalid` (422: `member` of the value cannot fill an alias id), `alias_building`
-    /// (503: the alias's template is still being built; see `template`, `state`, `checked`).
+    /// (503: the alias's template is still being built; see `template`, `state`, `checked`),
+    /// `builtin_role` (409: the built-in roles cannot change), `unknown_role` (422: a token for
+    /// a role that does not exist), `invalid_role` (422: a role's rule is not valid).
     pub code: String,
     /// For people.
     pub message: String,
@@ -68,6 +70,14 @@ pub struct ErrorDetail {
     /// With `alias_building`: items the build has checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checked: Option<u64>,
+    /// With `forbidden`: the operation refused (`read`, `write`, `admin`); `path` names where.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
+    /// With `unauthorized`: why (`missing`, `unknown_token`, `expired`, and for a JWT
+    /// `not_yet_valid`, `wrong_issuer`, `wrong_audience`, `unknown_key`,
+    /// `algorithm_not_allowed`, `bad_signature`, `malformed`, `no_role`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// One way a value fails its namespace's schema.
@@ -105,6 +115,8 @@ struct Refused {
     template: Option<String>,
     state: Option<String>,
     checked: Option<u64>,
+    operation: Option<String>,
+    reason: Option<String>,
 }
 
 /// A failed request.
@@ -181,6 +193,42 @@ impl ApiError {
             message: message.into(),
             ..self
         }
+    }
+
+    /// 403 `forbidden`: `op` is not allowed on `path` (`None`: an admin operation), `scope`
+    /// says more (`on the whole subtree`). It names the operation and the path, never a value.
+    pub fn forbidden(
+        op: pathdb_store::Op,
+        path: Option<&pathdb_keys::KeyPath>,
+        scope: Option<&str>,
+    ) -> ApiError {
+        let message = match (path, scope) {
+            (Some(path), Some(scope)) => format!("this token may not {op} {path} {scope}"),
+            (Some(path), None) => format!("this token may not {op} {path}"),
+            (None, _) => {
+                "this needs a token that may administer the database (admin on /**)".to_owned()
+            }
+        };
+        let mut error = ApiError::new(StatusCode::FORBIDDEN, "forbidden", message);
+        error.refused = Some(Box::new(Refused {
+            path: path.map(ToString::to_string),
+            operation: Some(op.as_str().to_owned()),
+            ..Refused::default()
+        }));
+        error
+    }
+
+    /// The same error with `reason` (a 401's).
+    pub fn with_reason(mut self, reason: Option<&'static str>) -> ApiError {
+        if let Some(reason) = reason {
+            self.refused.get_or_insert_with(Box::default).reason = Some(reason.to_owned());
+        }
+        self
+    }
+
+    /// The message, for a place that can carry only text (an event stream's last event).
+    pub fn to_string_lossy(&self) -> String {
+        format!("{}: {}", self.code, self.message)
     }
 
     /// The status.
@@ -283,9 +331,11 @@ impl From<pathdb_store::Error> for ApiError {
             E::InvalidSchema(_) => (StatusCode::BAD_REQUEST, "invalid_schema"),
             E::NamespaceNotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             // Only an HTTP precondition puts a condition on a definition.
-            E::DefinitionConditionFailed { .. } => {
+            E::DefinitionConditionFailed { .. } | E::RoleConditionFailed { .. } => {
                 (StatusCode::PRECONDITION_FAILED, "condition_failed")
             }
+            E::BuiltinRole(_) => (StatusCode::CONFLICT, "builtin_role"),
+            E::UnknownRole(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_role"),
             E::Storage(storage) => return storage_error(storage),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
@@ -356,6 +406,8 @@ impl IntoResponse for ApiError {
                 template: refused.template,
                 state: refused.state,
                 checked: refused.checked,
+                operation: refused.operation,
+                reason: refused.reason,
             },
         };
         let failure = self.status.is_server_error().then(|| ServerFailure {

@@ -158,3 +158,24 @@ fn bytes_rejection(e: BytesRejection) -> ApiError {
         ApiError::bad_request(e.body_text())
     }
 }
+
+/// Who the request is ([`crate::auth::Access`]), as the token check left it in the request's
+/// extensions. A request without one (a route outside the checks, which must not happen) is a
+/// 500, never let through.
+impl<S: Send + Sync> FromRequestParts<S> for crate::auth::Access {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<crate::auth::Access>()
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "the request's token was not resolved",
+                )
+            })
+    }
+}

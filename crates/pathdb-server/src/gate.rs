@@ -8,7 +8,7 @@
 //! a future that is part of the wrapping one, and allocates nothing of its own; and the layers
 //! are composed into as few `Router::layer`s as their routes allow (see `crate::app`).
 
-use crate::auth::{self, Auth};
+use crate::auth::{self, Auth, Resolution};
 use crate::error::{ApiError, ServerFailure};
 use crate::media;
 use crate::origin::{self, OriginPolicy};
@@ -178,18 +178,19 @@ pub(crate) fn api_checks(auth: Auth) -> ApiChecks {
 }
 
 /// The same [`ApiChecks`] for requests of the route `template` answered without the router
-/// (item_gets.rs): counted under `template` (no router match says it), and the token's grant
-/// not kept (no handler there reads it), so that such a request touches no extension.
+/// (item_gets.rs): counted under `template` (no router match says it).
 pub(crate) fn unrouted((_, token): &ApiChecks, template: &'static str) -> ApiChecks {
     (
         TrackRequests {
             unrouted: Some(template),
         },
-        RequireToken {
-            auth: token.auth.clone(),
-            keep_grant: false,
-        },
+        token.clone(),
     )
+}
+
+/// The token check's [`Auth`] in a list of [`ApiChecks`].
+pub(crate) fn token_auth((_, token): &ApiChecks) -> &Auth {
+    &token.auth
 }
 
 /// The checks on every request, before any route, in one pass over its headers: the size of
@@ -261,22 +262,18 @@ impl Check for Edge {
     }
 }
 
-/// Bearer tokens and their scopes on the API's routes (see [`auth`]).
+/// The bearer token on the API's routes: who the request is ([`auth::Access`], put in its
+/// extensions for the handlers, which check each path they touch), or 401. A token that needs a
+/// store read the check may not do here is left [`auth::Pending`] for [`Lookups`].
 #[derive(Clone)]
 pub(crate) struct RequireToken {
     auth: Auth,
-    /// Whether the grant goes into the request's extensions, for the handlers that show it
-    /// (`/v1/session`).
-    keep_grant: bool,
 }
 
 impl RequireToken {
-    /// The check of `auth`'s tokens, keeping the grant.
+    /// The check of `auth`'s tokens.
     pub(crate) fn new(auth: Auth) -> RequireToken {
-        RequireToken {
-            auth,
-            keep_grant: true,
-        }
+        RequireToken { auth }
     }
 }
 
@@ -284,18 +281,118 @@ impl Check for RequireToken {
     type Memo = ();
 
     fn before(&self, request: &mut Request) -> ((), Option<Response>) {
-        match auth::check(&self.auth, request) {
-            Ok(granted) => {
-                if self.keep_grant {
-                    request.extensions_mut().insert(granted);
+        let authorization = request.headers().get(header::AUTHORIZATION);
+        match self.auth.resolve(authorization, false) {
+            Resolution::Granted(access) => {
+                if let Some(refusal) = access.refuse_early(request.method(), request.uri().path()) {
+                    return ((), Some(refusal.into_response()));
                 }
+                request.extensions_mut().insert(access);
                 ((), None)
             }
-            Err(refusal) => ((), Some(refusal.into_response())),
+            Resolution::Pending => {
+                request.extensions_mut().insert(auth::Pending);
+                ((), None)
+            }
+            Resolution::Refused(refusal) => ((), Some(refusal.into_response())),
         }
     }
 
     fn after((): (), _: &mut Response) {}
+}
+
+/// Resolves, on the blocking pool, the tokens [`RequireToken`] left [`auth::Pending`] (a role or
+/// an issued token not cached, on a backend whose reads block), then runs the service it wraps;
+/// other requests go straight through.
+#[derive(Clone)]
+pub(crate) struct LookupLayer(pub(crate) Auth);
+
+impl<S> Layer<S> for LookupLayer {
+    type Service = Lookups<S>;
+    fn layer(&self, inner: S) -> Lookups<S> {
+        Lookups {
+            inner,
+            auth: self.0.clone(),
+        }
+    }
+}
+
+/// See [`LookupLayer`].
+#[derive(Clone)]
+pub(crate) struct Lookups<S> {
+    inner: S,
+    auth: Auth,
+}
+
+impl<S> Service<Request> for Lookups<S>
+where
+    S: Service<Request, Response = Response> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = LookupFuture<S::Future, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        if request.extensions_mut().remove::<auth::Pending>().is_none() {
+            return LookupFuture::Direct {
+                future: self.inner.call(request),
+            };
+        }
+        let auth = self.auth.clone();
+        // The clone made ready is the one called (tower's rule); this one stays for the next.
+        let inner = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, inner);
+        LookupFuture::Looked {
+            future: Box::pin(async move {
+                let authorization = request.headers().get(header::AUTHORIZATION).cloned();
+                let resolved =
+                    tokio::task::spawn_blocking(move || auth.resolve(authorization.as_ref(), true))
+                        .await;
+                match resolved {
+                    Ok(Resolution::Granted(access)) => {
+                        let early = access.refuse_early(request.method(), request.uri().path());
+                        if let Some(refusal) = early {
+                            return Ok(refusal.into_response());
+                        }
+                        request.extensions_mut().insert(access);
+                        inner.oneshot(request).await
+                    }
+                    Ok(Resolution::Refused(refusal)) => Ok(refusal.into_response()),
+                    Ok(Resolution::Pending) | Err(_) => {
+                        Ok(crate::calls::task_failed().into_response())
+                    }
+                }
+            }),
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`Lookups`].
+    #[project = LookupProj]
+    pub(crate) enum LookupFuture<F, E> {
+        Direct { #[pin] future: F },
+        Looked { future: Pin<Box<dyn Future<Output = Result<Response, E>> + Send>> },
+    }
+}
+
+impl<F, E> Future for LookupFuture<F, E>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            LookupProj::Direct { future } => future.poll(cx),
+            LookupProj::Looked { future } => future.as_mut().poll(cx),
+        }
+    }
 }
 
 /// A request body only under its media type (see [`media`]): a route layer, so it runs before

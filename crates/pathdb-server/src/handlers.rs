@@ -3,6 +3,7 @@
 //! ([`point_read`](crate::calls::point_read), `put_item`).
 
 use crate::AppState;
+use crate::auth::Access;
 use crate::calls::{
     blocking, body_value, create_target, created_or_ok, item_response, page_limit, point_read,
     put_options, store_call,
@@ -18,7 +19,7 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     Condition, DEFAULT_LIST_LIMIT, Json as JsonText, ListCheck, ListRange, ListRequest,
-    MAX_LIST_LIMIT, PutOptions, SubtreeJob, Transaction, TxOp, TxResult,
+    MAX_LIST_LIMIT, Op, PutOptions, SubtreeJob, Transaction, TxOp, TxResult,
 };
 
 /// Most paths of a `/v1/get` served as a [`point_read`](crate::calls::point_read).
@@ -42,6 +43,7 @@ fn parse_path(text: &str) -> Result<KeyPath, ApiError> {
     security((), ("bearer" = [])))]
 pub async fn get_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     UrlPath(path): UrlPath,
     Query(q): Query<GetQuery>,
     Preconditions(headers): Preconditions,
@@ -49,10 +51,46 @@ pub async fn get_item<B: Backend>(
     if q.version == Some(0) {
         return Err(ApiError::bad_request("versions start at 1"));
     }
+    access.need(Op::Read, &path)?;
     let version = q.version;
     let (item, path) =
         point_read(state, "get", move |store| read_item(store, path, version)).await?;
-    answer_item(item, &path, version, &headers)
+    answer_item(&access, item, &path, version, &headers)
+}
+
+/// 403 unless an item read through an alias may be read at its own path too: an alias is not a
+/// way around a rule.
+pub(crate) fn need_item(
+    access: &Access,
+    op: Op,
+    item: &pathdb_store::Item,
+) -> Result<(), ApiError> {
+    if item.alias.is_some() {
+        access.need(op, &item.path)?;
+    }
+    Ok(())
+}
+
+/// The path a patch or delete of `path` acts on, checked for `op`: for a token that may not do
+/// `op` everywhere, an alias path is read first, and its item's own path must allow `op` too
+/// (the write then goes to that path, so an alias moved meanwhile cannot take it elsewhere).
+pub(crate) fn target_of<B: Backend>(
+    store: &pathdb_store::Store<B>,
+    access: &Access,
+    op: Op,
+    path: KeyPath,
+) -> Result<KeyPath, ApiError> {
+    access.need(op, &path)?;
+    if access.everywhere(op) {
+        return Ok(path);
+    }
+    match store.get(&path)? {
+        Some(item) if item.alias.is_some() => {
+            access.need(op, &item.path)?;
+            Ok(item.path)
+        }
+        _ => Ok(path),
+    }
 }
 
 /// The store read of a get: the item, or one of its past versions, and the path it was read at.
@@ -71,6 +109,7 @@ pub(crate) fn read_item<B: Backend>(
 /// A get's answer from what [`read_item`] found: 404, 304 when `If-None-Match` (in `headers`)
 /// names its version, or the item.
 pub(crate) fn answer_item(
+    access: &Access,
     item: Option<pathdb_store::Item>,
     path: &KeyPath,
     version: Option<u64>,
@@ -82,6 +121,7 @@ pub(crate) fn answer_item(
             None => format!("{path} not found"),
         })
     })?;
+    need_item(access, Op::Read, &item)?;
     if let Some(answer) = precondition::not_modified_answer(headers, item.version)? {
         return Ok(answer);
     }
@@ -108,11 +148,14 @@ pub(crate) fn answer_item(
     security((), ("bearer" = [])))]
 pub async fn put_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     UrlPath(path): UrlPath,
     Query(q): Query<PutQuery>,
     Preconditions(headers): Preconditions,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
+    // A put at an alias path is refused by the store (`path_is_alias`): it never reaches an item.
+    access.need(Op::Write, &path)?;
     let precondition = precondition::write_precondition(&headers)?;
     let value = body_value(&body)?;
     let options = put_options(None, q.history, q.ttl_seconds);
@@ -207,6 +250,7 @@ fn http_condition(e: pathdb_store::Error) -> ApiError {
     security((), ("bearer" = [])))]
 pub async fn patch_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     UrlPath(path): UrlPath,
     Query(q): Query<PatchQuery>,
     Preconditions(headers): Preconditions,
@@ -214,6 +258,7 @@ pub async fn patch_item<B: Backend>(
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let precondition = precondition::write_precondition(&headers)?;
+    access.need(Op::Write, &path)?;
     let text = crate::extract::strict_json_text(&body)?;
     let document: serde_json::Value =
         serde_json::from_str(text).map_err(|e| crate::extract::invalid_json(e.to_string()))?;
@@ -226,6 +271,7 @@ pub async fn patch_item<B: Backend>(
     let options = put_options(None, q.history, q.ttl_seconds);
     let create = q.create.unwrap_or(false);
     let (item, created) = store_call("patch", move || {
+        let path = target_of(&state.store, &access, Op::Write, path)?;
         let options = with_condition(options, precondition, &state.store, &path)?;
         state
             .store
@@ -266,12 +312,15 @@ fn json_patch(
     security((), ("bearer" = [])))]
 pub async fn delete_item<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     UrlPath(path): UrlPath,
     Query(q): Query<DeleteQuery>,
     Preconditions(headers): Preconditions,
 ) -> Result<Response, ApiError> {
     let precondition = precondition::write_precondition(&headers)?;
+    access.need(Op::Write, &path)?;
     if q.recursive == Some(true) {
+        access.need_subtree(Op::Write, &path)?;
         if precondition != WritePrecondition::None {
             return Err(ApiError::bad_request(
                 "If-Match and If-None-Match do not apply to a recursive delete",
@@ -287,6 +336,7 @@ pub async fn delete_item<B: Backend>(
     let precondition = precondition::for_delete(precondition)?;
     let missing = format!("{path} not found");
     let deleted = store_call("delete", move || {
+        let path = target_of(&state.store, &access, Op::Write, path)?;
         let condition = precondition.resolve(|| current_version(&state.store, &path))?;
         state.store.delete(&path, condition).map_err(http_condition)
     })
@@ -312,10 +362,16 @@ pub async fn delete_item<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn move_subtree<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     _: NoQuery,
     Json(body): Json<SubtreeIn>,
 ) -> Result<axum::Json<MovedOut>, ApiError> {
-    let job = SubtreeJob::relocate(parse_path(&body.from)?, parse_path(&body.to)?);
+    let (from, to) = (parse_path(&body.from)?, parse_path(&body.to)?);
+    // The sources are read and deleted, the destinations written.
+    access.need_subtree(Op::Read, &from)?;
+    access.need_subtree(Op::Write, &from)?;
+    access.need_subtree(Op::Write, &to)?;
+    let job = SubtreeJob::relocate(from, to);
     let moved = run_subtree_job(state, "move", job).await?;
     Ok(axum::Json(MovedOut { moved }))
 }
@@ -335,10 +391,14 @@ pub async fn move_subtree<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn copy_subtree<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     _: NoQuery,
     Json(body): Json<SubtreeIn>,
 ) -> Result<axum::Json<CopiedOut>, ApiError> {
-    let job = SubtreeJob::copy(parse_path(&body.from)?, parse_path(&body.to)?);
+    let (from, to) = (parse_path(&body.from)?, parse_path(&body.to)?);
+    access.need_subtree(Op::Read, &from)?;
+    access.need_subtree(Op::Write, &to)?;
+    let job = SubtreeJob::copy(from, to);
     let copied = run_subtree_job(state, "copy", job).await?;
     Ok(axum::Json(CopiedOut { copied }))
 }
@@ -364,6 +424,7 @@ async fn run_subtree_job<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn get_many<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     _: NoQuery,
     Json(body): Json<GetManyIn>,
 ) -> Result<axum::Json<ItemsOut>, ApiError> {
@@ -372,12 +433,19 @@ pub async fn get_many<B: Backend>(
         .iter()
         .map(|p| parse_path(p))
         .collect::<Result<Vec<_>, _>>()?;
+    // The first path refused is named, before anything is read.
+    for path in &paths {
+        access.need(Op::Read, path)?;
+    }
     // A few keys are a read like a get; up to MAX_GET_MANY take long enough for the pool.
     let items = if paths.len() <= POINT_READ_MAX_PATHS {
         point_read(state, "get_many", move |store| Ok(store.get_many(&paths)?)).await?
     } else {
         store_call("get_many", move || Ok(state.store.get_many(&paths)?)).await?
     };
+    for item in &items {
+        need_item(&access, Op::Read, item)?;
+    }
     Ok(axum::Json(items.into()))
 }
 
@@ -390,6 +458,7 @@ pub async fn get_many<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn list<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     UrlPath(prefix): UrlPath,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<ListOut>, ApiError> {
@@ -407,12 +476,56 @@ pub async fn list<B: Backend>(
         page_token: q.page_token,
     };
     // Paths stay encoded until they are written as text.
+    let prefix = request.prefix.clone();
     let page = store_call("list", move || Ok(state.store.list_encoded(&request)?)).await?;
+    need_listed(&access, &prefix, &page.items)?;
     Ok(axum::Json(ListOut {
         items: page.items.into_iter().map(Into::into).collect(),
         next_page_token: page.next_page_token,
         changes_token: page.changes_token.map(|t| t.to_string()),
     }))
+}
+
+/// 403 unless every entry of a listing of `prefix` may be read: its path, and for an item listed
+/// under an alias the item's own path. As in Firestore, rules are not filters: a listing that
+/// would show one path the token may not read is refused whole (naming the prefix, not what it
+/// found), never thinned out.
+pub(crate) fn need_listed(
+    access: &Access,
+    prefix: &KeyPath,
+    entries: &[pathdb_store::ListedEntry],
+) -> Result<(), ApiError> {
+    if access.everywhere(Op::Read) {
+        return Ok(());
+    }
+    let refused = || {
+        ApiError::forbidden(
+            Op::Read,
+            Some(prefix),
+            Some("entirely: the listing includes paths this token may not read"),
+        )
+    };
+    // Before the page: a prefix the token reaches nowhere is refused even when it is empty.
+    if !access.reaches(Op::Read, prefix) {
+        return Err(refused());
+    }
+    for entry in entries {
+        let readable = match entry {
+            pathdb_store::ListedEntry::Item(item) => {
+                access.may(Op::Read, &item.path.decode())
+                    && item
+                        .alias
+                        .as_ref()
+                        .is_none_or(|alias| access.may(Op::Read, &alias.decode()))
+            }
+            // A path with items below it but none of its own: shown if something there may be read.
+            pathdb_store::ListedEntry::Node(path) => access.reaches(Op::Read, &path.decode()),
+        };
+        if !readable {
+            return Err(refused());
+        }
+    }
+    Ok(())
 }
 
 /// An item's revisions, newest first.
@@ -424,11 +537,16 @@ pub async fn list<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn history<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     UrlPath(path): UrlPath,
     Query(q): Query<HistoryQuery>,
 ) -> Result<axum::Json<ItemsOut>, ApiError> {
     let limit = page_limit(q.limit, 100, MAX_LIST_LIMIT)?;
+    access.need(Op::Read, &path)?;
     let items = store_call("history", move || Ok(state.store.history(&path, limit)?)).await?;
+    for item in &items {
+        need_item(&access, Op::Read, item)?;
+    }
     Ok(axum::Json(items.into()))
 }
 
@@ -463,6 +581,7 @@ fn condition_of(
     security((), ("bearer" = [])))]
 pub async fn transact<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     _: NoQuery,
     Json(body): Json<TransactIn>,
 ) -> Result<axum::Json<TransactOut>, ApiError> {
@@ -583,7 +702,14 @@ pub async fn transact<B: Backend>(
             }
         });
     }
+    for (index, op) in tx.ops.iter().enumerate() {
+        need_op(&access, &tx.ops, op).map_err(|e| e.at_operation(index))?;
+    }
     let results = store_call("transact", move || {
+        // Patches, deletes and checks through an alias act on its item, which must allow them.
+        for (index, op) in tx.ops.iter_mut().enumerate() {
+            through_alias(&state.store, &access, op).map_err(|e| e.at_operation(index))?;
+        }
         let paths: Vec<Option<KeyPath>> = tx.ops.iter().map(|op| op.path().cloned()).collect();
         state.store.transact(tx).map_err(|e| {
             // A failed condition names its operation: a listing's check by its index, an
@@ -614,6 +740,101 @@ pub async fn transact<B: Backend>(
     }))
 }
 
+/// 403 unless the token may do what a transaction's operation does where it does it: write a
+/// put's, patch's, delete's or create's path (a create's parent's subtree: its id is not known
+/// yet), read a check's path, read all of a listing check's range.
+fn need_op(access: &Access, ops: &[TxOp], op: &TxOp) -> Result<(), ApiError> {
+    match op {
+        TxOp::Put { path, .. } | TxOp::Patch { path, .. } | TxOp::Delete { path, .. } => {
+            access.need(Op::Write, path)
+        }
+        TxOp::Check { path, .. } => access.need(Op::Read, path),
+        TxOp::CheckList(check) => {
+            let range = &check.range;
+            let covered = if range.children_only {
+                access.covers_children(Op::Read, &range.prefix)
+            } else {
+                access.covers_subtree(Op::Read, &range.prefix)
+            };
+            if covered {
+                Ok(())
+            } else {
+                Err(ApiError::forbidden(
+                    Op::Read,
+                    Some(&range.prefix),
+                    Some("entirely: a listing check reads all of it"),
+                ))
+            }
+        }
+        TxOp::Create {
+            parent, namespace, ..
+        } => {
+            let refused = |at: String| {
+                ApiError::forbidden(Op::Write, None, None).with_message(format!(
+                    "this token may not write a new {namespace} item under {at}"
+                ))
+            };
+            match parent {
+                pathdb_store::Parent::Path(parent) => {
+                    if access.covers_children(Op::Write, parent) {
+                        Ok(())
+                    } else {
+                        Err(refused(parent.to_string()))
+                    }
+                }
+                // Under an item this transaction creates: in the subtree of that item's parent.
+                pathdb_store::Parent::Created(_) => match created_root(ops, op) {
+                    Some(root) if access.covers_subtree(Op::Write, root) => Ok(()),
+                    Some(root) => Err(refused(format!("{root}'s subtree"))),
+                    None if access.everywhere(Op::Write) => Ok(()),
+                    None => Err(refused("a new group".into())),
+                },
+                pathdb_store::Parent::Root => {
+                    if access.everywhere(Op::Write) {
+                        Ok(())
+                    } else {
+                        Err(refused("the root".into()))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The path under which a chain of creates (each under the item an earlier one creates) starts;
+/// `None`: at the root.
+fn created_root<'a>(ops: &'a [TxOp], mut op: &'a TxOp) -> Option<&'a KeyPath> {
+    for _ in 0..ops.len() {
+        match op {
+            TxOp::Create {
+                parent: pathdb_store::Parent::Created(index),
+                ..
+            } => op = ops.get(*index)?,
+            TxOp::Create {
+                parent: pathdb_store::Parent::Path(path),
+                ..
+            } => return Some(path),
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Points a transaction's patch, delete or check at an alias's item (see [`target_of`]).
+fn through_alias<B: Backend>(
+    store: &pathdb_store::Store<B>,
+    access: &Access,
+    op: &mut TxOp,
+) -> Result<(), ApiError> {
+    let (path, need) = match op {
+        TxOp::Patch { path, .. } | TxOp::Delete { path, .. } => (path, Op::Write),
+        TxOp::Check { path, .. } => (path, Op::Read),
+        _ => return Ok(()),
+    };
+    *path = target_of(store, access, need, path.clone())?;
+    Ok(())
+}
+
 /// Every item, tombstone and revision as JSON lines in key order, streamed, ending with the
 /// line that says whether the export is complete (`{"export": "complete", "records": N, ...}`).
 #[utoipa::path(get, path = "/v1/export", tag = "transfer", operation_id = "exportItems",
@@ -624,8 +845,15 @@ pub async fn transact<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn export<B: Backend>(
     _: NoQuery,
+    access: Access,
     axum::extract::State(state): axum::extract::State<AppState<B>>,
 ) -> Response {
+    // The whole database, revisions and tombstones included.
+    if !access.everywhere(Op::Read) {
+        return ApiError::forbidden(Op::Read, None, None)
+            .with_message("an export is of the whole database: it needs read on /**")
+            .into_response();
+    }
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
     tokio::task::spawn_blocking(move || {
         let mut out = ChannelWriter {
@@ -684,6 +912,7 @@ impl std::io::Write for ChannelWriter {
     security((), ("bearer" = [])))]
 pub async fn import<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     Query(params): Query<ImportParams>,
     request: axum::extract::Request,
 ) -> Result<axum::Json<ImportOut>, ApiError> {
@@ -698,6 +927,17 @@ pub async fn import<B: Backend>(
         params.partial.unwrap_or(false),
     )
     .await?;
+    // Every line's path before anything is written: a refused import changes nothing.
+    if !access.everywhere(Op::Write) {
+        for (index, record) in records.records.iter().enumerate() {
+            if let Err(e) = access.need(Op::Write, record.path()) {
+                return Err(match records.line(index) {
+                    Some(line) => e.at_line(line),
+                    None => e,
+                });
+            }
+        }
+    }
     let report = blocking(move || {
         let report = state
             .store

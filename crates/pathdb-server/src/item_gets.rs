@@ -16,6 +16,7 @@
 //! including every get it is not sure to answer as the route would (a query, a percent-encoded
 //! path, `HEAD`, a backend that blocks), goes to the router.
 
+use crate::auth::{Access, Resolution};
 use crate::calls::point_read_here;
 use crate::error::ApiError;
 use crate::extract::key_path_in_url;
@@ -113,12 +114,33 @@ impl<B: Backend> ItemGets<B> {
     fn read(&self, request: &Request) -> Result<Response, ApiError> {
         let rest = request.uri().path().strip_prefix(ITEMS_PREFIX);
         let path = key_path_in_url(rest.unwrap_or_default())?;
+        let access = match self.access(request) {
+            Ok(access) => access,
+            Err(refusal) => return Ok(refusal),
+        };
+        access.need(pathdb_store::Op::Read, &path)?;
         let (item, path) = point_read_here(&self.state.store, "get", |store| {
             handlers::read_item(store, path, None)
         })?;
         // `If-None-Match` is read from the request's own headers, as the route's extractor
         // copies it from them.
-        handlers::answer_item(item, &path, None, request.headers())
+        handlers::answer_item(&access, item, &path, None, request.headers())
+    }
+}
+
+impl<B: Backend> ItemGets<B> {
+    /// Who the request is, as the token check found; one it left pending is resolved right
+    /// here (this backend's reads never block).
+    fn access(&self, request: &Request) -> Result<Access, Response> {
+        if let Some(access) = request.extensions().get::<Access>() {
+            return Ok(access.clone());
+        }
+        let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
+        match gate::token_auth(&self.checks).resolve(authorization, true) {
+            Resolution::Granted(access) => Ok(access),
+            Resolution::Refused(refusal) => Err(refusal.into_response()),
+            Resolution::Pending => Err(crate::calls::task_failed().into_response()),
+        }
     }
 }
 

@@ -21,17 +21,19 @@ mod gate;
 mod handlers;
 mod import;
 mod item_gets;
+pub mod jwt;
 mod media;
 mod namespaces;
 pub mod origin;
 mod precondition;
+mod roles;
 mod slots;
 mod telemetry;
 mod timeouts;
 pub mod ui;
 mod wire;
 
-pub use auth::{Auth, Scope};
+pub use auth::{Access, Auth, ConfiguredToken, REVALIDATE, Scope};
 pub use changes::{ChangeStreams, DEFAULT_MAX_CHANGE_STREAMS};
 pub use config::{ConfigError, DEFAULT_ADDR, ServerConfig, TokenConfig};
 pub use connection::{
@@ -109,12 +111,15 @@ impl<B: Backend> Clone for AppState<B> {
         handlers::history, handlers::transact, handlers::export, handlers::import, handlers::healthz,
         handlers::readyz, handlers::metrics, browse::groups, browse::explain_key, browse::session,
         changes::changes, changes::create_item, namespaces::list, namespaces::get, namespaces::put,
-        namespaces::delete, namespaces::violations, namespaces::retry_alias
+        namespaces::delete, namespaces::violations, namespaces::retry_alias,
+        roles::list_roles, roles::get_role, roles::put_role, roles::delete_role,
+        roles::create_token, roles::list_tokens, roles::get_token, roles::revoke_token
     ),
     modifiers(&BearerAuth, &TaggedUnions),
     tags((name = "items", description = "Items, listings, history, transactions"),
          (name = "transfer", description = "Export and import as JSON lines"),
          (name = "namespaces", description = "Namespace definitions: a JSON Schema checked on every write, history"),
+         (name = "access", description = "Roles (path rules) and issued tokens: docs/access.md"),
          (name = "meta", description = "Liveness, readiness and metrics"))
 )]
 pub struct ApiDoc;
@@ -199,11 +204,15 @@ pub fn app<B: Backend>(
     // behind auth, as when auth was a `Router::layer`, since the 405 fallback set below
     // replaces the default ones the layer wrapped.)
     let counted = || CheckLayer(TrackRequests::ROUTED);
-    let api_checks = gate::api_checks(auth);
+    // Roles and issued tokens are read from this app's store.
+    let auth = auth.with_source(std::sync::Arc::new(state.store.clone()));
+    let api_checks = gate::api_checks(auth.clone());
     // For the gets answered before the router (item_gets.rs): the same checks.
     let gets_state = state.clone();
     let gets_checks = gate::unrouted(&api_checks, item_gets::ITEMS_ROUTE);
-    let guarded = ServiceBuilder::new().layer(CheckLayer(api_checks));
+    let guarded = ServiceBuilder::new()
+        .layer(CheckLayer(api_checks))
+        .layer(gate::LookupLayer(auth.clone()));
     let json = || CheckLayer(RequireMedia(media::JSON));
     let items = Router::new()
         .route(
@@ -270,6 +279,30 @@ pub fn app<B: Backend>(
             post(namespaces::retry_alias::<B>.layer(json())),
         )
         .route_layer(guarded.clone().layer(DefaultBodyLimit::max(MAX_BODY_BYTES)));
+    // Roles and tokens: their changes make this server's token caches forget what changed.
+    let access = Router::new()
+        .route("/v1/roles", get(roles::list_roles::<B>))
+        .route(
+            "/v1/roles/{name}",
+            get(roles::get_role::<B>)
+                .put(roles::put_role::<B>.layer(json()))
+                .delete(roles::delete_role::<B>),
+        )
+        .route(
+            "/v1/tokens",
+            get(roles::list_tokens::<B>).post(roles::create_token::<B>.layer(json())),
+        )
+        .route(
+            "/v1/tokens/{id}",
+            get(roles::get_token::<B>).delete(roles::revoke_token::<B>),
+        )
+        .route_layer(
+            guarded
+                .clone()
+                .layer(axum::Extension(auth))
+                .layer(gate::TimeoutLayer(REQUEST_TIMEOUT))
+                .layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
+        );
     // Long polls (up to 60 s) and event streams outlive the request timeout.
     let feed = Router::new()
         .route("/v1/changes/{*prefix}", get(changes::changes::<B>))
@@ -278,6 +311,7 @@ pub fn app<B: Backend>(
         .merge(subtree)
         .merge(import)
         .merge(scans)
+        .merge(access)
         .merge(feed)
         .route("/metrics", get(handlers::metrics).route_layer(guarded))
         .with_state(state.clone());

@@ -3,6 +3,7 @@
 //! the `admin` scope (auth.rs). The store checks every write against them (docs/namespaces.md).
 
 use crate::AppState;
+use crate::auth::Access;
 use crate::calls::{created_or_ok, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Json, NoQuery, Preconditions, Query};
@@ -158,11 +159,13 @@ pub async fn get<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn put<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     Path(ns): Path<String>,
     Query(q): Query<DefinitionPutQuery>,
     Preconditions(headers): Preconditions,
     Json(body): Json<serde_json::Map<String, serde_json::Value>>,
 ) -> Result<Response, ApiError> {
+    access.need_admin()?;
     let ns = namespace(&ns)?;
     // An object, read here rather than by the extractor: serde would also take an array for a
     // struct, and an unknown member is the caller's mistake to name, not a JSON error.
@@ -236,10 +239,12 @@ pub async fn put<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn delete<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     Path(ns): Path<String>,
     _: NoQuery,
     Preconditions(headers): Preconditions,
 ) -> Result<Response, ApiError> {
+    access.need_admin()?;
     let ns = namespace(&ns)?;
     let precondition = precondition::for_delete(precondition::write_precondition(&headers)?)?;
     let missing = not_found(&ns);
@@ -266,9 +271,18 @@ pub async fn delete<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn violations<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     Path(ns): Path<String>,
     Query(q): Query<ViolationsQuery>,
 ) -> Result<axum::Json<ViolationsOut>, ApiError> {
+    // Paths from anywhere in the database: for a token that may read everything.
+    if !access.everywhere(pathdb_store::Op::Read) {
+        return Err(
+            ApiError::forbidden(pathdb_store::Op::Read, None, None).with_message(
+                "violations are found across the whole database: they need read on /**",
+            ),
+        );
+    }
     let ns = namespace(&ns)?;
     let limit = limit(q.limit)?;
     let page = store_call("namespace_violations", move || {
@@ -298,10 +312,12 @@ pub async fn violations<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn retry_alias<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     Path(ns): Path<String>,
     _: NoQuery,
     Json(body): Json<AliasRetryIn>,
 ) -> Result<Response, ApiError> {
+    access.need_admin()?;
     let ns = namespace(&ns)?;
     let missing = not_found(&ns);
     let found = store_call("retry_alias_build", move || {

@@ -249,7 +249,9 @@ async fn the_session_says_what_the_token_may_do() {
     let open = TestServer::new().get("/v1/session").await.expect(200);
     assert_eq!(
         open,
-        serde_json::json!({"auth_required": false, "scope": "admin"})
+        serde_json::json!({"auth_required": false, "scope": "admin", "via": "open",
+            "role": "admin", "rules": [{"path": "/**", "allow": ["read", "write", "admin"]}],
+            "vars": {}, "admin": true})
     );
     let mut server = TestServer::with_tokens(&[("rw", Scope::ReadWrite), ("ro", Scope::Read)]);
     server
@@ -260,7 +262,9 @@ async fn the_session_says_what_the_token_may_do() {
     let read = server.get("/v1/session").await.expect(200);
     assert_eq!(
         read,
-        serde_json::json!({"auth_required": true, "scope": "read"})
+        serde_json::json!({"auth_required": true, "scope": "read", "via": "config",
+            "role": "read", "rules": [{"path": "/**", "allow": ["read"]}], "vars": {},
+            "admin": false})
     );
     server.use_token("rw");
     assert_eq!(

@@ -67,6 +67,14 @@ async fn every_operation_has_a_stable_operation_id() {
             "/v1/namespaces/{namespace}/aliases/retry",
             "retryAliasBuild",
         ),
+        ("get", "/v1/roles", "listRoles"),
+        ("get", "/v1/roles/{name}", "getRole"),
+        ("put", "/v1/roles/{name}", "putRole"),
+        ("delete", "/v1/roles/{name}", "deleteRole"),
+        ("get", "/v1/tokens", "listTokens"),
+        ("post", "/v1/tokens", "createToken"),
+        ("get", "/v1/tokens/{id}", "getToken"),
+        ("delete", "/v1/tokens/{id}", "revokeToken"),
     ];
     let mut expected: Vec<(String, String, String)> = expected
         .iter()

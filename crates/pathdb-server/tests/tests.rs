@@ -92,7 +92,11 @@ impl Reply {
             assert!(
                 matches!(
                     code,
-                    "condition_failed" | "schema_violation" | "alias_taken" | "alias_invalid"
+                    "condition_failed"
+                        | "schema_violation"
+                        | "alias_taken"
+                        | "alias_invalid"
+                        | "forbidden"
                 ),
                 "only a failed condition, a refused value or alias has one: {body}"
             );
@@ -116,6 +120,15 @@ impl Reply {
             "path_is_alias" => &["path", "item"],
             "alias_invalid" => &["path", "member"],
             "alias_building" => &["template", "state", "checked"],
+            // Access control (docs/access.md): why a token was refused, and what was.
+            "unauthorized" => &["reason"],
+            "forbidden" if error.contains_key("operation") => {
+                if error.contains_key("path") {
+                    &["operation", "path"]
+                } else {
+                    &["operation"]
+                }
+            }
             _ => &[],
         };
         for member in details {
