@@ -21,6 +21,7 @@ mod gate;
 mod handlers;
 mod import;
 mod item_gets;
+pub mod jwt;
 mod media;
 mod namespaces;
 pub mod origin;
