@@ -7,8 +7,9 @@ use pathdb_keys::KeyPath;
 use pathdb_store::{
     AliasBuild, AliasConflict, AliasDefinition, AliasState, Change, Condition, Definition, Expiry,
     ExportEnd, ExportLine, ExportStatus, GroupPage, IdKind, ImportReport, Item, Json, ListEntry,
-    ListRequest, ListedPage, NamespaceDefinition, Patch, PutOptions, SchemaCheck, SubtreeJob,
-    SubtreeOp, Timestamp, ViolatingItem, Violation, ViolationPage,
+    ListRequest, ListedPage, NamespaceDefinition, NewToken, Patch, PutOptions, Role, SchemaCheck,
+    StoredRole, SubtreeJob, SubtreeOp, Timestamp, TokenInfo, ViolatingItem, Violation,
+    ViolationPage,
 };
 use serde::Deserialize;
 use std::io::BufRead;
@@ -307,6 +308,10 @@ impl Client {
     }
 
     /// The URL of a namespace's definition (a namespace needs no escaping), and `rest` after it.
+    fn role_url(&self, name: &str) -> String {
+        format!("{}/v1/roles/{name}", self.base)
+    }
+
     fn namespace_url(&self, namespace: &str, rest: &str) -> String {
         format!("{}/v1/namespaces/{namespace}{rest}", self.base)
     }
@@ -841,6 +846,94 @@ impl Db for Client {
         }
     }
 
+    fn roles(&self) -> Result<Vec<StoredRole>> {
+        let request = self.auth(self.agent.get(format!("{}/v1/roles", self.base)));
+        let (status, body) = self.read(request.call(), "list roles")?;
+        let roles: RolesIn = self.parse(status, &body)?;
+        Ok(roles.roles.into_iter().map(Into::into).collect())
+    }
+
+    fn role(&self, name: &str) -> Result<Option<StoredRole>> {
+        let request = self.auth(self.agent.get(self.role_url(name)));
+        match self.read(request.call(), "get role")? {
+            (404, _) => Ok(None),
+            (status, body) => Ok(Some(self.parse::<RoleIn>(status, &body)?.into())),
+        }
+    }
+
+    fn put_role(
+        &self,
+        name: &str,
+        role: &Role,
+        condition: Option<Condition>,
+    ) -> Result<(StoredRole, bool)> {
+        let request = self
+            .auth(self.agent.put(self.role_url(name)))
+            .header("Content-Type", "application/json");
+        let request = Self::precondition(request, condition, "set role")?;
+        let (status, body) = self.read(request.send(&serde_json::to_string(role)?), "set role")?;
+        if status == 404 {
+            bail!("set role: {body}");
+        }
+        Ok((self.parse::<RoleIn>(status, &body)?.into(), status == 201))
+    }
+
+    fn delete_role(&self, name: &str) -> Result<Option<StoredRole>> {
+        // The role removed, as a local delete answers: read first, then removed at that version.
+        let Some(current) = self.role(name)? else {
+            return Ok(None);
+        };
+        let request = self
+            .auth(self.agent.delete(self.role_url(name)))
+            .header("If-Match", &format!("\"{}\"", current.version));
+        let response = request
+            .call()
+            .context("remove role: cannot reach the server")?;
+        if response.status().as_u16() == 204 {
+            return Ok(Some(current));
+        }
+        match self.read(Ok(response), "remove role")? {
+            (404, _) => Ok(None),
+            (status, body) => Err(self.not_pathdb(status, "application/json", &body)),
+        }
+    }
+
+    fn create_token(&self, token: &NewToken) -> Result<(TokenInfo, String)> {
+        let request = self
+            .auth(self.agent.post(format!("{}/v1/tokens", self.base)))
+            .header("Content-Type", "application/json");
+        let body = serde_json::json!({
+            "role": token.role,
+            "vars": token.vars,
+            "expires_at": token.expires_at.map(|t| t.0),
+            "description": token.description,
+        });
+        let (status, body) = self.read(request.send(&body.to_string()), "create token")?;
+        let issued: IssuedIn = self.parse(status, &body)?;
+        Ok((issued.info.into(), issued.token))
+    }
+
+    fn tokens(&self) -> Result<Vec<TokenInfo>> {
+        let request = self.auth(self.agent.get(format!("{}/v1/tokens", self.base)));
+        let (status, body) = self.read(request.call(), "list tokens")?;
+        let tokens: TokensIn = self.parse(status, &body)?;
+        Ok(tokens.tokens.into_iter().map(Into::into).collect())
+    }
+
+    fn revoke_token(&self, id: &str) -> Result<bool> {
+        let request = self.auth(self.agent.delete(format!("{}/v1/tokens/{id}", self.base)));
+        let response = request
+            .call()
+            .context("revoke token: cannot reach the server")?;
+        if response.status().as_u16() == 204 {
+            return Ok(true);
+        }
+        match self.read(Ok(response), "revoke token")? {
+            (404, _) => Ok(false),
+            (status, body) => Err(self.not_pathdb(status, "application/json", &body)),
+        }
+    }
+
     fn check_schema(
         &self,
         namespace: &str,
@@ -917,4 +1010,76 @@ impl<R: std::io::Read> std::io::Read for Progress<'_, R> {
         (self.progress)(self.done, self.total);
         Ok(n)
     }
+}
+
+/// A role as the server answers it.
+#[derive(Deserialize)]
+struct RoleIn {
+    name: String,
+    rules: Vec<pathdb_store::Rule>,
+    description: Option<String>,
+    version: u64,
+    created_at: i64,
+    modified_at: i64,
+    builtin: bool,
+}
+
+impl From<RoleIn> for StoredRole {
+    fn from(r: RoleIn) -> StoredRole {
+        StoredRole {
+            name: r.name,
+            version: r.version,
+            created_at: Timestamp(r.created_at),
+            modified_at: Timestamp(r.modified_at),
+            role: Role {
+                rules: r.rules,
+                description: r.description,
+            },
+            builtin: r.builtin,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RolesIn {
+    roles: Vec<RoleIn>,
+}
+
+/// A token as the server lists it.
+#[derive(Deserialize)]
+struct TokenIn {
+    id: String,
+    role: String,
+    #[serde(default)]
+    vars: serde_json::Map<String, serde_json::Value>,
+    description: Option<String>,
+    created_at: i64,
+    expires_at: Option<i64>,
+    last_used_at: Option<i64>,
+}
+
+impl From<TokenIn> for TokenInfo {
+    fn from(t: TokenIn) -> TokenInfo {
+        TokenInfo {
+            id: t.id,
+            role: t.role,
+            vars: t.vars,
+            description: t.description,
+            created_at: Timestamp(t.created_at),
+            expires_at: t.expires_at.map(Timestamp),
+            last_used_at: t.last_used_at.map(Timestamp),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct TokensIn {
+    tokens: Vec<TokenIn>,
+}
+
+#[derive(Deserialize)]
+struct IssuedIn {
+    token: String,
+    #[serde(flatten)]
+    info: TokenIn,
 }

@@ -6,8 +6,8 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     AliasBuild, Change, ChangeToken, Condition, Definition, ExportEnd, GroupPage, IdKind,
-    ImportReport, Item, Json, ListRequest, ListedPage, NamespaceDefinition, OnExisting, Patch,
-    PutOptions, SchemaCheck, Store, SubtreeJob, ViolationPage,
+    ImportReport, Item, Json, ListRequest, ListedPage, NamespaceDefinition, NewToken, OnExisting,
+    Patch, PutOptions, Role, SchemaCheck, Store, StoredRole, SubtreeJob, TokenInfo, ViolationPage,
 };
 use std::time::Duration;
 
@@ -119,6 +119,25 @@ pub trait Db {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<ViolationPage>;
+    /// Every role, the built-in ones included (docs/access.md).
+    fn roles(&self) -> Result<Vec<StoredRole>>;
+    /// One role.
+    fn role(&self, name: &str) -> Result<Option<StoredRole>>;
+    /// Creates or replaces a role if `condition` holds; the role stored and whether it is new.
+    fn put_role(
+        &self,
+        name: &str,
+        role: &Role,
+        condition: Option<Condition>,
+    ) -> Result<(StoredRole, bool)>;
+    /// Deletes a role; the one removed, if there was one.
+    fn delete_role(&self, name: &str) -> Result<Option<StoredRole>>;
+    /// Issues a token: its listing and its whole text (shown only now).
+    fn create_token(&self, token: &NewToken) -> Result<(TokenInfo, String)>;
+    /// Every issued token, without secrets.
+    fn tokens(&self) -> Result<Vec<TokenInfo>>;
+    /// Revokes a token; whether there was one.
+    fn revoke_token(&self, id: &str) -> Result<bool>;
 }
 
 impl<B: Backend> Db for Store<B> {
@@ -307,5 +326,38 @@ impl<B: Backend> Db for Store<B> {
         limit: usize,
     ) -> Result<ViolationPage> {
         Ok(Store::namespace_violations(self, namespace, cursor, limit)?)
+    }
+
+    fn roles(&self) -> Result<Vec<StoredRole>> {
+        Ok(Store::roles(self)?)
+    }
+
+    fn role(&self, name: &str) -> Result<Option<StoredRole>> {
+        Ok(Store::role(self, name)?)
+    }
+
+    fn put_role(
+        &self,
+        name: &str,
+        role: &Role,
+        condition: Option<Condition>,
+    ) -> Result<(StoredRole, bool)> {
+        Ok(Store::put_role(self, name, role, condition)?)
+    }
+
+    fn delete_role(&self, name: &str) -> Result<Option<StoredRole>> {
+        Ok(Store::delete_role(self, name, None)?)
+    }
+
+    fn create_token(&self, token: &NewToken) -> Result<(TokenInfo, String)> {
+        Ok(Store::create_token(self, token)?)
+    }
+
+    fn tokens(&self) -> Result<Vec<TokenInfo>> {
+        Ok(Store::tokens(self)?)
+    }
+
+    fn revoke_token(&self, id: &str) -> Result<bool> {
+        Ok(Store::revoke_token(self, id)?)
     }
 }

@@ -142,6 +142,8 @@ impl Failure {
 /// The status for an HTTP error answer, by the server's error code first, then by HTTP status.
 fn http_status(status: u16, code: &str) -> Status {
     match (status, code) {
+        // A role or token refused for what it says: bad input, as from a local file.
+        (_, "unknown_role" | "invalid_role") => Status::Usage,
         (_, "schema_violation") | (422, _) => Status::SchemaViolation,
         (_, "condition_failed" | "conflict") | (409 | 412, _) => Status::Condition,
         (_, "not_found") | (404, _) => Status::NotFound,
@@ -162,6 +164,8 @@ fn store_status(error: &pathdb_store::Error) -> Status {
         | E::PatchTestFailed { .. }
         | E::PatchConflict { .. }
         | E::DefinitionConditionFailed { .. }
+        | E::RoleConditionFailed { .. }
+        | E::BuiltinRole(_)
         | E::AliasTaken { .. }
         | E::PathIsAlias { .. } => Status::Condition,
         E::AliasInvalid { .. } => Status::SchemaViolation,
@@ -185,9 +189,12 @@ fn store_code(error: &pathdb_store::Error) -> &'static str {
     use pathdb_store::Error as E;
     use pathdb_store::StorageErrorKind as K;
     match error {
-        E::ConditionFailed { .. } | E::ListChanged { .. } | E::DefinitionConditionFailed { .. } => {
-            "condition_failed"
-        }
+        E::ConditionFailed { .. }
+        | E::ListChanged { .. }
+        | E::DefinitionConditionFailed { .. }
+        | E::RoleConditionFailed { .. } => "condition_failed",
+        E::BuiltinRole(_) => "builtin_role",
+        E::UnknownRole(_) => "unknown_role",
         E::SchemaViolation { .. } => "schema_violation",
         E::InvalidSchema(_) => "invalid_schema",
         E::AliasTaken { .. } => "alias_taken",

@@ -2,7 +2,6 @@
 
 use crate::auth::Scope;
 use serde::Deserialize;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -24,6 +23,70 @@ pub struct ServerConfig {
     /// besides the server's own; see [`crate::AllowedOrigins`].
     #[serde(default)]
     pub cors_origins: Vec<String>,
+    /// Roles made at start where no role of the name exists (docs/access.md); a role changed
+    /// or deleted at runtime is left as it is.
+    #[serde(default)]
+    pub roles: Vec<RoleConfig>,
+    /// Signed tokens (JWTs) from an identity provider.
+    #[serde(default)]
+    pub jwt: Option<JwtSettings>,
+}
+
+/// A role to seed at start.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfig {
+    /// Its name.
+    pub name: String,
+    /// Its rules.
+    pub rules: Vec<pathdb_store::Rule>,
+    /// For people.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// How JWTs are verified (`[jwt]` in the config file, or the `serve --jwt-*` flags).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtSettings {
+    /// A JWK Set: a file, or an `http://` or `https://` URL.
+    pub jwks: Option<String>,
+    /// A file holding an HS256 secret (development).
+    pub secret_file: Option<PathBuf>,
+    /// The required `iss`.
+    pub issuer: Option<String>,
+    /// The required `aud`.
+    pub audience: Option<String>,
+    /// The claim naming the role (default `role`).
+    pub role_claim: Option<String>,
+    /// Seconds between reloads of the JWK Set (default 60).
+    pub refresh_seconds: Option<u64>,
+}
+
+impl JwtSettings {
+    /// The verifier these settings describe (`None`: no JWK Set and no secret).
+    ///
+    /// # Errors
+    /// The keys could not be loaded.
+    pub fn verifier(&self) -> Result<Option<crate::jwt::JwtVerifier>, ConfigError> {
+        if self.jwks.is_none() && self.secret_file.is_none() {
+            return Ok(None);
+        }
+        let mut config = crate::jwt::JwtConfig {
+            jwks: self.jwks.clone(),
+            secret_file: self.secret_file.clone(),
+            issuer: self.issuer.clone(),
+            audience: self.audience.clone(),
+            ..crate::jwt::JwtConfig::default()
+        };
+        if let Some(claim) = &self.role_claim {
+            config.role_claim = claim.clone();
+        }
+        if let Some(seconds) = self.refresh_seconds {
+            config.refresh = std::time::Duration::from_secs(seconds);
+        }
+        Ok(Some(crate::jwt::JwtVerifier::new(config)?))
+    }
 }
 
 /// One access token. Its `Debug` leaves the secret out, so settings can be logged.
@@ -32,8 +95,15 @@ pub struct ServerConfig {
 pub struct TokenConfig {
     /// The secret sent as `Authorization: Bearer <token>`.
     pub token: String,
-    /// `read`, `read-write` or `admin` (also changes namespace definitions).
-    pub scope: Scope,
+    /// `read`, `read-write` or `admin`: a built-in role (give this or `role`).
+    #[serde(default)]
+    pub scope: Option<Scope>,
+    /// A role by name (give this or `scope`).
+    #[serde(default)]
+    pub role: Option<String>,
+    /// The values of the role's variables (`{ team = 7 }`).
+    #[serde(default)]
+    pub vars: serde_json::Map<String, serde_json::Value>,
 }
 
 impl std::fmt::Debug for TokenConfig {
@@ -41,6 +111,8 @@ impl std::fmt::Debug for TokenConfig {
         f.debug_struct("TokenConfig")
             .field("token", &"<redacted>")
             .field("scope", &self.scope)
+            .field("role", &self.role)
+            .field("vars", &self.vars)
             .finish()
     }
 }
@@ -73,6 +145,12 @@ pub enum ConfigError {
     /// A CORS origin is not `http://` or `https://` followed by a host and optional port.
     #[error(transparent)]
     InvalidOrigin(#[from] crate::InvalidOrigin),
+    /// A token with neither or both of `scope` and `role`.
+    #[error("token {0}: give one of scope or role")]
+    TokenRole(usize),
+    /// The JWT keys could not be loaded.
+    #[error(transparent)]
+    Jwt(#[from] crate::jwt::JwtSetupError),
 }
 
 impl ServerConfig {
@@ -109,7 +187,9 @@ impl ServerConfig {
             let scope: Scope = scope.parse().map_err(ConfigError::Env)?;
             self.tokens.push(TokenConfig {
                 token: token.to_owned(),
-                scope,
+                scope: Some(scope),
+                role: None,
+                vars: serde_json::Map::new(),
             });
         }
         Ok(())
@@ -123,22 +203,59 @@ impl ServerConfig {
         Ok(crate::AllowedOrigins::new(&self.cors_origins)?)
     }
 
-    /// The token table.
+    /// The configured tokens, each with its role.
     ///
     /// # Errors
-    /// An empty token.
-    pub fn token_map(&self) -> Result<HashMap<String, Scope>, ConfigError> {
+    /// An empty token, a token with neither or both of scope and role.
+    pub fn configured_tokens(&self) -> Result<Vec<crate::ConfiguredToken>, ConfigError> {
         self.tokens
             .iter()
-            .map(|t| {
+            .enumerate()
+            .map(|(n, t)| {
                 if t.token.is_empty() {
-                    Err(ConfigError::EmptyToken)
-                } else {
-                    Ok((t.token.clone(), t.scope))
+                    return Err(ConfigError::EmptyToken);
                 }
+                let role = match (&t.scope, &t.role) {
+                    (Some(scope), None) => scope.role().to_owned(),
+                    (None, Some(role)) => role.clone(),
+                    _ => return Err(ConfigError::TokenRole(n + 1)),
+                };
+                Ok(crate::ConfiguredToken {
+                    token: t.token.clone(),
+                    role,
+                    vars: t.vars.clone(),
+                })
             })
             .collect()
     }
+}
+
+/// Makes each of `roles` that does not exist yet in `store`; returns the names made.
+///
+/// # Errors
+/// An invalid role, storage failures.
+pub fn seed_roles<B: pathdb_store::backend::Backend>(
+    store: &pathdb_store::Store<B>,
+    roles: &[RoleConfig],
+) -> Result<Vec<String>, pathdb_store::Error> {
+    let mut made = Vec::new();
+    for role in roles {
+        let value = pathdb_store::Role {
+            rules: role.rules.clone(),
+            description: role.description.clone(),
+        };
+        match store.put_role(
+            &role.name,
+            &value,
+            Some(pathdb_store::Condition::MustNotExist),
+        ) {
+            Ok(_) => made.push(role.name.clone()),
+            // Made before, perhaps changed since: the database's copy stands.
+            Err(pathdb_store::Error::RoleConditionFailed { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(made)
 }
 
 #[cfg(test)]

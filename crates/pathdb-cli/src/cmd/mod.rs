@@ -1,5 +1,6 @@
 //! The subcommands: one module each, dispatched from [`Command`].
 
+mod access;
 mod bench;
 mod codegen;
 mod demo;
@@ -87,6 +88,12 @@ enum Command {
     /// Generate typed clients (TypeScript, Python) from the namespace definitions.
     #[command(subcommand)]
     Codegen(codegen::CodegenCommand),
+    /// Roles: path rules saying who may read, write or administer where (docs/access.md).
+    #[command(subcommand)]
+    Role(access::RoleCommand),
+    /// Issued access tokens: create (the secret is shown once), list, revoke.
+    #[command(subcommand)]
+    Token(access::TokenCommand),
     /// Administer a DynamoDB table for `serve --backend dynamodb`.
     #[command(subcommand)]
     Dynamodb(dynamodb::DynamoCommand),
@@ -198,6 +205,20 @@ pub fn run(cli: Cli) -> Result<()> {
             ns::run(&*connect(access)?, cmd, out)
         }
         Command::Codegen(cmd) => codegen::run(&*connect(Read)?, cmd),
+        Command::Role(cmd) => {
+            let access = match cmd {
+                access::RoleCommand::Set(_) | access::RoleCommand::Rm(_) => Write,
+                _ => Read,
+            };
+            access::role(&*connect(access)?, cmd, out)
+        }
+        Command::Token(cmd) => {
+            let access = match cmd {
+                access::TokenCommand::Ls => Read,
+                _ => Write,
+            };
+            access::token(&*connect(access)?, cmd, out)
+        }
     }
 }
 

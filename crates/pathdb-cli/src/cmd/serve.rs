@@ -15,10 +15,13 @@ pub struct ServeArgs {
     /// Listen address [default: 127.0.0.1:7070, or the config file's].
     #[arg(long)]
     addr: Option<SocketAddr>,
-    /// TOML settings: addr, db, cors_origins, and [[tokens]] with token and scope ("read",
-    /// "read-write", or "admin", which may also change namespace definitions).
+    /// TOML settings: addr, db, cors_origins, [[tokens]] (token, and scope "read",
+    /// "read-write" or "admin", or role and vars), [[roles]] made at start if missing (name,
+    /// rules, description) and [jwt] (docs/access.md).
     #[arg(long)]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    jwt: JwtArgs,
     /// A web origin (scheme://host[:port]) whose pages may call the API from a browser;
     /// repeatable, added to the config file's cors_origins. Other origins get 403.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
@@ -66,6 +69,49 @@ pub struct ServeArgs {
     /// (embedded backend only).
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_CACHE_MIB, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     cache_size: u64,
+}
+
+/// Signed tokens (JWTs) from an identity provider (docs/access.md); each flag overrides the config
+/// file's `[jwt]`.
+#[derive(Args, Debug)]
+struct JwtArgs {
+    /// Accept JWTs signed by the keys of this JWK Set: a file (re-read every --jwt-refresh
+    /// seconds) or an http(s) URL (fetched again as often, and on an unknown key id).
+    #[arg(long = "jwt-jwks", value_name = "FILE_OR_URL")]
+    jwks: Option<String>,
+    /// Accept HS256 JWTs signed with the secret in this file (for development).
+    #[arg(long = "jwt-secret-file", value_name = "FILE")]
+    secret_file: Option<PathBuf>,
+    /// The issuer (`iss`) a JWT must name.
+    #[arg(long = "jwt-issuer", value_name = "ISS")]
+    issuer: Option<String>,
+    /// The audience (`aud`) a JWT must name.
+    #[arg(long = "jwt-audience", value_name = "AUD")]
+    audience: Option<String>,
+    /// The claim that names the role [default: role].
+    #[arg(long = "jwt-role-claim", value_name = "CLAIM")]
+    role_claim: Option<String>,
+    /// Seconds between reloads of the JWK Set [default: 60].
+    #[arg(long = "jwt-refresh", value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    refresh: Option<u64>,
+}
+
+impl JwtArgs {
+    /// The config file's `[jwt]` with these flags over it.
+    fn over(
+        &self,
+        file: Option<pathdb_server::config::JwtSettings>,
+    ) -> pathdb_server::config::JwtSettings {
+        let file = file.unwrap_or_default();
+        pathdb_server::config::JwtSettings {
+            jwks: self.jwks.clone().or(file.jwks),
+            secret_file: self.secret_file.clone().or(file.secret_file),
+            issuer: self.issuer.clone().or(file.issuer),
+            audience: self.audience.clone().or(file.audience),
+            role_claim: self.role_claim.clone().or(file.role_claim),
+            refresh_seconds: self.refresh.or(file.refresh_seconds),
+        }
+    }
 }
 
 /// `--cache-size`'s default: redb's own, 1 GiB.
@@ -145,12 +191,14 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
         .cors_origins
         .extend(args.cors_origins.iter().cloned());
     let origins = config.allowed_origins()?;
-    let auth = Auth::new(config.token_map()?);
+    let jwt = args.jwt.over(config.jwt.clone()).verifier()?;
+    let auth = Auth::configured(config.configured_tokens()?, jwt);
     if !auth.enabled() && !addr.ip().is_loopback() {
         bail!(
-            "no access tokens configured: refusing to listen on {addr}; configure tokens (--config or PATHDB_TOKENS) or bind a loopback address"
+            "no access tokens configured: refusing to listen on {addr}; configure tokens (--config or PATHDB_TOKENS) or JWTs (--jwt-jwks), or bind a loopback address"
         );
     }
+    let roles = config.roles.clone();
 
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -208,6 +256,9 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
                 pathdb_server::resume_subtree_jobs(store.clone());
             }
             let mode = if args.read_only { " (read-only)" } else { "" };
+            if !args.read_only {
+                seed(&store, &roles)?;
+            }
             serve(
                 store,
                 addr,
@@ -226,6 +277,7 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
             }
             let store = super::dynamodb::open_store(&args.dynamodb, options)?;
             pathdb_server::resume_subtree_jobs(store.clone());
+            seed(&store, &roles)?;
             serve(
                 store,
                 addr,
@@ -237,6 +289,19 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
             )
         }
     }
+}
+
+/// Makes the config file's roles that the database lacks.
+fn seed<B: pathdb_store::backend::Backend>(
+    store: &pathdb_store::Store<B>,
+    roles: &[pathdb_server::config::RoleConfig],
+) -> Result<()> {
+    let made = pathdb_server::config::seed_roles(store, roles)
+        .context("seeding the config file's roles")?;
+    if !made.is_empty() {
+        tracing::info!(roles = ?made, "made the config file's roles");
+    }
+    Ok(())
 }
 
 /// Who may call the server.

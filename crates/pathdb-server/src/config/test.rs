@@ -35,3 +35,44 @@ fn cors_origins_are_checked() {
         Err(ConfigError::InvalidOrigin(_))
     ));
 }
+
+#[test]
+fn tokens_take_a_scope_or_a_role_with_variables() {
+    let config: ServerConfig = toml::from_str(
+        r#"
+        [[tokens]]
+        token = "a"
+        scope = "admin"
+        [[tokens]]
+        token = "b"
+        role = "member"
+        vars = { team = 7 }
+        [[roles]]
+        name = "member"
+        rules = [{ path = "/team-{team}/**", allow = ["read", "write"] }]
+        [jwt]
+        issuer = "https://id.example"
+        "#,
+    )
+    .expect("config");
+    let tokens = config.configured_tokens().expect("tokens");
+    assert_eq!(tokens[0].role, "admin");
+    assert_eq!(tokens[1].role, "member");
+    assert_eq!(tokens[1].vars["team"], 7);
+    assert_eq!(config.roles[0].rules[0].path, "/team-{team}/**");
+    // Issuer alone names no keys: no verifier.
+    assert!(config.jwt.as_ref().unwrap().verifier().unwrap().is_none());
+    let both: ServerConfig = toml::from_str(
+        r#"
+        [[tokens]]
+        token = "c"
+        scope = "read"
+        role = "member"
+        "#,
+    )
+    .expect("config");
+    assert!(matches!(
+        both.configured_tokens(),
+        Err(ConfigError::TokenRole(1))
+    ));
+}
