@@ -1,5 +1,6 @@
 //! End-to-end tests of the `pathdb` binary: what a user types, what they see.
 
+mod access;
 mod aliases;
 mod bench;
 mod connections;

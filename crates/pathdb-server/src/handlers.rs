@@ -543,7 +543,13 @@ pub async fn history<B: Backend>(
 ) -> Result<axum::Json<ItemsOut>, ApiError> {
     let limit = page_limit(q.limit, 100, MAX_LIST_LIMIT)?;
     access.need(Op::Read, &path)?;
-    let items = store_call("history", move || Ok(state.store.history(&path, limit)?)).await?;
+    let reader = access.clone();
+    let items = store_call("history", move || {
+        // Through an alias, the history of its item: that item's own path decides.
+        let path = target_of(&state.store, &reader, Op::Read, path)?;
+        Ok(state.store.history(&path, limit)?)
+    })
+    .await?;
     for item in &items {
         need_item(&access, Op::Read, item)?;
     }
