@@ -543,6 +543,15 @@ fn revocation_reaches_every_server_of_a_table() {
         serve_dynamodb(&flags, &config),
         serve_dynamodb(&flags, &config),
     );
+    // An item the narrowed role below no longer reads.
+    let put = send(
+        &a.url,
+        Some(ADMIN),
+        "PUT",
+        "/v1/items/team-7/doc-2",
+        Some((JSON, "1")),
+    );
+    assert!(put.status < 300, "{}", put.body);
     let body = json!({"role": "tenant", "vars": {"team": 7}}).to_string();
     let issued = json_of(&send(
         &a.url,
