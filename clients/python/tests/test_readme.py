@@ -16,10 +16,11 @@ DEFAULT = 'Client("http://127.0.0.1:7070")'
 
 def snippets() -> List[str]:
     """The README's Python snippets: the quick start, following changes, generated ids,
-    partial updates, transactions, namespaces, alias paths. (Blocks marked ```py, the use of generated
-    code, are shown, not run: scripts/codegen.sh type-checks and runs a program like them.)"""
+    partial updates, transactions, namespaces, alias paths, roles and tokens. (Blocks marked
+    ```py, the use of generated code, are shown, not run: scripts/codegen.sh type-checks and
+    runs a program like them.)"""
     found = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    assert len(found) == 7
+    assert len(found) == 8
     for snippet in found:
         assert DEFAULT in snippet
     return found
@@ -106,3 +107,13 @@ def test_readme_alias_paths(server: Server) -> None:
     ]
     assert run(server, code, ADMIN_TOKEN) == printed
     assert run(server, code, ADMIN_TOKEN) == printed  # a second run finds it all in place
+
+
+def test_readme_roles_and_tokens(server: Server) -> None:
+    snippet = snippets()[7]
+    assert len(snippet.strip().splitlines()) <= 18
+    code = snippet.replace('"member"', '"member_readme"')
+    assert code != snippet
+    printed = ["write /team-8/doc-1", "member_readme", "unknown_token"]
+    assert run(server, code, ADMIN_TOKEN) == printed
+    assert run(server, code, ADMIN_TOKEN) == printed  # the role is replaced, a new token issued

@@ -25,8 +25,10 @@ import {
   type ChangePage,
   type ChangesOptions,
   type CreateOptions,
+  type CreateTokenOptions,
   type DeleteChange,
   type Entry,
+  type IssuedToken,
   type Item,
   type ListAllOptions,
   type ListPageOptions,
@@ -41,8 +43,14 @@ import {
   type PatchOptions,
   type PutNamespaceOptions,
   type PutOptions,
+  type PutRoleOptions,
+  type Role,
+  type Rule,
   type Schema,
   type SchemaCheck,
+  type Session,
+  type TokenInfo,
+  type VarValue,
   type ViolatingItem,
   type ViolationsPage,
   type WaitForAliasesOptions,
@@ -123,6 +131,86 @@ function violatingFromWire(body: Wire): ViolatingItem {
     version: (body.version as number | null | undefined) ?? null,
     violations: ((body.violations as unknown[] | undefined) ?? []).map(violationFromWire),
   };
+}
+
+function ruleFromWire(body: Wire): Rule {
+  return { path: body.path as string, allow: [...((body.allow as string[] | undefined) ?? [])] };
+}
+
+/** A rule as it goes on the wire, checked. */
+function ruleWire(rule: Rule): { path: string; allow: string[] } {
+  if (typeof rule?.path !== "string" || !Array.isArray(rule.allow)) {
+    throw new TypeError(`a rule is { path: string, allow: string[] }, not ${JSON.stringify(rule)}`);
+  }
+  return { path: rule.path, allow: [...rule.allow] };
+}
+
+function varsFromWire(body: unknown): Record<string, VarValue> {
+  return typeof body === "object" && body !== null && !Array.isArray(body) ? { ...(body as Record<string, VarValue>) } : {};
+}
+
+function roleFromWire(body: Wire): Role {
+  return {
+    name: body.name as string,
+    rules: ((body.rules as Wire[] | undefined) ?? []).map(ruleFromWire),
+    description: (body.description as string | null | undefined) ?? null,
+    version: body.version as number,
+    builtin: body.builtin === true,
+    createdAt: time(body.created_at as number),
+    modifiedAt: time(body.modified_at as number),
+    createdAtMicros: body.created_at as number,
+    modifiedAtMicros: body.modified_at as number,
+  };
+}
+
+function tokenFromWire(body: Wire): TokenInfo {
+  const expires = (body.expires_at as number | null | undefined) ?? null;
+  const used = (body.last_used_at as number | null | undefined) ?? null;
+  return {
+    id: body.id as string,
+    role: body.role as string,
+    vars: varsFromWire(body.vars),
+    description: (body.description as string | null | undefined) ?? null,
+    createdAt: time(body.created_at as number),
+    expiresAt: expires === null ? null : time(expires),
+    lastUsedAt: used === null ? null : time(used),
+    createdAtMicros: body.created_at as number,
+    expiresAtMicros: expires,
+    lastUsedAtMicros: used,
+  };
+}
+
+/**
+ * A session from its JSON shape. A server from before roles answers `auth_required` and `scope`
+ * only: the rest is read from the scope.
+ */
+function sessionFromWire(body: Wire): Session {
+  const scope = body.scope as string;
+  const authRequired = body.auth_required === true;
+  return {
+    authRequired,
+    scope,
+    via: (body.via as string | undefined) ?? (authRequired ? "config" : "open"),
+    role: (body.role as string | undefined) ?? scope,
+    rules: ((body.rules as Wire[] | undefined) ?? []).map(ruleFromWire),
+    vars: varsFromWire(body.vars),
+    tokenId: (body.token_id as string | null | undefined) ?? null,
+    admin: typeof body.admin === "boolean" ? body.admin : scope === "admin",
+  };
+}
+
+/** `/v1/roles/{name}`, the name checked (1 to 64 letters, digits, `_`, `-`, `.`: nothing to escape). */
+function roleRoute(name: string): string {
+  if (typeof name !== "string" || !/^[A-Za-z0-9_.-]{1,64}$/.test(name) || name === "." || name === "..") {
+    throw new RangeError(`a role name is 1 to 64 letters, digits, '_', '-', '.', not ${JSON.stringify(name)}`);
+  }
+  return "/v1/roles/" + name;
+}
+
+/** `/v1/tokens/{id}`, the id escaped. */
+function tokenRoute(id: string): string {
+  if (typeof id !== "string" || id === "") throw new RangeError(`a token id is a non-empty string, not ${JSON.stringify(id)}`);
+  return "/v1/tokens/" + encodeURIComponent(id);
 }
 
 /** `/v1/namespaces/{namespace}`, the name checked (letters, digits and '_': nothing to escape). */
@@ -848,6 +936,129 @@ export class Client {
    */
   async *namespaceViolations(namespace: string, options: NamespaceListOptions = {}): AsyncGenerator<ViolatingItem, void, undefined> {
     yield* this.#pages(options, async (page) => this.namespaceViolationsPage(namespace, page));
+  }
+
+  /**
+   * What this client's token (or, on a server without tokens, anyone) may do: its role, the role's
+   * rules and the vars they are bound to, whether it may administer the database (`admin`), and how
+   * it was recognized (`via`). Throws `Unauthorized` for a token the server does not accept.
+   */
+  async session(): Promise<Session> {
+    return sessionFromWire(await this.#json(await this.#send({ method: "GET", route: "/v1/session" })));
+  }
+
+  /** Every role, by name, the built-in ones (`read`, `read-write`, `admin`) included. Needs an `admin` token (else `Forbidden`). */
+  async listRoles(): Promise<Role[]> {
+    const body = await this.#json(await this.#send({ method: "GET", route: "/v1/roles" }));
+    return (body.roles as Wire[]).map(roleFromWire);
+  }
+
+  /** The role `name`, or null when there is none. Needs an `admin` token. */
+  async getRole(name: string): Promise<Role | null> {
+    const response = await this.#send({ method: "GET", route: roleRoute(name) });
+    if (response.status === 404) {
+      const error = await this.#error(response);
+      if (error instanceof NotFound) return null;
+      throw error;
+    }
+    return roleFromWire(await this.#json(response));
+  }
+
+  /**
+   * Creates or replaces the role `name` (1 to 64 letters, digits, `_`, `-`, `.`) and resolves to it.
+   * `rules` are `{ path: "/team-{team}/**", allow: ["read", "write"] }` (at most 100); a path is
+   * allowed an operation when any rule allows it there. Its tokens have the new rules from their
+   * next request. `mustNotExist` and `ifVersion` (the role's `version`) are conditions as on an
+   * item's `put`. Needs an `admin` token. Throws `InvalidRole` for a rule that is not valid (the
+   * message names it), `BuiltinRole` for `read`, `read-write` and `admin`, `ConditionFailed` for a
+   * condition that does not hold.
+   */
+  async putRole(name: string, rules: readonly Rule[], options: PutRoleOptions = {}): Promise<Role> {
+    if (options.mustNotExist && options.ifVersion !== undefined) {
+      throw new TypeError("give at most one of mustNotExist and ifVersion");
+    }
+    if (!Array.isArray(rules)) throw new TypeError("rules is an array of rules");
+    const body: Wire = { rules: rules.map(ruleWire) };
+    if (options.description !== undefined) body.description = options.description;
+    const headers: Record<string, string> = { "Content-Type": "application/json" };
+    if (options.mustNotExist) headers["If-None-Match"] = "*";
+    if (options.ifVersion !== undefined) headers["If-Match"] = `"${options.ifVersion}"`;
+    const response = await this.#send({ method: "PUT", route: roleRoute(name), headers, body: JSON.stringify(body) });
+    return roleFromWire(await this.#json(response));
+  }
+
+  /**
+   * Deletes the role `name`: true, or false when there was none. Needs an `admin` token. Throws
+   * `BuiltinRole` for a built-in role, `ConditionFailed` if `ifVersion` does not hold.
+   */
+  async deleteRole(name: string, options: { ifVersion?: number } = {}): Promise<boolean> {
+    const headers: Record<string, string> = {};
+    if (options.ifVersion !== undefined) headers["If-Match"] = `"${options.ifVersion}"`;
+    return this.#deleted(await this.#send({ method: "DELETE", route: roleRoute(name), headers }));
+  }
+
+  /**
+   * Issues a token of `role`, whose rules' variables `vars` binds (`{ team: 7 }`: integers or
+   * strings, read as key path ids), that stops working at `expiresAt` (default: when revoked). The
+   * `IssuedToken`'s `token` is the secret, shown only this once. Needs an `admin` token. Throws
+   * `UnknownRole` for a role that does not exist, `InvalidRequest` for vars that are not ids or an
+   * `expiresAt` in the past.
+   */
+  async createToken(role: string, options: CreateTokenOptions = {}): Promise<IssuedToken> {
+    const body: Wire = { role };
+    if (options.vars !== undefined) body.vars = options.vars;
+    if (options.expiresAt != null) {
+      const ms = options.expiresAt.getTime();
+      if (!Number.isFinite(ms)) throw new RangeError("expiresAt is an invalid Date");
+      body.expires_at = ms * 1000;
+    }
+    if (options.description !== undefined) body.description = options.description;
+    const response = await this.#send({
+      method: "POST",
+      route: "/v1/tokens",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const issued = await this.#json(response);
+    return { ...tokenFromWire(issued), token: issued.token as string };
+  }
+
+  /** Every issued token, by id, without its secret (expired ones too, until revoked). Needs an `admin` token. */
+  async listTokens(): Promise<TokenInfo[]> {
+    const body = await this.#json(await this.#send({ method: "GET", route: "/v1/tokens" }));
+    return (body.tokens as Wire[]).map(tokenFromWire);
+  }
+
+  /** The issued token `id`, without its secret, or null when there is none. Needs an `admin` token. */
+  async getToken(id: string): Promise<TokenInfo | null> {
+    const response = await this.#send({ method: "GET", route: tokenRoute(id) });
+    if (response.status === 404) {
+      const error = await this.#error(response);
+      if (error instanceof NotFound) return null;
+      throw error;
+    }
+    return tokenFromWire(await this.#json(response));
+  }
+
+  /**
+   * Revokes the issued token `id`: true, or false when there was none. This server refuses it
+   * (`Unauthorized`) from its next request, other servers sharing the database within seconds.
+   * Needs an `admin` token.
+   */
+  async revokeToken(id: string): Promise<boolean> {
+    return this.#deleted(await this.#send({ method: "DELETE", route: tokenRoute(id) }));
+  }
+
+  /** A delete's answer: true, false for PathDB's 404. */
+  async #deleted(response: Response): Promise<boolean> {
+    if (response.status === 404) {
+      const error = await this.#error(response);
+      if (error instanceof NotFound) return false;
+      throw error;
+    }
+    if (response.status >= 400) throw await this.#error(response);
+    await response.body?.cancel();
+    return true;
   }
 
   /** Follows page tokens: every entry (or the first `limit`) of the pages `read` returns. */

@@ -64,14 +64,50 @@ export class NotFound extends PathDBError {
   override name = "NotFound";
 }
 
-/** No token, or one the server does not know (HTTP 401). */
+/**
+ * No token, or one the server does not accept (HTTP 401 `unauthorized`): `reason` says why when the
+ * server tells (`missing`, `unknown_token` (also a revoked token), `expired`, and for a JWT
+ * `not_yet_valid`, `wrong_issuer`, `wrong_audience`, `unknown_key`, `algorithm_not_allowed`,
+ * `bad_signature`, `malformed`, `no_role`), else undefined.
+ */
 export class Unauthorized extends PathDBError {
   override name = "Unauthorized";
+  readonly reason: string | undefined;
+
+  constructor(message: string, code = "", status?: number, index?: number, options: { reason?: string | undefined } = {}) {
+    super(message, code, status, index);
+    this.reason = options.reason;
+  }
 }
 
-/** The token may not do this, or the server is read-only (HTTP 403). */
+/**
+ * The token's role may not do this (HTTP 403 `forbidden`), or the server refused it for another
+ * reason (`read_only`: the server is read-only; `origin_not_allowed`, `host_not_allowed`). With
+ * `forbidden`, `operation` is what was refused (`read`, `write`, `admin`) and `path` where
+ * (undefined for `admin`, which concerns the whole database); both are undefined for the other
+ * codes. It never carries a value.
+ */
 export class Forbidden extends PathDBError {
   override name = "Forbidden";
+  readonly operation: string | undefined;
+  readonly path: KeyPath | undefined;
+
+  constructor(
+    message: string,
+    code = "",
+    status?: number,
+    index?: number,
+    options: { operation?: string | undefined; path?: KeyPath | undefined } = {},
+  ) {
+    super(message, code, status, index);
+    this.operation = options.operation;
+    this.path = options.path;
+  }
+}
+
+/** A change to a built-in role, `read`, `read-write` or `admin` (HTTP 409 `builtin_role`): they cannot be replaced or deleted. */
+export class BuiltinRole extends PathDBError {
+  override name = "BuiltinRole";
 }
 
 /**
@@ -81,6 +117,20 @@ export class Forbidden extends PathDBError {
  */
 export class InvalidRequest extends PathDBError {
   override name = "InvalidRequest";
+}
+
+/** A token issued for a role that does not exist (HTTP 422 `unknown_role`): create the role first (`putRole`). Nothing was issued. */
+export class UnknownRole extends InvalidRequest {
+  override name = "UnknownRole";
+}
+
+/**
+ * A role's rules are not valid (HTTP 422 `invalid_role`): a path template that is not one, an
+ * operation other than `read`, `write`, `admin`, or `admin` elsewhere than on `/**`. The message
+ * names the rule. Nothing was stored.
+ */
+export class InvalidRole extends InvalidRequest {
+  override name = "InvalidRole";
 }
 
 /**
@@ -326,14 +376,19 @@ export function errorFor(status: number, code: string, message: string, index?: 
       checked: integerOf(detail.checked),
     });
   }
+  if (status === 401) return new Unauthorized(message, code, status, index, { reason: stringOf(detail.reason) });
+  if (status === 403) {
+    return new Forbidden(message, code, status, index, { operation: stringOf(detail.operation), path: pathOf(detail.path) });
+  }
   if (code === "condition_failed" || status === 412) return new ConditionFailed(message, code, status, index);
   if (code === "conflict") return new Conflict(message, code, status, index);
   if (code === "destination_not_empty") return new DestinationNotEmpty(message, code, status, index);
   if (code === "patch_test_failed") return new PatchTestFailed(message, code, status, index);
   if (code === "patch_conflict") return new PatchConflict(message, code, status, index);
   if (code === "token_expired" || status === 410) return new TokenExpired(message, code, status, index);
-  if (status === 401) return new Unauthorized(message, code, status, index);
-  if (status === 403) return new Forbidden(message, code, status, index);
+  if (code === "builtin_role") return new BuiltinRole(message, code, status, index);
+  if (code === "unknown_role") return new UnknownRole(message, code, status, index);
+  if (code === "invalid_role") return new InvalidRole(message, code, status, index);
   if (status === 404) return new NotFound(message, code, status, index);
   if (status === 400 || status === 413 || status === 415 || status === 422) {
     return new InvalidRequest(message, code, status, index);

@@ -324,6 +324,109 @@ export interface NamespaceListOptions {
   pageSize?: number;
 }
 
+/** What a rule allows, and what a `Forbidden` names: `read`, `write`, or `admin` (definitions, roles, tokens, backups: the whole database). */
+export type Operation = "read" | "write" | "admin";
+
+/**
+ * The value of a rule's variable (a token's `vars`): an id, typed as in key paths (`7` matches
+ * `/team-7`, `"alice"` matches `/user-alice`).
+ */
+export type VarValue = number | string;
+
+/**
+ * One rule of a role: the key paths it covers (`path`, a template: `/team-{team}/**`,
+ * `/public-1/doc-*`, `/**`) and the operations it allows there (`allow`: `read`, `write`, `admin`;
+ * `admin` only on `/**`). A `{var}` id is bound by the token's `vars` (or a JWT's claims). A path
+ * is allowed an operation when any rule of the role allows it there. The same shape as on the wire.
+ */
+export interface Rule {
+  readonly path: string;
+  readonly allow: readonly string[];
+}
+
+/**
+ * A named set of rules that tokens are issued for (`putRole`, `createToken`). `version` counts its
+ * changes (1, 2, ...): pass it as `ifVersion` to `putRole` or `deleteRole` to change only what you
+ * read. The built-in roles `read`, `read-write` and `admin` (`builtin`) cannot change; their
+ * `version` is 0 and their times the epoch.
+ */
+export interface Role {
+  readonly name: string;
+  readonly rules: Rule[];
+  readonly description: string | null;
+  readonly version: number;
+  readonly builtin: boolean;
+  readonly createdAt: Date;
+  readonly modifiedAt: Date;
+  readonly createdAtMicros: number;
+  readonly modifiedAtMicros: number;
+}
+
+export interface PutRoleOptions {
+  /** For people. */
+  description?: string;
+  /** Only if there is no role of this name yet (`If-None-Match: *`). */
+  mustNotExist?: boolean;
+  /** Only if the role's version is this one (`If-Match`). */
+  ifVersion?: number;
+}
+
+/**
+ * An issued token, without its secret (safe to show and log): its `id` (the part of the token
+ * after `pdb_`, up to the next `_`), its `role`, the values of the role's variables (`vars`), a
+ * `description`, and when it was created, stops working (`expiresAt`, null: when revoked) and was
+ * last presented (`lastUsedAt`, to the minute; null: never).
+ */
+export interface TokenInfo {
+  readonly id: string;
+  readonly role: string;
+  readonly vars: Record<string, VarValue>;
+  readonly description: string | null;
+  readonly createdAt: Date;
+  readonly expiresAt: Date | null;
+  readonly lastUsedAt: Date | null;
+  readonly createdAtMicros: number;
+  readonly expiresAtMicros: number | null;
+  readonly lastUsedAtMicros: number | null;
+}
+
+/**
+ * A token just issued (`createToken`): its information, and `token`, the secret to pass as
+ * `new Client(url, { token })`. The server shows the secret only this once (and keeps only its
+ * hash): keep it now.
+ */
+export interface IssuedToken extends TokenInfo {
+  readonly token: string;
+}
+
+export interface CreateTokenOptions {
+  /** The values of the role's variables: `{ team: 7 }` (integers or strings, read as key path ids). */
+  vars?: Record<string, VarValue>;
+  /** When it stops working (default: when revoked). */
+  expiresAt?: Date | null;
+  /** For people. */
+  description?: string;
+}
+
+/**
+ * What the client's credentials allow (`session()`): whether the server requires a token
+ * (`authRequired`), how the request proved who it is (`via`: `open` without tokens configured,
+ * `config`, `token` for an issued token, `jwt`), its `role` and the role's `rules` as written,
+ * with the `vars` they are bound to, the issued token's `tokenId` (else null), and whether it may
+ * administer the database (`admin`). `scope` is the built-in role's name (`read`, `read-write`,
+ * `admin`), else `custom`, as servers before roles told.
+ */
+export interface Session {
+  readonly authRequired: boolean;
+  readonly scope: string;
+  readonly via: string;
+  readonly role: string;
+  readonly rules: Rule[];
+  readonly vars: Record<string, VarValue>;
+  readonly tokenId: string | null;
+  readonly admin: boolean;
+}
+
 /** A JSON object as it goes on the wire. */
 export type Wire = Record<string, unknown>;
 

@@ -18,13 +18,14 @@ after(async () => {
 
 /**
  * The README's TypeScript snippets: the quick start, following changes, generated ids, partial
- * updates, transactions, namespaces, alias paths. (Blocks marked ```typescript, the use of generated code, are
- * shown, not run: scripts/codegen.sh type-checks and runs a program like them.)
+ * updates, transactions, namespaces, alias paths, roles and tokens. (Blocks marked ```typescript,
+ * the use of generated code, are shown, not run: scripts/codegen.sh type-checks and runs a program
+ * like them.)
  */
 function snippets(): string[] {
   const readme = readFileSync(join(REPO, "clients/typescript/README.md"), "utf8");
   const found = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  assert.equal(found.length, 7);
+  assert.equal(found.length, 8);
   return found;
 }
 
@@ -115,5 +116,16 @@ test("README alias paths", async () => {
   for (const round of [1, 2]) {
     // A second run finds it all in place.
     assert.deepEqual(await run(code, `aliases-${round}`, ADMIN_TOKEN), printed);
+  }
+});
+
+test("README roles and tokens", async () => {
+  const snippet = snippets()[7]!;
+  assert.ok(snippet.trim().split("\n").length <= 16);
+  const code = snippet.replaceAll('"member"', '"member_readme"');
+  assert.notEqual(code, snippet);
+  for (const round of [1, 2]) {
+    // The role is replaced, a new token issued.
+    assert.deepEqual(await run(code, `roles-${round}`, ADMIN_TOKEN), [["write", "/team-8/doc-1"], ["member_readme"], ["unknown_token"]]);
   }
 });

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import (
     Any,
     Awaitable,
@@ -27,6 +29,7 @@ from typing import (
     Generic,
     Iterable,
     List,
+    Mapping,
     Optional,
     Protocol,
     Sequence,
@@ -55,13 +58,19 @@ from ._model import (
     ChangePage,
     Entry,
     IdKind,
+    IssuedToken,
     Item,
     NamespaceDefinition,
     NamespacePage,
     Op,
     Page,
+    Role,
+    RuleLike,
     Schema,
     SchemaCheck,
+    Session,
+    TokenInfo,
+    VarValue,
     ViolatingItem,
     ViolationsPage,
     alias_template,
@@ -69,6 +78,8 @@ from ._model import (
     check_namespace,
     create_target,
     entry_from_wire,
+    _micros,
+    rule_wire,
 )
 
 T = TypeVar("T")
@@ -80,6 +91,9 @@ DEFAULT_WATCH_WAIT = 30
 """Seconds a `watch` long poll waits for a change before asking again (the server allows 60)."""
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
+
+
+_ROLE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 def url_path(path: KeyPath) -> str:
@@ -496,6 +510,132 @@ class _Api:
             checked=int(body.get("checked", 0)),
             next_page_token=body.get("next_page_token"),
         )
+
+    @staticmethod
+    def role_route(name: str) -> str:
+        if not isinstance(name, str) or not _ROLE_NAME.fullmatch(name) or name in (".", ".."):
+            raise ValueError(f"a role name is 1 to 64 letters, digits, '_', '-', '.', not {name!r:.80}")
+        return "/v1/roles/" + name  # nothing to escape
+
+    @staticmethod
+    def list_roles() -> _Request:
+        return _Request("GET", "/v1/roles")
+
+    @staticmethod
+    def roles(response: httpx.Response) -> List[Role]:
+        return [Role.from_wire(r) for r in _Api.body(response)["roles"]]
+
+    @staticmethod
+    def get_role(name: str) -> _Request:
+        return _Request("GET", _Api.role_route(name))
+
+    @staticmethod
+    def role(response: httpx.Response) -> Role:
+        return Role.from_wire(_Api.body(response))
+
+    @staticmethod
+    def role_or_none(response: httpx.Response) -> Optional[Role]:
+        if response.status_code == 404:
+            error = _Api.error(response)
+            if isinstance(error, NotFound):
+                return None
+            raise error
+        return Role.from_wire(_Api.body(response))
+
+    @staticmethod
+    def put_role(
+        name: str,
+        rules: Iterable[RuleLike],
+        description: Optional[str],
+        must_not_exist: bool,
+        if_version: Optional[int],
+    ) -> _Request:
+        if must_not_exist and if_version is not None:
+            raise ValueError("give at most one of must_not_exist and if_version")
+        if isinstance(rules, (str, bytes, dict)):
+            raise TypeError("rules is a list of rules, not one")
+        body: Dict[str, Any] = {"rules": [rule_wire(r) for r in rules]}
+        if description is not None:
+            body["description"] = description
+        request = _Request(
+            "PUT",
+            _Api.role_route(name),
+            headers={"Content-Type": "application/json"},
+            body=_json_body(body),
+        )
+        if must_not_exist:
+            request.headers["If-None-Match"] = "*"
+        if if_version is not None:
+            request.headers["If-Match"] = f'"{int(if_version)}"'
+        return request
+
+    @staticmethod
+    def delete_role(name: str, if_version: Optional[int]) -> _Request:
+        request = _Request("DELETE", _Api.role_route(name))
+        if if_version is not None:
+            request.headers["If-Match"] = f'"{int(if_version)}"'
+        return request
+
+    @staticmethod
+    def token_route(id: str) -> str:
+        if not isinstance(id, str) or not id:
+            raise ValueError(f"a token id is a non-empty str, not {id!r:.80}")
+        return "/v1/tokens/" + quote(id, safe="")
+
+    @staticmethod
+    def create_token(
+        role: str,
+        vars: Optional[Mapping[str, VarValue]],
+        expires_at: Optional[datetime],
+        description: Optional[str],
+    ) -> _Request:
+        body: Dict[str, Any] = {"role": role}
+        if vars is not None:
+            body["vars"] = dict(vars)
+        if expires_at is not None:
+            body["expires_at"] = _micros(expires_at)
+        if description is not None:
+            body["description"] = description
+        return _Request(
+            "POST", "/v1/tokens", headers={"Content-Type": "application/json"}, body=_json_body(body)
+        )
+
+    @staticmethod
+    def issued(response: httpx.Response) -> IssuedToken:
+        return IssuedToken.from_wire(_Api.body(response))
+
+    @staticmethod
+    def list_tokens() -> _Request:
+        return _Request("GET", "/v1/tokens")
+
+    @staticmethod
+    def tokens(response: httpx.Response) -> List[TokenInfo]:
+        return [TokenInfo.from_wire(t) for t in _Api.body(response)["tokens"]]
+
+    @staticmethod
+    def get_token(id: str) -> _Request:
+        return _Request("GET", _Api.token_route(id))
+
+    @staticmethod
+    def token_or_none(response: httpx.Response) -> Optional[TokenInfo]:
+        if response.status_code == 404:
+            error = _Api.error(response)
+            if isinstance(error, NotFound):
+                return None
+            raise error
+        return TokenInfo.from_wire(_Api.body(response))
+
+    @staticmethod
+    def revoke_token(id: str) -> _Request:
+        return _Request("DELETE", _Api.token_route(id))
+
+    @staticmethod
+    def session() -> _Request:
+        return _Request("GET", "/v1/session")
+
+    @staticmethod
+    def session_of(response: httpx.Response) -> Session:
+        return Session.from_wire(_Api.body(response))
 
     @staticmethod
     def error(response: httpx.Response) -> PathDBError:

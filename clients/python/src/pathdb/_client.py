@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 from typing import (
     Any,
     AsyncIterator,
@@ -20,6 +21,7 @@ from typing import (
     Iterator,
     List,
     Literal,
+    Mapping,
     Optional,
     Sequence,
     Type,
@@ -53,6 +55,7 @@ from ._model import (
     Change,
     ChangePage,
     IdKind,
+    IssuedToken,
     Item,
     NamespaceDefinition,
     NamespacePage,
@@ -60,9 +63,14 @@ from ._model import (
     Op,
     Page,
     PatchOperation,
+    Role,
+    RuleLike,
     Schema,
     SchemaCheck,
+    Session,
+    TokenInfo,
     V,
+    VarValue,
     ViolatingItem,
     ViolationsPage,
     increment_operation,
@@ -690,6 +698,80 @@ class Client(_Base):
             page = self._call(request, _Api.violations_page)
             yield from pages.take(page.items, page.next_page_token)
 
+    def session(self) -> Session:
+        """What this client's token (or, on a server without tokens, anyone) may do: its role,
+        the role's rules and the vars they are bound to, whether it may administer the database
+        (`admin`), and how it was recognized (`via`). Raises `Unauthorized` for a token the
+        server does not accept."""
+        return self._call(_Api.session(), _Api.session_of)
+
+    def list_roles(self) -> List[Role]:
+        """Every role, by name, the built-in ones (`read`, `read-write`, `admin`) included.
+        Needs an `admin` token (else `Forbidden`)."""
+        return self._call(_Api.list_roles(), _Api.roles)
+
+    def get_role(self, name: str) -> Optional[Role]:
+        """The role `name`, or None when there is none. Needs an `admin` token."""
+        return self._call(_Api.get_role(name), _Api.role_or_none)
+
+    def put_role(
+        self,
+        name: str,
+        rules: Sequence[RuleLike],
+        *,
+        description: Optional[str] = None,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+    ) -> Role:
+        """Creates or replaces the role `name` (1 to 64 letters, digits, `_`, `-`, `.`) and
+        returns it. `rules` are `Rule`s or `{"path": "/team-{team}/**", "allow": ["read",
+        "write"]}` (at most 100); a path is allowed an operation when any rule allows it there.
+        Its tokens have the new rules from their next request. `must_not_exist` and
+        `if_version` (the role's `version`) are conditions as on an item's `put`. Needs an
+        `admin` token. Raises `InvalidRole` for a rule that is not valid (the message names
+        it), `BuiltinRole` for `read`, `read-write` and `admin`, `ConditionFailed` for a
+        condition that does not hold."""
+        request = _Api.put_role(name, rules, description, must_not_exist, if_version)
+        return self._call(request, _Api.role)
+
+    def delete_role(self, name: str, *, if_version: Optional[int] = None) -> bool:
+        """Deletes the role `name`: True, or False when there was none. Needs an `admin` token.
+        Raises `BuiltinRole` for a built-in role, `ConditionFailed` if `if_version` does not
+        hold."""
+        return self._call(_Api.delete_role(name, if_version), _Api.deleted)
+
+    def create_token(
+        self,
+        role: str,
+        *,
+        vars: Optional[Mapping[str, VarValue]] = None,
+        expires_at: Optional[datetime] = None,
+        description: Optional[str] = None,
+    ) -> IssuedToken:
+        """Issues a token of `role`, whose rules' variables `vars` binds (`{"team": 7}`:
+        integers or strings, read as key path ids), that stops working at `expires_at` (an
+        aware datetime; None: when revoked). The `IssuedToken`'s `token` is the secret, shown
+        only this once. Needs an `admin` token. Raises `UnknownRole` for a role that does not
+        exist, `InvalidRequest` for vars that are not ids or an `expires_at` in the past."""
+        request = _Api.create_token(role, vars, expires_at, description)
+        return self._call(request, _Api.issued)
+
+    def list_tokens(self) -> List[TokenInfo]:
+        """Every issued token, by id, without its secret (expired ones too, until revoked).
+        Needs an `admin` token."""
+        return self._call(_Api.list_tokens(), _Api.tokens)
+
+    def get_token(self, id: str) -> Optional[TokenInfo]:
+        """The issued token `id`, without its secret, or None when there is none. Needs an
+        `admin` token."""
+        return self._call(_Api.get_token(id), _Api.token_or_none)
+
+    def revoke_token(self, id: str) -> bool:
+        """Revokes the issued token `id`: True, or False when there was none. This server
+        refuses it (`Unauthorized`) from its next request, other servers sharing the database
+        within seconds. Needs an `admin` token."""
+        return self._call(_Api.revoke_token(id), _Api.deleted)
+
 
 class AsyncClient(_Base):
     """The asyncio twin of `Client`: the same methods, awaited; `list` is an async iterator."""
@@ -1159,3 +1241,56 @@ class AsyncClient(_Base):
             page = await self._call(request, _Api.violations_page)
             for item in pages.take(page.items, page.next_page_token):
                 yield item
+
+    async def session(self) -> Session:
+        """See `Client.session`."""
+        return await self._call(_Api.session(), _Api.session_of)
+
+    async def list_roles(self) -> List[Role]:
+        """See `Client.list_roles`."""
+        return await self._call(_Api.list_roles(), _Api.roles)
+
+    async def get_role(self, name: str) -> Optional[Role]:
+        """See `Client.get_role`."""
+        return await self._call(_Api.get_role(name), _Api.role_or_none)
+
+    async def put_role(
+        self,
+        name: str,
+        rules: Sequence[RuleLike],
+        *,
+        description: Optional[str] = None,
+        must_not_exist: bool = False,
+        if_version: Optional[int] = None,
+    ) -> Role:
+        """See `Client.put_role`."""
+        request = _Api.put_role(name, rules, description, must_not_exist, if_version)
+        return await self._call(request, _Api.role)
+
+    async def delete_role(self, name: str, *, if_version: Optional[int] = None) -> bool:
+        """See `Client.delete_role`."""
+        return await self._call(_Api.delete_role(name, if_version), _Api.deleted)
+
+    async def create_token(
+        self,
+        role: str,
+        *,
+        vars: Optional[Mapping[str, VarValue]] = None,
+        expires_at: Optional[datetime] = None,
+        description: Optional[str] = None,
+    ) -> IssuedToken:
+        """See `Client.create_token`."""
+        request = _Api.create_token(role, vars, expires_at, description)
+        return await self._call(request, _Api.issued)
+
+    async def list_tokens(self) -> List[TokenInfo]:
+        """See `Client.list_tokens`."""
+        return await self._call(_Api.list_tokens(), _Api.tokens)
+
+    async def get_token(self, id: str) -> Optional[TokenInfo]:
+        """See `Client.get_token`."""
+        return await self._call(_Api.get_token(id), _Api.token_or_none)
+
+    async def revoke_token(self, id: str) -> bool:
+        """See `Client.revoke_token`."""
+        return await self._call(_Api.revoke_token(id), _Api.deleted)

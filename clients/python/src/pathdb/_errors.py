@@ -66,12 +66,44 @@ class NotFound(PathDBError):
 
 
 class Unauthorized(PathDBError):
-    """No token, or one the server does not know (HTTP 401)."""
+    """No token, or one the server does not accept (HTTP 401 `unauthorized`): `reason` says why
+    when the server tells (`missing`, `unknown_token` (also a revoked token), `expired`, and for
+    a JWT `not_yet_valid`, `wrong_issuer`, `wrong_audience`, `unknown_key`,
+    `algorithm_not_allowed`, `bad_signature`, `malformed`, `no_role`), else None."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "unauthorized",
+        status: Optional[int] = 401,
+        index: Optional[int] = None,
+        reason: Optional[str] = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, index=index)
+        self.reason = reason
 
 
 class Forbidden(PathDBError):
-    """The token may not do this (a read-only token writing), or the server is read-only
-    (HTTP 403)."""
+    """The token's role may not do this (HTTP 403 `forbidden`), or the server refused it for
+    another reason (`read_only`: the server is read-only; `origin_not_allowed`,
+    `host_not_allowed`). With `forbidden`, `operation` is what was refused (`read`, `write`,
+    `admin`) and `path` where (None for `admin`, which concerns the whole database); both are
+    None for the other codes. It never carries a value."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "forbidden",
+        status: Optional[int] = 403,
+        index: Optional[int] = None,
+        operation: Optional[str] = None,
+        path: Optional[KeyPath] = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, index=index)
+        self.operation = operation
+        self.path = path
 
 
 class InvalidRequest(PathDBError):
@@ -79,6 +111,22 @@ class InvalidRequest(PathDBError):
     (`invalid_patch`, its message naming the operation: "operation 2: ..."), page or change
     token (`invalid_change_token`: not a token, or one of another group), size, or option (HTTP
     400, 413, 415)."""
+
+
+class UnknownRole(InvalidRequest):
+    """A token issued for a role that does not exist (HTTP 422 `unknown_role`): create the role
+    first (`put_role`). Nothing was issued."""
+
+
+class InvalidRole(InvalidRequest):
+    """A role's rules are not valid (HTTP 422 `invalid_role`): a path template that is not one,
+    an operation other than `read`, `write`, `admin`, or `admin` elsewhere than on `/**`. The
+    message names the rule. Nothing was stored."""
+
+
+class BuiltinRole(PathDBError):
+    """A change to a built-in role, `read`, `read-write` or `admin` (HTTP 409 `builtin_role`):
+    they cannot be replaced or deleted. Not retried."""
 
 
 class SchemaViolation(PathDBError):
@@ -321,6 +369,19 @@ def error_for(
             state=_str(detail.get("state")),
             checked=_int(detail.get("checked")),
         )
+    if status == 401:
+        return Unauthorized(
+            message, code=code, status=status, index=index, reason=_str(detail.get("reason"))
+        )
+    if status == 403:
+        return Forbidden(
+            message,
+            code=code,
+            status=status,
+            index=index,
+            operation=_str(detail.get("operation")),
+            path=_path(detail.get("path")),
+        )
     if code == "condition_failed" or status == 412:
         kind = ConditionFailed
     elif code == "conflict":
@@ -333,10 +394,12 @@ def error_for(
         kind = PatchConflict
     elif code == "token_expired" or status == 410:
         kind = TokenExpired
-    elif status == 401:
-        kind = Unauthorized
-    elif status == 403:
-        kind = Forbidden
+    elif code == "builtin_role":
+        kind = BuiltinRole
+    elif code == "unknown_role":
+        kind = UnknownRole
+    elif code == "invalid_role":
+        kind = InvalidRole
     elif status == 404:
         kind = NotFound
     elif status in (400, 413, 415, 422):

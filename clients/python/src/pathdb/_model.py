@@ -739,3 +739,178 @@ class ViolationsPage:
 
 Op = Union[Put, Delete, Check, CheckList, Create, Patch, Merge]
 """A transaction operation."""
+
+
+Operation = Literal["read", "write", "admin"]
+"""What a rule allows, and what a `Forbidden` names: `read`, `write`, or `admin` (definitions,
+roles, tokens, backups: the whole database)."""
+
+VarValue = Union[int, str]
+"""The value of a rule's variable (a token's `vars`): an id, typed as in key paths (`7` matches
+`/team-7`, `"alice"` matches `/user-alice`)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of a role: the key paths it covers (`path`, a template: `/team-{team}/**`,
+    `/public-1/doc-*`, `/**`) and the operations it allows there (`allow`: `read`, `write`,
+    `admin`; `admin` only on `/**`). A `{var}` id is bound by the token's `vars` (or a JWT's
+    claims). A path is allowed an operation when any rule of the role allows it there."""
+
+    path: str
+    allow: List[str]
+
+    @classmethod
+    def from_wire(cls, body: Mapping[str, Any]) -> Rule:
+        """A rule from its JSON shape."""
+        return cls(path=str(body["path"]), allow=[str(a) for a in body.get("allow", [])])
+
+    def to_wire(self) -> Dict[str, Any]:
+        """The rule's JSON shape."""
+        return {"path": self.path, "allow": list(self.allow)}
+
+
+RuleLike = Union[Rule, Mapping[str, Any]]
+"""A rule as `put_role` takes it: a `Rule`, or `{"path": ..., "allow": [...]}` as the wire has
+it."""
+
+
+def rule_wire(rule: RuleLike) -> Dict[str, Any]:
+    """The JSON shape of a rule given as a `Rule` or as its mapping."""
+    if isinstance(rule, Rule):
+        return rule.to_wire()
+    if (
+        isinstance(rule, Mapping)
+        and isinstance(rule.get("path"), str)
+        and not isinstance(rule.get("allow"), (str, bytes))
+        and isinstance(rule.get("allow"), Iterable)
+    ):
+        return {"path": rule["path"], "allow": [str(a) for a in rule["allow"]]}
+    raise TypeError(f'a rule is a Rule or {{"path": str, "allow": [...]}}, not {rule!r:.80}')
+
+
+def _vars(body: Any) -> Dict[str, VarValue]:
+    return dict(body) if isinstance(body, Mapping) else {}
+
+
+def _micros(when: datetime) -> int:
+    """A time as the wire has it: microseconds since the epoch (an aware datetime)."""
+    if when.tzinfo is None:
+        raise ValueError("give an aware datetime (datetime.now(timezone.utc), say), not a naive one")
+    return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Role:
+    """A named set of rules that tokens are issued for (`put_role`, `create_token`). `version`
+    counts its changes (1, 2, ...): pass it as `if_version` to `put_role` or `delete_role` to
+    change only what you read. The built-in roles `read`, `read-write` and `admin` (`builtin`)
+    cannot change; their `version` is 0 and their times the epoch."""
+
+    name: str
+    rules: List[Rule]
+    description: Optional[str]
+    version: int
+    created_at: datetime
+    modified_at: datetime
+    builtin: bool = False
+
+    @classmethod
+    def from_wire(cls, body: Mapping[str, Any]) -> Role:
+        """A role from its JSON shape (`RoleOut` in /openapi.json)."""
+        created = _time(int(body["created_at"]))
+        modified = _time(int(body["modified_at"]))
+        assert created is not None and modified is not None
+        return cls(
+            name=str(body["name"]),
+            rules=[Rule.from_wire(r) for r in body.get("rules", [])],
+            description=body.get("description"),
+            version=int(body["version"]),
+            created_at=created,
+            modified_at=modified,
+            builtin=bool(body.get("builtin", False)),
+        )
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """An issued token, without its secret (safe to show and log): its `id` (the part of the
+    token after `pdb_`, up to the next `_`), its `role`, the values of the role's variables
+    (`vars`), a `description`, and when it was created, stops working (`expires_at`, None: when
+    revoked) and was last presented (`last_used_at`, to the minute; None: never)."""
+
+    id: str
+    role: str
+    vars: Dict[str, VarValue]
+    description: Optional[str]
+    created_at: datetime
+    expires_at: Optional[datetime]
+    last_used_at: Optional[datetime]
+
+    @classmethod
+    def from_wire(cls, body: Mapping[str, Any]) -> TokenInfo:
+        """A token's information from its JSON shape (`TokenOut` in /openapi.json)."""
+        return cls(**_token_fields(body))
+
+
+def _token_fields(body: Mapping[str, Any]) -> Dict[str, Any]:
+    expires, used = body.get("expires_at"), body.get("last_used_at")
+    return {
+        "id": str(body["id"]),
+        "role": str(body["role"]),
+        "vars": _vars(body.get("vars")),
+        "description": body.get("description"),
+        "created_at": _time(int(body["created_at"])),
+        "expires_at": None if expires is None else _time(int(expires)),
+        "last_used_at": None if used is None else _time(int(used)),
+    }
+
+
+@dataclass(frozen=True)
+class IssuedToken(TokenInfo):
+    """A token just issued (`create_token`): its information, and `token`, the secret to pass
+    as `Client(url, token=...)`. The server shows the secret only this once (and keeps only its
+    hash): keep it now. `repr` leaves it out, so a logged `IssuedToken` does not leak it."""
+
+    token: str = field(default="", repr=False)
+
+    @classmethod
+    def from_wire(cls, body: Mapping[str, Any]) -> IssuedToken:
+        """An issued token from its JSON shape (`IssuedOut` in /openapi.json)."""
+        return cls(**_token_fields(body), token=str(body["token"]))
+
+
+@dataclass(frozen=True)
+class Session:
+    """What the client's credentials allow (`session()`): whether the server requires a token
+    (`auth_required`), how the request proved who it is (`via`: `open` without tokens
+    configured, `config`, `token` for an issued token, `jwt`), its `role` and the role's `rules`
+    as written, with the `vars` they are bound to, the issued token's `token_id` (else None),
+    and whether it may administer the database (`admin`). `scope` is the built-in role's name
+    (`read`, `read-write`, `admin`), else `custom`, as servers before roles told."""
+
+    auth_required: bool
+    scope: str
+    via: str
+    role: str
+    rules: List[Rule]
+    vars: Dict[str, VarValue]
+    token_id: Optional[str]
+    admin: bool
+
+    @classmethod
+    def from_wire(cls, body: Mapping[str, Any]) -> Session:
+        """A session from its JSON shape (`SessionOut` in /openapi.json). A server from before
+        roles answers `auth_required` and `scope` only: the rest is read from the scope."""
+        scope = str(body["scope"])
+        token_id = body.get("token_id")
+        return cls(
+            auth_required=bool(body["auth_required"]),
+            scope=scope,
+            via=str(body.get("via", "config" if body["auth_required"] else "open")),
+            role=str(body.get("role", scope)),
+            rules=[Rule.from_wire(r) for r in body.get("rules", [])],
+            vars=_vars(body.get("vars")),
+            token_id=None if token_id is None else str(token_id),
+            admin=bool(body.get("admin", scope == "admin")),
+        )
