@@ -16,7 +16,7 @@
 //! including every get it is not sure to answer as the route would (a query, a percent-encoded
 //! path, `HEAD`, a backend that blocks), goes to the router.
 
-use crate::auth::{Access, Resolution};
+use crate::auth::{Access, Refusal, Resolution};
 use crate::calls::point_read_here;
 use crate::error::ApiError;
 use crate::extract::key_path_in_url;
@@ -116,7 +116,7 @@ impl<B: Backend> ItemGets<B> {
         let path = key_path_in_url(rest.unwrap_or_default())?;
         let access = match self.access(request) {
             Ok(access) => access,
-            Err(refusal) => return Ok(refusal),
+            Err(refusal) => return Ok(refusal.into_response()),
         };
         access.need(pathdb_store::Op::Read, &path)?;
         let (item, path) = point_read_here(&self.state.store, "get", |store| {
@@ -131,15 +131,15 @@ impl<B: Backend> ItemGets<B> {
 impl<B: Backend> ItemGets<B> {
     /// Who the request is, as the token check found; one it left pending is resolved right
     /// here (this backend's reads never block).
-    fn access(&self, request: &Request) -> Result<Access, Response> {
+    fn access(&self, request: &Request) -> Result<Access, Refusal> {
         if let Some(access) = request.extensions().get::<Access>() {
             return Ok(access.clone());
         }
         let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
         match gate::token_auth(&self.checks).resolve(authorization, true) {
             Resolution::Granted(access) => Ok(access),
-            Resolution::Refused(refusal) => Err(refusal.into_response()),
-            Resolution::Pending => Err(crate::calls::task_failed().into_response()),
+            Resolution::Refused(refusal) => Err(refusal),
+            Resolution::Pending => Err(Refusal::Unavailable("the token was not resolved".into())),
         }
     }
 }

@@ -98,7 +98,7 @@ enum Command {
     #[command(subcommand)]
     Dynamodb(dynamodb::DynamoCommand),
     /// Run the HTTP/JSON server.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Load generators: `bench http` measures a server's requests/s and latency.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -164,7 +164,7 @@ pub fn run(cli: Cli) -> Result<()> {
     let connect = |access| connect(&cli.server, cli.token.clone(), &db, access);
     match cli.command {
         Command::Key(cmd) => key::run(cmd, out),
-        Command::Serve(args) => serve::run(args, cli.db),
+        Command::Serve(args) => serve::run(*args, cli.db),
         Command::Bench(cmd) => bench::run(cmd, cli.token, out),
         Command::Dynamodb(cmd) => dynamodb::run(cmd),
         // A side-by-side comparison for reading: refused rather than printed as text.
