@@ -21,7 +21,11 @@ const state = {
   editing: null, // {version, value} of the item when "Edit" opened it: what a save diffs against
   children: 0, // children shown on the current page
   view: "node", // "node" (a key path or the groups), "ns-list", "ns-edit" or "ns-violations"
-  admin: false, // whether the session may change namespace definitions
+  admin: false, // whether the session may administer (namespace definitions, roles, tokens)
+  roles: [], // the roles the Roles & tokens page listed
+  role: null, // {name, version}: the role the editor opened (version null: a new role)
+  revoking: null, // the id of the token the revoke dialog asks about
+  deleting: null, // {name, version}: the role the delete dialog asks about
   nsPages: [null], // page tokens of the namespace list, as `pages`
   nsPage: 0,
   ns: null, // {name, def}: the definition the editor opened (def null: not defined yet)
@@ -141,7 +145,7 @@ function showError(error) {
     showSignIn(error.message);
     return;
   }
-  $("error-code").textContent = error.code || "error";
+  $("error-code").textContent = error.code === "forbidden" ? "Not allowed:" : error.code || "error";
   $("error-message").replaceChildren(...errorMessage(error));
   $("error").hidden = false;
 }
@@ -219,6 +223,7 @@ function renderDiff(pre, before, after) {
 function showSignIn(message) {
   $("main").hidden = true;
   $("ns-page").hidden = true;
+  $("access-page").hidden = true;
   $("signin").hidden = false;
   $("signout").hidden = !sessionStorage.getItem(TOKEN_KEY);
   if (message && sessionStorage.getItem(TOKEN_KEY)) {
@@ -239,18 +244,106 @@ async function loadSession() {
     }
     throw error;
   }
-  const scope = state.session.scope;
-  const readOnly = scope !== "read-write" && scope !== "admin";
-  // Definitions need `admin`; a server without tokens (loopback only) allows everything.
-  state.admin = scope === "admin" || !state.session.auth_required;
+  const session = state.session;
+  const scope = session.scope;
+  // Write controls show when some rule of the token's role allows writing (older servers say
+  // only the scope); the server checks each path anyway.
+  const readOnly = Array.isArray(session.rules)
+    ? !session.rules.some((r) => (r.allow || []).includes("write"))
+    : scope !== "read-write" && scope !== "admin";
+  // Definitions, roles and tokens need `admin`; a server without tokens (loopback only) allows everything.
+  state.admin = typeof session.admin === "boolean" ? session.admin : scope === "admin" || !session.auth_required;
   document.body.classList.toggle("read-only", readOnly);
   document.body.classList.toggle("not-admin", !state.admin);
-  $("scope").hidden = !state.session.auth_required;
-  $("scope").textContent = scope === "admin" ? "admin token" : readOnly ? "read-only token" : "read-write token";
-  $("signout").hidden = !state.session.auth_required;
+  $("nav-access").hidden = !state.admin;
+  $("session").hidden = !session.auth_required;
+  $("session").open = false;
+  $("scope").textContent =
+    scope === "admin" ? "admin token" : scope === "read" ? "read-only token" : scope === "read-write" ? "read-write token"
+      : `${session.role || "custom"} token` + (readOnly ? " (read-only)" : "");
+  $("session-panel").replaceChildren(...sessionSummary(session));
+  $("signout").hidden = !session.auth_required;
   $("signin").hidden = true;
   // `main` appears with render()'s first paint, whole, rather than empty and then filled in.
   return true;
+}
+
+const VIA = {
+  open: "no token needed (this server has no tokens)",
+  config: "a token from the server's configuration",
+  token: "an API token",
+  jwt: "a JWT",
+};
+
+/** The names a rule's path template takes from the token's vars: `{team}`, `{org.id}`. */
+function templateVars(path) {
+  return [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+}
+
+/** "read, write": what a rule allows. */
+function allowText(rule) {
+  return (rule.allow || []).join(", ") || "nothing";
+}
+
+/** The value of var `name` (dotted names reach into JWT claims: `org.id`), or undefined. */
+function lookupVar(vars, name) {
+  if (has(vars, name)) return vars[name];
+  let value = vars;
+  for (const part of name.split(".")) {
+    if (!isObject(value) || !has(value, part)) return undefined;
+    value = value[part];
+  }
+  return value;
+}
+
+/** A var's value as text: `7`, `"alice"`. */
+function varText(value) {
+  return typeof value === "string" && !/^-?[0-9]+$/.test(value) ? value : JSON.stringify(value);
+}
+
+/** One rule as a person reads it: "/team-{team}/** read, write — team = 7" (with a token's vars). */
+function ruleLine(rule, vars = null) {
+  const li = el("li", "rule");
+  li.append(el("code", "", rule.path), " " + allowText(rule));
+  if (vars === null) return li;
+  const bound = templateVars(rule.path).map((name) => {
+    const value = lookupVar(vars, name);
+    return `${name} = ${value === undefined ? "(not set: matches nothing)" : varText(value)}`;
+  });
+  if (bound.length) li.append(" — " + bound.join(", "));
+  return li;
+}
+
+/** What the signed-in token may do: its role, how it was recognised, its rules with their vars. */
+function sessionSummary(session) {
+  const head = el("p");
+  head.append("Role ", el("strong", "", session.role || session.scope || "?"), ", via " + (VIA[session.via] || session.via || "?"));
+  if (session.token_id) head.append(" ", el("code", "", session.token_id));
+  head.append(".");
+  const rules = session.rules || [];
+  if (!rules.length) return [head, el("p", "", "Its role has no rules: this token may do nothing.")];
+  const list = el("ul", "rules");
+  list.append(...rules.map((r) => ruleLine(r, session.vars || {})));
+  return [head, el("p", "muted", "It may:"), list];
+}
+
+/** After a sign-in: what the token may do, until the next navigation. */
+function signedInNotice() {
+  const session = state.session;
+  if (!session || !session.auth_required) return;
+  const rules = session.rules || [];
+  const notice = $("notice");
+  notice.replaceChildren(`Signed in with role `, el("strong", "", session.role || session.scope), ` (${session.via || "?"}). `);
+  if (!rules.length) notice.append("Its role has no rules: this token may do nothing.");
+  else {
+    notice.append("It may: ");
+    rules.forEach((r, i) => {
+      if (i) notice.append("; ");
+      notice.append(...ruleLine(r, session.vars || {}).childNodes);
+    });
+    notice.append(".");
+  }
+  notice.hidden = false;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -282,6 +375,8 @@ function renderCrumbs() {
 
 async function render() {
   state.poll++;
+  $("session").open = false;
+  if (accessRoute()) return renderAccess();
   const route = namespaceRoute();
   if (route) return renderNamespaces(route);
   const generation = ++state.generation;
@@ -316,6 +411,8 @@ async function render() {
   $("create").hidden = false;
   state.view = "node";
   $("ns-page").hidden = true;
+  $("access-page").hidden = true;
+  $("nav-access").removeAttribute("aria-current");
   $("nav-namespaces").removeAttribute("aria-current");
   $("main").hidden = false;
   state.item = null;
@@ -1467,9 +1564,31 @@ async function showAliasRefusal(error, where, ns, value) {
   $(where + "-violations").hidden = false;
 }
 
+const OPERATION_VERB = { read: "read", write: "write", admin: "administer" };
+
+/** A 403 `forbidden` as a sentence: "This token may not write /team-8/doc-1." */
+function forbiddenMessage(d) {
+  const verb = OPERATION_VERB[d.operation] || d.operation || "do this with";
+  const parts = d.path
+    ? ["This token may not " + verb + " ", el("code", "", d.path), "."]
+    : [`This token may not ${verb === "administer" ? "administer the database" : verb + " this"} (that needs admin on `, el("code", "", "/**"), ")."];
+  const session = state.session;
+  if (session && session.role && Array.isArray(session.rules)) {
+    parts.push(` Its role ${session.role} allows `);
+    if (!session.rules.length) parts.push("nothing.");
+    session.rules.forEach((r, i) => {
+      if (i) parts.push("; ");
+      parts.push(...ruleLine(r, session.vars || {}).childNodes);
+    });
+    if (session.rules.length) parts.push(".");
+  }
+  return parts;
+}
+
 /** An error's message for the error panel: alias errors with links to what they name. */
 function errorMessage(error) {
   const d = error instanceof ApiError ? error.details : null;
+  if (error instanceof ApiError && error.code === "forbidden") return forbiddenMessage(d || {});
   if (!d) return [error.message];
   if (error.code === "alias_taken" && d.alias && d.holder)
     return ["the alias ", el("code", "", d.alias), " is already used by ", pathLink(d.holder), ": an alias belongs to one item"];
@@ -1550,6 +1669,8 @@ async function renderNamespaces(route) {
   document.title = (route.name ? route.name + " · " : "") + "Namespaces · PathDB";
   $("crumbs").replaceChildren();
   $("main").hidden = true;
+  $("access-page").hidden = true;
+  $("nav-access").removeAttribute("aria-current");
   $("notice").hidden = true;
   $("nav-namespaces").setAttribute("aria-current", "page");
   for (const id of ["ns-list-view", "ns-edit-view", "ns-violations-view"]) $(id).hidden = id !== view + "-view";
@@ -2023,6 +2144,430 @@ async function moreViolations() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Roles & tokens: /ui/.access (GET/PUT/DELETE /v1/roles, GET/POST/DELETE /v1/tokens), for a
+// session that may administer. Secrets exist only in the answer of POST /v1/tokens.
+
+const ACCESS_ROOT = "/ui/.access";
+const OPERATIONS = ["read", "write", "admin"];
+
+function accessRoute() {
+  return /^\/ui\/\.access\/?$/.test(location.pathname);
+}
+
+function roleUrl(name) {
+  return "/v1/roles/" + encodeURIComponent(name);
+}
+
+async function renderAccess() {
+  const generation = ++state.generation;
+  clearError();
+  clearInterval(state.ttlTimer);
+  state.path = null;
+  state.item = null;
+  state.editing = null;
+  let show;
+  let loaded = true;
+  try {
+    show = await fetchAccess();
+  } catch (e) {
+    loaded = false;
+    show = () => showError(e);
+  }
+  if (generation !== state.generation) return; // a later navigation owns the page now
+  state.view = "access";
+  $("access-panels").hidden = !loaded;
+  $("access-denied").hidden = loaded || !(show && state.session && !state.admin);
+  document.title = "Roles & tokens · PathDB";
+  $("crumbs").replaceChildren();
+  $("main").hidden = true;
+  $("ns-page").hidden = true;
+  $("notice").hidden = true;
+  $("nav-namespaces").removeAttribute("aria-current");
+  $("nav-access").setAttribute("aria-current", "page");
+  $("role-form").hidden = true;
+  $("token-created").hidden = true;
+  $("access-page").hidden = false;
+  show();
+  document.body.dataset.renderedAt = performance.now().toFixed(1);
+}
+
+/** The roles and the tokens; resolves to the function that shows them. */
+async function fetchAccess() {
+  const [roles, tokens] = await Promise.all([api("GET", "/v1/roles"), api("GET", "/v1/tokens")]);
+  return () => {
+    showRoles(roles.json.roles);
+    showTokens(tokens.json.tokens);
+  };
+}
+
+async function reloadAccess() {
+  try {
+    (await fetchAccess())();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+function showRoles(roles) {
+  state.roles = roles;
+  $("role-rows").replaceChildren(
+    ...roles.map((role) => {
+      const tr = el("tr");
+      tr.dataset.role = role.name;
+      const name = el("td", "path");
+      name.append(role.name);
+      if (role.builtin) name.append(" ", el("span", "builtin", "built in"));
+      const rules = el("td");
+      const list = el("ul", "rules");
+      list.append(...role.rules.map((r) => ruleLine(r)));
+      rules.append(role.rules.length ? list : el("span", "muted", "no rules: allows nothing"));
+      const actions = el("td", "row-actions");
+      if (!role.builtin) {
+        const edit = el("button", "edit-role", "Edit");
+        edit.type = "button";
+        edit.addEventListener("click", () => openRole(role.name));
+        const del = el("button", "danger delete-role", "Delete…");
+        del.type = "button";
+        del.addEventListener("click", () => askDeleteRole(role));
+        actions.append(edit, " ", del);
+      }
+      tr.append(name, rules, el("td", "", role.description ?? ""), el("td", "", role.builtin ? "—" : String(role.version)), actions);
+      return tr;
+    }),
+  );
+  // The token form's roles, keeping the choice.
+  const select = $("token-role");
+  const chosen = select.value;
+  select.replaceChildren(...roles.map((r) => el("option", "", r.name)));
+  if (roles.some((r) => r.name === chosen)) select.value = chosen;
+  else select.value = roles.find((r) => !r.builtin)?.name ?? roles[0]?.name ?? "";
+  fillVarNames();
+}
+
+// The role editor ------------------------------------------------------------------------------
+
+function ruleRow(rule = { path: "", allow: ["read"] }) {
+  const tr = el("tr", "rule-row");
+  const path = el("input", "rule-path");
+  path.value = rule.path;
+  path.required = true;
+  path.spellcheck = false;
+  path.placeholder = "/team-{team}/**";
+  path.setAttribute("aria-label", "path template");
+  const cells = [el("td", "grow")];
+  cells[0].append(path);
+  for (const op of OPERATIONS) {
+    const td = el("td");
+    const box = el("input", "allow-" + op);
+    box.type = "checkbox";
+    box.checked = (rule.allow || []).includes(op);
+    box.setAttribute("aria-label", op);
+    td.append(box);
+    cells.push(td);
+  }
+  const remove = el("button", "link remove-rule", "remove");
+  remove.type = "button";
+  remove.addEventListener("click", () => tr.remove());
+  const last = el("td");
+  last.append(remove);
+  cells.push(last);
+  tr.append(...cells);
+  return tr;
+}
+
+function showRoleForm(role) {
+  state.role = role ? { name: role.name, version: role.version } : { name: null, version: null };
+  $("role-form-title").textContent = role ? `Edit role ${role.name} (version ${role.version})` : "New role";
+  $("role-name").value = role ? role.name : "";
+  $("role-name").readOnly = Boolean(role);
+  $("role-description").value = role?.description ?? "";
+  $("rule-rows").replaceChildren(...(role ? role.rules : [{ path: "", allow: ["read"] }]).map((r) => ruleRow(r)));
+  $("role-error").hidden = true;
+  $("role-form").hidden = false;
+  (role ? $("role-description") : $("role-name")).focus();
+}
+
+/** Opens a stored role in the editor, as read now: its version is what the save's If-Match holds. */
+async function openRole(name) {
+  clearError();
+  try {
+    const reply = await api("GET", roleUrl(name));
+    showRoleForm(reply.json);
+  } catch (e) {
+    showError(e);
+  }
+}
+
+function roleBody() {
+  const rules = [...$("rule-rows").querySelectorAll("tr")].map((tr) => ({
+    path: tr.querySelector(".rule-path").value.trim(),
+    allow: OPERATIONS.filter((op) => tr.querySelector(".allow-" + op).checked),
+  }));
+  const body = { rules };
+  const description = $("role-description").value.trim();
+  if (description) body.description = description;
+  return body;
+}
+
+function showRoleError(parts, reload = false) {
+  $("role-error-message").replaceChildren(...parts);
+  $("role-reload").hidden = !reload;
+  $("role-error").hidden = false;
+}
+
+async function saveRole(event) {
+  event.preventDefault();
+  clearError();
+  $("role-error").hidden = true;
+  for (const tr of $("rule-rows").querySelectorAll("tr")) tr.classList.remove("bad");
+  const name = state.role.name ?? $("role-name").value.trim();
+  const version = state.role.version;
+  const isNew = state.role.name === null;
+  $("role-save").disabled = true;
+  try {
+    const reply = await api("PUT", roleUrl(name), {
+      body: JSON.stringify(roleBody()),
+      headers: isNew ? { "If-None-Match": "*" } : { "If-Match": `"${version}"` },
+    });
+    $("role-form").hidden = true;
+    await reloadAccess();
+    $("notice").textContent = `${reply.status === 201 ? "Created" : "Saved"} role ${name} (version ${reply.json.version}).`;
+    $("notice").hidden = false;
+  } catch (e) {
+    if (!(e instanceof ApiError)) showError(e);
+    else if (e.status === 412) {
+      showRoleError(
+        isNew
+          ? [`Not saved: a role named ${name} exists already; nothing was changed. Edit it from the list instead.`]
+          : [`Not saved: someone else changed or deleted role ${name} after you opened version ${version}. Nothing was changed; reload it to see theirs.`],
+        !isNew,
+      );
+    } else if (e.status === 422 || e.code === "builtin_role") {
+      // `invalid_role` names the rule: mark its row.
+      const named = /rule (?:path )?"([^"]*)"/.exec(e.message)?.[1];
+      for (const tr of $("rule-rows").querySelectorAll("tr"))
+        if (named !== undefined && tr.querySelector(".rule-path").value.trim() === named) tr.classList.add("bad");
+      showRoleError(["Not saved: " + e.message]);
+    } else if (e.code === "forbidden" || e.status === 401) {
+      showError(e);
+    } else {
+      showRoleError(["Not saved: " + e.message]);
+    }
+  } finally {
+    $("role-save").disabled = false;
+  }
+}
+
+function askDeleteRole(role) {
+  state.deleting = { name: role.name, version: role.version };
+  $("role-delete-name").textContent = role.name;
+  $("confirm-role-delete").showModal();
+}
+
+async function confirmDeleteRole() {
+  if ($("confirm-role-delete").returnValue !== "yes") return;
+  clearError();
+  const { name, version } = state.deleting;
+  try {
+    await api("DELETE", roleUrl(name), { headers: { "If-Match": `"${version}"` } });
+    if (state.role?.name === name) $("role-form").hidden = true;
+    await reloadAccess();
+    $("notice").textContent = `Deleted role ${name}.`;
+    $("notice").hidden = false;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 412)
+      e.message = `role ${name} changed since the list was read (it showed version ${version}); nothing was deleted: ` + e.message;
+    showError(e);
+    await reloadAccess();
+  }
+}
+
+// Tokens ---------------------------------------------------------------------------------------
+
+function varsText(vars) {
+  const names = Object.keys(vars || {});
+  return names.length ? names.map((n) => `${n} = ${varText(vars[n])}`).join(", ") : "—";
+}
+
+function showTokens(tokens) {
+  $("token-rows").replaceChildren(
+    ...tokens.map((t) => {
+      const tr = el("tr");
+      tr.dataset.token = t.id;
+      const revoke = el("button", "danger revoke", "Revoke…");
+      revoke.type = "button";
+      revoke.addEventListener("click", () => askRevoke(t));
+      const actions = el("td");
+      actions.append(revoke);
+      const cells = [
+        el("td", "path", t.id),
+        el("td", "", t.role),
+        el("td", "vars", varsText(t.vars)),
+        el("td", "", t.description ?? ""),
+        el("td", "time", when(t.created_at)),
+        el("td", "time", t.expires_at == null ? "never" : when(t.expires_at)),
+        el("td", "time", t.last_used_at == null ? "never" : when(t.last_used_at)),
+        actions,
+      ];
+      ["id", "role", "vars", "", "created", "expires", "last used", ""].forEach((label, i) => label && (cells[i].dataset.label = label));
+      tr.append(...cells);
+      return tr;
+    }),
+  );
+  $("token-table").hidden = tokens.length === 0;
+  $("token-empty").hidden = tokens.length > 0;
+}
+
+function varRow(name = "", value = "") {
+  const row = el("div", "row var-row");
+  const key = el("input", "var-name");
+  key.value = name;
+  key.placeholder = "name";
+  key.spellcheck = false;
+  key.setAttribute("aria-label", "var name");
+  const val = el("input", "var-value");
+  val.value = value;
+  val.placeholder = "value";
+  val.spellcheck = false;
+  val.setAttribute("aria-label", "var value");
+  const remove = el("button", "link", "remove");
+  remove.type = "button";
+  remove.addEventListener("click", () => row.remove());
+  row.append(key, el("span", "muted", "="), val, remove);
+  return row;
+}
+
+/** A row for each `{name}` of the chosen role's templates that has none yet. */
+function fillVarNames() {
+  const role = state.roles.find((r) => r.name === $("token-role").value);
+  const rows = $("var-rows");
+  // Rows left empty belong to the previous role: gone.
+  for (const row of [...rows.children]) if (!row.querySelector(".var-value").value.trim()) row.remove();
+  const present = new Set([...rows.querySelectorAll(".var-name")].map((i) => i.value.trim()));
+  for (const name of new Set((role?.rules || []).flatMap((r) => templateVars(r.path))))
+    if (!present.has(name)) rows.append(varRow(name));
+}
+
+/** The vars of the form: whole numbers as JSON numbers, anything else as a string. */
+function tokenVars() {
+  const vars = {};
+  for (const row of $("var-rows").children) {
+    const name = row.querySelector(".var-name").value.trim();
+    const text = row.querySelector(".var-value").value.trim();
+    if (!name && !text) continue;
+    if (!name) throw new Error(`the var with value "${text}" has no name`);
+    if (has(vars, name)) throw new Error(`the var ${name} is given twice`);
+    const n = Number(text);
+    vars[name] = /^-?[0-9]+$/.test(text) && Number.isSafeInteger(n) ? n : text;
+  }
+  return vars;
+}
+
+function showTokenError(message) {
+  $("token-error").textContent = message;
+  $("token-error").hidden = false;
+}
+
+async function createToken(event) {
+  event.preventDefault();
+  clearError();
+  $("token-error").hidden = true;
+  const body = { role: $("token-role").value };
+  try {
+    body.vars = tokenVars();
+  } catch (e) {
+    showTokenError("Not created: " + e.message);
+    return;
+  }
+  const expires = $("token-expires").value;
+  if (expires) {
+    const at = new Date(expires).getTime();
+    if (!Number.isFinite(at)) return showTokenError("Not created: the expiry is not a date and time");
+    body.expires_at = at * 1000;
+  } else body.expires_at = null;
+  const description = $("token-description").value.trim();
+  if (description) body.description = description;
+  $("token-create").disabled = true;
+  try {
+    const reply = await api("POST", "/v1/tokens", { body: JSON.stringify(body) });
+    $("token-secret").textContent = reply.json.token;
+    $("token-copied").hidden = true;
+    $("token-created").hidden = false;
+    for (const id of ["token-expires", "token-description"]) $(id).value = "";
+    $("var-rows").replaceChildren();
+    fillVarNames();
+    await reloadAccess();
+    $("token-created").scrollIntoView({ block: "nearest" });
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 400 || e.status === 422)) showTokenError("Not created: " + e.message);
+    else showError(e);
+  } finally {
+    $("token-create").disabled = false;
+  }
+}
+
+async function copySecret() {
+  const text = $("token-secret").textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // No clipboard API (an insecure origin): select the text and copy it the old way.
+    const range = document.createRange();
+    range.selectNodeContents($("token-secret"));
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    document.execCommand("copy");
+  }
+  $("token-copied").hidden = false;
+}
+
+/** "Done": the secret leaves the page for good. */
+function forgetSecret() {
+  $("token-secret").textContent = "";
+  $("token-created").hidden = true;
+}
+
+function askRevoke(token) {
+  state.revoking = token.id;
+  $("token-revoke-id").textContent = token.id;
+  $("token-revoke-what").textContent = `role ${token.role}` + (Object.keys(token.vars || {}).length ? `, ${varsText(token.vars)}` : "");
+  $("confirm-token-revoke").showModal();
+}
+
+async function confirmRevoke() {
+  if ($("confirm-token-revoke").returnValue !== "yes") return;
+  clearError();
+  const id = state.revoking;
+  try {
+    await api("DELETE", "/v1/tokens/" + encodeURIComponent(id));
+    await reloadAccess();
+    $("notice").textContent = `Revoked token ${id}: it is refused from now on.`;
+    $("notice").hidden = false;
+  } catch (e) {
+    showError(e);
+  }
+}
+
+function initAccess() {
+  // The session's panel closes on a click anywhere else.
+  document.addEventListener("click", (event) => {
+    if ($("session").open && !$("session").contains(event.target)) $("session").open = false;
+  });
+  $("role-new").addEventListener("click", () => showRoleForm(null));
+  $("rule-add").addEventListener("click", () => $("rule-rows").append(ruleRow()));
+  $("role-form").addEventListener("submit", saveRole);
+  $("role-cancel").addEventListener("click", () => ($("role-form").hidden = true));
+  $("role-reload").addEventListener("click", () => openRole(state.role.name));
+  $("confirm-role-delete").addEventListener("close", confirmDeleteRole);
+  $("token-role").addEventListener("change", fillVarNames);
+  $("var-add").addEventListener("click", () => $("var-rows").append(varRow()));
+  $("token-form").addEventListener("submit", createToken);
+  $("token-copy").addEventListener("click", copySecret);
+  $("token-created-done").addEventListener("click", forgetSecret);
+  $("confirm-token-revoke").addEventListener("close", confirmRevoke);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Navigation and keys
 
 /** Opens `href`, then says what was done. */
@@ -2132,7 +2677,7 @@ function init() {
     sessionStorage.setItem(TOKEN_KEY, $("token").value);
     $("token").value = "";
     clearError();
-    start();
+    if (await start()) signedInNotice();
   });
   $("signout").addEventListener("click", () => {
     sessionStorage.removeItem(TOKEN_KEY);
@@ -2177,15 +2722,21 @@ function init() {
   $("ns-delete").addEventListener("click", askDeleteNamespace);
   $("confirm-ns-delete").addEventListener("close", confirmDeleteNamespace);
   $("viol-more").addEventListener("click", moreViolations);
+  initAccess();
   start();
 }
 
+/** Reads the session, then shows the page; true when signed in. */
 async function start() {
   try {
-    if (await loadSession()) await render();
+    if (await loadSession()) {
+      await render();
+      return true;
+    }
   } catch (e) {
     showError(e);
   }
+  return false;
 }
 
 init();
