@@ -214,6 +214,8 @@ pub async fn get_role<B: Backend>(
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 409, description = "`builtin_role`: read, read-write and admin cannot change", body = ErrorBody),
         (status = 412, description = "If-Match or If-None-Match did not hold; nothing written", body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
         (status = 422, description = "`invalid_role`: a rule is not valid (the message names it)", body = ErrorBody),
         (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
@@ -277,6 +279,7 @@ fn invalid_role(message: String) -> ApiError {
     params(("name" = String, Path, description = "The role", example = "member"),
         ("If-Match" = Option<String>, Header, description = "`*` or entity tags: fail with 412 unless the role is at one of these versions")),
     responses((status = 204, description = "Deleted"),
+        (status = 400, description = "An invalid If-Match", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, description = "`builtin_role`", body = ErrorBody),
         (status = 412, body = ErrorBody), (status = 503, body = ErrorBody)),
@@ -308,7 +311,8 @@ pub async fn delete_role<B: Backend>(
     request_body = TokenIn,
     responses((status = 201, body = IssuedOut),
         (status = 400, description = "Variables that are not ids, an expiry in the past", body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 415, description = "The body is not declared as application/json", body = ErrorBody),
         (status = 422, description = "`unknown_role`", body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub async fn create_token<B: Backend>(
