@@ -385,6 +385,32 @@ fn matrix(url: &str) {
             check(role, &case, expect, &answer);
         }
     }
+    // A write refused for an alias never names another tenant's item: not the holder of an
+    // alias it would take, not the item behind an alias path it writes.
+    let tenant = principals.tokens[0].1.as_deref();
+    for (method, path, body, code) in [
+        (
+            "PUT",
+            "/v1/items/team-7/doc-5",
+            json!({"name": "secret8"}),
+            "alias_taken",
+        ),
+        (
+            "PUT",
+            "/v1/items/docname-secret8",
+            json!({"v": 1}),
+            "path_is_alias",
+        ),
+    ] {
+        let answer = send(url, tenant, method, path, Some((JSON, &body.to_string())));
+        assert_eq!(answer.status, 409, "{path}: {}", answer.body);
+        assert_eq!(json_of(&answer)["error"]["code"], code, "{}", answer.body);
+        assert!(
+            !answer.body.contains("team-8"),
+            "{path} names another tenant's item: {}",
+            answer.body
+        );
+    }
     // Nothing any refused request sent changed the data (the others wrote only their own).
     let after = send(url, Some(ADMIN), "GET", "/v1/export", None).body;
     let without_own = |text: &str| -> Vec<String> {

@@ -215,6 +215,17 @@ impl Access {
         None
     }
 
+    /// `error` without the paths of items this token may not read ([`ApiError::hiding`]).
+    pub fn hide(&self, error: ApiError) -> ApiError {
+        if self.everywhere(Op::Read) {
+            return error;
+        }
+        error.hiding(|path| {
+            path.parse::<KeyPath>()
+                .is_ok_and(|path| self.may(Op::Read, &path))
+        })
+    }
+
     /// Whether `op` is allowed on every path.
     pub fn everywhere(&self, op: Op) -> bool {
         self.0.grant.everywhere(op)

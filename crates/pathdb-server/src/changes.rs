@@ -376,7 +376,8 @@ pub async fn create_item<B: Backend>(
             .store
             .create(parent.as_ref(), &namespace, id, value, options)?)
     })
-    .await?;
+    .await
+    .map_err(|e| access.hide(e))?;
     let location = format!("/v1/items{}", item.path);
     let mut response = item_response(StatusCode::CREATED, &item);
     if let Ok(location) = axum::http::HeaderValue::from_str(&location) {

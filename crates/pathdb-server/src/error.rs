@@ -226,6 +226,36 @@ impl ApiError {
         self
     }
 
+    /// The same error without the paths of other items it names (an alias's holder, the item
+    /// behind an alias) that `readable` says the caller may not read: a refusal of a write must
+    /// not tell where another tenant's item is.
+    pub fn hiding(mut self, readable: impl Fn(&str) -> bool) -> ApiError {
+        let Some(refused) = self.refused.as_mut() else {
+            return self;
+        };
+        let mut hidden = false;
+        for named in [&mut refused.holder, &mut refused.item] {
+            if named.as_deref().is_some_and(|path| !readable(path)) {
+                *named = None;
+                hidden = true;
+            }
+        }
+        if hidden {
+            self.message = match self.code {
+                "alias_taken" => format!(
+                    "alias {} is taken by an item this token may not read",
+                    refused.alias.as_deref().unwrap_or("")
+                ),
+                "path_is_alias" => format!(
+                    "{} is an alias of an item this token may not read",
+                    refused.path.as_deref().unwrap_or("")
+                ),
+                _ => "refused: it concerns an item this token may not read".to_owned(),
+            };
+        }
+        self
+    }
+
     /// The message, for a place that can carry only text (an event stream's last event).
     pub fn to_string_lossy(&self) -> String {
         format!("{}: {}", self.code, self.message)

@@ -169,7 +169,7 @@ pub async fn put_item<B: Backend>(
                 .store
                 .put_created_queued(&path, value, options)
                 .await
-                .map_err(http_condition)
+                .map_err(|e| access.hide(http_condition(e)))
         }
         .await;
         telemetry::store_operation("put", started, result.is_ok());
@@ -181,7 +181,7 @@ pub async fn put_item<B: Backend>(
             state
                 .store
                 .put_created(&path, value, options)
-                .map_err(http_condition)
+                .map_err(|e| access.hide(http_condition(e)))
         })
         .await?
     };
@@ -276,7 +276,7 @@ pub async fn patch_item<B: Backend>(
         state
             .store
             .patch_created(&path, patch, options, create)
-            .map_err(http_condition)
+            .map_err(|e| access.hide(http_condition(e)))
     })
     .await?;
     Ok(item_response(created_or_ok(created), &item))
@@ -372,7 +372,7 @@ pub async fn move_subtree<B: Backend>(
     access.need_subtree(Op::Write, &from)?;
     access.need_subtree(Op::Write, &to)?;
     let job = SubtreeJob::relocate(from, to);
-    let moved = run_subtree_job(state, "move", job).await?;
+    let moved = run_subtree_job(state, &access, "move", job).await?;
     Ok(axum::Json(MovedOut { moved }))
 }
 
@@ -399,13 +399,14 @@ pub async fn copy_subtree<B: Backend>(
     access.need_subtree(Op::Read, &from)?;
     access.need_subtree(Op::Write, &to)?;
     let job = SubtreeJob::copy(from, to);
-    let copied = run_subtree_job(state, "copy", job).await?;
+    let copied = run_subtree_job(state, &access, "copy", job).await?;
     Ok(axum::Json(CopiedOut { copied }))
 }
 
 /// Runs a subtree job on the blocking pool, which finishes it even if the client goes away.
 async fn run_subtree_job<B: Backend>(
     state: AppState<B>,
+    access: &Access,
     op: &'static str,
     job: SubtreeJob,
 ) -> Result<u64, ApiError> {
@@ -413,6 +414,7 @@ async fn run_subtree_job<B: Backend>(
         Ok(state.store.run_subtree_job(&job, &mut |_| {})?)
     })
     .await
+    .map_err(|e| access.hide(e))
 }
 
 /// Reads several items from one snapshot; missing ones are left out.
@@ -726,7 +728,7 @@ pub async fn transact<B: Backend>(
                 }
                 other => other.operation_index(),
             };
-            let error = ApiError::from(e);
+            let error = access.hide(ApiError::from(e));
             match index {
                 Some(index) => error.at_operation(index),
                 None => error,
@@ -944,6 +946,7 @@ pub async fn import<B: Backend>(
             }
         }
     }
+    let hider = access.clone();
     let report = blocking(move || {
         let report = state
             .store
@@ -955,7 +958,7 @@ pub async fn import<B: Backend>(
                     pathdb_store::Error::SchemaViolation { index, .. } => records.line(*index),
                     _ => None,
                 };
-                let error = ApiError::from(e.error).with_message(message);
+                let error = hider.hide(ApiError::from(e.error).with_message(message));
                 match line {
                     Some(line) => error.at_line(line),
                     None => error,

@@ -75,6 +75,7 @@ fn not_found(ns: &str) -> ApiError {
     security((), ("bearer" = [])))]
 pub async fn list<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     Query(q): Query<NamespacesQuery>,
 ) -> Result<axum::Json<DefinitionsOut>, ApiError> {
     let limit = limit(q.limit)?;
@@ -93,7 +94,7 @@ pub async fn list<B: Backend>(
         .into_iter()
         .zip(builds)
         .take(limit)
-        .map(|(d, b)| DefinitionOut::new(d, b))
+        .map(|(d, b)| DefinitionOut::new(d, visible(&access, b)))
         .collect();
     let next_page_token = more
         .then(|| namespaces.last().map(|d| d.namespace.clone()))
@@ -117,6 +118,7 @@ pub async fn list<B: Backend>(
     security((), ("bearer" = [])))]
 pub async fn get<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    access: Access,
     Path(ns): Path<String>,
     _: NoQuery,
     Preconditions(headers): Preconditions,
@@ -135,7 +137,26 @@ pub async fn get<B: Backend>(
     if let Some(answer) = precondition::not_modified_answer(&headers, found.0.version)? {
         return Ok(answer);
     }
-    Ok(definition_response(StatusCode::OK, found))
+    let (definition, builds) = found;
+    Ok(definition_response(
+        StatusCode::OK,
+        (definition, visible(&access, builds)),
+    ))
+}
+
+/// A definition's alias builds as `access` may see them: a build's conflicts name items from
+/// anywhere in the database, so only a token that may read everything sees them (the others see
+/// the state and the counts).
+fn visible(
+    access: &Access,
+    mut builds: Vec<pathdb_store::AliasBuild>,
+) -> Vec<pathdb_store::AliasBuild> {
+    if !access.everywhere(pathdb_store::Op::Read) {
+        for build in &mut builds {
+            build.conflicts.clear();
+        }
+    }
+    builds
 }
 
 /// Creates or replaces a namespace's definition (the `admin` scope). It applies to every write
