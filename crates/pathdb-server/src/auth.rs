@@ -308,15 +308,18 @@ struct CachedToken {
     /// The whole token, compared in constant time with the presented one.
     token: Box<[u8]>,
     access: Access,
-    expires_at: Option<i64>,
-    read_at: Instant,
-    /// The minute of the last use recorded.
-    touched: i64,
+    /// When the entry must be read again ([`REVALIDATE`] after it was read).
+    stale_at: Instant,
+    /// When the token expires, on the monotonic clock (one clock read per request serves all
+    /// three deadlines).
+    expires: Option<Instant>,
+    /// When its next use is to be recorded: the start of the minute after the last recorded.
+    touch_due: Instant,
 }
 
 /// A role, as cached (`None`: no such role).
 struct CachedRole {
-    role: Option<Arc<(StoredRole, Vec<CompiledRule>)>>,
+    role: Option<CompiledRole>,
     read_at: Instant,
 }
 
@@ -331,7 +334,9 @@ struct CachedJwt {
 /// how many tokens there are, never the tokens. Cloning it is cheap (the caches are shared).
 #[derive(Clone, Default)]
 pub struct Auth {
-    configured: Arc<Vec<ConfiguredToken>>,
+    /// The configured tokens, each with its access made once when its role is a built-in one
+    /// (a custom role is read from the database, and may change).
+    configured: Arc<Vec<(ConfiguredToken, Option<Access>)>>,
     jwt: Option<JwtVerifier>,
     source: Option<Arc<dyn AccessSource>>,
     caches: Arc<Caches>,
@@ -431,7 +436,17 @@ impl Auth {
     /// Configured tokens and a JWT verifier; with neither, local-only mode.
     pub fn configured(tokens: Vec<ConfiguredToken>, jwt: Option<JwtVerifier>) -> Auth {
         Auth {
-            configured: Arc::new(tokens),
+            configured: Arc::new(
+                tokens
+                    .into_iter()
+                    .map(|token| {
+                        let access = builtin_role(&token.role).map(|role| {
+                            access_of(&role, &token.role, token.vars.clone(), Via::Config, None)
+                        });
+                        (token, access)
+                    })
+                    .collect(),
+            ),
             jwt,
             source: None,
             caches: Arc::default(),
@@ -488,7 +503,10 @@ impl Auth {
             return Resolution::Refused(Refusal::MissingToken);
         };
         let may_read = may_block || self.source.as_ref().is_some_and(|s| s.fast());
-        if let Some(configured) = self.configured_token(token) {
+        if let Some((configured, access)) = self.configured_token(token) {
+            if let Some(access) = access {
+                return Resolution::Granted(access.clone());
+            }
             return self.resolve_role(
                 &configured.role,
                 configured.vars.clone(),
@@ -513,10 +531,10 @@ impl Auth {
     /// constant time, and the loop does not stop at a match, so the time taken does not tell
     /// how much of a guess was right or which token it resembled. (A token's length can still
     /// show; tokens should be long random strings.)
-    fn configured_token(&self, presented: &str) -> Option<&ConfiguredToken> {
+    fn configured_token(&self, presented: &str) -> Option<&(ConfiguredToken, Option<Access>)> {
         let mut found = None;
         for configured in self.configured.iter() {
-            if bool::from(configured.token.as_bytes().ct_eq(presented.as_bytes())) {
+            if same_secret(configured.0.token.as_bytes(), presented.as_bytes()) {
                 found = Some(configured);
             }
         }
@@ -524,22 +542,21 @@ impl Auth {
     }
 
     fn resolve_issued(&self, id: &str, token: &str, may_read: bool) -> Resolution {
-        let now = now_micros();
+        let now = Instant::now();
         if let Ok(tokens) = self.caches.tokens.read()
             && let Some(cached) = tokens.get(id)
-            && cached.read_at.elapsed() < REVALIDATE
+            && now < cached.stale_at
         {
-            if !bool::from(cached.token.ct_eq(token.as_bytes())) {
+            if !same_secret(&cached.token, token.as_bytes()) {
                 return Resolution::Refused(Refusal::UnknownToken);
             }
-            if cached.expires_at.is_some_and(|t| t <= now) {
+            if cached.expires.is_some_and(|t| now >= t) {
                 return Resolution::Refused(Refusal::ExpiredToken);
             }
             let access = cached.access.clone();
-            let minute = now - now.rem_euclid(60_000_000);
-            if cached.touched < minute {
+            if now >= cached.touch_due {
                 drop(tokens);
-                self.touched(id, minute);
+                self.touched(id);
             }
             return Resolution::Granted(access);
         }
@@ -564,38 +581,53 @@ impl Auth {
             Resolution::Granted(access) => access,
             other => return other,
         };
-        let expires_at = info.expires_at.map(|t| t.0);
+        let (wall, now) = (now_micros(), Instant::now());
+        let at = |micros: i64| {
+            let ahead = u64::try_from(micros.saturating_sub(wall)).unwrap_or(0);
+            now.checked_add(Duration::from_micros(ahead)).unwrap_or(now)
+        };
+        let expires = info.expires_at.map(|t| at(t.0));
+        // A use in a minute after the one recorded is recorded now.
+        let recorded = info.last_used_at.map_or(i64::MIN, |t| t.0);
+        let touch_due = if recorded >= minute_of(wall) {
+            at(minute_of(wall) + MINUTE)
+        } else {
+            now
+        };
         if let Ok(mut tokens) = self.caches.tokens.write() {
             tokens.insert(
                 info.id.clone(),
                 CachedToken {
                     token: token.as_bytes().into(),
                     access: access.clone(),
-                    expires_at,
-                    read_at: Instant::now(),
-                    touched: info.last_used_at.map_or(i64::MIN, |t| t.0),
+                    stale_at: now + REVALIDATE,
+                    expires,
+                    touch_due,
                 },
             );
         }
-        if expires_at.is_some_and(|t| t <= now) {
+        if expires.is_some_and(|t| now >= t) {
             return Resolution::Refused(Refusal::ExpiredToken);
         }
-        let minute = now - now.rem_euclid(60_000_000);
-        if info.last_used_at.is_none_or(|t| t.0 < minute) {
-            self.touched(&info.id, minute);
+        if now >= touch_due {
+            self.touched(&info.id);
         }
         Resolution::Granted(access)
     }
 
-    /// Records the token `id`'s use in `minute`, once.
-    fn touched(&self, id: &str, minute: i64) {
+    /// Records the token `id`'s use in this minute, once: the next is due when the next minute
+    /// starts.
+    fn touched(&self, id: &str) {
+        let wall = now_micros();
+        let next = Instant::now()
+            + Duration::from_micros(u64::try_from(minute_of(wall) + MINUTE - wall).unwrap_or(0));
         if let Ok(mut tokens) = self.caches.tokens.write()
             && let Some(cached) = tokens.get_mut(id)
         {
-            if cached.touched >= minute {
+            if Instant::now() < cached.touch_due {
                 return;
             }
-            cached.touched = minute;
+            cached.touch_due = next;
         }
         if let Some(source) = &self.source {
             source.touch_token(id);
@@ -669,34 +701,25 @@ impl Auth {
             Ok(None) => return Resolution::Pending,
             Err(refusal) => return Resolution::Refused(refusal),
         };
-        let (grant, rules) = match role.as_deref() {
-            Some((stored, compiled)) => (
-                Grant::new(compiled, &|name| lookup(&vars, name)),
-                stored.role.rules.clone(),
-            ),
-            None => (Grant::default(), Vec::new()),
-        };
-        Resolution::Granted(Access(Arc::new(Principal {
-            grant,
-            role: name.to_owned(),
-            rules,
-            vars,
-            via,
-            token_id,
-        })))
+        Resolution::Granted(match role {
+            Some(role) => access_of(&role, name, vars, via, token_id),
+            // A role that does not exist grants nothing.
+            None => Access(Arc::new(Principal {
+                grant: Grant::default(),
+                role: name.to_owned(),
+                rules: Vec::new(),
+                vars,
+                via,
+                token_id,
+            })),
+        })
     }
 
     /// The role `name`, compiled: `Ok(None)` when a store read is needed that may not be done
     /// here; `Ok(Some(None))` when there is no such role.
-    #[allow(clippy::type_complexity)]
-    fn role(
-        &self,
-        name: &str,
-        may_read: bool,
-    ) -> Result<Option<Option<Arc<(StoredRole, Vec<CompiledRule>)>>>, Refusal> {
-        if let Some(stored) = pathdb_store::builtin_role(name) {
-            let compiled = stored.role.compile().unwrap_or_default();
-            return Ok(Some(Some(Arc::new((stored, compiled)))));
+    fn role(&self, name: &str, may_read: bool) -> Result<Option<Option<CompiledRole>>, Refusal> {
+        if let Some(role) = builtin_role(name) {
+            return Ok(Some(Some(role)));
         }
         if let Ok(roles) = self.caches.roles.read()
             && let Some(cached) = roles.get(name)
@@ -732,6 +755,44 @@ impl Auth {
     }
 }
 
+/// A compiled role.
+type CompiledRole = Arc<(StoredRole, Vec<CompiledRule>)>;
+
+/// The built-in role `name`, compiled once.
+fn builtin_role(name: &str) -> Option<CompiledRole> {
+    static BUILTIN: std::sync::OnceLock<Vec<CompiledRole>> = std::sync::OnceLock::new();
+    let all = BUILTIN.get_or_init(|| {
+        pathdb_store::BUILTIN_ROLES
+            .iter()
+            .filter_map(|(name, _)| pathdb_store::builtin_role(name))
+            .map(|stored| {
+                let compiled = stored.role.compile().unwrap_or_default();
+                Arc::new((stored, compiled))
+            })
+            .collect()
+    });
+    all.iter().find(|role| role.0.name == name).cloned()
+}
+
+/// What `role` bound to `vars` allows.
+fn access_of(
+    role: &CompiledRole,
+    name: &str,
+    vars: Map<String, Value>,
+    via: Via,
+    token_id: Option<String>,
+) -> Access {
+    let (stored, compiled) = role.as_ref();
+    Access(Arc::new(Principal {
+        grant: Grant::new(compiled, &|name| lookup(&vars, name)),
+        role: name.to_owned(),
+        rules: stored.role.rules.clone(),
+        vars,
+        via,
+        token_id,
+    }))
+}
+
 /// A variable's value: a member of `vars`, dotted names reaching into objects (`org.id`).
 fn lookup(vars: &Map<String, Value>, name: &str) -> Option<Value> {
     if let Some(value) = vars.get(name) {
@@ -747,6 +808,33 @@ fn lookup(vars: &Map<String, Value>, name: &str) -> Option<Value> {
 
 fn now_micros() -> i64 {
     pathdb_store::Timestamp::now().0
+}
+
+/// A minute, in microseconds: a token's last use is recorded to the minute.
+const MINUTE: i64 = 60_000_000;
+
+/// The start of the minute of `micros`.
+fn minute_of(micros: i64) -> i64 {
+    micros - micros.rem_euclid(MINUTE)
+}
+
+/// Whether a presented secret is the cached one, in time that depends on the length only:
+/// eight bytes at a time, every byte compared (subtle's `ct_eq` goes a byte at a time, a tenth
+/// of a get's checks).
+fn same_secret(known: &[u8], presented: &[u8]) -> bool {
+    if known.len() != presented.len() {
+        return false;
+    }
+    let (known_words, known_rest) = known.as_chunks::<8>();
+    let (presented_words, presented_rest) = presented.as_chunks::<8>();
+    let mut diff = 0u64;
+    for (a, b) in known_words.iter().zip(presented_words) {
+        diff |= u64::from_ne_bytes(*a) ^ u64::from_ne_bytes(*b);
+    }
+    for (a, b) in known_rest.iter().zip(presented_rest) {
+        diff |= u64::from(a ^ b);
+    }
+    bool::from(diff.ct_eq(&0))
 }
 
 #[cfg(test)]
