@@ -125,6 +125,11 @@ pub struct Principal {
 impl Access {
     /// Anyone, in local-only mode: everything.
     pub fn open() -> Access {
+        static OPEN: std::sync::OnceLock<Access> = std::sync::OnceLock::new();
+        OPEN.get_or_init(Access::everything).clone()
+    }
+
+    fn everything() -> Access {
         Access(Arc::new(Principal {
             grant: Grant::everything(&[Op::Read, Op::Write, Op::Admin]),
             role: "admin".into(),
@@ -337,6 +342,9 @@ pub struct Auth {
     /// The configured tokens, each with its access made once when its role is a built-in one
     /// (a custom role is read from the database, and may change).
     configured: Arc<Vec<(ConfiguredToken, Option<Access>)>>,
+    /// Whether a configured token has the form of an issued one (`pdb_<id>_...`): then a
+    /// presented token of that form is compared with the configured ones too.
+    issued_form_configured: bool,
     jwt: Option<JwtVerifier>,
     source: Option<Arc<dyn AccessSource>>,
     caches: Arc<Caches>,
@@ -435,7 +443,11 @@ impl Auth {
 
     /// Configured tokens and a JWT verifier; with neither, local-only mode.
     pub fn configured(tokens: Vec<ConfiguredToken>, jwt: Option<JwtVerifier>) -> Auth {
+        let issued_form_configured = tokens
+            .iter()
+            .any(|t| pathdb_store::token_id_of(&t.token).is_some());
         Auth {
+            issued_form_configured,
             configured: Arc::new(
                 tokens
                     .into_iter()
@@ -532,6 +544,10 @@ impl Auth {
     /// how much of a guess was right or which token it resembled. (A token's length can still
     /// show; tokens should be long random strings.)
     fn configured_token(&self, presented: &str) -> Option<&(ConfiguredToken, Option<Access>)> {
+        // An issued token's form, where no configured token has it: none of them.
+        if !self.issued_form_configured && pathdb_store::token_id_of(presented).is_some() {
+            return None;
+        }
         let mut found = None;
         for configured in self.configured.iter() {
             if same_secret(configured.0.token.as_bytes(), presented.as_bytes()) {

@@ -105,18 +105,25 @@ impl<B: Backend> ItemGets<B> {
     /// What the route's checks and `handlers::get_item` answer, in their order: the checks (a
     /// refusal is counted too), then the path, the read and the answer.
     fn get(&self, request: Request) -> Response {
-        gate::answer_now(&self.checks, request, |request| {
-            self.read(&request)
+        gate::answer_now(&self.checks, request, |request, memo| {
+            self.read(&request, gate::access_in(memo))
                 .unwrap_or_else(IntoResponse::into_response)
         })
     }
 
-    fn read(&self, request: &Request) -> Result<Response, ApiError> {
+    fn read(&self, request: &Request, access: Option<&Access>) -> Result<Response, ApiError> {
         let rest = request.uri().path().strip_prefix(ITEMS_PREFIX);
         let path = key_path_in_url(rest.unwrap_or_default())?;
-        let access = match self.access(request) {
-            Ok(access) => access,
-            Err(refusal) => return Ok(refusal.into_response()),
+        let resolved;
+        let access = match access {
+            Some(access) => access,
+            None => match self.access(request) {
+                Ok(access) => {
+                    resolved = access;
+                    &resolved
+                }
+                Err(refusal) => return Ok(refusal.into_response()),
+            },
         };
         access.need(pathdb_store::Op::Read, &path)?;
         let (item, path) = point_read_here(&self.state.store, "get", |store| {
@@ -124,17 +131,14 @@ impl<B: Backend> ItemGets<B> {
         })?;
         // `If-None-Match` is read from the request's own headers, as the route's extractor
         // copies it from them.
-        handlers::answer_item(&access, item, &path, None, request.headers())
+        handlers::answer_item(access, item, &path, None, request.headers())
     }
 }
 
 impl<B: Backend> ItemGets<B> {
-    /// Who the request is, as the token check found; one it left pending is resolved right
-    /// here (this backend's reads never block).
+    /// Who the request is when the token check left it pending: resolved right here (this
+    /// backend's reads never block).
     fn access(&self, request: &Request) -> Result<Access, Refusal> {
-        if let Some(access) = request.extensions().get::<Access>() {
-            return Ok(access.clone());
-        }
         let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
         match gate::token_auth(&self.checks).resolve(authorization, true) {
             Resolution::Granted(access) => Ok(access),

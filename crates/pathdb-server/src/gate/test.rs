@@ -263,7 +263,7 @@ async fn a_pair_of_checks_runs_as_two_nested_layers() {
                     let pair = CheckLayer((outer, inner));
                     pair.layer(answer).oneshot(request()).await.unwrap()
                 }
-                _ => answer_now(&(outer, inner), request(), |_| ok()),
+                _ => answer_now(&(outer, inner), request(), |_, _| ok()),
             };
             let log = log.lock().unwrap().clone();
             (response.status(), log)
