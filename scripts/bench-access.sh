@@ -20,8 +20,12 @@
 # each server again over the same database, 3 s of warm-up, then 10 s counted (wrk -t1 -c2).
 # Prints the runs, then medians and the overheads of `issued` against `admin` and `open`.
 #
-# Usage: scripts/bench-access.sh [--pathdb BIN] [--duration S] [--rounds N] [--connections N]
-#                                [--no-callgrind]
+# - before: with --before BIN, a third server run by BIN, a build from before issue 47 (when
+#           tokens had scopes), with `PATHDB_TOKENS=rw-secret=read-write` and requests with that
+#           token: the check an authenticated server made before roles.
+#
+# Usage: scripts/bench-access.sh [--pathdb BIN] [--before BIN] [--duration S] [--rounds N]
+#                                [--connections N] [--no-callgrind]
 #   BIN defaults to $CARGO_TARGET_DIR/release/pathdb (else target/release/pathdb):
 #   cargo build --release -p pathdb-cli first. Needs wrk and python3; valgrind for callgrind.
 set -euo pipefail
@@ -32,9 +36,11 @@ duration=10
 rounds=5
 connections=32
 callgrind=1
+before_bin=
 while [ $# -gt 0 ]; do
   case $1 in
     --pathdb) pathdb=$2; shift 2 ;;
+    --before) before_bin=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --connections) connections=$2; shift 2 ;;
@@ -72,6 +78,12 @@ serve() {
 }
 PATHDB_TOKENS=$admin=admin serve auth; auth_url=$url auth_pid=$pid
 serve open; open_url=$url open_pid=$pid
+rw=rw-secret
+if [ -n "$before_bin" ]; then
+  current=$pathdb pathdb=$before_bin
+  PATHDB_TOKENS=$rw=read-write serve before; before_url=$url before_pid=$pid
+  pathdb=$current
+fi
 
 # Role `ten` and a token of it for team 7.
 rules=
@@ -85,7 +97,9 @@ issued=$(curl -sf -X POST "$auth_url/v1/tokens" -H "authorization: Bearer $admin
   python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')
 
 # The items: 10 s of puts on each server (unmeasured), and doc-1 for the gets.
-for target in "$auth_url $admin" "$open_url -"; do
+targets=("$auth_url $admin" "$open_url -")
+[ -n "$before_bin" ] && targets+=("$before_url $rw")
+for target in "${targets[@]}"; do
   read -r url token <<<"$target"
   [ "$token" = - ] && token=
   WRK_OP=put WRK_TOKEN=$token wrk -t2 -c"$connections" -d10s -s "$lua" "$url" >/dev/null
@@ -114,6 +128,7 @@ run() {
     admin) url=$auth_url token=$admin pid=$auth_pid ;;
     issued) url=$auth_url token=$issued pid=$auth_pid ;;
     open) url=$open_url token= pid=$open_pid ;;
+    before) url=$before_url token=$rw pid=$before_pid ;;
   esac
   before=$(cpu_ticks "$pid")
   out=$(WRK_OP=$op WRK_TOKEN=$token wrk -t2 -c"$connections" -d"${duration}s" --latency \
@@ -130,9 +145,10 @@ run() {
 
 printf '%-6s %-4s %-7s %6s %9s %8s %8s %11s\n' round op kind load 'req/s' 'p50 ms' 'p99 ms' 'cpu us/req'
 kinds=(admin issued open)
+[ -n "$before_bin" ] && kinds+=(before)
 for round in $(seq 1 "$rounds"); do
   # Turn the order: admin issued open, issued open admin, open admin issued, ...
-  k=$(((round - 1) % 3))
+  k=$(((round - 1) % ${#kinds[@]}))
   order=("${kinds[@]:k}" "${kinds[@]:0:k}")
   for op in get put; do
     for kind in "${order[@]}"; do run "$kind" "$op" "$round"; done
@@ -145,13 +161,19 @@ counts=$work/instructions
 if [ "$callgrind" = 1 ]; then
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   pids=()
-  for server in auth open; do
+  servers=(auth open)
+  [ -n "$before_bin" ] && servers+=(before)
+  for server in "${servers[@]}"; do
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     url=http://127.0.0.1:$port
     out=$work/$server.callgrind
     if [ "$server" = auth ]; then
       env PATHDB_TOKENS=$admin=admin valgrind --tool=callgrind --callgrind-out-file="$out" \
         "$pathdb" --db "$work/$server/pathdb.db" serve --addr "127.0.0.1:$port" --no-ui \
+        >"$work/$server.valgrind.log" 2>&1 &
+    elif [ "$server" = before ]; then
+      env PATHDB_TOKENS=$rw=read-write valgrind --tool=callgrind --callgrind-out-file="$out" \
+        "$before_bin" --db "$work/$server/pathdb.db" serve --addr "127.0.0.1:$port" --no-ui \
         >"$work/$server.valgrind.log" 2>&1 &
     else
       valgrind --tool=callgrind --callgrind-out-file="$out" \
@@ -161,9 +183,9 @@ if [ "$callgrind" = 1 ]; then
     vg=$!
     pids+=("$vg")
     for _ in $(seq 1 300); do curl -sf -o /dev/null "$url/healthz" && break; sleep 0.2; done
-    case $server in auth) kinds_here=(admin issued) ;; *) kinds_here=(open) ;; esac
+    case $server in auth) kinds_here=(admin issued) ;; before) kinds_here=(before) ;; *) kinds_here=(open) ;; esac
     for kind in "${kinds_here[@]}"; do
-      case $kind in admin) token=$admin ;; issued) token=$issued ;; *) token= ;; esac
+      case $kind in admin) token=$admin ;; issued) token=$issued ;; before) token=$rw ;; *) token= ;; esac
       for op in get put; do
         WRK_OP=$op WRK_TOKEN=$token wrk -t1 -c2 -d3s -s "$lua" "$url" >/dev/null
         callgrind_control -z "$vg" >/dev/null 2>&1
@@ -193,14 +215,18 @@ print("\nmedians over the rounds (req/s, p50 ms, p99 ms, server CPU us per reque
 print("%-4s %-7s %9s %7s %7s %7s %13s" % ("op", "kind", "req/s", "p50", "p99", "cpu", "instr/req"))
 rows = {}
 for op in ("get", "put"):
-    for kind in ("admin", "issued", "open"):
+    for kind in ("admin", "issued", "open", "before"):
         rs = [r for r in runs if r[0] == op and r[1] == kind]
+        if not rs:
+            continue
         m = [med(float(r[i]) for r in rs) for i in (2, 3, 4, 5)]
         rows[op, kind] = (m, {r[6]: r for r in rs})
         print("%-4s %-7s %9.0f %7.2f %7.2f %7.1f %13s" % (op, kind, *m, counts.get((op, kind), "-")))
 print("\noverhead of the issued token of 10 rules (positive: costs more)")
 for op in ("get", "put"):
-    for base in ("admin", "open"):
+    for base in ("admin", "open", "before"):
+        if (op, base) not in rows:
+            continue
         a, b = rows[op, base], rows[op, "issued"]
         # Paired by round: time per request (1 / req/s) and CPU per request, issued over base.
         t = med(float(a[1][r][2]) / float(b[1][r][2]) for r in b[1]) - 1

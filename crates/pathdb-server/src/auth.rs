@@ -506,16 +506,12 @@ impl Auth {
             return Resolution::Granted(Access::open());
         }
         // The scheme is case-insensitive (RFC 9110 section 11.1).
-        let presented = authorization
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim());
-        let Some(token) = presented else {
+        let Some(token) = authorization.and_then(|v| bearer(v.as_bytes())) else {
             return Resolution::Refused(Refusal::MissingToken);
         };
         let may_read = may_block || self.source.as_ref().is_some_and(|s| s.fast());
-        if let Some((configured, access)) = self.configured_token(token) {
+        let issued = pathdb_store::token_id_of(token);
+        if let Some((configured, access)) = self.configured_token(token, issued.is_some()) {
             if let Some(access) = access {
                 return Resolution::Granted(access.clone());
             }
@@ -527,7 +523,7 @@ impl Auth {
                 may_read,
             );
         }
-        if let Some(id) = pathdb_store::token_id_of(token) {
+        if let Some(id) = issued {
             return self.resolve_issued(id, token, may_read);
         }
         // Three dot-separated parts, the signature possibly empty (`alg: none`, refused there).
@@ -543,9 +539,13 @@ impl Auth {
     /// constant time, and the loop does not stop at a match, so the time taken does not tell
     /// how much of a guess was right or which token it resembled. (A token's length can still
     /// show; tokens should be long random strings.)
-    fn configured_token(&self, presented: &str) -> Option<&(ConfiguredToken, Option<Access>)> {
+    fn configured_token(
+        &self,
+        presented: &str,
+        issued_form: bool,
+    ) -> Option<&(ConfiguredToken, Option<Access>)> {
         // An issued token's form, where no configured token has it: none of them.
-        if !self.issued_form_configured && pathdb_store::token_id_of(presented).is_some() {
+        if issued_form && !self.issued_form_configured {
             return None;
         }
         let mut found = None;
@@ -824,6 +824,19 @@ fn lookup(vars: &Map<String, Value>, name: &str) -> Option<Value> {
 
 fn now_micros() -> i64 {
     pathdb_store::Timestamp::now().0
+}
+
+/// The token of an `Authorization: Bearer <token>` value (the scheme is case-insensitive, RFC
+/// 9110 section 11.1), read from the bytes: a header's own text check walks them all once more.
+fn bearer(value: &[u8]) -> Option<&str> {
+    let space = value.iter().position(|b| *b == b' ')?;
+    let (scheme, rest) = value.split_at(space);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return None;
+    }
+    let token = std::str::from_utf8(rest).ok()?.trim();
+    // Visible ASCII only, as a header's text is (a token never has more).
+    token.bytes().all(|b| b.is_ascii_graphic()).then_some(token)
 }
 
 /// A minute, in microseconds: a token's last use is recorded to the minute.

@@ -259,7 +259,7 @@ pub struct BoundPattern {
     subtree: bool,
 }
 
-#[inline]
+#[inline(always)]
 fn element_matches(pattern: &Pattern<BoundId>, element: &Element) -> bool {
     match pattern {
         Pattern::Any => true,
@@ -287,9 +287,19 @@ impl BoundPattern {
     /// Whether `path` matches.
     #[inline]
     pub fn matches(&self, path: &KeyPath) -> bool {
-        let (n, len) = (self.elements.len(), path.len());
+        let elements = path.elements();
+        let (n, len) = (self.elements.len(), elements.len());
         let long_enough = if self.subtree { len >= n } else { len == n };
-        long_enough && self.leads(path.elements())
+        if !long_enough {
+            return false;
+        }
+        // A plain loop, inlined: checked for every rule of a token on every path it touches.
+        for (pattern, element) in self.elements.iter().zip(elements) {
+            if !element_matches(pattern, element) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Whether every path of `prefix`'s subtree (`prefix` and everything below it) matches.

@@ -194,7 +194,7 @@ pub(crate) fn find<R: Reader + ?Sized>(
     reader: &R,
     presented: &str,
 ) -> Result<Option<TokenInfo>, Error> {
-    let Some(id) = id_of(presented) else {
+    let Some(id) = id_of(presented).filter(|id| id.bytes().all(|b| b.is_ascii_hexdigit())) else {
         return Ok(None);
     };
     let Some(record) = reader.get(&layout::access_token_key(id))? else {
