@@ -506,7 +506,7 @@ impl Auth {
             return Resolution::Granted(Access::open());
         }
         // The scheme is case-insensitive (RFC 9110 section 11.1).
-        let Some(token) = authorization.and_then(|v| bearer(v.as_bytes())) else {
+        let Some(token) = authorization.and_then(bearer) else {
             return Resolution::Refused(Refusal::MissingToken);
         };
         let may_read = may_block || self.source.as_ref().is_some_and(|s| s.fast());
@@ -827,16 +827,11 @@ fn now_micros() -> i64 {
 }
 
 /// The token of an `Authorization: Bearer <token>` value (the scheme is case-insensitive, RFC
-/// 9110 section 11.1), read from the bytes: a header's own text check walks them all once more.
-fn bearer(value: &[u8]) -> Option<&str> {
-    let space = value.iter().position(|b| *b == b' ')?;
-    let (scheme, rest) = value.split_at(space);
-    if !scheme.eq_ignore_ascii_case(b"bearer") {
-        return None;
-    }
-    let token = std::str::from_utf8(rest).ok()?.trim();
-    // Visible ASCII only, as a header's text is (a token never has more).
-    token.bytes().all(|b| b.is_ascii_graphic()).then_some(token)
+/// 9110 section 11.1).
+fn bearer(value: &HeaderValue) -> Option<&str> {
+    // One pass over the bytes: visible ASCII (a token never has more).
+    let (scheme, token) = value.to_str().ok()?.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// A minute, in microseconds: a token's last use is recorded to the minute.
