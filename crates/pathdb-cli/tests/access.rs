@@ -287,6 +287,8 @@ fn cases(list_token: &str) -> Vec<Case> {
         // Aliases: the item's own path decides.
         case("GET", "/v1/items/docname-seven", [2, 2, 403, 403, 2, 401]),
         case("GET", "/v1/items/docname-secret8", [403, 403, 403, 403, 2, 401]),
+        // A past version through an alias is the item's too.
+        case("GET", "/v1/items/docname-secret8?version=1", [403, 403, 403, 403, 2, 401]),
         with_body("PATCH", "/v1/items/docname-secret8", "application/merge-patch+json", json!({"v": "stolen"}), [403, 403, 403, 403, 2, 401]),
         case("GET", "/v1/history/docname-secret8", [403, 403, 403, 403, 2, 401]),
         with_body("POST", "/v1/get", JSON, json!({"paths": ["/docname-secret8"]}), [403, 403, 403, 403, 2, 401]),
@@ -408,6 +410,39 @@ fn matrix(url: &str) {
         assert!(
             !answer.body.contains("team-8"),
             "{path} names another tenant's item: {}",
+            answer.body
+        );
+    }
+    // A refusal through an alias names the alias, never the item behind it.
+    for (method, path, body) in [
+        ("GET", "/v1/items/docname-secret8", None),
+        ("GET", "/v1/items/docname-secret8?version=1", None),
+        ("GET", "/v1/history/docname-secret8", None),
+        (
+            "POST",
+            "/v1/get",
+            Some(json!({"paths": ["/docname-secret8"]})),
+        ),
+        ("PATCH", "/v1/items/docname-secret8", Some(json!({"v": 1}))),
+        ("DELETE", "/v1/items/docname-secret8", None),
+    ] {
+        let text = body.map(|b| b.to_string());
+        let media = if method == "PATCH" {
+            "application/merge-patch+json"
+        } else {
+            JSON
+        };
+        let answer = send(
+            url,
+            tenant,
+            method,
+            path,
+            text.as_deref().map(|t| (media, t)),
+        );
+        assert_eq!(answer.status, 403, "{method} {path}: {}", answer.body);
+        assert!(
+            !answer.body.contains("team-8"),
+            "{method} {path} names the item: {}",
             answer.body
         );
     }
@@ -786,6 +821,103 @@ fn refused_within(url: &str, token: &str, path: &str, status: u16) {
         started.elapsed()
     );
     assert_eq!(send(url, Some(token), "GET", path, None).status, status);
+}
+
+/// An open change stream ends once its token is revoked: a feed is asked about its token again
+/// every `REVALIDATE`, as the next request would be.
+#[test]
+fn revocation_ends_an_open_change_stream() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = config(dir.path());
+    let db = dir.path().join("stream.pathdb");
+    let server = Served::start(&[
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--db",
+        db.to_str().expect("utf-8"),
+        "--config",
+        config.to_str().expect("utf-8"),
+    ]);
+    let url = server.url.clone();
+    let body = json!({"role": "tenant", "vars": {"team": 7}}).to_string();
+    let issued = json_of(&send(
+        &url,
+        Some(ADMIN),
+        "POST",
+        "/v1/tokens",
+        Some((JSON, &body)),
+    ));
+    let (token, id) = (
+        issued["token"].as_str().expect("token").to_owned(),
+        issued["id"].as_str().expect("id").to_owned(),
+    );
+    let (lines, seen) = std::sync::mpsc::channel::<String>();
+    let reader = {
+        let (url, token) = (url.clone(), token.clone());
+        std::thread::spawn(move || {
+            let mut response = agent()
+                .get(format!("{url}/v1/changes/team-7"))
+                .header("Authorization", format!("Bearer {token}"))
+                .header("Accept", "text/event-stream")
+                .call()
+                .expect("the stream opens");
+            assert_eq!(response.status(), 200);
+            let stream = std::io::BufReader::new(response.body_mut().as_reader());
+            for line in stream.lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    // A change reaches the stream; then the token is revoked, and the stream says so and ends.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        send(
+            &url,
+            Some(ADMIN),
+            "PUT",
+            "/v1/items/team-7/doc-1",
+            Some((JSON, "1"))
+        )
+        .status
+            < 300
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got_change = false;
+    while !got_change {
+        let line = seen
+            .recv_timeout(deadline - Instant::now())
+            .expect("the change arrives");
+        got_change = line.starts_with("data:") && line.contains("/team-7/doc-1");
+    }
+    assert_eq!(
+        send(
+            &url,
+            Some(ADMIN),
+            "DELETE",
+            &format!("/v1/tokens/{id}"),
+            None
+        )
+        .status,
+        204
+    );
+    let revoked = Instant::now();
+    let mut ended = false;
+    while let Ok(line) = seen.recv_timeout(Duration::from_secs(10)) {
+        if line == "event: failure" {
+            ended = true;
+        }
+    }
+    assert!(ended, "the stream says why it ends");
+    assert!(
+        revoked.elapsed() < pathdb_server::REVALIDATE + Duration::from_secs(8),
+        "ended within the bound"
+    );
+    reader.join().expect("the reader thread");
 }
 
 /// Every bad JWT is a 401 naming why; a key rotation in the JWK Set file is picked up.

@@ -352,6 +352,9 @@ pub struct Auth {
 
 #[derive(Default)]
 struct Caches {
+    /// Counts the forgets ([`Auth::forget_role`], [`Auth::forget_token`]): a resolution that read
+    /// the store before one does not cache what it read (it may be what was just revoked).
+    forgets: std::sync::atomic::AtomicU64,
     tokens: RwLock<HashMap<String, CachedToken, foldhash::fast::RandomState>>,
     roles: RwLock<HashMap<String, CachedRole, foldhash::fast::RandomState>>,
     jwts: Mutex<HashMap<Box<str>, CachedJwt, foldhash::fast::RandomState>>,
@@ -381,32 +384,38 @@ pub enum Refusal {
     Unavailable(String),
 }
 
-/// 401, naming the scheme to use (RFC 9110 requires `WWW-Authenticate` on a 401).
-fn unauthorized(message: &str, reason: Option<&'static str>) -> Response {
-    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
-        .with_reason(reason)
-        .into_response();
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
+impl Refusal {
+    /// The refusal as an error (a 401's `WWW-Authenticate` is added by its response).
+    pub fn error(self) -> ApiError {
+        let unauthorized = |message: &str, reason| {
+            ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+                .with_reason(Some(reason))
+        };
         match self {
-            Refusal::MissingToken => unauthorized("missing bearer token", Some("missing")),
-            Refusal::UnknownToken => unauthorized("unknown token", Some("unknown_token")),
-            Refusal::ExpiredToken => unauthorized("the token has expired", Some("expired")),
-            Refusal::Jwt(refusal) => unauthorized(refusal.message(), Some(refusal.reason())),
+            Refusal::MissingToken => unauthorized("missing bearer token", "missing"),
+            Refusal::UnknownToken => unauthorized("unknown token", "unknown_token"),
+            Refusal::ExpiredToken => unauthorized("the token has expired", "expired"),
+            Refusal::Jwt(refusal) => unauthorized(refusal.message(), refusal.reason()),
             Refusal::Unavailable(message) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
                 format!("could not resolve the token: {message}"),
             )
-            .retry_after(1)
-            .into_response(),
+            .retry_after(1),
         }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let mut response = self.error().into_response();
+        // RFC 9110 requires `WWW-Authenticate` on a 401: it names the scheme to use.
+        if response.status() == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
     }
 }
 
@@ -480,6 +489,9 @@ impl Auth {
 
     /// Forgets what the caches hold about the role `name` (after this server changed it).
     pub fn forget_role(&self, name: &str) {
+        self.caches
+            .forgets
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if let Ok(mut roles) = self.caches.roles.write() {
             roles.remove(name);
         }
@@ -494,9 +506,30 @@ impl Auth {
 
     /// Forgets the issued token `id` (after this server revoked it).
     pub fn forget_token(&self, id: &str) {
+        self.caches
+            .forgets
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if let Ok(mut tokens) = self.caches.tokens.write() {
             tokens.remove(id);
         }
+    }
+
+    /// Whether resolving `authorization` means verifying a JWT not cached (a signature check,
+    /// and perhaps a fetch of the key set): work for the blocking pool, not an async worker.
+    pub fn verifies_jwt(&self, authorization: Option<&HeaderValue>) -> bool {
+        if self.jwt.is_none() {
+            return false;
+        }
+        let Some(token) = authorization.and_then(bearer) else {
+            return false;
+        };
+        if token.bytes().filter(|b| *b == b'.').count() != 2 {
+            return false;
+        }
+        self.caches.jwts.lock().map_or(true, |jwts| {
+            jwts.get(token)
+                .is_none_or(|cached| cached.read_at.elapsed() >= REVALIDATE)
+        })
     }
 
     /// Resolves the request's `Authorization` header; `may_block`: whether store reads may be
@@ -582,6 +615,10 @@ impl Auth {
         let Some(source) = &self.source else {
             return Resolution::Refused(Refusal::UnknownToken);
         };
+        let forgets = self
+            .caches
+            .forgets
+            .load(std::sync::atomic::Ordering::SeqCst);
         let info = match source.find_token(token) {
             Ok(Some(info)) => info,
             Ok(None) => return Resolution::Refused(Refusal::UnknownToken),
@@ -610,7 +647,15 @@ impl Auth {
         } else {
             now
         };
-        if let Ok(mut tokens) = self.caches.tokens.write() {
+        let unchanged = || {
+            self.caches
+                .forgets
+                .load(std::sync::atomic::Ordering::SeqCst)
+                == forgets
+        };
+        if let Ok(mut tokens) = self.caches.tokens.write()
+            && unchanged()
+        {
             tokens.insert(
                 info.id.clone(),
                 CachedToken {
@@ -749,6 +794,10 @@ impl Auth {
         let Some(source) = &self.source else {
             return Ok(Some(None));
         };
+        let forgets = self
+            .caches
+            .forgets
+            .load(std::sync::atomic::Ordering::SeqCst);
         let stored = source
             .role(name)
             .map_err(|e| Refusal::Unavailable(e.to_string()))?;
@@ -758,7 +807,13 @@ impl Auth {
             let compiled = stored.role.compile().unwrap_or_default();
             Arc::new((stored, compiled))
         });
-        if let Ok(mut roles) = self.caches.roles.write() {
+        if let Ok(mut roles) = self.caches.roles.write()
+            && self
+                .caches
+                .forgets
+                .load(std::sync::atomic::Ordering::SeqCst)
+                == forgets
+        {
             roles.insert(
                 name.to_owned(),
                 CachedRole {

@@ -3,7 +3,7 @@
 //! docs/changes.md has the semantics.
 
 use crate::AppState;
-use crate::auth::Access;
+use crate::auth::{Access, Auth, REVALIDATE, Resolution};
 use crate::calls::{body_value, create_target, item_response, page_limit, put_options, store_call};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Body, Query, UrlPath};
@@ -117,6 +117,7 @@ impl Drop for StreamSlot {
     security((), ("bearer" = [])))]
 pub async fn changes<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
+    axum::Extension(auth): axum::Extension<Auth>,
     access: Access,
     UrlPath(prefix): UrlPath,
     Query(q): Query<ChangesQuery>,
@@ -124,6 +125,13 @@ pub async fn changes<B: Backend>(
 ) -> Result<Response, ApiError> {
     // A feed shows what will be written there: only a subtree the token may read entirely.
     access.need_subtree(Op::Read, &prefix)?;
+    // Asked again while the feed stays open: a token revoked, expired or narrowed ends it.
+    let mut reader = Reader {
+        auth,
+        authorization: headers.get(axum::http::header::AUTHORIZATION).cloned(),
+        access,
+        checked: Instant::now(),
+    };
     let limit = page_limit(q.limit, DEFAULT_CHANGES_LIMIT, MAX_CHANGES_LIMIT)?;
     let wait = Duration::from_secs(q.wait.unwrap_or(0));
     if wait > MAX_CHANGES_WAIT {
@@ -145,12 +153,12 @@ pub async fn changes<B: Backend>(
             since = Some(text.parse()?);
         }
         let slot = state.change_streams.admit()?;
-        return event_stream(state.store, access, prefix, since, limit, slot).await;
+        return event_stream(state.store, reader, prefix, since, limit, slot).await;
     }
     let Some(mut since) = since else {
         let store = state.store.clone();
         let page = store_call("changes", move || Ok(store.changes(&prefix, None, limit)?)).await?;
-        need_changes(&access, &page)?;
+        need_changes(&reader.access, &page)?;
         return Ok(axum::Json(ChangesOut::from(page)).into_response());
     };
     // Held until the answer: a poll that may wait is one of the streams.
@@ -165,8 +173,9 @@ pub async fn changes<B: Backend>(
         // Listen before reading: a commit between the read and the wait still wakes it. Only
         // commits of the prefix's group do (the feed reads no other).
         let listener = state.store.commit_listener(&prefix);
+        reader.again(&prefix).await?;
         let page = read(&state.store, &prefix, since, limit).await?;
-        need_changes(&access, &page)?;
+        need_changes(&reader.access, &page)?;
         let now = Instant::now();
         if !page.changes.is_empty() || now >= deadline {
             return Ok(axum::Json(ChangesOut::from(page)).into_response());
@@ -193,6 +202,37 @@ pub async fn changes<B: Backend>(
     }
 }
 
+/// Who follows a feed, asked again every [`REVALIDATE`] while it stays open (a long poll, an
+/// event stream): the token resolved anew, so a revocation, an expiry or a narrowed role ends
+/// the feed within that bound, as it refuses the next request.
+struct Reader {
+    auth: Auth,
+    authorization: Option<axum::http::HeaderValue>,
+    access: Access,
+    checked: Instant,
+}
+
+impl Reader {
+    /// The error that ends the feed, if its token no longer reads all of `prefix`.
+    async fn again(&mut self, prefix: &KeyPath) -> Result<(), ApiError> {
+        if self.checked.elapsed() < REVALIDATE {
+            return Ok(());
+        }
+        let (auth, authorization) = (self.auth.clone(), self.authorization.clone());
+        let resolved =
+            tokio::task::spawn_blocking(move || auth.resolve(authorization.as_ref(), true))
+                .await
+                .map_err(|_| crate::calls::task_failed())?;
+        self.access = match resolved {
+            Resolution::Granted(access) => access,
+            Resolution::Refused(refusal) => return Err(refusal.error()),
+            Resolution::Pending => return Err(crate::calls::task_failed()),
+        };
+        self.checked = Instant::now();
+        self.access.need_subtree(Op::Read, prefix)
+    }
+}
+
 /// 403 unless each change of a page may be read: one filed under an alias shows its item, whose
 /// own path must allow reading too.
 fn need_changes(access: &Access, page: &ChangePage) -> Result<(), ApiError> {
@@ -200,7 +240,10 @@ fn need_changes(access: &Access, page: &ChangePage) -> Result<(), ApiError> {
         return Ok(());
     }
     for entry in &page.changes {
-        access.need(Op::Read, entry.change.path())?;
+        // A change filed under an alias shows its item: refused naming the alias only.
+        if !access.may(Op::Read, entry.change.path()) {
+            return Err(crate::handlers::behind_alias(Op::Read, entry.change.key()));
+        }
     }
     Ok(())
 }
@@ -232,7 +275,7 @@ fn wants_event_stream(headers: &HeaderMap) -> bool {
 /// foreign token gets its 410 or 400 as an ordinary answer.
 async fn event_stream<B: Backend>(
     store: Store<B>,
-    access: Access,
+    mut reader: Reader,
     prefix: KeyPath,
     since: Option<ChangeToken>,
     limit: usize,
@@ -247,7 +290,7 @@ async fn event_stream<B: Backend>(
     };
     let mut listener = store.commit_listener(&prefix);
     let mut page = read(&store, &prefix, token, limit).await?;
-    need_changes(&access, &page)?;
+    need_changes(&reader.access, &page)?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
     let mut shutdown = SHUTDOWN.subscribe();
     // The id the client holds: where a reconnect with Last-Event-ID resumes. Without `since`
@@ -257,7 +300,11 @@ async fn event_stream<B: Backend>(
         // The stream's place under the cap, until the task ends (the client gone, shutdown).
         let _slot = slot;
         loop {
-            if let Err(e) = need_changes(&access, &page) {
+            let allowed = match reader.again(&prefix).await {
+                Ok(()) => need_changes(&reader.access, &page),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = allowed {
                 // An alias's item this token may not read: the stream ends rather than show it.
                 let event = Event::default().event("failure").data(e.to_string_lossy());
                 let _ = tx.send(Ok(event)).await;
@@ -289,11 +336,23 @@ async fn event_stream<B: Backend>(
             token = page.next_token;
             if caught_up {
                 let idle = store.changes_poll_interval().unwrap_or(STREAM_IDLE);
-                tokio::select! {
-                    _ = listener => {}
-                    () = tokio::time::sleep(idle) => {}
-                    () = tx.closed() => return,
-                    _ = shutdown.changed() => return,
+                let until = tokio::time::Instant::now() + idle;
+                let mut commit = std::pin::pin!(listener);
+                loop {
+                    tokio::select! {
+                        _ = &mut commit => break,
+                        () = tokio::time::sleep_until(until) => break,
+                        // A quiet stream asks about its token too (a cached answer, mostly).
+                        () = tokio::time::sleep(REVALIDATE) => {
+                            if let Err(e) = reader.again(&prefix).await {
+                                let event = Event::default().event("failure").data(e.to_string_lossy());
+                                let _ = tx.send(Ok(event)).await;
+                                return;
+                            }
+                        }
+                        () = tx.closed() => return,
+                        _ = shutdown.changed() => return,
+                    }
                 }
             }
             listener = store.commit_listener(&prefix);

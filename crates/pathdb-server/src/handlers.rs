@@ -58,17 +58,24 @@ pub async fn get_item<B: Backend>(
     answer_item(&access, item, &path, version, &headers)
 }
 
-/// 403 unless an item read through an alias may be read at its own path too: an alias is not a
-/// way around a rule.
+/// 403 unless an item read at `asked` (an alias, or its own path) may be read at its own path
+/// too: an alias is not a way around a rule. The refusal names `asked`, never the item's own
+/// path (which may be another tenant's).
 pub(crate) fn need_item(
     access: &Access,
     op: Op,
+    asked: &KeyPath,
     item: &pathdb_store::Item,
 ) -> Result<(), ApiError> {
-    if item.alias.is_some() {
-        access.need(op, &item.path)?;
+    if &item.path != asked && !access.may(op, &item.path) {
+        return Err(behind_alias(op, asked));
     }
     Ok(())
+}
+
+/// The refusal of `op` on the item behind the alias `alias`, naming the alias only.
+pub(crate) fn behind_alias(op: Op, alias: &KeyPath) -> ApiError {
+    ApiError::forbidden(op, Some(alias), Some("(the item behind this alias)"))
 }
 
 /// The path a patch or delete of `path` acts on, checked for `op`: for a token that may not do
@@ -85,8 +92,10 @@ pub(crate) fn target_of<B: Backend>(
         return Ok(path);
     }
     match store.get(&path)? {
-        Some(item) if item.alias.is_some() => {
-            access.need(op, &item.path)?;
+        Some(item) if item.path != path => {
+            if !access.may(op, &item.path) {
+                return Err(behind_alias(op, &path));
+            }
             Ok(item.path)
         }
         _ => Ok(path),
@@ -121,7 +130,9 @@ pub(crate) fn answer_item(
             None => format!("{path} not found"),
         })
     })?;
-    need_item(access, Op::Read, &item)?;
+    // A past version through an alias comes back at the item's own path (no `alias`): the
+    // path asked decides what is behind it.
+    need_item(access, Op::Read, path, &item)?;
     if let Some(answer) = precondition::not_modified_answer(headers, item.version)? {
         return Ok(answer);
     }
@@ -446,7 +457,12 @@ pub async fn get_many<B: Backend>(
         store_call("get_many", move || Ok(state.store.get_many(&paths)?)).await?
     };
     for item in &items {
-        need_item(&access, Op::Read, item)?;
+        need_item(
+            &access,
+            Op::Read,
+            item.alias.as_ref().unwrap_or(&item.path),
+            item,
+        )?;
     }
     Ok(axum::Json(items.into()))
 }
@@ -553,7 +569,12 @@ pub async fn history<B: Backend>(
     })
     .await?;
     for item in &items {
-        need_item(&access, Op::Read, item)?;
+        need_item(
+            &access,
+            Op::Read,
+            item.alias.as_ref().unwrap_or(&item.path),
+            item,
+        )?;
     }
     Ok(axum::Json(items.into()))
 }

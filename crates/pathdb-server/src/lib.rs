@@ -299,14 +299,15 @@ pub fn app<B: Backend>(
         .route_layer(
             guarded
                 .clone()
-                .layer(axum::Extension(auth))
+                .layer(axum::Extension(auth.clone()))
                 .layer(gate::TimeoutLayer(REQUEST_TIMEOUT))
                 .layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
         );
     // Long polls (up to 60 s) and event streams outlive the request timeout.
+    // They ask about the token again while they stay open (`auth`: a revocation ends them).
     let feed = Router::new()
         .route("/v1/changes/{*prefix}", get(changes::changes::<B>))
-        .route_layer(guarded.clone());
+        .route_layer(guarded.clone().layer(axum::Extension(auth)));
     let api = items
         .merge(subtree)
         .merge(import)

@@ -14,7 +14,8 @@
 //!
 //! and a last element `**` matches the path so far and everything below it, so `/team-7/**` is
 //! `/team-7` and its subtree and `/**` is every path. A variable's value is an id, read as a key
-//! path reads one: `7` and `"7"` are the integer 7, `"alice"` a string. A variable the token does
+//! path reads one: `7` and `"7"` are the integer 7, `"alice"` a string; a string that is not its
+//! id's canonical text (`"007"`, an escape, an upper-case UUID) is no id. A variable the token does
 //! not bind (or binds to what is not an id) makes its rule match nothing: a rule fails closed.
 
 use crate::aliases::template::split_segments;
@@ -245,8 +246,12 @@ pub fn id_of_value(value: &Value) -> Option<Id> {
             }
         }
         Value::String(s) if !s.is_empty() && !s.contains('/') => {
-            let path: KeyPath = format!("/x-{s}").parse().ok()?;
-            (path.len() == 1).then(|| path.last().id().cloned())?
+            // Only a string that is the id's canonical text: `"7"` is 7, but `"007"`, an
+            // escaped `"al%69ce"` or an upper-case UUID is no id. Two different claims (a JWT's
+            // `sub`) must never name one path.
+            let text = format!("/x-{s}");
+            let path: KeyPath = text.parse().ok()?;
+            (path.len() == 1 && path.to_string() == text).then(|| path.last().id().cloned())?
         }
         _ => None,
     }
@@ -304,14 +309,20 @@ impl BoundPattern {
 
     /// Whether every path of `prefix`'s subtree (`prefix` and everything below it) matches.
     pub fn covers_subtree(&self, prefix: &KeyPath) -> bool {
-        self.subtree && prefix.len() >= self.elements.len() && self.leads(prefix.elements())
+        self.subtree
+            && self.elements.len() <= full_elements(prefix)
+            && self.leads(prefix.elements())
     }
 
     /// Whether every direct child of `parent` matches.
     pub fn covers_children(&self, parent: &KeyPath) -> bool {
         let (n, len) = (self.elements.len(), parent.len());
-        if self.subtree && len >= n {
+        if self.subtree && n <= full_elements(parent) {
             return self.leads(parent.elements());
+        }
+        if len != full_elements(parent) {
+            // An element without an id has no children.
+            return false;
         }
         n == len + 1 && self.elements[len] == Pattern::Any && self.leads(parent.elements())
     }
@@ -325,6 +336,17 @@ impl BoundPattern {
     /// Whether this is `/**`: every path.
     pub fn is_everything(&self) -> bool {
         self.subtree && self.elements.is_empty()
+    }
+}
+
+/// The elements of `prefix` a subtree pattern may end at: all of them, but not a last element
+/// without an id, whose "subtree" in a listing is every id of its namespace (`/team-7/doc` lists
+/// `/team-7/doc-1`...), which a pattern ending in that element (`/team-7/doc/**`) does not cover.
+fn full_elements(prefix: &KeyPath) -> usize {
+    if prefix.last().id().is_none() {
+        prefix.len() - 1
+    } else {
+        prefix.len()
     }
 }
 

@@ -56,6 +56,14 @@ fn templates_match_as_the_table_says() {
     assert!(g.reaches(Op::Read, &path("/user-bob")));
     assert!(!g.reaches(Op::Write, &path("/user-bob")));
     assert!(!g.everywhere(Op::Read));
+    // A prefix whose last element has no id lists every id of that namespace: a pattern ending
+    // in the id-less element does not cover it, one above it does.
+    let g = grant(&[("/team-7/doc/**", &[Op::Read])], json!({}));
+    assert!(g.allows(Op::Read, &path("/team-7/doc")));
+    assert!(!g.covers_subtree(Op::Read, &path("/team-7/doc")));
+    assert!(!g.covers_children(Op::Read, &path("/team-7/doc")));
+    let g = grant(&[("/team-7/**", &[Op::Read])], json!({}));
+    assert!(g.covers_subtree(Op::Read, &path("/team-7/doc")));
 }
 
 #[test]
@@ -75,6 +83,16 @@ fn string_variables_are_read_as_ids() {
     assert!(g.allows(Op::Read, &path(&format!("/user-{id}/post-1"))));
     let g = grant(&[("/user-{sub}/**", &[Op::Read])], json!({"sub": "a/b"}));
     assert!(!g.allows(Op::Read, &path("/user-a")));
+    // Two claims never name one path: only an id's canonical text is that id.
+    for other in ["al%69ce", "007", "4C9D36E5-6B19-4E6A-828C-226ED667458A"] {
+        let g = grant(&[("/user-{sub}/**", &[Op::Read])], json!({ "sub": other }));
+        for target in ["/user-alice", "/user-7", &format!("/user-{id}")] {
+            assert!(
+                !g.allows(Op::Read, &path(target)),
+                "{other} reached {target}"
+            );
+        }
+    }
 }
 
 #[test]
