@@ -85,6 +85,20 @@ impl JwtSettings {
         if let Some(seconds) = self.refresh_seconds {
             config.refresh = std::time::Duration::from_secs(seconds);
         }
+        if config.audience.is_none() {
+            tracing::warn!(
+                "JWTs are accepted without an audience check (--jwt-audience): tokens the identity provider issued to other applications work here too"
+            );
+        }
+        if config
+            .jwks
+            .as_deref()
+            .is_some_and(|j| j.starts_with("http://"))
+        {
+            tracing::warn!(
+                "the JWK Set is fetched over plain http: whoever sits on the path can replace the keys"
+            );
+        }
         Ok(Some(crate::jwt::JwtVerifier::new(config)?))
     }
 }

@@ -495,6 +495,8 @@ pub async fn list<B: Backend>(
     };
     // Paths stay encoded until they are written as text.
     let prefix = request.prefix.clone();
+    // A prefix the token reaches nowhere is refused before anything is read.
+    need_listed(&access, &prefix, &[])?;
     let page = store_call("list", move || Ok(state.store.list_encoded(&request)?)).await?;
     need_listed(&access, &prefix, &page.items)?;
     Ok(axum::Json(ListOut {
