@@ -149,6 +149,27 @@ fn jwt_flags(jwks: &Path) -> Vec<String> {
     .to_vec()
 }
 
+/// `pathdb serve` on a new file in `dir` with the [`config`] file, and JWTs signed by the keys of
+/// the JWK Set file `jwks`.
+fn serve_file(dir: &Path, jwks: Option<&Path>) -> Served {
+    let config = config(dir);
+    let db = dir.join("access.pathdb");
+    let mut args = vec![
+        "serve".to_owned(),
+        "--addr".into(),
+        "127.0.0.1:0".into(),
+        "--db".into(),
+        db.to_str().expect("utf-8").into(),
+        "--config".into(),
+        config.to_str().expect("utf-8").into(),
+    ];
+    if let Some(jwks) = jwks {
+        args.extend(jwt_flags(jwks));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Served::start(&args)
+}
+
 /// The markers stored in values, and who may read each.
 const MARKERS: [(&str, &[&str]); 5] = [
     ("MARK-T7", &["tenant", "tenant-reader", "admin"]),
@@ -636,37 +657,14 @@ fn invariants_under_rules(url: &str, transfers: usize) {
 #[test]
 fn invariants_on_a_file() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = config(dir.path());
-    let db = dir.path().join("inv.pathdb");
-    let server = Served::start(&[
-        "serve",
-        "--addr",
-        "127.0.0.1:0",
-        "--db",
-        db.to_str().expect("utf-8"),
-        "--config",
-        config.to_str().expect("utf-8"),
-    ]);
+    let server = serve_file(dir.path(), None);
     invariants_under_rules(&server.url, 25);
 }
 
 #[test]
 fn every_route_on_a_file() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = config(dir.path());
-    let db = dir.path().join("access.pathdb");
-    let mut args = vec![
-        "serve".to_owned(),
-        "--addr".into(),
-        "127.0.0.1:0".into(),
-        "--db".into(),
-        db.to_str().expect("utf-8").into(),
-        "--config".into(),
-        config.to_str().expect("utf-8").into(),
-    ];
-    args.extend(jwt_flags(&fixture("jwks-a.json")));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Served::start(&args);
+    let server = serve_file(dir.path(), Some(&fixture("jwks-a.json")));
     matrix(&server.url);
 }
 
@@ -829,17 +827,7 @@ fn refused_within(url: &str, token: &str, path: &str, status: u16) {
 fn revocation_ends_an_open_change_stream() {
     use std::io::BufRead as _;
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = config(dir.path());
-    let db = dir.path().join("stream.pathdb");
-    let server = Served::start(&[
-        "serve",
-        "--addr",
-        "127.0.0.1:0",
-        "--db",
-        db.to_str().expect("utf-8"),
-        "--config",
-        config.to_str().expect("utf-8"),
-    ]);
+    let server = serve_file(dir.path(), None);
     let url = server.url.clone();
     let body = json!({"role": "tenant", "vars": {"team": 7}}).to_string();
     let issued = json_of(&send(
@@ -924,22 +912,9 @@ fn revocation_ends_an_open_change_stream() {
 #[test]
 fn bad_jwts_are_refused_and_rotations_picked_up() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = config(dir.path());
     let jwks = dir.path().join("jwks.json");
     std::fs::copy(fixture("jwks-a.json"), &jwks).expect("jwks");
-    let db = dir.path().join("jwt.pathdb");
-    let mut args = vec![
-        "serve".to_owned(),
-        "--addr".into(),
-        "127.0.0.1:0".into(),
-        "--db".into(),
-        db.to_str().expect("utf-8").into(),
-        "--config".into(),
-        config.to_str().expect("utf-8").into(),
-    ];
-    args.extend(jwt_flags(&jwks));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Served::start(&args);
+    let server = serve_file(dir.path(), Some(&jwks));
     let url = &server.url;
     use jsonwebtoken::Algorithm::{ES256, HS256, RS256};
     let good = claims("alice", "user");
