@@ -668,20 +668,10 @@ fn every_route_on_a_file() {
     matrix(&server.url);
 }
 
+/// A new table's flags (`crate::dynamodb::table_flags`), the table made.
 #[cfg(feature = "dynamodb")]
 fn dynamodb_flags(name: &str) -> Option<Vec<String>> {
-    let endpoint = std::env::var("PATHDB_DYNAMODB_ENDPOINT").ok()?;
-    let table = format!("{name}-{}", std::process::id());
-    let flags = [
-        "--table",
-        &table,
-        "--endpoint",
-        &endpoint,
-        "--region",
-        "us-east-1",
-    ]
-    .map(str::to_owned)
-    .to_vec();
+    let (_, flags) = crate::dynamodb::table_flags(name)?;
     let args: Vec<&str> = flags.iter().map(String::as_str).collect();
     crate::ok(&[&["dynamodb", "create-table"][..], &args].concat());
     Some(flags)
@@ -708,7 +698,6 @@ fn serve_dynamodb(flags: &[String], config: &Path) -> Served {
 #[test]
 fn every_route_on_dynamodb() {
     let Some(flags) = dynamodb_flags("pathdb-access") else {
-        eprintln!("skipped: PATHDB_DYNAMODB_ENDPOINT is not set");
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -725,7 +714,6 @@ fn every_route_on_dynamodb() {
 #[test]
 fn revocation_reaches_every_server_of_a_table() {
     let Some(flags) = dynamodb_flags("pathdb-revoke") else {
-        eprintln!("skipped: PATHDB_DYNAMODB_ENDPOINT is not set");
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -795,10 +783,12 @@ fn revocation_reaches_every_server_of_a_table() {
 }
 
 /// Asserts that `path` with `token` answers `status` on `url` within the revalidation bound
-/// (plus a second for a slow machine), and keeps answering it.
+/// (plus time for a slow machine), and keeps answering it.
 #[cfg(feature = "dynamodb")]
 fn refused_within(url: &str, token: &str, path: &str, status: u16) {
-    let bound = pathdb_server::REVALIDATE + Duration::from_secs(1);
+    // The cache's bound, plus what the requests themselves take on a busy 2-core machine with
+    // moto answering one request at a time (the run prints how long it took).
+    let bound = pathdb_server::REVALIDATE + Duration::from_secs(4);
     let started = Instant::now();
     loop {
         let answer = send(url, Some(token), "GET", path, None);

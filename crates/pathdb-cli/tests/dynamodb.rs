@@ -6,7 +6,7 @@ use crate::{Served, ok, pathdb_command};
 
 /// The table flags for a table named `name` plus this process's id, on the endpoint the
 /// environment names; `None` (saying so) without one.
-fn table_flags(name: &str) -> Option<(String, Vec<String>)> {
+pub(crate) fn table_flags(name: &str) -> Option<(String, Vec<String>)> {
     let Ok(endpoint) = std::env::var("PATHDB_DYNAMODB_ENDPOINT") else {
         eprintln!("skipped: PATHDB_DYNAMODB_ENDPOINT is not set");
         return None;

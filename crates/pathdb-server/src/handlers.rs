@@ -73,6 +73,19 @@ pub(crate) fn need_item(
     Ok(())
 }
 
+/// [`need_item`] for read on each of `items`, each asked at its alias or its own path.
+fn need_items(access: &Access, items: &[pathdb_store::Item]) -> Result<(), ApiError> {
+    for item in items {
+        need_item(
+            access,
+            Op::Read,
+            item.alias.as_ref().unwrap_or(&item.path),
+            item,
+        )?;
+    }
+    Ok(())
+}
+
 /// The refusal of `op` on the item behind the alias `alias`, naming the alias only.
 pub(crate) fn behind_alias(op: Op, alias: &KeyPath) -> ApiError {
     ApiError::forbidden(op, Some(alias), Some("(the item behind this alias)"))
@@ -456,14 +469,7 @@ pub async fn get_many<B: Backend>(
     } else {
         store_call("get_many", move || Ok(state.store.get_many(&paths)?)).await?
     };
-    for item in &items {
-        need_item(
-            &access,
-            Op::Read,
-            item.alias.as_ref().unwrap_or(&item.path),
-            item,
-        )?;
-    }
+    need_items(&access, &items)?;
     Ok(axum::Json(items.into()))
 }
 
@@ -570,14 +576,7 @@ pub async fn history<B: Backend>(
         Ok(state.store.history(&path, limit)?)
     })
     .await?;
-    for item in &items {
-        need_item(
-            &access,
-            Op::Read,
-            item.alias.as_ref().unwrap_or(&item.path),
-            item,
-        )?;
-    }
+    need_items(&access, &items)?;
     Ok(axum::Json(items.into()))
 }
 
