@@ -33,6 +33,7 @@ mod feed;
 mod read;
 mod write;
 mod jobs;
+pub mod backup;
 mod tx;
 mod store;
 

@@ -7,8 +7,10 @@
 //! - `bad_input`: rejected requests leave the database file unchanged, errors say why;
 //! - `read_only`: read-only opens never change the file and refuse writes;
 //! - `wrappers`: children listing reads little (seeks); injected storage failures;
-//! - `upgrade`: a database written before tombstones continues its paths' numbering.
+//! - `upgrade`: a database written before tombstones continues its paths' numbering;
+//! - `backups`: backups and the archive restore every row as of every commit; damage is refused.
 
+mod backups;
 mod bad_input;
 mod conformance;
 mod crash;

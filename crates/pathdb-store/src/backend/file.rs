@@ -32,14 +32,17 @@
 //! a writer.
 
 use super::file_format::{
-    CHECKPOINT_EVERY, CHECKPOINT_IDLE, DATA, JOURNAL_CAPACITY, JOURNAL_RECORD_MAX, MAX_GROUP,
-    PROBE, PROBE_BYTES, RECOVERY_GAP, RECOVERY_INTERVAL, REOPEN_WAIT, begin_write,
-    check_format_read_only, check_journal_read_only, checkpoint, commit_durably, init, number,
-    open_error, open_writable, replay,
+    CHECKPOINT_EVERY, CHECKPOINT_IDLE, DATA, JOURNAL_CAPACITY, JOURNAL_ID, JOURNAL_RECORD_MAX,
+    JOURNALED, MAX_GROUP, META, PROBE, PROBE_BYTES, RECOVERY_GAP, RECOVERY_INTERVAL, REOPEN_WAIT,
+    begin_write, check_format_read_only, check_journal_read_only, checkpoint, commit_durably, init,
+    number, open_error, open_writable, replay,
 };
 use super::file_read::{FileReader, TableReader, decode_version, encode_record, storage};
 use super::journal::{self, Change, Journal};
-use super::{Backend, PendingWrite, Replan, WriteBatch, WriteCompleter, WriteError, WriteOp};
+use super::tap::CommitTap;
+use super::{
+    Backend, BackupPoint, PendingWrite, Replan, WriteBatch, WriteCompleter, WriteError, WriteOp,
+};
 use crate::model::error::StorageError;
 use crate::model::error::StorageErrorKind;
 use redb::{ReadableDatabase, ReadableTable};
@@ -68,6 +71,8 @@ pub struct FileOptions {
     pub durability: Durability,
     /// redb's page cache, in bytes; `None` keeps redb's default.
     pub cache_size: Option<usize>,
+    /// Receives every commit (the continuous archive); see [`CommitTap`].
+    pub tap: Option<Arc<dyn CommitTap>>,
 }
 
 struct Job {
@@ -144,7 +149,10 @@ impl FileBackend {
                 &e,
             )
         })?;
-        replay(&db, &mut journal, None)?;
+        let (applied, replayed) = replay(&db, &mut journal, None)?;
+        if let Some(tap) = options.tap.clone() {
+            journal.attach(tap, applied, &replayed);
+        }
         let writable = Arc::new(Writable {
             path: path.to_owned(),
             cache_size: options.cache_size,
@@ -556,7 +564,10 @@ fn commit_group(
         && journal.age() < CHECKPOINT_EVERY
         && (durability == Durability::Relaxed || record <= JOURNAL_RECORD_MAX);
     if !journaled {
-        return match commit_durably(txn, journal) {
+        journal.skip();
+        let committed = commit_durably(txn, journal);
+        journal.settle(committed.is_ok());
+        return match committed {
             Ok(()) => results,
             Err(e) => fail_all(e),
         };
@@ -573,7 +584,10 @@ fn commit_group(
         return fail_all(StorageError::io("write the journal", &e));
     }
     match txn.commit() {
-        Ok(()) => results,
+        Ok(()) => {
+            journal.tap_commit();
+            results
+        }
         Err(e) => {
             journal.retract();
             fail_all(storage("commit")(e.into()))
@@ -665,6 +679,46 @@ impl Backend for FileBackend {
         match &self.db {
             Engine::ReadWrite(file) => file.snapshot(),
             Engine::ReadOnly(db) => snapshot(db),
+        }
+    }
+
+    /// A snapshot and, read in the same transaction, the number of its last commit.
+    fn backup_reader(&self) -> Result<(FileReader, BackupPoint), StorageError> {
+        let read = |db: &dyn Fn() -> Result<redb::ReadTransaction, redb::TransactionError>| {
+            let txn = db().map_err(|e| storage("begin read")(e.into()))?;
+            let meta = txn
+                .open_table(META)
+                .map_err(|e| storage("open meta table")(e.into()))?;
+            let value = |key: &str| -> Result<Option<u64>, StorageError> {
+                Ok(meta
+                    .get(key)
+                    .map_err(|e| storage("read meta")(e.into()))?
+                    .map(|g| g.value()))
+            };
+            let point = BackupPoint {
+                commit: Some(value(JOURNALED)?.unwrap_or(0)),
+                snapshot: true,
+                database: value(JOURNAL_ID)?,
+            };
+            let table = txn
+                .open_table(DATA)
+                .map_err(|e| storage("open data table")(e.into()))?;
+            Ok((
+                FileReader {
+                    table: Arc::new(table),
+                },
+                point,
+            ))
+        };
+        match &self.db {
+            Engine::ReadWrite(file) => {
+                let db = file.current().ok_or_else(|| {
+                    file.fault()
+                        .unwrap_or_else(|| StorageError::msg("the database is being reopened"))
+                })?;
+                read(&|| db.begin_read())
+            }
+            Engine::ReadOnly(db) => read(&|| db.begin_read()),
         }
     }
 

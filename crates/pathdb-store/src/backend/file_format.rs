@@ -185,20 +185,21 @@ pub(super) fn init(db: &redb::Database) -> Result<u64, StorageError> {
 
 /// Applies the journaled commits that the file's last durable commit lacks (after a crash, or
 /// a failed commit that made redb drop what it held in memory), at most up to commit `upto`,
-/// in one commit. Not a durable one: the journal keeps the records until the next checkpoint,
+/// in one commit, and returns the number of that durable commit and the payloads applied
+/// (commits `applied + 1 ..`), which a [`super::tap::CommitTap`] may lack. Not a durable one: the journal keeps the records until the next checkpoint,
 /// and on a full disk, where a durable commit may fail, a non-durable one still lets readers
 /// see every acknowledged write.
 pub(super) fn replay(
     db: &redb::Database,
     journal: &mut Journal,
     upto: Option<u64>,
-) -> Result<(), StorageError> {
+) -> Result<(u64, Vec<Vec<u8>>), StorageError> {
     let applied = meta_value(db, JOURNALED)?.unwrap_or(0);
     let records = journal
         .pending(applied, upto)
         .map_err(|e| StorageError::io("cannot read the journal", &e))?;
     if records.is_empty() {
-        return Ok(());
+        return Ok((applied, records));
     }
     let mut txn = begin_write(db)?;
     {
@@ -223,7 +224,7 @@ pub(super) fn replay(
     number(&mut txn, journal.last(), redb::Durability::None)?;
     txn.commit().map_err(|e| storage("commit")(e.into()))?;
     tracing::info!(commits = records.len(), "replayed the journal");
-    Ok(())
+    Ok((applied, records))
 }
 
 /// Commits `txn` durably, with the number of the last journaled commit, which it holds with
@@ -232,6 +233,7 @@ pub(super) fn commit_durably(
     mut txn: redb::WriteTransaction,
     journal: &mut Journal,
 ) -> Result<(), StorageError> {
+    journal.sync_tap();
     number(&mut txn, journal.last(), redb::Durability::Immediate)?;
     txn.set_quick_repair(true);
     txn.commit().map_err(|e| storage("commit")(e.into()))?;

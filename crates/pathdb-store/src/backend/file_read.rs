@@ -210,7 +210,7 @@ impl<T: ReadableTable<(&'static [u8], &'static [u8]), &'static [u8]>> Reader
 /// `[version u64][created i64][modified i64][has_expiry u8][expires i64][value...]`, little endian.
 const HEADER: usize = 8 + 8 + 8 + 1 + 8;
 
-pub(super) fn encode_record(r: &Record) -> Vec<u8> {
+pub(crate) fn encode_record(r: &Record) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER + r.value.len());
     out.extend_from_slice(&r.version.to_le_bytes());
     out.extend_from_slice(&r.created_at.to_le_bytes());
@@ -234,7 +234,7 @@ pub(super) fn decode_version(bytes: &[u8]) -> Result<u64, StorageError> {
     Ok(u64::from_le_bytes(field(bytes, 0)))
 }
 
-pub(super) fn decode_record(bytes: &[u8]) -> Result<Record, StorageError> {
+pub(crate) fn decode_record(bytes: &[u8]) -> Result<Record, StorageError> {
     view_record(bytes).map(|r| r.to_record())
 }
 

@@ -18,12 +18,19 @@
 //!
 //! Layout, little endian: a header `PDBJRNL1` + the database's id (u64); then records of
 //! `[payload length u32][crc32 of sequence and payload u32][sequence u64][payload]`, a payload
-//! being changes of `[0][partition][sort][value]` (set) or `[1][partition][sort]` (remove),
-//! each byte string preceded by its length as a u32.
+//! being `[2][commit time: microseconds since the Unix epoch, i64]` then changes of
+//! `[0][partition][sort][value]` (set) or `[1][partition][sort]` (remove), each byte string
+//! preceded by its length as a u32. (Records written before the time entry existed have none.)
+//!
+//! The same records, payload and number, are what a [`CommitTap`] receives: the continuous
+//! archive (the store's `backup/archive`) keeps them, so a commit's number and time mean the
+//! same thing in the file, the journal and the archive.
 
+use super::tap::CommitTap;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The first bytes of a journal file.
@@ -34,6 +41,7 @@ const FILE_HEADER: u64 = 16;
 const RECORD_HEADER: usize = 16;
 const SET: u8 = 0;
 const REMOVE: u8 = 1;
+const TIME: u8 = 2;
 
 /// One change a journaled commit made to the data table.
 #[derive(Debug, PartialEq, Eq)]
@@ -62,6 +70,10 @@ pub(super) struct Journal {
     first: Option<Instant>,
     /// The next record's payload, being built.
     record: Vec<u8>,
+    /// The time of the last commit: commit times never go back, even when the clock does.
+    time: i64,
+    /// Who else receives every commit (the continuous archive), if anyone.
+    tap: Option<Arc<dyn CommitTap>>,
 }
 
 /// The journal's file for the database file at `db`.
@@ -90,6 +102,8 @@ impl Journal {
             last: 0,
             first: None,
             record: Vec::new(),
+            time: 0,
+            tap: None,
         };
         let mut header = Vec::with_capacity(FILE_HEADER as usize);
         io::Read::read_to_end(&mut io::Read::take(&journal.file, FILE_HEADER), &mut header)?;
@@ -168,10 +182,64 @@ impl Journal {
         self.first.map_or(Duration::ZERO, |first| first.elapsed())
     }
 
-    /// Starts the next commit's record.
+    /// Starts the next commit's record, stamped with the commit's time.
     pub(super) fn begin(&mut self) {
         self.record.clear();
         self.record.resize(RECORD_HEADER, 0);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+        self.time = self.time.max(now);
+        self.record.push(TIME);
+        self.record.extend_from_slice(&self.time.to_le_bytes());
+    }
+
+    /// Hands every later commit to `tap`, after giving it the commits it lacks of those the
+    /// file holds: `replayed`, the payloads of commits `applied + 1 ..` that opening the file
+    /// took from this journal.
+    pub(super) fn attach(&mut self, tap: Arc<dyn CommitTap>, applied: u64, replayed: &[Vec<u8>]) {
+        tap.resume(self.id, applied, replayed);
+        if let Some(time) = replayed.last().and_then(|p| commit_time(p)) {
+            self.time = self.time.max(time);
+        }
+        self.tap = Some(tap);
+    }
+
+    /// The tap has the commit just made (journaled, or applied durably by
+    /// [`Journal::skip`]'s caller).
+    pub(super) fn tap_commit(&self) {
+        if let Some(tap) = &self.tap {
+            tap.commit(self.last, &self.record[RECORD_HEADER..]);
+        }
+    }
+
+    /// Before a durable commit, after which the journal starts over: the tap must hold every
+    /// commit so far durably, since the journal will not.
+    pub(super) fn sync_tap(&self) {
+        if let Some(tap) = &self.tap {
+            tap.sync();
+        }
+    }
+
+    /// Numbers the record being built without appending it: a commit made durable in the file
+    /// itself (a large one). The tap has it, provisionally and durably, before that commit;
+    /// [`Journal::settle`] says how it went.
+    pub(super) fn skip(&mut self) {
+        self.last += 1;
+        if let Some(tap) = &self.tap {
+            tap.prepare(self.last, &self.record[RECORD_HEADER..]);
+        }
+    }
+
+    /// The durable commit of a [`Journal::skip`]ped record succeeded or not (then its number
+    /// is free again).
+    pub(super) fn settle(&mut self, committed: bool) {
+        if let Some(tap) = &self.tap {
+            tap.settle(self.last, committed);
+        }
+        if !committed {
+            self.last -= 1;
+        }
     }
 
     /// Adds a change to the record being built.
@@ -198,7 +266,7 @@ impl Journal {
 
     /// Whether the record being built holds no change.
     pub(super) fn record_is_empty(&self) -> bool {
-        self.record.len() == RECORD_HEADER
+        self.record.len() == RECORD_HEADER + TIME_ENTRY
     }
 
     /// Bytes of the record being built.
@@ -265,11 +333,25 @@ impl Journal {
     }
 }
 
-/// Decodes a record's payload into its changes, in order. `None`: the payload is malformed,
-/// which a record that passed its checksum never is.
+/// Bytes of a payload's time entry.
+const TIME_ENTRY: usize = 9;
+
+/// The commit time a record's payload carries (microseconds since the Unix epoch), if it has one.
+pub fn commit_time(payload: &[u8]) -> Option<i64> {
+    match payload.split_first() {
+        Some((&TIME, rest)) => Some(i64::from_le_bytes(rest.get(..8)?.try_into().ok()?)),
+        _ => None,
+    }
+}
+
+/// Decodes a record's payload into its changes, in order (its time entry aside). `None`: the
+/// payload is malformed, which a record that passed its checksum never is.
 pub(super) fn changes(payload: &[u8]) -> Option<Vec<Change<'_>>> {
     let mut out = Vec::new();
     let mut rest = payload;
+    if commit_time(rest).is_some() {
+        rest = &rest[TIME_ENTRY..];
+    }
     while let Some((&tag, after)) = rest.split_first() {
         rest = after;
         let partition = take_bytes(&mut rest)?;

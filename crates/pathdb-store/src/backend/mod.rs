@@ -12,16 +12,22 @@
 //! DynamoDB's TransactWriteItems).
 
 mod pending;
+mod tap;
 mod journal;
 mod reserved;
 mod memory;
 mod file_read;
 mod file_format;
 mod file;
+mod file_load;
 
 pub use file::{Durability, FileBackend, FileOptions};
+pub use file_load::FileLoader;
+pub(crate) use file_read::{decode_record, encode_record};
+pub use journal::commit_time;
 pub use memory::InMemoryBackend;
 pub use pending::{PendingWrite, WriteCompleter};
+pub use tap::CommitTap;
 
 use crate::model::error::StorageError;
 use std::ops::{Bound, ControlFlow};
@@ -373,12 +379,41 @@ pub trait Backend: Send + Sync + 'static {
         self.reader().map(|_| ())
     }
 
+    /// A read view for a backup, and where it stands: the number of the last commit it holds
+    /// where the backend numbers its commits (the file backend), and whether it is one
+    /// snapshot. The default is [`Backend::reader`], a snapshot without a number.
+    ///
+    /// # Errors
+    /// The backend cannot serve reads.
+    fn backup_reader(&self) -> Result<(Self::Reader<'_>, BackupPoint), StorageError> {
+        Ok((
+            self.reader()?,
+            BackupPoint {
+                commit: None,
+                snapshot: true,
+                database: None,
+            },
+        ))
+    }
+
     /// Whether writers other than this process can change the data (a shared DynamoDB table).
     /// A change feed waiting for new changes is woken by this process's commits; where others
     /// write too, it also reads again every so often (docs/changes.md).
     fn shared(&self) -> bool {
         false
     }
+}
+
+/// Where a [`Backend::backup_reader`] stands.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct BackupPoint {
+    /// The number of the last commit the view holds, where the backend numbers its commits.
+    pub commit: Option<u64>,
+    /// Whether the view is one consistent state (`false`: each record is read as of its own
+    /// moment, as a DynamoDB `Scan` reads).
+    pub snapshot: bool,
+    /// The database's id, where it has one (the file backend's, which its journal carries).
+    pub database: Option<u64>,
 }
 
 /// Plans a batch again from the state a failed batch met; see [`Backend::write_replanning`].

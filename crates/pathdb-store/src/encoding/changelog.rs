@@ -166,6 +166,15 @@ impl ChangeToken {
         let payload = ChangeToken::payload(self.entry, self.offset, self.previous);
         tokens.verify(self.kind(), &[partition], &payload, &self.tag)
     }
+
+    /// Whether a key the database had before it was restored sealed this token for
+    /// `partition`'s feed: a position in a history the restore replaced.
+    pub(crate) fn was_sealed_before_restore(&self, tokens: &TokenKey, partition: &[u8]) -> bool {
+        tokens
+            .retired()
+            .iter()
+            .any(|old| self.is_sealed_for(old, partition))
+    }
 }
 
 impl std::fmt::Display for ChangeToken {

@@ -48,6 +48,7 @@ const USED_PATHS_RECORDED: u8 = 0x06;
 const ALIAS_BUILD: u8 = 0x07;
 const ROLE: u8 = 0x08;
 const ACCESS_TOKEN: u8 = 0x09;
+const RETIRED_TOKEN_KEYS: u8 = 0x0a;
 const REVISION: u8 = 0xff;
 const SEQUENCE: [u8; 2] = [0xff, 0xfe];
 const CHANGE_LOG: [u8; 2] = [0xff, 0xff];
@@ -171,6 +172,14 @@ pub(crate) fn token_key() -> Key {
     Key {
         partition: SYSTEM_PARTITION.to_vec(),
         sort: vec![TOKEN_KEY],
+    }
+}
+
+/// The token keys the database had before each restore (backup/restore.rs), oldest first.
+pub(crate) fn retired_token_keys() -> Key {
+    Key {
+        partition: SYSTEM_PARTITION.to_vec(),
+        sort: vec![RETIRED_TOKEN_KEYS],
     }
 }
 

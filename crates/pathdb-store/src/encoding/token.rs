@@ -43,9 +43,11 @@ pub(crate) enum Kind {
     ListingChange = 0x52,
 }
 
-/// A database's token key, keyed once (the HMAC state after the key is cloned per token).
+/// A database's token key, keyed once (the HMAC state after the key is cloned per token), and
+/// the keys it had before a restore (backup/restore.rs), which no longer seal anything but tell
+/// a token from before the restore from one that was never issued.
 #[derive(Clone)]
-pub(crate) struct TokenKey(Hmac<Sha256>);
+pub(crate) struct TokenKey(Hmac<Sha256>, std::sync::Arc<Vec<TokenKey>>);
 
 impl std::fmt::Debug for TokenKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -57,7 +59,22 @@ impl TokenKey {
     /// The key whose bytes are `key`.
     pub(crate) fn new(key: &[u8]) -> TokenKey {
         // HMAC takes a key of any length.
-        TokenKey(Hmac::new_from_slice(key).unwrap_or_else(|_| unreachable!("HMAC takes any key")))
+        TokenKey(
+            Hmac::new_from_slice(key).unwrap_or_else(|_| unreachable!("HMAC takes any key")),
+            std::sync::Arc::default(),
+        )
+    }
+
+    /// The key whose bytes are `key`, which replaced the keys in `retired` (each
+    /// [`KEY_BYTES`] long, oldest first) when the database was restored.
+    pub(crate) fn with_retired(key: &[u8], retired: &[u8]) -> TokenKey {
+        let old = retired.chunks(KEY_BYTES).map(TokenKey::new).collect();
+        TokenKey(TokenKey::new(key).0, std::sync::Arc::new(old))
+    }
+
+    /// The keys this one replaced.
+    pub(crate) fn retired(&self) -> &[TokenKey] {
+        &self.1
     }
 
     fn mac(&self, kind: Kind, context: &[&[u8]], payload: &[u8]) -> Hmac<Sha256> {

@@ -63,6 +63,13 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
         return Ok((page, true));
     };
     if !since.is_sealed_for(tokens, &partition) {
+        if since.was_sealed_before_restore(tokens, &partition) {
+            return Err(Error::ChangesExpired(
+                "the database was restored from a backup since this token was issued; list again \
+                 and follow from the listing's changes_token"
+                    .into(),
+            ));
+        }
         return Err(Error::InvalidChangeToken(format!(
             "the token is not a position in the changes of the group of {prefix} (altered, \
              or issued for another group or database)"

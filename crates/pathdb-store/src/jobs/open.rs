@@ -46,7 +46,11 @@ fn token_key<B: Backend>(backend: &B) -> Result<TokenKey, Error> {
             if record.value.len() != KEY_BYTES {
                 return Err(StorageError::msg("corrupt token key").into());
             }
-            return Ok(TokenKey::new(&record.value));
+            let retired = backend.reader()?.get(&layout::retired_token_keys())?;
+            return Ok(TokenKey::with_retired(
+                &record.value,
+                retired.as_ref().map_or(&[][..], |r| &r.value),
+            ));
         }
         let mut bytes = [0u8; KEY_BYTES];
         getrandom::fill(&mut bytes)

@@ -1,10 +1,11 @@
 //! [`Store`]: the data API over any [`Backend`], a facade whose files only delegate, one per
 //! kind of call: `items.rs` (point reads and single writes), `transactions.rs`, `listings.rs`,
-//! `feeds.rs`, `namespaces.rs`, `bulk.rs` (expiry, export, import, subtree jobs). Reads run in
+//! `feeds.rs`, `namespaces.rs`, `bulk.rs` (expiry, export, import, subtree jobs), `backups.rs`. Reads run in
 //! read/, writes are planned in write/ and committed by write/commit.rs, background and
 //! resumable work is in jobs/. Nothing below this module knows `Store`.
 
 mod access;
+mod backups;
 mod bulk;
 mod feeds;
 mod items;

@@ -1,0 +1,18 @@
+//! Backups: the store's side of backup/ (a consistent copy of everything the database holds).
+
+use super::Store;
+use crate::backend::Backend;
+use crate::backup::{BackupError, BackupInfo, take_backup};
+use std::io::Write;
+
+impl<B: Backend> Store<B> {
+    /// Writes a backup of the whole database to `out` (backup/format.rs): on the file and
+    /// memory backends one snapshot as of one commit, which writers never wait for; on
+    /// DynamoDB each row as of its own read ([`BackupInfo::snapshot`] says which).
+    ///
+    /// # Errors
+    /// The backend cannot be read; `out` cannot be written.
+    pub fn backup(&self, out: impl Write) -> Result<BackupInfo, BackupError> {
+        take_backup(&self.db.backend, out)
+    }
+}
