@@ -43,6 +43,8 @@ if $dynamo_available; then
     port=$(bash scripts/dynamodb-local.sh start moto | sed -n 's/^PORT=//p')
     export PATHDB_DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
     export PATHDB_DYNAMODB_FLAVOR=moto
+    # moto serves S3 on the same port: the archive's S3 target is tested against it.
+    export PATHDB_S3_ENDPOINT="$PATHDB_DYNAMODB_ENDPOINT"
     echo "moto on $PATHDB_DYNAMODB_ENDPOINT"
     # dynalite lacks TransactWriteItems: `serve --backend dynamodb` must refuse it at start.
     step "start dynalite (an endpoint PathDB must refuse)"

@@ -3,6 +3,7 @@
 //! the client turns HTTP answers into [`Failure::Server`], so both modes end with the same
 //! status for the same failure.
 
+use pathdb_store::backup::BackupError;
 use std::process::ExitCode;
 
 /// The documented exit statuses (see `pathdb --help` and the README).
@@ -29,6 +30,11 @@ pub enum Status {
     /// id from is not a string or an integer (nothing was written); the error lists what
     /// failed, each with a JSON pointer into the value.
     SchemaViolation = 6,
+    /// 7: a backup or archive file is damaged, cut short or not a backup: nothing was created.
+    Damaged = 7,
+    /// 8: a restore from an archive stopped before the point asked for (a gap, a damaged
+    /// segment): the new database holds everything up to the commit it names.
+    Incomplete = 8,
 }
 
 /// The text for `pathdb --help`; kept next to [`Status`] so that the two agree.
@@ -50,7 +56,11 @@ Exit status:
      open the file (e.g. a write to a file you may only read)
   6  schema violation: a value does not fit its namespace's JSON Schema (or a member an
      alias takes its id from is not a string or an integer); nothing was written, and each
-     failure is printed with its JSON pointer (`pathdb ns get NS` shows the schema)";
+     failure is printed with its JSON pointer (`pathdb ns get NS` shows the schema)
+  7  damaged: a backup or archive segment fails its checksum, is cut short or is not a
+     backup (the error names the file); nothing was created
+  8  restore incomplete: the archive has a gap or a damaged segment before the point asked
+     for; the new database holds everything up to the commit the message names";
 
 impl From<Status> for ExitCode {
     fn from(status: Status) -> ExitCode {
@@ -98,6 +108,9 @@ pub enum Failure {
     /// An alias build stopped: items share an alias the template makes unique.
     #[error("{0}")]
     AliasConflict(String),
+    /// A restore from an archive stopped before the point asked for.
+    #[error("{0}")]
+    RestoreIncomplete(String),
     /// A read command was pointed at a file that does not exist.
     #[error(
         "{} does not exist: a read does not create a database (--db FILE names another; a put creates one)",
@@ -134,6 +147,7 @@ impl Failure {
             }
             Failure::NoDatabase { .. } => Status::Usage,
             Failure::AliasConflict(_) => Status::Condition,
+            Failure::RestoreIncomplete(_) => Status::Incomplete,
             Failure::Server { status, code, .. } => http_status(*status, code),
         }
     }
@@ -237,11 +251,15 @@ pub fn code_of(error: &anyhow::Error) -> String {
                 Failure::IncompleteExport(_) => "export_incomplete",
                 Failure::NoDatabase { .. } => "no_database",
                 Failure::AliasConflict(_) => "alias_conflict",
+                Failure::RestoreIncomplete(_) => "restore_incomplete",
             }
             .to_owned();
         }
         if let Some(store) = cause.downcast_ref::<pathdb_store::Error>() {
             return store_code(store).to_owned();
+        }
+        if let Some(backup) = cause.downcast_ref::<BackupError>() {
+            return backup_code(backup).to_owned();
         }
         if cause.downcast_ref::<pathdb_keys::ParseError>().is_some() {
             return "invalid_path".to_owned();
@@ -259,6 +277,8 @@ pub fn code_of(error: &anyhow::Error) -> String {
         Status::Unavailable => "unavailable",
         Status::Refused => "forbidden",
         Status::SchemaViolation => "schema_violation",
+        Status::Damaged => "damaged",
+        Status::Incomplete => "restore_incomplete",
         Status::Ok | Status::Usage => "invalid_request",
     }
     .to_owned()
@@ -306,6 +326,30 @@ pub fn violations_of(error: &anyhow::Error) -> &[pathdb_store::Violation] {
     &[]
 }
 
+fn backup_status(error: &BackupError) -> Status {
+    match error {
+        BackupError::NotABackup { .. }
+        | BackupError::Corrupt { .. }
+        | BackupError::Unsupported { .. } => Status::Damaged,
+        BackupError::Exists(_) => Status::Condition,
+        BackupError::NothingToRestore(_) => Status::NotFound,
+        BackupError::Io { .. } | BackupError::Target(_) | BackupError::Storage(_) => {
+            Status::Unavailable
+        }
+    }
+}
+
+fn backup_code(error: &BackupError) -> &'static str {
+    match error {
+        BackupError::NotABackup { .. } => "not_a_backup",
+        BackupError::Corrupt { .. } => "damaged",
+        BackupError::Unsupported { .. } => "unsupported_format",
+        BackupError::Exists(_) => "exists",
+        BackupError::NothingToRestore(_) => "nothing_to_restore",
+        BackupError::Io { .. } | BackupError::Target(_) | BackupError::Storage(_) => "unavailable",
+    }
+}
+
 /// The exit status for a failed command: the first cause in the chain that says.
 pub fn status_of(error: &anyhow::Error) -> Status {
     for cause in error.chain() {
@@ -314,6 +358,9 @@ pub fn status_of(error: &anyhow::Error) -> Status {
         }
         if let Some(store) = cause.downcast_ref::<pathdb_store::Error>() {
             return store_status(store);
+        }
+        if let Some(backup) = cause.downcast_ref::<BackupError>() {
+            return backup_status(backup);
         }
         if cause.downcast_ref::<pathdb_store::StorageError>().is_some()
             || cause.downcast_ref::<ureq::Error>().is_some()

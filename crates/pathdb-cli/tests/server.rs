@@ -28,7 +28,7 @@ impl Server {
     }
 
     /// [`Server::start`] with more `serve` arguments.
-    fn start_with(db: &Path, extra: &[&str]) -> Server {
+    pub(crate) fn start_with(db: &Path, extra: &[&str]) -> Server {
         static STARTED: AtomicUsize = AtomicUsize::new(0);
         let n = STARTED.fetch_add(1, Ordering::SeqCst);
         let stderr = db.with_extension(format!("{n}.log"));
@@ -47,6 +47,9 @@ impl Server {
             ])
             .args(extra)
             .env_remove("PATHDB_TOKENS")
+            // An archive in moto's S3 needs some credentials (any).
+            .env("AWS_ACCESS_KEY_ID", "pathdb-test")
+            .env("AWS_SECRET_ACCESS_KEY", "pathdb-test")
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -2,6 +2,7 @@
 
 mod access;
 mod aliases;
+mod backups;
 mod bench;
 mod connections;
 mod counters;

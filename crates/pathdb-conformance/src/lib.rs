@@ -46,7 +46,8 @@
 //!   [`schema_changes_and_violations`], [`history_setting_of_an_earlier_build`] (`namespaces`);
 //! - [`alias_paths`], [`alias_change_feeds`], [`aliases_against_a_model`],
 //!   [`racing_for_aliases`], [`alias_builds`], [`alias_corner_cases`] (`aliases`);
-//! - [`roles_are_versioned_records`], [`tokens_are_issued_and_revoked`] (`access`).
+//! - [`roles_are_versioned_records`], [`tokens_are_issued_and_revoked`] (`access`);
+//! - [`backups_restore_every_row`] (`backups`).
 //!
 //! Outside the macro, because it wraps the backend rather than opening a store:
 //! [`fault_injection`] (`faults`), which each backend's tests call with a fresh backend.
@@ -61,6 +62,7 @@ use std::sync::Arc;
 
 mod access;
 mod aliases;
+mod backups;
 mod basic;
 mod changes;
 mod concurrency;
@@ -81,6 +83,7 @@ pub use aliases::{
     alias_builds, alias_change_feeds, alias_corner_cases, alias_paths, aliases_against_a_model,
     racing_for_aliases,
 };
+pub use backups::backups_restore_every_row;
 pub use basic::{bad_input, conditions, put_get_delete};
 pub use changes::{
     change_feed_completeness, change_feed_order_and_resume,
@@ -189,6 +192,7 @@ macro_rules! conformance_tests {
             alias_corner_cases,
             roles_are_versioned_records,
             tokens_are_issued_and_revoked,
+            backups_restore_every_row,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

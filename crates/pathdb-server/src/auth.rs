@@ -201,6 +201,8 @@ impl Access {
     pub fn refuse_early(&self, method: &Method, route: &str) -> Option<ApiError> {
         let admin = route.starts_with("/v1/roles")
             || route.starts_with("/v1/tokens")
+            || route == "/v1/backup"
+            || route == "/v1/archive"
             || (matches!(*method, Method::PUT | Method::DELETE | Method::POST)
                 && route.starts_with("/v1/namespaces/"));
         if admin && !self.everywhere(Op::Admin) {

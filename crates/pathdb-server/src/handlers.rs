@@ -901,9 +901,9 @@ pub async fn export<B: Backend>(
 }
 
 /// Sends what is written to a response body, a chunk per flush.
-struct ChannelWriter {
-    buffer: Vec<u8>,
-    tx: tokio::sync::mpsc::Sender<Result<Vec<u8>, std::io::Error>>,
+pub(crate) struct ChannelWriter {
+    pub(crate) buffer: Vec<u8>,
+    pub(crate) tx: tokio::sync::mpsc::Sender<Result<Vec<u8>, std::io::Error>>,
 }
 
 impl std::io::Write for ChannelWriter {

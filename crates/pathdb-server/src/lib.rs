@@ -9,6 +9,8 @@
 #![deny(missing_docs)]
 
 pub mod auth;
+mod backups;
+pub use backups::schedule_backups;
 mod browse;
 mod calls;
 mod changes;
@@ -77,6 +79,8 @@ pub struct AppState<B: Backend> {
     pub change_streams: ChangeStreams,
     /// The cap on imports running at once.
     pub imports: Imports,
+    /// The continuous archive, when `serve --archive` runs one (`/v1/archive`).
+    pub archive: Option<pathdb_store::backup::Archive>,
 }
 
 impl<B: Backend> AppState<B> {
@@ -87,6 +91,7 @@ impl<B: Backend> AppState<B> {
             store,
             change_streams: ChangeStreams::default(),
             imports: Imports::default(),
+            archive: None,
         }
     }
 }
@@ -97,6 +102,7 @@ impl<B: Backend> Clone for AppState<B> {
             store: self.store.clone(),
             change_streams: self.change_streams.clone(),
             imports: self.imports.clone(),
+            archive: self.archive.clone(),
         }
     }
 }
@@ -113,13 +119,15 @@ impl<B: Backend> Clone for AppState<B> {
         changes::changes, changes::create_item, namespaces::list, namespaces::get, namespaces::put,
         namespaces::delete, namespaces::violations, namespaces::retry_alias,
         roles::list_roles, roles::get_role, roles::put_role, roles::delete_role,
-        roles::create_token, roles::list_tokens, roles::get_token, roles::revoke_token
+        roles::create_token, roles::list_tokens, roles::get_token, roles::revoke_token,
+        backups::backup, backups::archive
     ),
     modifiers(&BearerAuth, &TaggedUnions),
     tags((name = "items", description = "Items, listings, history, transactions"),
          (name = "transfer", description = "Export and import as JSON lines"),
          (name = "namespaces", description = "Namespace definitions: a JSON Schema checked on every write, history"),
          (name = "access", description = "Roles (path rules) and issued tokens: docs/access.md"),
+         (name = "backups", description = "Online backups and the continuous archive: docs/backups.md"),
          (name = "meta", description = "Liveness, readiness and metrics"))
 )]
 pub struct ApiDoc;
@@ -279,6 +287,11 @@ pub fn app<B: Backend>(
             post(namespaces::retry_alias::<B>.layer(json())),
         )
         .route_layer(guarded.clone().layer(DefaultBodyLimit::max(MAX_BODY_BYTES)));
+    // A backup streams for as long as the copy takes: no request timeout.
+    let backups = Router::new()
+        .route("/v1/backup", get(backups::backup::<B>))
+        .route("/v1/archive", get(backups::archive::<B>))
+        .route_layer(guarded.clone());
     // Roles and tokens: their changes make this server's token caches forget what changed.
     let access = Router::new()
         .route("/v1/roles", get(roles::list_roles::<B>))
@@ -313,6 +326,7 @@ pub fn app<B: Backend>(
         .merge(import)
         .merge(scans)
         .merge(access)
+        .merge(backups)
         .merge(feed)
         .route("/metrics", get(handlers::metrics).route_layer(guarded))
         .with_state(state.clone());

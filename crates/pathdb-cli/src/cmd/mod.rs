@@ -1,6 +1,7 @@
 //! The subcommands: one module each, dispatched from [`Command`].
 
 mod access;
+mod backup;
 mod bench;
 mod codegen;
 mod demo;
@@ -94,6 +95,15 @@ enum Command {
     /// Issued access tokens: create (the secret is shown once), list, revoke.
     #[command(subcommand)]
     Token(access::TokenCommand),
+    /// Write a backup of the database (--db, or a server's with --server) to a new FILE;
+    /// `backup ls DIR` lists scheduled backups, `backup verify FILE` checks one.
+    Backup(backup::BackupArgs),
+    /// Restore a backup FILE, or an archive (--archive) as of a commit or instant, into a new
+    /// database (--db NEW, which must not exist).
+    Restore(backup::RestoreArgs),
+    /// Inspect a continuous archive (`serve --archive`): its restorable window and segments.
+    #[command(subcommand)]
+    Archive(backup::ArchiveCommand),
     /// Administer a DynamoDB table for `serve --backend dynamodb`.
     #[command(subcommand)]
     Dynamodb(dynamodb::DynamoCommand),
@@ -167,6 +177,11 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Serve(args) => serve::run(*args, cli.db),
         Command::Bench(cmd) => bench::run(cmd, cli.token, out),
         Command::Dynamodb(cmd) => dynamodb::run(cmd),
+        Command::Backup(args) => {
+            backup::backup(args, &db, cli.server.as_deref(), cli.token.clone(), out)
+        }
+        Command::Restore(args) => backup::restore(args, cli.db.as_deref(), out),
+        Command::Archive(cmd) => backup::archive(cmd, out),
         // A side-by-side comparison for reading: refused rather than printed as text.
         Command::Demo if out.json => anyhow::bail!(
             "demo has no --json form: it prints a side-by-side comparison for reading"

@@ -22,6 +22,8 @@ pub struct ServeArgs {
     config: Option<PathBuf>,
     #[command(flatten)]
     jwt: JwtArgs,
+    #[command(flatten)]
+    backups: BackupFlags,
     /// A web origin (scheme://host[:port]) whose pages may call the API from a browser;
     /// repeatable, added to the config file's cors_origins. Other origins get 403.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
@@ -69,6 +71,88 @@ pub struct ServeArgs {
     /// (embedded backend only).
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_CACHE_MIB, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     cache_size: u64,
+}
+
+/// Backups on a schedule and the continuous archive (docs/backups.md).
+#[derive(Args, Debug)]
+struct BackupFlags {
+    /// Keep a continuous archive in this directory or s3://bucket/prefix: a base backup and
+    /// every commit after it, so that `pathdb restore --archive` rebuilds the database as of
+    /// any commit or instant (embedded backend only; DynamoDB has point-in-time recovery).
+    #[arg(long, value_name = "DIR_OR_URL")]
+    archive: Option<String>,
+    /// The longest a commit waits before its segment goes to the archive: what a lost disk
+    /// costs at most.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    archive_delay: Duration,
+    /// How often the archive takes a new base backup (a restore replays the commits after one).
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
+    archive_base_every: Duration,
+    /// How long the archive keeps base backups and segments (`forever`: never removes any).
+    #[arg(long, value_name = "DURATION", default_value = "7days", value_parser = parse_keep)]
+    archive_keep: Keep,
+    /// Take a backup into this directory every --backup-every, keeping the --backup-keep newest
+    /// (`pathdb backup ls DIR` lists them).
+    #[arg(long, value_name = "DIR")]
+    backup_dir: Option<PathBuf>,
+    /// How often --backup-dir gets a backup.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration, requires = "backup_dir")]
+    backup_every: Duration,
+    /// How many backups --backup-dir keeps.
+    #[arg(long, value_name = "N", default_value_t = 24, value_parser = clap::value_parser!(u64).range(1..=100_000), requires = "backup_dir")]
+    backup_keep: u64,
+}
+
+/// A retention: a duration, or forever.
+#[derive(Clone, Copy, Debug)]
+struct Keep(Option<Duration>);
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text)
+        .map_err(|e| format!("{text:?} is not a duration such as 500ms, 1s, 1h or 7days ({e})"))?;
+    if d.is_zero() {
+        return Err(format!("{text:?}: must be more than zero"));
+    }
+    Ok(d)
+}
+
+fn parse_keep(text: &str) -> Result<Keep, String> {
+    if text == "forever" {
+        return Ok(Keep(None));
+    }
+    parse_duration(text).map(|d| Keep(Some(d)))
+}
+
+/// What the server runs beside the requests: the archive and scheduled backups.
+struct Upkeep {
+    archive: Option<pathdb_store::backup::Archive>,
+    backups: Option<(PathBuf, Duration, usize)>,
+}
+
+impl BackupFlags {
+    /// The archive `--archive` asks for, for the database file `db`.
+    fn archive(&self, db: &std::path::Path) -> Result<Option<pathdb_store::backup::Archive>> {
+        let Some(target) = &self.archive else {
+            return Ok(None);
+        };
+        let options = pathdb_store::backup::ArchiveOptions {
+            delay: self.archive_delay,
+            base_every: self.archive_base_every,
+            keep: self.archive_keep.0,
+        };
+        Ok(Some(pathdb_store::backup::Archive::new(
+            super::backup::target(target)?,
+            pathdb_store::backup::Archive::spool_for(db),
+            options,
+        )))
+    }
+
+    fn scheduled(&self) -> Option<(PathBuf, Duration, usize)> {
+        let keep = usize::try_from(self.backup_keep).unwrap_or(usize::MAX);
+        self.backup_dir
+            .clone()
+            .map(|dir| (dir, self.backup_every, keep))
+    }
 }
 
 /// Signed tokens (JWTs) from an identity provider (docs/access.md); each flag overrides the config
@@ -245,7 +329,14 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
     };
     match args.backend {
         BackendKind::Embedded => {
-            let file = file_options(&args);
+            let mut file = file_options(&args);
+            if args.read_only && args.backups.archive.is_some() {
+                bail!(
+                    "--archive keeps the commits of a database that is written: not with --read-only"
+                );
+            }
+            let archive = args.backups.archive(&db)?;
+            file.tap = archive.as_ref().map(|a| a.tap());
             let store = if args.read_only {
                 pathdb_store::Store::open_read_only(&db, file, options)
             } else {
@@ -259,12 +350,23 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
             if !args.read_only {
                 seed(&store, &roles)?;
             }
+            if let Some(archive) = &archive {
+                let base = store.clone();
+                archive
+                    .start(Box::new(move |file| base.backup(file)))
+                    .context("starting the archive")?;
+                tracing::info!(target = %archive.status().target, "archiving every commit");
+            }
+            let upkeep = Upkeep {
+                archive,
+                backups: args.backups.scheduled(),
+            };
             serve(
                 store,
                 addr,
                 Access { auth, origins },
                 console,
-                &limits,
+                (&limits, upkeep),
                 &format!("{}{mode}", db.display()),
                 Some(&db),
             )
@@ -275,15 +377,25 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
                     "--read-only applies to the embedded backend; for DynamoDB, give clients read-scoped tokens"
                 );
             }
+            if args.backups.archive.is_some() {
+                bail!(
+                    "--archive is for the embedded backend; a DynamoDB table has point-in-time \
+                     recovery of its own (docs/backups.md shows how to turn it on and restore)"
+                );
+            }
             let store = super::dynamodb::open_store(&args.dynamodb, options)?;
             pathdb_server::resume_subtree_jobs(store.clone());
             seed(&store, &roles)?;
+            let upkeep = Upkeep {
+                archive: None,
+                backups: args.backups.scheduled(),
+            };
             serve(
                 store,
                 addr,
                 Access { auth, origins },
                 console,
-                &limits,
+                (&limits, upkeep),
                 &format!("dynamodb table {}", args.dynamodb.table_name()?),
                 None,
             )
@@ -317,11 +429,13 @@ fn serve<B: pathdb_store::backend::Backend>(
     addr: SocketAddr,
     access: Access,
     console: Console,
-    limits: &Limits,
+    (limits, upkeep): (&Limits, Upkeep),
     data: &str,
     file: Option<&std::path::Path>,
 ) -> Result<()> {
     let Access { auth, origins } = access;
+    let Upkeep { archive, backups } = upkeep;
+    let stop_archive = archive.clone();
     let data = data.to_owned();
     let (connections, streams) = (limits.connections, limits.streams);
     let imports = usize::try_from(limits.imports).unwrap_or(usize::MAX);
@@ -347,7 +461,12 @@ fn serve<B: pathdb_store::backend::Backend>(
             store,
             change_streams: ChangeStreams::new(streams),
             imports: Imports::new(imports),
+            archive,
         };
+        if let Some((dir, every, keep)) = backups {
+            tracing::info!(dir = %dir.display(), every_s = every.as_secs(), keep, "scheduled backups");
+            pathdb_server::schedule_backups(&state, dir, every, keep);
+        }
         let app = app(state, auth, origins, console);
         let shutdown = async {
             pathdb_server::shutdown_signal().await;
@@ -356,6 +475,10 @@ fn serve<B: pathdb_store::backend::Backend>(
         };
         pathdb_server::serve_with(listener, app, shutdown, connections).await?;
         tracing::info!("shut down: in-flight requests finished");
+        if let Some(archive) = stop_archive {
+            // The last commits go to the archive before the process exits.
+            tokio::task::spawn_blocking(move || archive.stop()).await?;
+        }
         anyhow::Ok(())
     })
 }

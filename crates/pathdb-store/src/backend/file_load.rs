@@ -17,12 +17,15 @@ use std::path::{Path, PathBuf};
 /// Rows written per redb transaction: bounds the pages a transaction holds in memory.
 const ROWS_PER_COMMIT: usize = 20_000;
 
+/// A row set (`Some` value) or removed (`None`): partition, sort key, value.
+type Row = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+
 /// Writes a new database file; see the module.
 pub struct FileLoader {
     db: Option<redb::Database>,
     path: PathBuf,
     /// Rows set (`Some`) and removed (`None`) since the last flush, in order.
-    rows: Vec<(Vec<u8>, Vec<u8>, Option<Vec<u8>>)>,
+    rows: Vec<Row>,
 }
 
 impl std::fmt::Debug for FileLoader {
@@ -161,10 +164,7 @@ impl FileLoader {
 }
 
 /// Writes `rows` in order, and empties it.
-fn write_rows(
-    txn: &redb::WriteTransaction,
-    rows: &mut Vec<(Vec<u8>, Vec<u8>, Option<Vec<u8>>)>,
-) -> Result<(), StorageError> {
+fn write_rows(txn: &redb::WriteTransaction, rows: &mut Vec<Row>) -> Result<(), StorageError> {
     let mut table = txn
         .open_table(DATA)
         .map_err(|e| storage("open data table")(e.into()))?;

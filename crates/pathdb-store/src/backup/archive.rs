@@ -288,10 +288,10 @@ impl Archive {
         if self.state().fatal.is_some() {
             return;
         }
-        if self.state().uploaded.is_none() {
-            if let Err(e) = self.first_contact() {
-                self.failed(&e);
-            }
+        if self.state().uploaded.is_none()
+            && let Err(e) = self.first_contact()
+        {
+            self.failed(&e);
         }
         if let Err(e) = self.spool(false) {
             self.failed(&e);
@@ -544,10 +544,10 @@ impl Archive {
             target.delete(name)?;
         }
         for (name, _) in target.list("segments/")? {
-            if let Some((_, last, _)) = parse_name(name.rsplit('/').next().unwrap_or("")) {
-                if last <= floor {
-                    target.delete(&name)?;
-                }
+            if let Some((_, last, _)) = parse_name(name.rsplit('/').next().unwrap_or(""))
+                && last <= floor
+            {
+                target.delete(&name)?;
             }
         }
         Ok(())

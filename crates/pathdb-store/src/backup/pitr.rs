@@ -101,7 +101,7 @@ pub fn list_archive(target: &dyn ArchiveTarget) -> Result<ArchiveListing, Backup
             // A base backup after a gap starts the window again.
             let rebased = bases
                 .iter()
-                .filter(|b| b.commit + 1 >= next && b.commit + 1 <= segment.first)
+                .filter(|b| b.commit + 1 >= next && b.commit < segment.first)
                 .max_by_key(|b| b.commit);
             if segment.first > next {
                 if let Some(base) = rebased {

@@ -43,7 +43,7 @@ impl PathDb {
                 path,
                 FileOptions {
                     durability: Durability::Relaxed,
-                    cache_size: None,
+                    ..FileOptions::default()
                 },
             )?;
             let now = now_micros();
