@@ -22,7 +22,7 @@ fn increment(by: i64) -> pathdb_store::Patch {
 }
 
 /// Every row but the token keys (a restore replaces them: docs/backups.md).
-fn rows<B: Backend>(store: &Store<B>) -> Vec<(Key, Record)> {
+pub(crate) fn rows<B: Backend>(store: &Store<B>) -> Vec<(Key, Record)> {
     let reader = store.backend().reader().expect("a reader");
     let mut out = Vec::new();
     let mut after = None;

@@ -348,6 +348,116 @@ impl Harness for TempFile {
     }
 }
 
+/// The embedded backend with the continuous archive on (docs/backups.md): every workload runs
+/// with each commit also going to an archive in the same temporary directory, and when the
+/// store is dropped, the archive restored at its latest commit must hold exactly the file's
+/// rows. A reopen starts a new archiver over the same archive, as a restarted server does.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ArchivedTempFile;
+
+/// What an [`ArchivedTempFile`] store keeps: its directory and archive, checked on drop.
+struct ArchiveGuard {
+    dir: Option<tempfile::TempDir>,
+    archive: pathdb_store::backup::Archive,
+}
+
+impl ArchivedTempFile {
+    fn open_in(
+        dir: &std::path::Path,
+        options: StoreOptions,
+    ) -> (Store<FileBackend>, pathdb_store::backup::Archive) {
+        use pathdb_store::backup::{Archive, ArchiveOptions, DirTarget};
+        let db = dir.join("pathdb.redb");
+        let archive = Archive::new(
+            Arc::new(DirTarget::new(dir.join("archive"))),
+            Archive::spool_for(&db),
+            ArchiveOptions {
+                delay: std::time::Duration::from_millis(20),
+                ..ArchiveOptions::default()
+            },
+        );
+        let file = FileOptions {
+            tap: Some(archive.tap()),
+            ..FileOptions::default()
+        };
+        let store = Store::open(&db, file, options).expect("open a database file");
+        let base = store.clone();
+        archive
+            .start(Box::new(move |file| base.backup(file)))
+            .expect("start the archive");
+        (store, archive)
+    }
+}
+
+impl Harness for ArchivedTempFile {
+    type Backend = FileBackend;
+
+    fn open(&self, options: StoreOptions) -> TestStore<FileBackend> {
+        let dir = tempfile::tempdir().expect("create a temporary directory");
+        let (store, archive) = ArchivedTempFile::open_in(dir.path(), options);
+        TestStore::with_guard(
+            store,
+            ArchiveGuard {
+                dir: Some(dir),
+                archive,
+            },
+        )
+    }
+
+    fn reopen(
+        &self,
+        store: TestStore<FileBackend>,
+        options: StoreOptions,
+    ) -> Option<TestStore<FileBackend>> {
+        let TestStore { store, _guard } = store;
+        drop(store);
+        let mut guard = _guard?.downcast::<ArchiveGuard>().ok()?;
+        // The old archiver lets go of the store (and so of the file) when it stops.
+        guard.archive.stop();
+        let dir = guard.dir.take()?;
+        let (store, archive) = ArchivedTempFile::open_in(dir.path(), options);
+        Some(TestStore::with_guard(
+            store,
+            ArchiveGuard {
+                dir: Some(dir),
+                archive,
+            },
+        ))
+    }
+}
+
+impl Drop for ArchiveGuard {
+    fn drop(&mut self) {
+        // Uploads every commit, then lets go of the store: the file closes.
+        self.archive.stop();
+        let Some(dir) = self.dir.as_ref() else { return };
+        if std::thread::panicking() {
+            return;
+        }
+        let restored = dir.path().join("restored.redb");
+        let report = pathdb_store::backup::restore_archive(
+            self.archive.target().as_ref(),
+            &restored,
+            pathdb_store::backup::RestoreUntil::Latest,
+        )
+        .expect("restore the archive");
+        assert_eq!(report.stopped, None, "the archive has a gap");
+        let rows = |path: &std::path::Path| {
+            let options = StoreOptions {
+                sweep_interval: None,
+                ..StoreOptions::default()
+            };
+            let store = Store::open_read_only(path, FileOptions::default(), options)
+                .expect("open read-only");
+            backups::rows(&store)
+        };
+        assert!(
+            rows(&dir.path().join("pathdb.redb")) == rows(&restored),
+            "the archive restored at its latest commit differs from the database"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Helpers shared by the workloads.
 

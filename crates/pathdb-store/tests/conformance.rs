@@ -8,6 +8,12 @@ mod file {
     pathdb_conformance::conformance_tests!(pathdb_conformance::TempFile::default());
 }
 
+/// The file backend with the continuous archive on: every workload again, and the archive
+/// restored at its end equals the file (pathdb_conformance::ArchivedTempFile).
+mod archived {
+    pathdb_conformance::conformance_tests!(pathdb_conformance::ArchivedTempFile);
+}
+
 /// Any `Fn(StoreOptions) -> Store<B>` is a harness too (what another crate's backend may use).
 #[test]
 fn a_closure_is_a_harness() {
