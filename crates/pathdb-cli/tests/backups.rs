@@ -139,7 +139,14 @@ fn start(db: &Path, archive: &Path) -> Server {
 }
 
 fn start_archiving(db: &Path, archive: &str) -> Server {
-    Server::start_with(db, &["--archive", archive, "--archive-delay", "200ms"])
+    let server = Server::start_with(db, &["--archive", archive, "--archive-delay", "200ms"]);
+    // The restorable window starts at the first base backup, which the archiver takes first.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while archive_status(&server)["last_base"].is_null() {
+        assert!(std::time::Instant::now() < deadline, "no base backup");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server
 }
 
 /// The acceptance test of the archive: 4 writers for 60 s (PATHDB_ARCHIVE_MODEL_SECS) against
@@ -481,4 +488,131 @@ fn fails_with_out(code: i32, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stderr).unwrap()
+}
+
+/// The archive's target goes away (here: its directory is replaced by a file, so every write
+/// to it fails), with a SIGKILL while it is gone: the server stays ready and keeps writing,
+/// `/metrics` and `/v1/archive` say the archive fails and lags, and when the target is back
+/// the archive catches up without a gap.
+#[test]
+fn the_archive_catches_up_when_its_target_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("live.pathdb");
+    let archive = dir.path().join("archive");
+    let away = dir.path().join("archive.away");
+    let server = start(&db, &archive);
+    let put = |server: &Server, i: u32| {
+        let (status, _) = http(
+            server.addr,
+            "PUT",
+            &format!("/v1/items/a-{i}"),
+            r#"{"n":1}"#,
+        )
+        .unwrap();
+        assert_eq!(status, 201);
+    };
+    put(&server, 0);
+    wait_caught_up(&server);
+    std::fs::rename(&archive, &away).unwrap();
+    std::fs::write(&archive, "not a directory").unwrap();
+    for i in 1..=5 {
+        put(&server, i);
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    let (ready, _) = http(server.addr, "GET", "/readyz", "").unwrap();
+    assert_eq!(ready, 200, "readiness depends on the archive");
+    let status = archive_status(&server);
+    assert!(status["lag_commits"].as_u64() > Some(0), "{status}");
+    assert!(status["error"].is_string(), "{status}");
+    let (_, metrics) = http(server.addr, "GET", "/metrics", "").unwrap();
+    let failures = metrics
+        .lines()
+        .find(|l| l.starts_with("pathdb_archive_failures_total"))
+        .unwrap_or_else(|| panic!("no failures metric:\n{metrics}"));
+    assert!(!failures.ends_with(" 0"), "{failures}");
+    assert!(metrics.contains("pathdb_archive_lag_commits"), "{metrics}");
+    // Killed while the target is away, restarted (it finds no base backup now), written again.
+    server.kill_9();
+    let server = Server::start_with(
+        &db,
+        &[
+            "--archive",
+            archive.to_str().unwrap(),
+            "--archive-delay",
+            "200ms",
+        ],
+    );
+    for i in 6..=8 {
+        put(&server, i);
+    }
+    std::fs::remove_file(&archive).unwrap();
+    std::fs::rename(&away, &archive).unwrap();
+    wait_caught_up(&server);
+    assert_eq!(archive_status(&server)["gaps"], serde_json::json!([]));
+    let live = ok(&["--server", &server.url(), "export"]);
+    drop(server);
+    let restored = dir.path().join("restored.pathdb");
+    ok(&[
+        "restore",
+        "--archive",
+        archive.to_str().unwrap(),
+        "--db",
+        restored.to_str().unwrap(),
+    ]);
+    assert_eq!(ok(&["--db", restored.to_str().unwrap(), "export"]), live);
+}
+
+fn archive_status(server: &Server) -> Value {
+    let (_, body) = http(server.addr, "GET", "/v1/archive", "").unwrap();
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Waits (60 s at most) until the archive holds every commit.
+fn wait_caught_up(server: &Server) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = archive_status(server);
+        if status["lag_commits"] == 0 && status["error"].is_null() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never caught up: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `serve --backup-dir` takes a backup every --backup-every and keeps the --backup-keep newest;
+/// `backup ls` lists them and each verifies.
+#[test]
+fn scheduled_backups_are_taken_and_pruned() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("live.pathdb");
+    let backups = dir.path().join("backups");
+    let server = Server::start_with(
+        &db,
+        &[
+            "--backup-dir",
+            backups.to_str().unwrap(),
+            "--backup-every",
+            "300ms",
+            "--backup-keep",
+            "2",
+        ],
+    );
+    let (status, _) = http(server.addr, "PUT", "/v1/items/a-1", r#"{"n":1}"#).unwrap();
+    assert_eq!(status, 201);
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(server);
+    let listed = ok(&["--json", "backup", "ls", backups.to_str().unwrap()]);
+    let files = crate::json_lines(&listed);
+    assert_eq!(files.len(), 2, "{listed}");
+    for file in &files {
+        let path = file["file"].as_str().unwrap();
+        assert!(path.ends_with(".pdbbackup"), "{path}");
+        let shown = ok(&["--json", "backup", "verify", path]);
+        let info: Value = serde_json::from_str(shown.trim()).unwrap();
+        assert_eq!(info["commit"], file["commit"], "{shown}");
+    }
 }

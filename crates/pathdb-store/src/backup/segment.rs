@@ -150,3 +150,73 @@ pub(crate) fn parse_name(name: &str) -> Option<(u64, u64, i64)> {
     let time = parts.next()?.parse().ok()?;
     (first <= last).then_some((first, last, time))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn segment(first: u64, payloads: &[Vec<u8>]) -> Segment {
+        Segment {
+            database: 7,
+            commits: payloads
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (first + i as u64, p.clone()))
+                .collect(),
+        }
+    }
+
+    fn payloads() -> impl Strategy<Value = Vec<Vec<u8>>> {
+        proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..6)
+    }
+
+    proptest! {
+        /// What is written reads back, and its name says its commits.
+        #[test]
+        fn segments_round_trip(first in 1u64..1_000_000, payloads in payloads()) {
+            let segment = segment(first, &payloads);
+            let read = Segment::decode("s", &segment.encode()).unwrap();
+            prop_assert_eq!(&read, &segment);
+            let (f, l, _) = parse_name(&segment.name()).unwrap();
+            prop_assert_eq!((f, l), (segment.first(), segment.last()));
+        }
+
+        /// A byte changed anywhere is refused, naming the file; so is a segment cut short or
+        /// extended (a write a crash cut off).
+        #[test]
+        fn any_damage_is_refused(
+            payloads in payloads(),
+            at in any::<prop::sample::Index>(),
+            by in 1u8..=255,
+            extra in proptest::collection::vec(any::<u8>(), 1..20),
+        ) {
+            let bytes = segment(5, &payloads).encode();
+            let mut flipped = bytes.clone();
+            let at = at.index(bytes.len());
+            flipped[at] ^= by;
+            let error = Segment::decode("seg-file", &flipped).unwrap_err();
+            prop_assert!(error.to_string().starts_with("seg-file: "), "{}", error);
+            prop_assert!(Segment::decode("f", &bytes[..at]).is_err());
+            let mut longer = bytes.clone();
+            longer.extend_from_slice(&extra);
+            prop_assert!(Segment::decode("f", &longer).is_err());
+        }
+    }
+
+    /// Every single-byte flip of a small segment, exhaustively.
+    #[test]
+    fn every_flipped_byte_is_refused() {
+        let bytes = segment(1, &[b"one".to_vec(), b"two".to_vec()]).encode();
+        for at in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut flipped = bytes.clone();
+                flipped[at] ^= 1 << bit;
+                assert!(
+                    Segment::decode("f", &flipped).is_err(),
+                    "byte {at} bit {bit}"
+                );
+            }
+        }
+    }
+}
