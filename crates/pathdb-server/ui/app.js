@@ -21,7 +21,7 @@ const state = {
   editing: null, // {version, value} of the item when "Edit" opened it: what a save diffs against
   children: 0, // children shown on the current page
   view: "node", // "node" (a key path or the groups), "ns-list", "ns-edit" or "ns-violations"
-  admin: false, // whether the session may administer (namespace definitions, roles, tokens)
+  admin: false, // whether the session may administer (namespace definitions, roles, tokens, backups)
   roles: [], // the roles the Roles & tokens page listed
   role: null, // {name, version}: the role the editor opened (version null: a new role)
   revoking: null, // the id of the token the revoke dialog asks about
@@ -36,6 +36,9 @@ const state = {
   aliasListing: false, // whether the children shown are items listed under an alias prefix
   poll: 0, // bumped by every navigation: a poll of alias builds runs only for its own page
   pollTimer: null,
+  archiveTimer: null, // the Backups page's next read of /v1/archive
+  archiveReads: 0, // reads of /v1/archive started: an older answer must not paint over a newer one
+  backingUp: false, // whether a backup is downloading
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -126,6 +129,11 @@ async function api(method, url, { body, headers = {}, allow = [] } = {}) {
     const text = await response.text();
     return { status: response.status, headers: response.headers, json: text ? JSON.parse(text) : null };
   }
+  throw await apiError(response);
+}
+
+/** The ApiError of a response that is not ok: the API's `error` object, or its status line. */
+async function apiError(response) {
   let code = "http_" + response.status;
   let message = response.statusText;
   let details = null;
@@ -137,7 +145,7 @@ async function api(method, url, { body, headers = {}, allow = [] } = {}) {
   } catch {
     // Not the API's error shape (a proxy?): keep the status line.
   }
-  throw new ApiError(response.status, code, message, details);
+  return new ApiError(response.status, code, message, details);
 }
 
 function showError(error) {
@@ -224,6 +232,7 @@ function showSignIn(message) {
   $("main").hidden = true;
   $("ns-page").hidden = true;
   $("access-page").hidden = true;
+  $("backups-page").hidden = true;
   $("signin").hidden = false;
   $("signout").hidden = !sessionStorage.getItem(TOKEN_KEY);
   if (message && sessionStorage.getItem(TOKEN_KEY)) {
@@ -256,6 +265,7 @@ async function loadSession() {
   document.body.classList.toggle("read-only", readOnly);
   document.body.classList.toggle("not-admin", !state.admin);
   $("nav-access").hidden = !state.admin;
+  $("nav-backups").hidden = !state.admin;
   $("session").hidden = !session.auth_required;
   $("session").open = false;
   $("scope").textContent =
@@ -377,6 +387,7 @@ async function render() {
   state.poll++;
   $("session").open = false;
   if (accessRoute()) return renderAccess();
+  if (backupsRoute()) return renderBackups();
   const route = namespaceRoute();
   if (route) return renderNamespaces(route);
   const generation = ++state.generation;
@@ -412,7 +423,9 @@ async function render() {
   state.view = "node";
   $("ns-page").hidden = true;
   $("access-page").hidden = true;
+  $("backups-page").hidden = true;
   $("nav-access").removeAttribute("aria-current");
+  $("nav-backups").removeAttribute("aria-current");
   $("nav-namespaces").removeAttribute("aria-current");
   $("main").hidden = false;
   state.item = null;
@@ -1670,7 +1683,9 @@ async function renderNamespaces(route) {
   $("crumbs").replaceChildren();
   $("main").hidden = true;
   $("access-page").hidden = true;
+  $("backups-page").hidden = true;
   $("nav-access").removeAttribute("aria-current");
+  $("nav-backups").removeAttribute("aria-current");
   $("notice").hidden = true;
   $("nav-namespaces").setAttribute("aria-current", "page");
   for (const id of ["ns-list-view", "ns-edit-view", "ns-violations-view"]) $(id).hidden = id !== view + "-view";
@@ -2181,8 +2196,10 @@ async function renderAccess() {
   $("crumbs").replaceChildren();
   $("main").hidden = true;
   $("ns-page").hidden = true;
+  $("backups-page").hidden = true;
   $("notice").hidden = true;
   $("nav-namespaces").removeAttribute("aria-current");
+  $("nav-backups").removeAttribute("aria-current");
   $("nav-access").setAttribute("aria-current", "page");
   $("role-form").hidden = true;
   $("token-created").hidden = true;
@@ -2568,6 +2585,267 @@ function initAccess() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Backups: /ui/.backups (GET /v1/backup, GET /v1/archive), for a session that may administer.
+// A backup streams into the tab and is saved as a file; the archive's status is read again every
+// ARCHIVE_REFRESH_MS while the page is shown.
+
+const ARCHIVE_REFRESH_MS = 5000;
+
+function backupsRoute() {
+  return /^\/ui\/\.backups\/?$/.test(location.pathname);
+}
+
+async function renderBackups() {
+  const generation = ++state.generation;
+  clearError();
+  clearInterval(state.ttlTimer);
+  state.path = null;
+  state.item = null;
+  state.editing = null;
+  const read = ++state.archiveReads;
+  let archive = null;
+  let failure = null;
+  try {
+    archive = (await api("GET", "/v1/archive")).json;
+  } catch (e) {
+    failure = e;
+  }
+  if (generation !== state.generation) return; // a later navigation owns the page now
+  state.view = "backups";
+  // Refused (not an admin): the sentence, and nothing to press. Any other failure leaves the
+  // backup button, and says the status could not be read.
+  const refused = failure instanceof ApiError && (failure.status === 401 || failure.status === 403);
+  $("backups-panels").hidden = refused;
+  $("backups-denied").hidden = !refused || failure.status !== 403;
+  document.title = "Backups · PathDB";
+  $("crumbs").replaceChildren();
+  $("main").hidden = true;
+  $("ns-page").hidden = true;
+  $("access-page").hidden = true;
+  $("notice").hidden = true;
+  $("nav-namespaces").removeAttribute("aria-current");
+  $("nav-access").removeAttribute("aria-current");
+  $("nav-backups").setAttribute("aria-current", "page");
+  $("backups-page").hidden = false;
+  if (refused) showError(failure);
+  else {
+    if (failure) showArchiveUnread(failure);
+    else if (read === state.archiveReads) showArchive(archive);
+    scheduleArchiveRefresh();
+  }
+  document.body.dataset.renderedAt = performance.now().toFixed(1);
+}
+
+/** Reads /v1/archive now and shows it (unless the page changed, or a newer read answered). */
+async function refreshArchive() {
+  const poll = state.poll;
+  const read = ++state.archiveReads;
+  clearTimeout(state.archiveTimer);
+  try {
+    const archive = (await api("GET", "/v1/archive")).json;
+    if (poll === state.poll && state.view === "backups" && read === state.archiveReads) showArchive(archive);
+  } catch (e) {
+    if (poll === state.poll && state.view === "backups" && read === state.archiveReads) {
+      if (e instanceof ApiError && (e.status === 401 || e.status === 403)) return showError(e);
+      showArchiveUnread(e);
+    }
+  }
+  if (poll === state.poll && state.view === "backups") scheduleArchiveRefresh();
+}
+
+/** The next read, in ARCHIVE_REFRESH_MS, for as long as the page is shown (a hidden tab waits). */
+function scheduleArchiveRefresh() {
+  const poll = state.poll;
+  clearTimeout(state.archiveTimer);
+  state.archiveTimer = setTimeout(() => {
+    if (poll !== state.poll || state.view !== "backups") return;
+    if (document.hidden) return; // visibilitychange reads again when the tab is shown
+    refreshArchive();
+  }, ARCHIVE_REFRESH_MS);
+}
+
+function showArchiveUnread(error) {
+  $("archive-unread").replaceChildren("Could not read the archive's status: ", ...errorMessage(error),
+    " (what is shown below may be out of date).");
+  $("archive-unread").hidden = false;
+}
+
+function pad2(n) {
+  return String(n).padStart(2, "0");
+}
+
+/** "2026-11-29 10:15:03": an instant in this browser's time zone. */
+function localTime(micros) {
+  const d = new Date(micros / 1000);
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+}
+
+/** "3 min ago". */
+function ago(micros) {
+  const s = Math.round((Date.now() - micros / 1000) / 1000);
+  if (s < 2) return "just now";
+  if (s < 120) return `${s} s ago`;
+  if (s < 7200) return `${Math.round(s / 60)} min ago`;
+  if (s < 172800) return `${Math.round(s / 3600)} h ago`;
+  return `${Math.round(s / 86400)} days ago`;
+}
+
+/** An instant as local time (with the zone's name) and as UTC, in a <time>. */
+function bothTimes(micros) {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "local";
+  const t = el("time", "both-times");
+  t.dateTime = new Date(micros / 1000).toISOString();
+  t.append(`${localTime(micros)} ${zone}`, " ", el("span", "muted", `(${when(micros).replace(/Z$/, " UTC")})`));
+  return t;
+}
+
+function plural(n, one, many = one + "s") {
+  return `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
+}
+
+/** "1.2 MB": a size, in powers of 1024. */
+function sizeText(bytes) {
+  if (bytes < 1024) return plural(bytes, "byte");
+  const units = ["KB", "MB", "GB", "TB"];
+  let n = bytes / 1024;
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${n.toFixed(1)} ${units[i]}`;
+}
+
+/** Shows what /v1/archive answered. */
+function showArchive(a) {
+  const panel = $("archive-panel");
+  panel.dataset.enabled = String(a.enabled);
+  panel.dataset.lastCommit = String(a.last_commit);
+  panel.dataset.reads = String(Number(panel.dataset.reads || 0) + 1);
+  $("archive-unread").hidden = true;
+  $("archive-read-at").textContent = `read at ${localTime(Date.now() * 1000)}; read again every ${ARCHIVE_REFRESH_MS / 1000} s`;
+  $("archive-off").hidden = a.enabled;
+  $("archive-on").hidden = !a.enabled;
+  if (!a.enabled) return;
+  $("archive-target").textContent = a.target ?? "—";
+  const span = $("archive-window");
+  if (a.window)
+    span.replaceChildren("from ", bothTimes(a.window.from), el("br"), "to ", bothTimes(a.window.to), ` (${ago(a.window.to)})`);
+  else span.replaceChildren(el("span", "muted", "nothing yet: the target holds no base backup"));
+  const restorable = $("archive-restorable");
+  if (a.restorable_commit == null) restorable.replaceChildren(el("span", "muted", "none yet"));
+  else
+    restorable.textContent =
+      `commit ${a.restorable_commit}` +
+      (a.restorable_commit >= a.last_commit ? " (the database's last commit)" : ` (the database is at commit ${a.last_commit})`);
+  $("archive-lag").textContent =
+    a.lag_commits === 0
+      ? "none: every commit is in the target"
+      : `${plural(a.lag_commits, "commit")}, ${a.lag_seconds.toFixed(1)} s (not yet in the target)`;
+  const base = $("archive-base");
+  if (a.last_base) base.replaceChildren(`commit ${a.last_base.commit}, taken `, bothTimes(a.last_base.taken_at), ` (${ago(a.last_base.taken_at)})`);
+  else base.replaceChildren(el("span", "muted", "none taken by this server yet"));
+  const failures = $("archive-failures");
+  failures.textContent = a.failures === 0 ? "none since the server started" : `${a.failures.toLocaleString("en-US")} since the server started`;
+  failures.classList.toggle("alarm", a.failures > 0);
+  $("archive-error-message").textContent = a.error ?? "";
+  $("archive-error").hidden = !a.error;
+  $("archive-gap-list").replaceChildren(
+    ...(a.gaps || []).map(([from, to]) => {
+      const li = el("li", "", from === to ? `commit ${from} missing` : `commits ${from} to ${to} missing`);
+      li.dataset.from = String(from);
+      li.dataset.to = String(to);
+      return li;
+    }),
+  );
+  $("archive-gaps").hidden = !(a.gaps || []).length;
+  $("archive-contents").textContent = `${plural(a.bases, "base backup")}, ${plural(a.segments, "segment")}`;
+}
+
+/** The file name of a Content-Disposition `attachment; filename="..."`, or null. */
+function attachmentName(disposition) {
+  const name = /filename="([^"\\/]+)"/.exec(disposition || "")?.[1];
+  return name || null;
+}
+
+/** "Take a backup": GET /v1/backup into a blob, counting the bytes, then saved by the browser. */
+async function takeBackup() {
+  if (state.backingUp) return;
+  state.backingUp = true;
+  clearError();
+  const button = $("backup-take");
+  const progress = $("backup-progress");
+  $("backup-error").hidden = true;
+  delete progress.dataset.bytes;
+  delete progress.dataset.file;
+  button.disabled = true;
+  progress.textContent = "Starting the backup…";
+  const started = performance.now();
+  let received = 0;
+  try {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    const headers = { Accept: "application/octet-stream" };
+    if (token) headers.Authorization = "Bearer " + token;
+    let response;
+    try {
+      response = await fetch("/v1/backup", { headers, cache: "no-store" });
+    } catch (e) {
+      throw new Error(`the server could not be reached (${e.message})`);
+    }
+    if (!response.ok) throw await apiError(response);
+    const name = attachmentName(response.headers.get("Content-Disposition")) || `pathdb-${Math.floor(Date.now() / 1000)}.pdbbackup`;
+    const chunks = [];
+    const reader = response.body.getReader();
+    let painted = 0;
+    for (;;) {
+      let next;
+      try {
+        next = await reader.read();
+      } catch (e) {
+        // The server ends the body with an error when the backup fails midway.
+        throw new Error(`the stream stopped after ${sizeText(received)} (${e.message}): the backup ended early, and nothing was saved (the server's log says why)`);
+      }
+      if (next.done) break;
+      chunks.push(next.value);
+      received += next.value.length;
+      if (performance.now() - painted > 100) {
+        painted = performance.now();
+        progress.textContent = `Receiving ${name}: ${sizeText(received)}…`;
+      }
+    }
+    const url = URL.createObjectURL(new Blob(chunks, { type: "application/octet-stream" }));
+    // Not in the document: the console's link handler must not see it.
+    const link = el("a");
+    link.href = url;
+    link.download = name;
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    progress.textContent = `Saved ${name}: ${sizeText(received)}` + (received >= 1024 ? ` (${plural(received, "byte")})` : "") + ` in ${seconds} s.`;
+    progress.dataset.bytes = String(received);
+    progress.dataset.file = name;
+  } catch (e) {
+    progress.textContent = "";
+    if (e instanceof ApiError && e.status === 401) showError(e);
+    else {
+      $("backup-error").replaceChildren("No backup: ", ...errorMessage(e));
+      $("backup-error").hidden = false;
+    }
+  } finally {
+    button.disabled = false;
+    state.backingUp = false;
+  }
+}
+
+function initBackups() {
+  $("backup-take").addEventListener("click", takeBackup);
+  $("archive-refresh").addEventListener("click", refreshArchive);
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && state.view === "backups" && !$("backups-page").hidden) refreshArchive();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Navigation and keys
 
 /** Opens `href`, then says what was done. */
@@ -2723,6 +3001,7 @@ function init() {
   $("confirm-ns-delete").addEventListener("close", confirmDeleteNamespace);
   $("viol-more").addEventListener("click", moreViolations);
   initAccess();
+  initBackups();
   start();
 }
 
