@@ -332,6 +332,7 @@ fn backup_status(error: &BackupError) -> Status {
         | BackupError::Corrupt { .. }
         | BackupError::Unsupported { .. } => Status::Damaged,
         BackupError::Exists(_) => Status::Condition,
+        BackupError::WrongArchive(_) => Status::Usage,
         BackupError::NothingToRestore(_) => Status::NotFound,
         BackupError::Io { .. } | BackupError::Target(_) | BackupError::Storage(_) => {
             Status::Unavailable
@@ -345,6 +346,7 @@ fn backup_code(error: &BackupError) -> &'static str {
         BackupError::Corrupt { .. } => "damaged",
         BackupError::Unsupported { .. } => "unsupported_format",
         BackupError::Exists(_) => "exists",
+        BackupError::WrongArchive(_) => "wrong_archive",
         BackupError::NothingToRestore(_) => "nothing_to_restore",
         BackupError::Io { .. } | BackupError::Target(_) | BackupError::Storage(_) => "unavailable",
     }

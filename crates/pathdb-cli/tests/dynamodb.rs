@@ -111,6 +111,26 @@ fn serve_on_dynamodb_with_the_same_output() {
         "{{\"export\":\"complete\",\"records\":{},\"skipped\":0}}\n",
         exported.lines().count() - 1
     )));
+
+    // A backup through the server (docs/backups.md): item by item, not one snapshot, and it
+    // restores into a file that exports the same.
+    let backup = dir.path().join("table.pdbbackup");
+    let shown = ok(&[
+        "--json",
+        "--server",
+        &url,
+        "backup",
+        backup.to_str().expect("utf-8"),
+    ]);
+    let info: serde_json::Value = serde_json::from_str(shown.trim()).expect("json");
+    assert_eq!(info["snapshot"], false, "{shown}");
+    let restored = dir.path().join("restored.pathdb");
+    let restored = restored.to_str().expect("utf-8");
+    ok(&["restore", backup.to_str().expect("utf-8"), "--db", restored]);
+    assert!(
+        ok(&["--db", restored, "export"]) == exported,
+        "the restored table exports differently"
+    );
     drop(server);
 }
 

@@ -83,6 +83,11 @@ pub fn backups_restore_every_row<H: Harness>(harness: &H) {
         .backup(std::fs::File::create(&file).expect("create"))
         .expect("backup");
     assert_eq!(verify_backup(&file).expect("verified").rows, info.rows);
+    // A snapshot where the backend reads one (not DynamoDB's Scan), and then with its commit
+    // where the backend numbers commits (the file).
+    let (_, point) = store.backend().backup_reader().expect("a backup reader");
+    assert_eq!(info.snapshot, point.snapshot);
+    assert_eq!(info.commit.is_some(), point.commit.is_some());
     let restored_path = dir.path().join("restored.pathdb");
     restore_backup(&file, &restored_path).expect("restore");
     let restored = Store::open(

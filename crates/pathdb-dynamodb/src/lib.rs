@@ -256,6 +256,21 @@ impl Backend for DynamoBackend {
         true
     }
 
+    /// A `Scan` reads each item as of its own moment: a backup of a table that is being
+    /// written is not one snapshot (the table's point-in-time recovery is; docs/backups.md).
+    fn backup_reader(
+        &self,
+    ) -> Result<(DynamoReader<'_>, pathdb_store::backend::BackupPoint), StorageError> {
+        Ok((
+            DynamoReader::new(self),
+            pathdb_store::backend::BackupPoint {
+                commit: None,
+                snapshot: false,
+                database: None,
+            },
+        ))
+    }
+
     /// One `DescribeTable`: the table is reachable with these credentials and `ACTIVE`.
     fn ready(&self) -> Result<(), StorageError> {
         self.block_on(async {

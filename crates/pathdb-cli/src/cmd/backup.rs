@@ -69,16 +69,62 @@ pub enum ArchiveCommand {
     },
 }
 
-/// Parses an RFC 3339 instant into microseconds since the Unix epoch.
+/// Parses an RFC 3339 instant (`Z` or an offset such as `+01:00`) into microseconds since the
+/// Unix epoch.
 fn parse_instant(text: &str) -> Result<i64, String> {
-    let time = humantime::parse_rfc3339_weak(text).map_err(|e| {
+    let bad = |e: &dyn std::fmt::Display| {
         format!("{text:?} is not an RFC 3339 time such as 2026-11-28T18:00:00Z ({e})")
-    })?;
+    };
+    // humantime reads UTC only: an offset is taken off and applied here.
+    let split = text
+        .len()
+        .checked_sub(6)
+        .and_then(|at| Some((text.get(..at)?, text.get(at..)?)));
+    let (utc, offset) = match split {
+        Some((time, zone))
+            if (zone.starts_with('+') || zone.starts_with('-')) && zone.get(3..4) == Some(":") =>
+        {
+            let hours: i64 = zone[1..3].parse().map_err(|e| bad(&e))?;
+            let minutes: i64 = zone[4..].parse().map_err(|e| bad(&e))?;
+            let sign = if zone.starts_with('-') { -1 } else { 1 };
+            (
+                format!("{time}Z"),
+                sign * (hours * 3600 + minutes * 60) * 1_000_000,
+            )
+        }
+        _ => (text.to_string(), 0),
+    };
+    let time = humantime::parse_rfc3339_weak(&utc).map_err(|e| bad(&e))?;
     let micros = time
         .duration_since(std::time::UNIX_EPOCH)
         .map_err(|_| format!("{text:?} is before 1970"))?
         .as_micros();
-    i64::try_from(micros).map_err(|_| format!("{text:?} is too far ahead"))
+    let micros = i64::try_from(micros).map_err(|_| format!("{text:?} is too far ahead"))?;
+    Ok(micros - offset)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn instants_with_offsets() {
+        let utc = super::parse_instant("2026-11-28T18:00:00Z").unwrap();
+        assert_eq!(
+            super::parse_instant("2026-11-28T19:30:00+01:30").unwrap(),
+            utc
+        );
+        assert_eq!(
+            super::parse_instant("2026-11-28T13:00:00-05:00").unwrap(),
+            utc
+        );
+        assert_eq!(
+            super::parse_instant("2026-11-28T18:00:00.5Z").unwrap(),
+            utc + 500_000
+        );
+        assert!(super::parse_instant("yesterday").is_err());
+        assert!(super::parse_instant("2026-11-28T18:00:00+xx:00").is_err());
+        assert!(super::parse_instant("2026-11-28T18:00:00é+01:00").is_err());
+        assert!(super::parse_instant("ééé").is_err());
+    }
 }
 
 /// A time for people: RFC 3339, UTC, microseconds.
@@ -279,15 +325,19 @@ fn print_report(report: &RestoreReport, out: Output) -> Result<()> {
             })
         );
     } else {
-        let commit = report
-            .commit
-            .map_or_else(|| "no commit number".to_string(), |c| format!("commit {c}"));
+        let commit = report.commit.map_or_else(
+            || "a backup without a commit number (DynamoDB)".to_string(),
+            |c| format!("commit {c}"),
+        );
+        let commits = match report.commits {
+            1 => "1 commit".to_string(),
+            n => format!("{n} commits"),
+        };
         println!(
-            "restored {} as of {commit} ({}): {} rows from the backup, {} commits from the archive",
+            "restored {} as of {commit} ({}): {} rows from the backup, {commits} from the archive",
             report.path.display(),
             time(report.time),
             report.rows,
-            report.commits
         );
     }
     Ok(())

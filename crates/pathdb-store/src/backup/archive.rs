@@ -176,13 +176,13 @@ impl Archive {
     /// The target is another database's archive, or the spool cannot be used.
     pub fn start(&self, base: BaseTaker) -> Result<(), BackupError> {
         if let Some(fatal) = self.state().fatal.clone() {
-            return Err(BackupError::NothingToRestore(fatal));
+            return Err(BackupError::WrongArchive(fatal));
         }
         match self.claim_target() {
             Ok(()) => {}
             Err(Claim::Refused(why)) => {
                 self.state().fatal = Some(why.clone());
-                return Err(BackupError::NothingToRestore(why));
+                return Err(BackupError::WrongArchive(why));
             }
             // The target is down: the archiver checks again before its first upload.
             Err(Claim::Unreachable(e)) => self.failed(&e),

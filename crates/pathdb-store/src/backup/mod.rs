@@ -62,19 +62,22 @@ pub enum BackupError {
         /// This build's.
         supported: u32,
     },
-    /// A restore never replaces a database.
-    #[error("{0} already exists: a restore writes a new database, never over one")]
+    /// A backup or a restore never replaces a file.
+    #[error("{0} already exists: PathDB writes a new file here, never over one")]
     Exists(PathBuf),
+    /// The archive belongs to another database.
+    #[error("{0}")]
+    WrongArchive(String),
     /// The archive holds nothing to restore as asked.
     #[error("{0}")]
     NothingToRestore(String),
     /// Reading or writing a file failed.
-    #[error("{file}: {source}")]
+    #[error("{file}: {cause}")]
     Io {
         /// The file.
         file: String,
-        /// The cause.
-        source: std::io::Error,
+        /// The cause (in the message: not also a `source`, which would print it twice).
+        cause: std::io::Error,
     },
     /// The archive's target failed.
     #[error(transparent)]
@@ -88,7 +91,7 @@ impl BackupError {
     pub(crate) fn io(file: impl std::fmt::Display, source: std::io::Error) -> BackupError {
         BackupError::Io {
             file: file.to_string(),
-            source,
+            cause: source,
         }
     }
 

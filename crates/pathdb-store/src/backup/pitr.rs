@@ -206,11 +206,12 @@ pub fn restore_archive(
             BackupError::NothingToRestore(match bases.first() {
                 None => format!("the archive at {} holds no base backup", target.describe()),
                 Some(oldest) => format!(
-                    "the archive at {} starts at commit {} (a base backup taken at {} µs since \
-                     the epoch): nothing in it is at or before the point asked for",
+                    "the archive at {} starts at commit {} (its oldest base backup): nothing in \
+                     it is at or before the point asked for; `pathdb archive ls {}` shows its \
+                     window",
                     target.describe(),
                     oldest.commit,
-                    oldest.taken_at
+                    target.describe()
                 ),
             })
         })?
