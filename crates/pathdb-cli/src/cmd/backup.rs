@@ -103,30 +103,6 @@ fn parse_instant(text: &str) -> Result<i64, String> {
     Ok(micros - offset)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn instants_with_offsets() {
-        let utc = super::parse_instant("2026-11-28T18:00:00Z").unwrap();
-        assert_eq!(
-            super::parse_instant("2026-11-28T19:30:00+01:30").unwrap(),
-            utc
-        );
-        assert_eq!(
-            super::parse_instant("2026-11-28T13:00:00-05:00").unwrap(),
-            utc
-        );
-        assert_eq!(
-            super::parse_instant("2026-11-28T18:00:00.5Z").unwrap(),
-            utc + 500_000
-        );
-        assert!(super::parse_instant("yesterday").is_err());
-        assert!(super::parse_instant("2026-11-28T18:00:00+xx:00").is_err());
-        assert!(super::parse_instant("2026-11-28T18:00:00é+01:00").is_err());
-        assert!(super::parse_instant("ééé").is_err());
-    }
-}
-
 /// A time for people: RFC 3339, UTC, microseconds.
 fn time(micros: i64) -> String {
     super::output::rfc3339(pathdb_store::Timestamp(micros))
@@ -410,4 +386,28 @@ pub fn archive(command: ArchiveCommand, out: Output) -> Result<()> {
         }
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn instants_with_offsets() {
+        let utc = super::parse_instant("2026-11-28T18:00:00Z").unwrap();
+        assert_eq!(
+            super::parse_instant("2026-11-28T19:30:00+01:30").unwrap(),
+            utc
+        );
+        assert_eq!(
+            super::parse_instant("2026-11-28T13:00:00-05:00").unwrap(),
+            utc
+        );
+        assert_eq!(
+            super::parse_instant("2026-11-28T18:00:00.5Z").unwrap(),
+            utc + 500_000
+        );
+        assert!(super::parse_instant("yesterday").is_err());
+        assert!(super::parse_instant("2026-11-28T18:00:00+xx:00").is_err());
+        assert!(super::parse_instant("2026-11-28T18:00:00é+01:00").is_err());
+        assert!(super::parse_instant("ééé").is_err());
+    }
 }
