@@ -454,16 +454,13 @@ impl Archive {
             if last > settled {
                 break;
             }
+            // Not read back here: the spool wrote and synced it a moment ago, opening the
+            // database drops a spooled segment a crash damaged, and a restore checks every
+            // segment's checksum, naming one the disk damaged since.
             let path = self.inner.spool.join(&name);
-            let bytes = std::fs::read(&path).map_err(|e| BackupError::io(path.display(), e))?;
-            if Segment::decode(&name, &bytes).is_err() {
-                // Damaged in the spool (a failing disk): its commits are lost to the archive.
-                tracing::error!(segment = %name, "archive: a spooled segment is damaged; a new base backup follows");
-                let _ = std::fs::remove_file(&path);
-                self.state().need_base = true;
-                continue;
-            }
-            self.inner.target.put(&format!("segments/{name}"), &bytes)?;
+            self.inner
+                .target
+                .put_file(&format!("segments/{name}"), &path)?;
             let _ = std::fs::remove_file(&path);
             let mut state = self.state();
             state.uploaded = Some(state.uploaded.unwrap_or(0).max(last));
@@ -504,6 +501,9 @@ impl Archive {
         let mut file =
             std::fs::File::create(&path).map_err(|e| BackupError::io(path.display(), e))?;
         let info = take(&mut file)?;
+        // Synced here: a directory target may link this file rather than copy it.
+        file.sync_all()
+            .map_err(|e| BackupError::io(path.display(), e))?;
         drop(file);
         drop(base);
         let name = base_name(info.commit.unwrap_or(0), info.taken_at);
