@@ -117,4 +117,24 @@ pub fn backups_restore_every_row<H: Harness>(harness: &H) {
         total, 400,
         "transfers before the backup sum exactly after the restore"
     );
+    drop(restored);
+
+    // A store restored another way (a DynamoDB table restored to a point in time) is marked
+    // a new history: after a reopen, a change token from before answers 410.
+    let prefix = path("/b-1");
+    let token = store.changes_token(&prefix).expect("a token");
+    store.mark_restored().expect("mark restored");
+    let (_clock, options) = manual_options();
+    if let Some(store) = harness.reopen(store, options) {
+        match store.changes(&prefix, Some(&token), 10) {
+            Err(pathdb_store::Error::ChangesExpired(why)) => {
+                assert!(why.contains("restored"), "{why}");
+            }
+            other => panic!("a token from before the restore: {other:?}"),
+        }
+        let fresh = store.changes_token(&prefix).expect("a new token");
+        store
+            .changes(&prefix, Some(&fresh), 10)
+            .expect("a new token reads");
+    }
 }

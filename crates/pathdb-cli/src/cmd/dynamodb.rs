@@ -57,6 +57,9 @@ pub struct CostArgs {
 pub enum DynamoCommand {
     /// Create the table (Binary pk HASH, Binary sk RANGE, on-demand).
     CreateTable(TableArgs),
+    /// Mark a table restored to a point in time (docs/backups.md) as a new history, before it
+    /// is served: change tokens issued before answer 410 instead of resuming on it.
+    Restored(TableArgs),
 }
 
 #[cfg(feature = "dynamodb")]
@@ -110,6 +113,20 @@ mod enabled {
                     } else {
                         format!("table {table} already exists")
                     }
+                );
+                Ok(())
+            }
+            DynamoCommand::Restored(args) => {
+                let options = StoreOptions {
+                    sweep_interval: None,
+                    ..StoreOptions::default()
+                };
+                open_store(&args, options)?
+                    .mark_restored()
+                    .context("replacing the table's token key")?;
+                println!(
+                    "table {} marked restored: change tokens issued before answer 410",
+                    args.table_name()?
                 );
                 Ok(())
             }

@@ -9,9 +9,8 @@
 
 use super::BackupError;
 use super::format::{self, BackupInfo};
-use crate::backend::{FileLoader, Record};
-use crate::encoding::layout;
-use crate::encoding::token::KEY_BYTES;
+use crate::backend::{FileBackend, FileLoader, FileOptions};
+use crate::jobs::open::retire_token_key;
 use std::path::{Path, PathBuf};
 
 /// What a restore wrote.
@@ -106,12 +105,21 @@ impl NewDatabase {
         commits: u64,
         stopped: Option<String>,
     ) -> Result<RestoreReport, BackupError> {
-        let mut loader = self
+        let loader = self
             .loader
             .take()
             .ok_or_else(|| BackupError::NothingToRestore("the restore was finished".into()))?;
-        retire_token_key(&mut loader)?;
         loader.finish(commit.unwrap_or(0))?;
+        // A new history: opened once as a database, for the one way a token key is replaced.
+        {
+            let backend = FileBackend::open(&self.temporary, FileOptions::default())?;
+            retire_token_key(&backend).map_err(|e| match e {
+                crate::model::error::Error::Storage(e) => BackupError::Storage(e),
+                other => {
+                    BackupError::Storage(crate::model::error::StorageError::msg(other.to_string()))
+                }
+            })?;
+        }
         // A hard link fails if `db` appeared meanwhile: the check and the move in one step.
         std::fs::hard_link(&self.temporary, &self.db).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
@@ -140,41 +148,4 @@ impl Drop for NewDatabase {
             let _ = std::fs::remove_file(&self.temporary);
         }
     }
-}
-
-/// A new token key for the restored history; the old one joins the retired keys
-/// (encoding/token.rs), so that its tokens are told apart from forged ones.
-fn retire_token_key(loader: &mut FileLoader) -> Result<(), BackupError> {
-    let Some(current) = loader.get(&layout::token_key())? else {
-        // No store ever opened it: the first to open makes a key, as for a new database.
-        return Ok(());
-    };
-    let retired_key = layout::retired_token_keys();
-    let retired = loader.get(&retired_key)?;
-    let mut old = retired.as_ref().map_or(Vec::new(), |r| r.value.clone());
-    old.extend_from_slice(&current.value);
-    let mut fresh = [0u8; KEY_BYTES];
-    getrandom::fill(&mut fresh).map_err(|e| {
-        crate::model::error::StorageError::msg(format!("no random bytes for the token key: {e}"))
-    })?;
-    let now = super::now_micros();
-    loader.put(
-        &retired_key,
-        &Record {
-            version: retired.map_or(1, |r| r.version + 1),
-            created_at: now,
-            modified_at: now,
-            expires_at: None,
-            value: old,
-        },
-    )?;
-    loader.put(
-        &layout::token_key(),
-        &Record {
-            version: current.version + 1,
-            value: fresh.to_vec(),
-            ..current
-        },
-    )?;
-    Ok(())
 }

@@ -77,3 +77,58 @@ fn token_key<B: Backend>(backend: &B) -> Result<TokenKey, Error> {
     }
     Err(StorageError::msg("the token key could neither be read nor made").into())
 }
+
+/// Marks the database behind `backend` as a new history (a restore): a new token key, the old
+/// one kept among the retired keys, so that a change token issued before answers 410 rather
+/// than being read at a position that may mean something else now (docs/backups.md). A store
+/// opened after this uses the new key; one already open keeps the old one until it reopens.
+///
+/// # Errors
+/// Storage failures; random bytes cannot be had.
+pub(crate) fn retire_token_key<B: Backend>(backend: &B) -> Result<(), Error> {
+    let (key, retired_key) = (layout::token_key(), layout::retired_token_keys());
+    for _ in 0..3 {
+        let reader = backend.reader()?;
+        let Some(current) = reader.get(&key)? else {
+            // No store ever opened it: the first to open makes a key, as for a new database.
+            return Ok(());
+        };
+        let retired = reader.get(&retired_key)?;
+        drop(reader);
+        let mut old = retired.as_ref().map_or(Vec::new(), |r| r.value.clone());
+        old.extend_from_slice(&current.value);
+        let mut fresh = [0u8; KEY_BYTES];
+        getrandom::fill(&mut fresh)
+            .map_err(|e| StorageError::msg(format!("no random bytes for the token key: {e}")))?;
+        let batch = WriteBatch {
+            ops: vec![
+                WriteOp::Put {
+                    key: retired_key.clone(),
+                    record: Record {
+                        version: retired.as_ref().map_or(1, |r| r.version + 1),
+                        created_at: 0,
+                        modified_at: 0,
+                        expires_at: None,
+                        value: old,
+                    },
+                    expect: Some(Expect::as_read(retired.as_ref())),
+                },
+                WriteOp::Put {
+                    key: key.clone(),
+                    record: Record {
+                        version: current.version + 1,
+                        value: fresh.to_vec(),
+                        ..current.clone()
+                    },
+                    expect: Some(Expect::Version(current.version)),
+                },
+            ],
+        };
+        match send(backend, None, batch)? {
+            Sent::Committed => return Ok(()),
+            // Another did the same at the same moment: read again.
+            Sent::Changed { .. } => continue,
+        }
+    }
+    Err(StorageError::msg("the token key could not be replaced").into())
+}

@@ -3,6 +3,8 @@
 use super::Store;
 use crate::backend::Backend;
 use crate::backup::{BackupError, BackupInfo, take_backup};
+use crate::jobs::open::retire_token_key;
+use crate::model::error::Error;
 use std::io::Write;
 
 impl<B: Backend> Store<B> {
@@ -14,5 +16,16 @@ impl<B: Backend> Store<B> {
     /// The backend cannot be read; `out` cannot be written.
     pub fn backup(&self, out: impl Write) -> Result<BackupInfo, BackupError> {
         take_backup(&self.db.backend, out)
+    }
+
+    /// Marks the database as restored, a new history: a new token key, so that change tokens
+    /// issued before answer 410 (`pathdb restore` does this itself; a DynamoDB table restored
+    /// to a point in time needs it once, before it is served: `pathdb dynamodb restored`).
+    /// Stores already open keep the old key until they reopen.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn mark_restored(&self) -> Result<(), Error> {
+        retire_token_key(&self.db.backend)
     }
 }
