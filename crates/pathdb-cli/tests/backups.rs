@@ -443,14 +443,7 @@ fn a_gap_is_named_and_stops_the_restore() {
     let archive = dir.path().join("archive");
     let server = start(&db, &archive);
     for i in 0..6 {
-        let (status, _) = http(
-            server.addr,
-            "PUT",
-            &format!("/v1/items/a-{i}"),
-            r#"{"n":1}"#,
-        )
-        .unwrap();
-        assert_eq!(status, 201);
+        create(&server, i);
         std::thread::sleep(Duration::from_millis(400));
     }
     drop(server);
@@ -501,22 +494,12 @@ fn the_archive_catches_up_when_its_target_returns() {
     let archive = dir.path().join("archive");
     let away = dir.path().join("archive.away");
     let server = start(&db, &archive);
-    let put = |server: &Server, i: u32| {
-        let (status, _) = http(
-            server.addr,
-            "PUT",
-            &format!("/v1/items/a-{i}"),
-            r#"{"n":1}"#,
-        )
-        .unwrap();
-        assert_eq!(status, 201);
-    };
-    put(&server, 0);
+    create(&server, 0);
     wait_caught_up(&server);
     std::fs::rename(&archive, &away).unwrap();
     std::fs::write(&archive, "not a directory").unwrap();
     for i in 1..=5 {
-        put(&server, i);
+        create(&server, i);
     }
     std::thread::sleep(Duration::from_millis(800));
     let (ready, _) = http(server.addr, "GET", "/readyz", "").unwrap();
@@ -543,7 +526,7 @@ fn the_archive_catches_up_when_its_target_returns() {
         ],
     );
     for i in 6..=8 {
-        put(&server, i);
+        create(&server, i);
     }
     std::fs::remove_file(&archive).unwrap();
     std::fs::rename(&away, &archive).unwrap();
@@ -560,6 +543,18 @@ fn the_archive_catches_up_when_its_target_returns() {
         restored.to_str().unwrap(),
     ]);
     assert_eq!(ok(&["--db", restored.to_str().unwrap(), "export"]), live);
+}
+
+/// Creates the item `/a-{i}` through `server`.
+fn create(server: &Server, i: u32) {
+    let (status, body) = http(
+        server.addr,
+        "PUT",
+        &format!("/v1/items/a-{i}"),
+        r#"{"n":1}"#,
+    )
+    .expect("the server answers");
+    assert_eq!(status, 201, "{body}");
 }
 
 fn archive_status(server: &Server) -> Value {
@@ -601,8 +596,7 @@ fn scheduled_backups_are_taken_and_pruned() {
             "2",
         ],
     );
-    let (status, _) = http(server.addr, "PUT", "/v1/items/a-1", r#"{"n":1}"#).unwrap();
-    assert_eq!(status, 201);
+    create(&server, 1);
     std::thread::sleep(Duration::from_millis(1500));
     drop(server);
     let listed = ok(&["--json", "backup", "ls", backups.to_str().unwrap()]);
