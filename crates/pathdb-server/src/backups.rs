@@ -25,7 +25,7 @@ use utoipa::ToSchema;
         (status = 400, description = "A query parameter (this route takes none)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, description = "Needs admin", body = ErrorBody),
         (status = 503, body = ErrorBody)),
-    security(("bearer" = [])))]
+    security((), ("bearer" = [])))]
 pub async fn backup<B: Backend>(
     _: NoQuery,
     access: Access,
@@ -135,7 +135,7 @@ pub struct WindowOut {
     responses((status = 200, body = ArchiveOut),
         (status = 400, description = "A query parameter (this route takes none)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, description = "Needs admin", body = ErrorBody)),
-    security(("bearer" = [])))]
+    security((), ("bearer" = [])))]
 pub async fn archive<B: Backend>(
     _: NoQuery,
     access: Access,

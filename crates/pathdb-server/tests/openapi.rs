@@ -75,6 +75,8 @@ async fn every_operation_has_a_stable_operation_id() {
         ("post", "/v1/tokens", "createToken"),
         ("get", "/v1/tokens/{id}", "getToken"),
         ("delete", "/v1/tokens/{id}", "revokeToken"),
+        ("get", "/v1/backup", "takeBackup"),
+        ("get", "/v1/archive", "archiveStatus"),
     ];
     let mut expected: Vec<(String, String, String)> = expected
         .iter()
