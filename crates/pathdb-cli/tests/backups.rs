@@ -469,6 +469,21 @@ fn a_gap_is_named_and_stops_the_restore() {
     );
     assert!(error.contains("gap"), "{error}");
     assert!(out.exists(), "the restore up to the gap was not written");
+    // Another database's archive is refused at start, before anything is served.
+    let other = dir.path().join("other.pathdb");
+    let error = fails_with(
+        2,
+        &[
+            "--db",
+            other.to_str().unwrap(),
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--archive",
+            archive.to_str().unwrap(),
+        ],
+    );
+    assert!(error.contains("belongs to another database"), "{error}");
 }
 
 /// Like [`fails_with`], for a command that prints its result before failing.
