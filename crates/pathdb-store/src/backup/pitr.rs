@@ -193,8 +193,37 @@ pub fn restore_archive(
     until: RestoreUntil,
 ) -> Result<RestoreReport, BackupError> {
     refuse_existing(db)?;
+    let base = base_for(target, until)?;
+    let mut new = NewDatabase::create(db)?;
+    let rows = load_base(target, &base, db, &mut new)?.rows;
+    let mut replay = Replay {
+        next: base.commit + 1,
+        time: base.taken_at,
+        applied: 0,
+        stopped: None,
+        reached: false,
+    };
+    for segment in segments(target)? {
+        if segment.last >= replay.next && !replay.apply(target, &segment, until, &mut new)? {
+            break;
+        }
+    }
+    let last = replay.next - 1;
+    if let (None, false, RestoreUntil::Commit(n)) = (&replay.stopped, replay.reached, until)
+        && last < n
+    {
+        replay.stopped = Some(format!(
+            "the archive ends at commit {last}: commit {n} is not in it"
+        ));
+    }
+    let report = new.finish(Some(last), replay.time, replay.applied, replay.stopped)?;
+    Ok(RestoreReport { rows, ..report })
+}
+
+/// The newest base backup at or before `until`.
+fn base_for(target: &dyn ArchiveTarget, until: RestoreUntil) -> Result<BaseInfo, BackupError> {
     let bases = bases(target)?;
-    let base = bases
+    bases
         .iter()
         .filter(|b| match until {
             RestoreUntil::Latest => true,
@@ -202,6 +231,7 @@ pub fn restore_archive(
             RestoreUntil::Time(t) => b.taken_at <= t,
         })
         .max_by_key(|b| (b.commit, b.taken_at))
+        .cloned()
         .ok_or_else(|| {
             BackupError::NothingToRestore(match bases.first() {
                 None => format!("the archive at {} holds no base backup", target.describe()),
@@ -214,9 +244,16 @@ pub fn restore_archive(
                     target.describe()
                 ),
             })
-        })?
-        .clone();
-    let mut new = NewDatabase::create(db)?;
+        })
+}
+
+/// Downloads `base` beside `db`, verifies it and loads its rows into `new`.
+fn load_base(
+    target: &dyn ArchiveTarget,
+    base: &BaseInfo,
+    db: &Path,
+    new: &mut NewDatabase,
+) -> Result<format::BackupInfo, BackupError> {
     let mut download = db.as_os_str().to_owned();
     download.push(".base");
     let download = std::path::PathBuf::from(download);
@@ -228,24 +265,41 @@ pub fn restore_archive(
         new.load(&name, open()?)
     })();
     let _ = std::fs::remove_file(&download);
-    let info = loaded?;
-    let mut next = base.commit + 1;
-    let mut time = base.taken_at;
-    let mut applied = 0;
-    let mut stopped = None;
-    let mut reached = false;
-    for segment in segments(target)? {
-        if segment.last < next {
-            continue;
-        }
+    loaded
+}
+
+/// Where a restore's replay of segments stands.
+struct Replay {
+    /// The next commit to apply.
+    next: u64,
+    /// The time of the last commit applied (the base backup's, before any).
+    time: i64,
+    applied: u64,
+    /// Why it stopped short, at a gap or a damaged segment.
+    stopped: Option<String>,
+    /// Whether it reached the point asked for.
+    reached: bool,
+}
+
+impl Replay {
+    /// Applies `segment`'s commits from `next` on, up to `until`; `false` when the replay
+    /// ends here (a gap, a damaged segment, or the point asked for).
+    fn apply(
+        &mut self,
+        target: &dyn ArchiveTarget,
+        segment: &SegmentInfo,
+        until: RestoreUntil,
+        new: &mut NewDatabase,
+    ) -> Result<bool, BackupError> {
+        let next = self.next;
         if segment.first > next {
-            stopped = Some(format!(
+            self.stopped = Some(format!(
                 "the archive has a gap: commits {next} to {} are missing (no segment holds \
                  them); restored up to commit {}",
                 segment.first - 1,
                 next - 1
             ));
-            break;
+            return Ok(false);
         }
         let name = format!("{}/{}", target.describe(), segment.name);
         let decoded = target
@@ -255,48 +309,30 @@ pub fn restore_archive(
         let commits = match decoded {
             Ok(s) => s.commits,
             Err(e) => {
-                stopped = Some(format!(
+                self.stopped = Some(format!(
                     "{e}; its commits {} to {} cannot be applied: restored up to commit {}",
                     segment.first,
                     segment.last,
                     next - 1
                 ));
-                break;
+                return Ok(false);
             }
         };
-        for (number, payload) in commits {
-            if number < next {
-                continue;
-            }
-            let at = commit_time(&payload).unwrap_or(time);
-            reached = match until {
+        for (number, payload) in commits.into_iter().filter(|(n, _)| *n >= next) {
+            let at = commit_time(&payload).unwrap_or(self.time);
+            self.reached = match until {
                 RestoreUntil::Latest => false,
                 RestoreUntil::Commit(n) => number > n,
                 RestoreUntil::Time(t) => at > t,
             };
-            if reached {
-                break;
+            if self.reached {
+                return Ok(false);
             }
             new.loader()?.apply(&payload)?;
-            next = number + 1;
-            time = at;
-            applied += 1;
+            self.next = number + 1;
+            self.time = at;
+            self.applied += 1;
         }
-        if reached {
-            break;
-        }
+        Ok(true)
     }
-    if let (None, false, RestoreUntil::Commit(n)) = (&stopped, reached, until)
-        && next - 1 < n
-    {
-        stopped = Some(format!(
-            "the archive ends at commit {}: commit {n} is not in it",
-            next - 1
-        ));
-    }
-    let report = new.finish(Some(next - 1), time, applied, stopped)?;
-    Ok(RestoreReport {
-        rows: info.rows,
-        ..report
-    })
 }
