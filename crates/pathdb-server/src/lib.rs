@@ -480,24 +480,37 @@ pub fn close_change_streams() {
     changes::SHUTDOWN.send_modify(|generation| *generation += 1);
 }
 
-/// Completes on SIGINT (Ctrl-C) or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Completes on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed by this call, not when
+/// the future is first polled: call it before the server says it listens, so that a signal sent
+/// as soon as it does is never met by the default action (an exit without the clean shutdown).
+/// Call it inside the runtime.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate()).ok();
+        let mut interrupt = signal(SignalKind::interrupt()).ok();
+        async move {
+            let terminate = async {
+                match terminate.as_mut() {
+                    Some(s) => drop(s.recv().await),
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            let interrupt = async {
+                match interrupt.as_mut() {
+                    Some(s) => drop(s.recv().await),
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                () = terminate => {},
+                () = interrupt => {},
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

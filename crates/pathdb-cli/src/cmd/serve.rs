@@ -455,6 +455,8 @@ fn serve<B: pathdb_store::backend::Backend>(
                 .map_err(|e| tracing::warn!(error = %e, "could not record the address beside the database"))
                 .ok()
         });
+        // Before the line below: a script may send SIGTERM as soon as it reads it.
+        let signal = pathdb_server::shutdown_signal();
         // Printed for scripts that bind port 0.
         println!("listening on http://{local}");
         let state = AppState {
@@ -469,7 +471,7 @@ fn serve<B: pathdb_store::backend::Backend>(
         }
         let app = app(state, auth, origins, console);
         let shutdown = async {
-            pathdb_server::shutdown_signal().await;
+            signal.await;
             // Open event streams and long polls would hold the graceful shutdown up.
             pathdb_server::close_change_streams();
         };
