@@ -358,6 +358,9 @@ fn cases(list_token: &str) -> Vec<Case> {
         case("GET", "/v1/export", [403, 403, 403, 403, 2, 401]),
         with_body("POST", "/v1/import", "application/x-ndjson", Value::String("{\"path\": \"/team-8/imp-1\", \"value\": 1}\n".into()), [403, 403, 403, 403, 2, 401]),
         with_body("POST", "/v1/import", "application/x-ndjson", Value::String("{\"path\": \"/team-7/imp-1\", \"value\": 1}\n{\"path\": \"/team-8/imp-2\", \"value\": 1}\n".into()), [403, 403, 403, 403, 2, 401]),
+        // Backups: the whole database, and where its archive stands: admin only.
+        case("GET", "/v1/backup", [403, 403, 403, 403, 2, 401]),
+        case("GET", "/v1/archive", [403, 403, 403, 403, 2, 401]),
         // What the console reads besides items.
         case("GET", "/v1/groups", [2, 2, 2, 2, 2, 401]),
         case("GET", "/v1/session", [2, 2, 2, 2, 2, 401]),
