@@ -27,6 +27,7 @@
 //! same thing in the file, the journal and the archive.
 
 use super::tap::CommitTap;
+use crate::model::item::Timestamp;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -186,10 +187,7 @@ impl Journal {
     pub(super) fn begin(&mut self) {
         self.record.clear();
         self.record.resize(RECORD_HEADER, 0);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-        self.time = self.time.max(now);
+        self.time = self.time.max(Timestamp::now().micros());
         self.record.push(TIME);
         self.record.extend_from_slice(&self.time.to_le_bytes());
     }

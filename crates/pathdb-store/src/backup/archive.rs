@@ -26,6 +26,7 @@ use super::format::{BACKUP_EXTENSION, BackupInfo};
 use super::segment::{Segment, parse_name};
 use super::target::{ArchiveTarget, sync_dir};
 use crate::backend::{CommitTap, commit_time};
+use crate::model::item::Timestamp;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -243,7 +244,7 @@ impl Archive {
             lag_commits: state.settled.saturating_sub(archived),
             lag_seconds: state
                 .pending_since
-                .map_or(0.0, |t| (super::now_micros() - t).max(0) as f64 / 1e6),
+                .map_or(0.0, |t| (Timestamp::now().micros() - t).max(0) as f64 / 1e6),
             last_base: state.last_base,
             failures: state.failures,
             error: state.fatal.clone().or_else(|| state.error.clone()),
@@ -477,7 +478,7 @@ impl Archive {
         let state = self.state();
         state.need_base
             || state.last_base.is_none_or(|(_, taken)| {
-                super::now_micros() - taken
+                Timestamp::now().micros() - taken
                     >= i64::try_from(self.inner.options.base_every.as_micros()).unwrap_or(i64::MAX)
             })
     }
@@ -527,7 +528,8 @@ impl Archive {
         let Some(keep) = self.inner.options.keep else {
             return Ok(());
         };
-        let cutoff = super::now_micros() - i64::try_from(keep.as_micros()).unwrap_or(i64::MAX);
+        let cutoff =
+            Timestamp::now().micros() - i64::try_from(keep.as_micros()).unwrap_or(i64::MAX);
         let target = &self.inner.target;
         let mut bases: Vec<_> = target
             .list("base/")?

@@ -102,10 +102,3 @@ impl BackupError {
         }
     }
 }
-
-/// Microseconds since the Unix epoch, now.
-pub(crate) fn now_micros() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-}

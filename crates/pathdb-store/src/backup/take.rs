@@ -9,6 +9,7 @@
 use super::BackupError;
 use super::format::{BackupInfo, BackupWriter, FORMAT};
 use crate::backend::{Backend, Reader};
+use crate::model::item::Timestamp;
 use std::io::Write;
 
 /// Rows read per page of the full scan.
@@ -24,7 +25,7 @@ pub fn take_backup<B: Backend>(backend: &B, out: impl Write) -> Result<BackupInf
         format: FORMAT,
         commit: point.commit,
         snapshot: point.snapshot,
-        taken_at: super::now_micros(),
+        taken_at: Timestamp::now().micros(),
         database: point.database,
         rows: 0,
         bytes: 0,
