@@ -24,6 +24,7 @@
 // files in the order their folder's mod.rs lists them); `scripts/check-module-cycles.py` checks
 // the rank. lib.rs only declares the layers and re-exports the public API.
 mod model;
+mod filter;
 pub mod backend;
 mod encoding;
 mod aliases;
@@ -54,6 +55,7 @@ pub use encoding::limits::{
     MAX_GET_MANY, MAX_GROUP_BYTES, MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES, MAX_TRANSACTION_OPS,
     MAX_VERSION,
 };
+pub use filter::{Fields, Filter, MAX_FIELDS, MAX_FILTER_BYTES, MAX_FILTER_DEPTH, Subject};
 pub use jobs::subtree::{PendingJob, SubtreeJob, SubtreeOp};
 pub use model::error::{Condition, Error, StorageError, StorageErrorKind, Violation};
 pub use model::item::{Item, Json, Timestamp};

@@ -269,6 +269,14 @@ pub enum Error {
     /// A request is malformed (names what and why).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// A filter (docs/filters.md) does not compile, is too long or nests too deep.
+    #[error("invalid filter at character {position}: {reason}")]
+    InvalidFilter {
+        /// Where in the filter (characters from its start, 0-based) the problem is.
+        position: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// A patch found no item to change (and was not asked to create one).
     #[error("{path} not found: a patch changes an existing item")]
     ItemNotFound {
