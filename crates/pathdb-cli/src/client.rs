@@ -123,6 +123,8 @@ struct ListIn {
     next_page_token: Option<String>,
     #[serde(default)]
     changes_token: Option<String>,
+    #[serde(default)]
+    scanned: usize,
 }
 
 #[derive(Deserialize)]
@@ -655,6 +657,7 @@ impl Db for Client {
                 .map(|t| t.parse())
                 .transpose()
                 .context("server sent an invalid changes_token")?,
+            scanned: page.scanned,
         })
     }
 

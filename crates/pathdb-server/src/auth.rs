@@ -233,6 +233,19 @@ impl Access {
         })
     }
 
+    /// What a filter may decide on for this token: `None` when it may read every path, else the
+    /// check the store makes of each item a filter, a count or a filtered feed would read (it
+    /// fails the request rather than decide on an item the token may not read).
+    pub fn readable(&self) -> Option<pathdb_store::Readable> {
+        if self.everywhere(Op::Read) {
+            return None;
+        }
+        let access = self.clone();
+        Some(pathdb_store::Readable(Arc::new(move |path| {
+            access.may(Op::Read, path)
+        })))
+    }
+
     /// Whether `op` is allowed on every path.
     pub fn everywhere(&self, op: Op) -> bool {
         self.0.grant.everywhere(op)

@@ -16,8 +16,8 @@ use pathdb_keys::KeyPath;
 use pathdb_store::Op;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
-    ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, IdKind, MAX_CHANGES_LIMIT, MAX_CHANGES_WAIT,
-    Parent, Store,
+    ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, Filter, IdKind, MAX_CHANGES_LIMIT,
+    MAX_CHANGES_WAIT, Parent, Readable, Store,
 };
 use std::convert::Infallible;
 use std::time::Duration;
@@ -145,6 +145,13 @@ pub async fn changes<B: Backend>(
         .as_deref()
         .map(str::parse::<ChangeToken>)
         .transpose()?;
+    let filter = match q.filter.as_deref() {
+        Some(source) => Some(FeedFilter {
+            filter: Filter::compile(source)?,
+            readable: reader.access.readable(),
+        }),
+        None => None,
+    };
     if wants_event_stream(&headers) {
         if let Some(last) = headers.get("last-event-id") {
             let text = last
@@ -153,7 +160,7 @@ pub async fn changes<B: Backend>(
             since = Some(text.parse()?);
         }
         let slot = state.change_streams.admit()?;
-        return event_stream(state.store, reader, prefix, since, limit, slot).await;
+        return event_stream(state.store, reader, prefix, since, limit, filter, slot).await;
     }
     let Some(mut since) = since else {
         let store = state.store.clone();
@@ -174,7 +181,7 @@ pub async fn changes<B: Backend>(
         // commits of the prefix's group do (the feed reads no other).
         let listener = state.store.commit_listener(&prefix);
         reader.again(&prefix).await?;
-        let page = read(&state.store, &prefix, since, limit).await?;
+        let page = read(&state.store, &prefix, since, limit, filter.clone()).await?;
         need_changes(&reader.access, &page)?;
         let now = Instant::now();
         if !page.changes.is_empty() || now >= deadline {
@@ -248,15 +255,24 @@ fn need_changes(access: &Access, page: &ChangePage) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// A feed's filter, and what it may decide on for the token that follows it.
+#[derive(Clone)]
+struct FeedFilter {
+    filter: Filter,
+    readable: Option<Readable>,
+}
+
 async fn read<B: Backend>(
     store: &Store<B>,
     prefix: &KeyPath,
     since: ChangeToken,
     limit: usize,
+    filter: Option<FeedFilter>,
 ) -> Result<ChangePage, ApiError> {
     let (store, prefix) = (store.clone(), prefix.clone());
     store_call("changes", move || {
-        Ok(store.changes(&prefix, Some(&since), limit)?)
+        let filter = filter.as_ref().map(|f| (&f.filter, f.readable.as_ref()));
+        Ok(store.changes_filtered(&prefix, Some(&since), limit, filter)?)
     })
     .await
 }
@@ -279,6 +295,7 @@ async fn event_stream<B: Backend>(
     prefix: KeyPath,
     since: Option<ChangeToken>,
     limit: usize,
+    filter: Option<FeedFilter>,
     slot: StreamSlot,
 ) -> Result<Response, ApiError> {
     let mut token = match since {
@@ -289,7 +306,7 @@ async fn event_stream<B: Backend>(
         }
     };
     let mut listener = store.commit_listener(&prefix);
-    let mut page = read(&store, &prefix, token, limit).await?;
+    let mut page = read(&store, &prefix, token, limit, filter.clone()).await?;
     need_changes(&reader.access, &page)?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
     let mut shutdown = SHUTDOWN.subscribe();
@@ -311,14 +328,16 @@ async fn event_stream<B: Backend>(
                 return;
             }
             for entry in page.changes {
-                let data = serde_json::to_string(&ChangeOut::from(entry.change))
+                let token = entry.token;
+                let id = token.to_string();
+                let data = serde_json::to_string(&ChangeOut::from(entry))
                     .unwrap_or_else(|_| "{}".to_owned());
                 // Unnamed (a "message"), so that EventSource's `onmessage` receives it.
-                let event = Event::default().id(entry.token.to_string()).data(data);
+                let event = Event::default().id(id).data(data);
                 if tx.send(Ok(event)).await.is_err() {
                     return; // The client went away.
                 }
-                told = Some(entry.token);
+                told = Some(token);
             }
             if told != Some(page.next_token) {
                 // The position moved without a change to send (a new stream, or changes outside
@@ -356,7 +375,7 @@ async fn event_stream<B: Backend>(
                 }
             }
             listener = store.commit_listener(&prefix);
-            page = match read(&store, &prefix, token, limit).await {
+            page = match read(&store, &prefix, token, limit, filter.clone()).await {
                 Ok(page) => page,
                 Err(e) => {
                     // The answer has started: say so in the stream and end it; the client
@@ -448,11 +467,7 @@ pub async fn create_item<B: Backend>(
 impl From<ChangePage> for ChangesOut {
     fn from(page: ChangePage) -> ChangesOut {
         ChangesOut {
-            changes: page
-                .changes
-                .into_iter()
-                .map(|c| ChangeOut::from(c.change))
-                .collect(),
+            changes: page.changes.into_iter().map(ChangeOut::from).collect(),
             next_token: page.next_token.to_string(),
         }
     }

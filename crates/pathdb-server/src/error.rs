@@ -31,7 +31,9 @@ pub struct ErrorDetail {
     /// `alias_invalid` (422: `member` of the value cannot fill an alias id), `alias_building`
     /// (503: the alias's template is still being built; see `template`, `state`, `checked`),
     /// `builtin_role` (409: the built-in roles cannot change), `unknown_role` (422: a token for
-    /// a role that does not exist), `invalid_role` (422: a role's rule is not valid).
+    /// a role that does not exist), `invalid_role` (422: a role's rule is not valid),
+    /// `invalid_filter` (400: a `filter` that does not compile, is too long or nests too deep;
+    /// see `position`).
     pub code: String,
     /// For people.
     pub message: String,
@@ -49,6 +51,10 @@ pub struct ErrorDetail {
     /// value and one into the schema.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub violations: Option<Vec<ViolationOut>>,
+    /// With `invalid_filter`: where in the filter (characters from its start, 0-based) the
+    /// problem is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<usize>,
     /// With `alias_taken`: the alias path.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
@@ -117,6 +123,7 @@ struct Refused {
     checked: Option<u64>,
     operation: Option<String>,
     reason: Option<String>,
+    position: Option<usize>,
 }
 
 /// A failed request.
@@ -296,6 +303,21 @@ impl From<pathdb_store::Error> for ApiError {
                     ..Refused::default()
                 },
             )),
+            E::InvalidFilter { position, .. } => Some((
+                StatusCode::BAD_REQUEST,
+                "invalid_filter",
+                Refused {
+                    position: Some(*position),
+                    ..Refused::default()
+                },
+            )),
+            E::Unreadable { path } => {
+                return ApiError::forbidden(
+                    pathdb_store::Op::Read,
+                    Some(path),
+                    Some("entirely: the listing reads paths this token may not read"),
+                );
+            }
             E::PathIsAlias { path, item } => Some((
                 StatusCode::CONFLICT,
                 "path_is_alias",
@@ -438,6 +460,7 @@ impl IntoResponse for ApiError {
                 checked: refused.checked,
                 operation: refused.operation,
                 reason: refused.reason,
+                position: refused.position,
             },
         };
         let failure = self.status.is_server_error().then(|| ServerFailure {

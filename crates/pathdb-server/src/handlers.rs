@@ -18,8 +18,9 @@ use axum::response::{IntoResponse, Response};
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
-    Condition, DEFAULT_LIST_LIMIT, Json as JsonText, ListCheck, ListRange, ListRequest,
-    MAX_LIST_LIMIT, Op, PutOptions, SubtreeJob, Transaction, TxOp, TxResult,
+    Condition, DEFAULT_LIST_LIMIT, DEFAULT_MAX_SCAN, Fields, Filter, Json as JsonText, ListCheck,
+    ListRange, ListRequest, MAX_LIST_LIMIT, MAX_SCAN, Op, PutOptions, SubtreeJob, Transaction,
+    TxOp, TxResult,
 };
 
 /// Most paths of a `/v1/get` served as a [`point_read`](crate::calls::point_read).
@@ -49,12 +50,20 @@ pub async fn get_item<B: Backend>(
     Preconditions(headers): Preconditions,
 ) -> Result<Response, ApiError> {
     if q.version == Some(0) {
-        return Err(ApiError::bad_request("versions start at 1"));
+        return Err(ApiError::bad_request("version: versions start at 1"));
     }
+    let fields = q.fields.as_deref().map(Fields::parse).transpose()?;
     access.need(Op::Read, &path)?;
     let version = q.version;
     let (item, path) =
         point_read(state, "get", move |store| read_item(store, path, version)).await?;
+    // The value is projected after the read: the ETag stays the item's version.
+    let item = item.map(|mut item| {
+        if let Some(fields) = &fields {
+            item.value = fields.project(&item.value);
+        }
+        item
+    });
     answer_item(&access, item, &path, version, &headers)
 }
 
@@ -451,9 +460,11 @@ async fn run_subtree_job<B: Backend>(
 pub async fn get_many<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
     access: Access,
-    _: NoQuery,
+    Query(q): Query<GetManyQuery>,
     Json(body): Json<GetManyIn>,
 ) -> Result<axum::Json<ItemsOut>, ApiError> {
+    let filter = q.filter.as_deref().map(Filter::compile).transpose()?;
+    let fields = q.fields.as_deref().map(Fields::parse).transpose()?;
     let paths = body
         .paths
         .iter()
@@ -470,6 +481,8 @@ pub async fn get_many<B: Backend>(
         store_call("get_many", move || Ok(state.store.get_many(&paths)?)).await?
     };
     need_items(&access, &items)?;
+    // Every item was read by the token (above): the filter decides on nothing else.
+    let items = shape_items(items, filter.as_ref(), fields.as_ref());
     Ok(axum::Json(items.into()))
 }
 
@@ -485,9 +498,34 @@ pub async fn list<B: Backend>(
     access: Access,
     UrlPath(prefix): UrlPath,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<ListOut>, ApiError> {
+) -> Result<Response, ApiError> {
     let bound = |b: &Option<String>| b.as_deref().map(parse_path).transpose();
     let limit = page_limit(q.limit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)?;
+    let filter = q.filter.as_deref().map(Filter::compile).transpose()?;
+    let count = q.count.unwrap_or(false);
+    if count && q.fields.is_some() {
+        return Err(ApiError::bad_request(
+            "fields: a count has no values to project (leave out fields or count)",
+        ));
+    }
+    let fields = q.fields.as_deref().map(Fields::parse).transpose()?;
+    let max_scan = match q.max_scan {
+        Some(n) if (1..=MAX_SCAN).contains(&n) => n,
+        Some(n) => {
+            return Err(ApiError::bad_request(format!(
+                "max_scan must be 1..={MAX_SCAN}, got {n}"
+            )));
+        }
+        // A count reads the whole range in one answer unless it is longer than the cap.
+        None if count => MAX_SCAN,
+        None => DEFAULT_MAX_SCAN,
+    };
+    // A filter or a count reads items it does not return: each must be readable too.
+    let readable = if filter.is_some() || count {
+        access.readable()
+    } else {
+        None
+    };
     let request = ListRequest {
         prefix,
         children_only: q.children.unwrap_or(false),
@@ -498,18 +536,52 @@ pub async fn list<B: Backend>(
         reverse: q.reverse.unwrap_or(false),
         limit,
         page_token: q.page_token,
+        filter,
+        fields,
+        max_scan,
+        readable,
     };
     // Paths stay encoded until they are written as text.
     let prefix = request.prefix.clone();
     // A prefix the token reaches nowhere is refused before anything is read.
     need_listed(&access, &prefix, &[])?;
+    if count {
+        let page = store_call("count", move || Ok(state.store.count(&request)?)).await?;
+        return Ok(axum::Json(CountOut {
+            count: page.count,
+            scanned: page.scanned,
+            next_page_token: page.next_page_token,
+        })
+        .into_response());
+    }
     let page = store_call("list", move || Ok(state.store.list_encoded(&request)?)).await?;
     need_listed(&access, &prefix, &page.items)?;
     Ok(axum::Json(ListOut {
         items: page.items.into_iter().map(Into::into).collect(),
         next_page_token: page.next_page_token,
         changes_token: page.changes_token.map(|t| t.to_string()),
-    }))
+        scanned: page.scanned,
+    })
+    .into_response())
+}
+
+/// `items` that `filter` matches, each value with only `fields`.
+fn shape_items(
+    items: Vec<pathdb_store::Item>,
+    filter: Option<&Filter>,
+    fields: Option<&Fields>,
+) -> Vec<pathdb_store::Item> {
+    let keep = |item: &pathdb_store::Item| filter.is_none_or(|f| item.matches(f));
+    let shape = |mut item: pathdb_store::Item| {
+        if let Some(fields) = fields {
+            item.value = fields.project(&item.value);
+        }
+        item
+    };
+    match filter {
+        Some(_) => Filter::on_stack(|| items.into_iter().filter(keep).map(shape).collect()),
+        None => items.into_iter().map(shape).collect(),
+    }
 }
 
 /// 403 unless every entry of a listing of `prefix` may be read: its path, and for an item listed
@@ -692,8 +764,11 @@ pub async fn transact<B: Backend>(
                 lt,
                 lte,
                 seen,
+                filter,
             } => {
                 let bound = |b: Option<String>| b.as_deref().map(parse_path).transpose();
+                let filter = filter.as_deref().map(Filter::compile).transpose()?;
+                let readable = filter.as_ref().and_then(|_| access.readable());
                 let seen = seen
                     .map(|seen| {
                         seen.iter()
@@ -712,6 +787,8 @@ pub async fn transact<B: Backend>(
                     },
                     changes_token: changes_token.parse()?,
                     seen,
+                    filter,
+                    readable,
                 })
             }
             TxOpIn::Create {

@@ -178,6 +178,35 @@ pub struct ListOut {
     /// follow `GET /v1/changes/{prefix}?since=` from without a gap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changes_token: Option<String>,
+    /// Items this page read: those on it and those `filter` left out. A filtered page may be
+    /// empty and still have a `next_page_token`.
+    pub scanned: usize,
+}
+
+/// The answer of `GET /v1/list/{prefix}?count=true`.
+#[derive(Serialize, ToSchema)]
+pub struct CountOut {
+    /// Entries of the range that match `filter` (every entry, without one), among those read.
+    pub count: usize,
+    /// Items read (at most `max_scan`).
+    pub scanned: usize,
+    /// Present when the range goes on past `max_scan`: count on with it as `page_token` and add.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+}
+
+/// Options of `POST /v1/get`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+// Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
+#[serde(deny_unknown_fields)]
+pub struct GetManyQuery {
+    /// Only the items this CEL expression matches (docs/filters.md); the others are left out
+    /// as missing ones are.
+    #[param(max_length = 4096)]
+    pub filter: Option<String>,
+    /// Only these members of each value: comma-separated dotted paths (`title,author.name`).
+    pub fields: Option<String>,
 }
 
 /// Options of `GET /v1/changes/{prefix}`.
@@ -195,6 +224,11 @@ pub struct ChangesQuery {
     /// Seconds to wait for a change when there is none yet (long poll), 0..=60.
     #[param(minimum = 0, maximum = 60)]
     pub wait: Option<u64>,
+    /// Follow a filter's result (docs/filters.md): only an item entering it or changing in it
+    /// (a `put`) and an item leaving it (a `delete` with `left`), never a change to an item it
+    /// matched neither before nor after.
+    #[param(max_length = 4096)]
+    pub filter: Option<String>,
 }
 
 /// One change of the feed, chosen by `op`.
@@ -215,12 +249,16 @@ pub enum ChangeOut {
         /// The alias path it left (a feed of an alias prefix, docs/aliases.md).
         #[serde(skip_serializing_if = "Option::is_none")]
         alias: Option<String>,
+        /// In a filtered feed: the item left the filter's result (it matched before this
+        /// change and does not after); it may still exist, at `version`.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        left: bool,
     },
 }
 
-impl From<pathdb_store::Change> for ChangeOut {
-    fn from(c: pathdb_store::Change) -> ChangeOut {
-        match c {
+impl From<pathdb_store::ChangeEntry> for ChangeOut {
+    fn from(entry: pathdb_store::ChangeEntry) -> ChangeOut {
+        match entry.change {
             pathdb_store::Change::Put(item) => ChangeOut::Put { item: item.into() },
             pathdb_store::Change::Delete {
                 path,
@@ -230,6 +268,7 @@ impl From<pathdb_store::Change> for ChangeOut {
                 path: path.to_string(),
                 version,
                 alias: alias.map(|a| a.to_string()),
+                left: entry.left,
             },
         }
     }
@@ -362,6 +401,9 @@ pub struct PutQuery {
 pub struct GetQuery {
     /// A past version from the item's history.
     pub version: Option<u64>,
+    /// Only these members of the value: comma-separated dotted paths (`title,author.name`);
+    /// missing ones are left out. The ETag stays the item's.
+    pub fields: Option<String>,
 }
 
 /// Options of `GET /v1/history/{path}`.
@@ -398,6 +440,19 @@ pub struct ListQuery {
     pub lte: Option<String>,
     /// Continue from a previous page, in either direction.
     pub page_token: Option<String>,
+    /// Only the items this CEL expression matches (docs/filters.md), e.g.
+    /// `value.status == "open" && value.total > 100`. A children listing's nodes never match.
+    #[param(max_length = 4096)]
+    pub filter: Option<String>,
+    /// Only these members of each value: comma-separated dotted paths (`title,author.name`).
+    pub fields: Option<String>,
+    /// Items a page reads at most, 1..=100000 (default 1000): a page stops after `limit`
+    /// matches or `max_scan` items read, whichever comes first.
+    #[param(minimum = 1, maximum = 100000)]
+    pub max_scan: Option<usize>,
+    /// Answer `{"count", "scanned"}` for the (filtered) range instead of the items, reading at
+    /// most `max_scan` items (default 100000 here) per answer.
+    pub count: Option<bool>,
 }
 
 /// One operation of a transaction, chosen by `op`.
@@ -494,6 +549,10 @@ pub enum TxOpIn {
         /// every change in the margin counts. Ignored by the embedded store, whose tokens have
         /// no margin.
         seen: Option<std::collections::BTreeMap<String, u64>>,
+        /// The listing's `filter` (docs/filters.md): then only an item entering, changing in
+        /// or leaving the filtered result fails the check, and a write to an item it matched
+        /// neither before nor after does not.
+        filter: Option<String>,
     },
     /// Create an item with a generated id at `{path}-{id}`.
     Create {
@@ -538,6 +597,7 @@ pub struct TxOpFields {
     lt: Option<String>,
     lte: Option<String>,
     seen: Option<std::collections::BTreeMap<String, u64>>,
+    filter: Option<String>,
 }
 
 /// A field that is present, even as `null` (a value to put or a merge patch that replaces
@@ -583,6 +643,7 @@ impl TryFrom<TxOpFields> for TxOpIn {
                 lt: f.lt,
                 lte: f.lte,
                 seen: f.seen,
+                filter: f.filter,
             });
         }
         for (name, present) in [
@@ -594,6 +655,7 @@ impl TryFrom<TxOpFields> for TxOpIn {
             ("lt", f.lt.is_some()),
             ("lte", f.lte.is_some()),
             ("seen", f.seen.is_some()),
+            ("filter", f.filter.is_some()),
         ] {
             stray(name, present)?;
         }

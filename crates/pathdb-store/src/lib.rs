@@ -55,7 +55,9 @@ pub use encoding::limits::{
     MAX_GET_MANY, MAX_GROUP_BYTES, MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES, MAX_TRANSACTION_OPS,
     MAX_VERSION,
 };
-pub use filter::{Fields, Filter, MAX_FIELDS, MAX_FILTER_BYTES, MAX_FILTER_DEPTH, Subject};
+pub use filter::{
+    Fields, Filter, MAX_FIELDS, MAX_FILTER_BYTES, MAX_FILTER_DEPTH, Readable, Subject,
+};
 pub use jobs::subtree::{PendingJob, SubtreeJob, SubtreeOp};
 pub use model::error::{Condition, Error, StorageError, StorageErrorKind, Violation};
 pub use model::item::{Item, Json, Timestamp};
@@ -68,7 +70,10 @@ pub use model::strict::check as check_json;
 pub use namespaces::{AliasDefinition, Definition, MAX_VIOLATIONS, NamespaceDefinition, Schema};
 pub use read::export::{ExportEnd, ExportError, ExportRecord, ExportStatus, ScanPage};
 pub use read::groups::{DEFAULT_GROUPS_LIMIT, GroupPage, MAX_GROUPS_LIMIT};
-pub use read::list::{DEFAULT_LIST_LIMIT, ListEntry, ListPage, ListRequest, MAX_LIST_LIMIT};
+pub use read::list::{
+    CountPage, DEFAULT_LIST_LIMIT, DEFAULT_MAX_SCAN, ListEntry, ListPage, ListRequest,
+    MAX_LIST_LIMIT, MAX_SCAN,
+};
 pub use read::list_check::{ListCheck, ListRange};
 pub use read::listed::{EncodedPath, ListedEntry, ListedItem, ListedPage};
 pub use read::violations::{SchemaCheck, ViolatingItem, ViolationPage};

@@ -94,7 +94,7 @@ pub fn ls(store: &dyn Db, args: LsArgs, out: Output) -> Result<()> {
         bail!("--prefix selects groups: it goes with `ls /` (to narrow a subtree, use --gte/--lt)");
     }
     let mut request = ListRequest {
-        prefix,
+        prefix: prefix.clone(),
         children_only: args.children,
         gt: args.gt,
         gte: args.gte,
@@ -103,6 +103,7 @@ pub fn ls(store: &dyn Db, args: LsArgs, out: Output) -> Result<()> {
         reverse: args.reverse,
         limit: args.limit,
         page_token: args.page_token,
+        ..ListRequest::new(prefix.clone())
     };
     let mut stdout = std::io::stdout().lock();
     // A table needs every row for its column widths; JSON lines stream page by page.

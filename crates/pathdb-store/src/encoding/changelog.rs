@@ -290,6 +290,11 @@ pub struct ChangeEntry {
     pub change: Change,
     /// The position after this change.
     pub token: ChangeToken,
+    /// In a filtered feed, a [`Change::Delete`] that is an item leaving the filter's result: it
+    /// matched before this change and does not after (it may still exist, at `version`).
+    pub left: bool,
+    /// The item right before this change: how a filter tells entering, changing and leaving.
+    pub(crate) before: Before,
 }
 
 /// What [`Store::changes`](crate::store::Store::changes) returns.
@@ -317,15 +322,22 @@ pub(crate) const ENTRY_BUDGET: usize = 200_000;
 pub fn join_log_entries(records: &[&Record]) -> Option<Record> {
     let mut changes = Vec::new();
     let mut size = 0;
+    let mut images = true;
     for record in records {
         let entry: Entry<'_> = serde_json::from_slice(&record.value).ok()?;
         size += record.value.len();
         if !entry.end || size > ENTRY_BUDGET {
             return None;
         }
+        images &= entry.images;
         changes.extend(entry.changes);
     }
-    let value = serde_json::to_vec(&Entry { changes, end: true }).ok()?;
+    let value = serde_json::to_vec(&Entry {
+        changes,
+        end: true,
+        images,
+    })
+    .ok()?;
     Some(Record {
         version: 1,
         // The entry's age decides when it is trimmed: the newest commit's, so no change is
@@ -367,9 +379,12 @@ pub(crate) struct Logged<'a> {
 
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-enum Op {
+pub(crate) enum Op {
     Put,
     Delete,
+    /// Not a change: the before image of the change that follows it (the item as it was),
+    /// in an entry with `images`.
+    Was,
 }
 
 /// A log entry: changes of one commit in one group; `end` is false when the commit continues in
@@ -379,6 +394,43 @@ pub(crate) struct Entry<'a> {
     #[serde(borrow)]
     pub(crate) changes: Vec<Logged<'a>>,
     pub(crate) end: bool,
+    /// Every change of the entry whose item was live before has its before image (a `was`
+    /// record right before it, possibly at the end of the entry before): a change without one
+    /// made its item. Entries written before images were logged lack it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) images: bool,
+}
+
+/// What an item was right before a change ([`ChangeEntry::before`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Before {
+    /// Not known: the change was logged before PathDB logged before images.
+    Unknown,
+    /// There was no live item.
+    Absent,
+    /// The item as it was.
+    Item(Item),
+}
+
+/// The before image of a change to `item`'s path (an `Op::Was` record).
+pub(crate) fn logged_before(item: &Item) -> Result<Logged<'_>, Error> {
+    Ok(Logged {
+        op: Op::Was,
+        path: item.path.to_string(),
+        version: item.version,
+        created_at: Some(item.created_at.0),
+        modified_at: Some(item.modified_at.0),
+        expires_at: item.expires_at.map(|t| t.0),
+        alias: item.alias.as_ref().map(ToString::to_string),
+        value: Some(serde_json::from_str(item.value.as_str()).map_err(corrupt)?),
+    })
+}
+
+impl Logged<'_> {
+    /// Whether this is a before image, not a change.
+    pub(crate) fn is_before_image(&self) -> bool {
+        self.op == Op::Was
+    }
 }
 
 pub(crate) fn logged(change: &Change) -> Result<Logged<'_>, Error> {
@@ -419,7 +471,8 @@ pub(crate) fn unlogged(logged: &Logged<'_>) -> Result<Change, Error> {
         .transpose()
         .map_err(corrupt)?;
     Ok(match logged.op {
-        Op::Put => Change::Put(Item {
+        // A before image reads as the put that made the item so.
+        Op::Put | Op::Was => Change::Put(Item {
             alias,
             ..to_item(
                 path,
@@ -549,6 +602,7 @@ mod tests {
             let entry = Entry {
                 changes: vec![logged(&change).unwrap()],
                 end: true,
+                images: true,
             };
             let bytes = serde_json::to_string(&entry).unwrap();
             assert_eq!(read(&bytes), [change], "{bytes}");

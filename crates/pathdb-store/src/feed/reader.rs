@@ -9,10 +9,12 @@
 
 use crate::backend::{Direction, Reader};
 use crate::encoding::changelog::{
-    ChangeEntry, ChangePage, ChangeToken, Entry, MAX_CHANGES_LIMIT, corrupt, unlogged,
+    Before, Change, ChangeEntry, ChangePage, ChangeToken, Entry, MAX_CHANGES_LIMIT, corrupt,
+    unlogged,
 };
 use crate::encoding::layout;
 use crate::encoding::token::TokenKey;
+use crate::filter::{Filter, Readable};
 use crate::model::error::Error;
 use event_listener::{EventListener, Listener as _};
 use pathdb_keys::KeyPath;
@@ -26,6 +28,7 @@ pub(crate) const SHARED_POLL: Duration = Duration::from_millis(200);
 
 /// The changes under `prefix` after `since` ([`Store::changes`](crate::store::Store::changes)), read
 /// from `reader` at `now`, with tokens sealed by `tokens`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn read<R: Reader + ?Sized>(
     reader: &R,
     tokens: &TokenKey,
@@ -34,12 +37,19 @@ pub(crate) fn read<R: Reader + ?Sized>(
     prefix: &KeyPath,
     since: Option<&ChangeToken>,
     limit: usize,
+    filter: Option<(&Filter, Option<&Readable>)>,
 ) -> Result<ChangePage, Error> {
-    read_to(reader, tokens, retention, now, prefix, since, limit).map(|(page, _)| page)
+    read_to(reader, tokens, retention, now, prefix, since, limit, filter).map(|(page, _)| page)
 }
 
 /// [`read`], also telling whether the page reached the log's end (as `reader` sees it): then its
 /// `next_token` is the position after the newest entry.
+///
+/// With `filter`, only the changes that matter to its result, each with its before image: an
+/// item entering or changing in it (the change itself) and an item leaving it (a delete with
+/// `left`); `limit` counts those. With its `Readable`, a change to an item the caller may not
+/// read fails the read ([`Error::Unreadable`]) rather than be decided on.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn read_to<R: Reader + ?Sized>(
     reader: &R,
     tokens: &TokenKey,
@@ -48,6 +58,7 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
     prefix: &KeyPath,
     since: Option<&ChangeToken>,
     limit: usize,
+    filter: Option<(&Filter, Option<&Readable>)>,
 ) -> Result<(ChangePage, bool), Error> {
     if !(1..=MAX_CHANGES_LIMIT).contains(&limit) {
         return Err(Error::InvalidRequest(format!(
@@ -106,6 +117,8 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
     let mut at_end = false;
     // When the entry before the one being read was written, for the tokens minted here.
     let mut previous = 0;
+    // The before image read last, for the change that follows it (maybe in the next entry).
+    let mut image: Option<crate::model::item::Item> = None;
     'read: loop {
         let want = (limit + 2).min(MAX_ENTRIES_PER_POLL.saturating_sub(entries_read).max(2));
         let batch = reader.scan(
@@ -162,17 +175,54 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
                 ));
             }
             for (i, logged) in entry.changes.iter().enumerate().skip(skip) {
+                if logged.is_before_image() {
+                    if filter.is_some()
+                        && let Change::Put(item) = unlogged(logged)?
+                    {
+                        image = Some(item);
+                    }
+                    continue;
+                }
                 let change = unlogged(logged)?;
+                let image = image.take();
                 if !prefix.covers(change.key()) {
                     continue;
                 }
+                let (change, before, left) = match filter {
+                    None => (change, Before::Unknown, false),
+                    Some((filter, readable)) => {
+                        if readable.is_some_and(|r| !(r.0)(change.path())) {
+                            return Err(Error::Unreadable {
+                                path: prefix.clone(),
+                            });
+                        }
+                        let before = match image {
+                            _ if !entry.images => Before::Unknown,
+                            Some(item)
+                                if item.alias.as_ref().unwrap_or(&item.path) == change.key() =>
+                            {
+                                Before::Item(item)
+                            }
+                            _ => Before::Absent,
+                        };
+                        match matters(filter, change, before) {
+                            Some(delivered) => delivered,
+                            None => continue,
+                        }
+                    }
+                };
                 let token = if i + 1 < total {
                     let offset = u32::try_from(i + 1).unwrap_or(u32::MAX);
                     ChangeToken::mint(tokens, &partition, n, offset, previous)
                 } else {
                     ChangeToken::mint(tokens, &partition, n + 1, 0, record.created_at)
                 };
-                changes.push(ChangeEntry { change, token });
+                changes.push(ChangeEntry {
+                    change,
+                    token,
+                    left,
+                    before,
+                });
             }
             next = Some((n + 1, record.created_at));
             previous = record.created_at;
@@ -200,6 +250,42 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
         next_token,
     };
     Ok((page, at_end))
+}
+
+/// What a change is to `filter`'s result, given the item `before` it: the change itself if the
+/// item matches after it (entering or changing), a delete marked `left` if it matched before
+/// and not after, `None` if it matched neither. An unknown before image (an entry logged without
+/// images) counts as a match before: a leave may be told of an item that never matched, never
+/// missed.
+pub(crate) fn matters(
+    filter: &Filter,
+    change: Change,
+    before: Before,
+) -> Option<(Change, Before, bool)> {
+    let now = match &change {
+        Change::Put(item) => item.matches(filter),
+        Change::Delete { .. } => false,
+    };
+    if now {
+        return Some((change, before, false));
+    }
+    let was = match &before {
+        Before::Item(item) => item.matches(filter),
+        Before::Absent => false,
+        Before::Unknown => true,
+    };
+    if !was {
+        return None;
+    }
+    let left = match change {
+        Change::Put(item) => Change::Delete {
+            path: item.path,
+            version: item.version,
+            alias: item.alias,
+        },
+        delete @ Change::Delete { .. } => delete,
+    };
+    Some((left, before, true))
 }
 
 /// Reads with `read` until it returns a change or `timeout` passes: woken by `listen`'s

@@ -97,12 +97,13 @@ impl Filter {
             }
             let mut unknown = None;
             let mut uses = [false; VARIABLES.len()];
-            names(root, &mut Vec::new(), &mut |name, id| {
-                match VARIABLES.iter().position(|v| *v == name) {
-                    Some(i) => uses[i] = true,
-                    None => {
-                        unknown.get_or_insert((name.to_owned(), id));
-                    }
+            names(root, &mut Vec::new(), &mut |name, id| match VARIABLES
+                .iter()
+                .position(|v| *v == name)
+            {
+                Some(i) => uses[i] = true,
+                None => {
+                    unknown.get_or_insert((name.to_owned(), id));
                 }
             });
             if let Some((name, id)) = unknown {
@@ -265,8 +266,14 @@ fn children<'a>(e: &'a IdedExpr, each: &mut dyn FnMut(&'a IdedExpr)) {
             }
         }
         Expr::List(list) => list.elements.iter().for_each(each),
-        Expr::Map(map) => map.entries.iter().for_each(|entry| entry_children(entry, each)),
-        Expr::Struct(s) => s.entries.iter().for_each(|entry| entry_children(entry, each)),
+        Expr::Map(map) => map
+            .entries
+            .iter()
+            .for_each(|entry| entry_children(entry, each)),
+        Expr::Struct(s) => s
+            .entries
+            .iter()
+            .for_each(|entry| entry_children(entry, each)),
         Expr::Select(select) => each(&select.operand),
         Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
     }

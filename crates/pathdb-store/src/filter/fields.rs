@@ -103,7 +103,10 @@ mod tests {
             serde_json::json!({"title": "t", "author": {"name": "n"}})
         );
         assert_eq!(project("missing, author.none", post), "{}");
-        assert_eq!(project("author,author.name", post).matches("mail").count(), 1);
+        assert_eq!(
+            project("author,author.name", post).matches("mail").count(),
+            1
+        );
         assert_eq!(project("title.x", post), "{}");
         assert_eq!(project("title", "[1]"), "{}");
     }

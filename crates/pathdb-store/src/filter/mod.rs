@@ -15,3 +15,26 @@ mod fields;
 pub use compile::{Filter, MAX_FILTER_BYTES, MAX_FILTER_DEPTH};
 pub use eval::Subject;
 pub use fields::{Fields, MAX_FIELDS};
+
+use pathdb_keys::KeyPath;
+use std::sync::Arc;
+
+/// Whether the caller may read a path: a filter must not decide on an item its caller may not
+/// read (a listing, feed or check that would evaluate one fails with
+/// [`Error::Unreadable`](crate::Error::Unreadable) instead).
+#[derive(Clone)]
+pub struct Readable(pub Arc<dyn Fn(&KeyPath) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for Readable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Readable(..)")
+    }
+}
+
+impl PartialEq for Readable {
+    fn eq(&self, other: &Readable) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Readable {}

@@ -315,8 +315,8 @@ impl<B: Backend> Relocator<'_, B> {
                 let ctx = settings.context(&reader, now);
                 let plan = plan_subtree(&ctx, &items, job_op.map(|op| (op, &job.from)))?;
                 let over = plan.batch.ops.len().saturating_sub(max);
-                // Revisions come on top of the bytes read_batch counted: allow them as much.
-                let heavy = items.iter().map(Relocation::bytes).sum::<usize>() > 2 * BATCH_BYTES;
+                // Revisions and the log's copies come on top of the bytes read_batch counted.
+                let heavy = items.iter().map(Relocation::bytes).sum::<usize>() > 3 * BATCH_BYTES;
                 if over == 0 && (!heavy || items.len() <= 1) {
                     break plan;
                 }

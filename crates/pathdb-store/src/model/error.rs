@@ -269,6 +269,13 @@ pub enum Error {
     /// A request is malformed (names what and why).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// A listing read an item its caller may not read
+    /// ([`ListRequest::readable`](crate::ListRequest::readable)): it is refused whole.
+    #[error("the listing of {path} reads items this caller may not read")]
+    Unreadable {
+        /// The listing's prefix.
+        path: KeyPath,
+    },
     /// A filter (docs/filters.md) does not compile, is too long or nests too deep.
     #[error("invalid filter at character {position}: {reason}")]
     InvalidFilter {

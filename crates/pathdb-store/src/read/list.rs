@@ -10,6 +10,7 @@ use crate::encoding::record::{
     aliased_item, is_live, is_live_view, is_unresolved, item_from_view, to_item,
 };
 use crate::encoding::token::{Kind, TokenKey};
+use crate::filter::{Fields, Filter, Readable, Subject};
 use crate::model::error::Error;
 use crate::model::item::Item;
 use crate::read::list_check::{ListCheck, ListRange};
@@ -20,6 +21,13 @@ use std::ops::{Bound, ControlFlow};
 pub const DEFAULT_LIST_LIMIT: usize = 100;
 /// Most items per page.
 pub const MAX_LIST_LIMIT: usize = 1000;
+/// Items a page reads at most when the request does not say (`max_scan`).
+pub const DEFAULT_MAX_SCAN: usize = 1000;
+/// The most items a page may read (`max_scan`).
+pub const MAX_SCAN: usize = 100_000;
+/// Entries a filtered page reads before it filters them (aliases among them are resolved
+/// together): a page stops on its limit or its scan budget within one such read.
+const FILTER_CHUNK: usize = 128;
 /// Entries read per backend call when listing children: enough to step over shallow subtrees
 /// without a seek each, few enough not to read deep subtrees.
 const CHILDREN_BATCH: usize = 16;
@@ -46,6 +54,18 @@ pub struct ListRequest {
     pub limit: usize,
     /// Continue after the page that returned this token.
     pub page_token: Option<String>,
+    /// Only the items this filter matches (docs/filters.md); a children listing's nodes never
+    /// match. The page token binds it: a token is refused with another filter.
+    pub filter: Option<Filter>,
+    /// Only these members of each value.
+    pub fields: Option<Fields>,
+    /// Items a page reads at most, 1..=[`MAX_SCAN`]: a page stops after `limit` matches or
+    /// `max_scan` items read, whichever comes first, and may be empty with a next page.
+    pub max_scan: usize,
+    /// Who may read what: a listing that reads an item for which this is false (at its path or
+    /// at the alias it is listed under) fails with [`Error::Unreadable`], whether or not the
+    /// item would be on the page. `None`: every item may be read.
+    pub readable: Option<Readable>,
 }
 
 impl ListRequest {
@@ -61,7 +81,23 @@ impl ListRequest {
             reverse: false,
             limit: DEFAULT_LIST_LIMIT,
             page_token: None,
+            filter: None,
+            fields: None,
+            max_scan: DEFAULT_MAX_SCAN,
+            readable: None,
         }
+    }
+
+    /// Only the items `filter` matches.
+    pub fn filter(mut self, filter: Filter) -> ListRequest {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Only these members of each value.
+    pub fn fields(mut self, fields: Fields) -> ListRequest {
+        self.fields = Some(fields);
+        self
     }
 
     /// The paths this listing covers.
@@ -85,6 +121,8 @@ impl ListRequest {
             range: self.range(),
             changes_token,
             seen: None,
+            filter: self.filter.clone(),
+            readable: self.readable.clone(),
         }
     }
 }
@@ -141,6 +179,20 @@ pub struct ListPage {
     /// Following [`Store::changes`](crate::store::Store::changes) from it, applied to this listing,
     /// gives what follows.
     pub changes_token: Option<ChangeToken>,
+    /// Items this page read: those on it and those the filter left out.
+    pub scanned: usize,
+}
+
+/// What [`Store::count`](crate::store::Store::count) returns: how many entries of a listing's
+/// range match, within one scan budget.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CountPage {
+    /// Entries that match (every entry, without a filter).
+    pub count: usize,
+    /// Items read.
+    pub scanned: usize,
+    /// Present when the range goes on past the scan budget: count on from it and add.
+    pub next_page_token: Option<String>,
 }
 
 fn tighten_start(range: &mut SortRange, bound: Bound<Vec<u8>>) {
@@ -213,6 +265,15 @@ pub(crate) trait PageEntry: Sized {
 
     /// Makes an unresolved alias the item it names (read), listed under the alias.
     fn resolve(&mut self, item: Item);
+
+    /// Whether `filter` matches this entry (a node never does).
+    fn matches(&self, filter: &Filter) -> bool;
+
+    /// Whether `readable` allows this entry's paths: its own and the alias it is listed under.
+    fn readable(&self, readable: &Readable) -> bool;
+
+    /// Keeps only `fields` of the entry's value.
+    fn project(&mut self, fields: &Fields);
 }
 
 impl PageEntry for ListEntry {
@@ -264,6 +325,42 @@ impl PageEntry for ListEntry {
             *listed = Item { alias, ..item };
         }
     }
+
+    fn matches(&self, filter: &Filter) -> bool {
+        match self {
+            ListEntry::Item(item) => item.matches(filter),
+            ListEntry::Node(_) => false,
+        }
+    }
+
+    fn readable(&self, readable: &Readable) -> bool {
+        match self {
+            ListEntry::Item(item) => {
+                (readable.0)(&item.path) && item.alias.as_ref().is_none_or(|a| (readable.0)(a))
+            }
+            ListEntry::Node(path) => (readable.0)(path),
+        }
+    }
+
+    fn project(&mut self, fields: &Fields) {
+        if let ListEntry::Item(item) = self {
+            item.value = fields.project(&item.value);
+        }
+    }
+}
+
+impl Item {
+    /// Whether `filter` matches this item, seen where it is listed (its alias, if any).
+    pub fn matches(&self, filter: &Filter) -> bool {
+        let path = || self.alias.as_ref().unwrap_or(&self.path).clone();
+        filter.matches(&Subject {
+            path: &path,
+            value: self.value.as_str(),
+            version: self.version,
+            created_at: self.created_at.micros(),
+            modified_at: self.modified_at.micros(),
+        })
+    }
 }
 
 /// Replaces the aliases among `found` (read through `reader` at `now`) by the items they name,
@@ -314,6 +411,16 @@ pub(crate) struct Page<E> {
     pub(crate) items: Vec<E>,
     pub(crate) next_page_token: Option<String>,
     pub(crate) changes_token: Option<ChangeToken>,
+    pub(crate) scanned: usize,
+    /// Entries that matched: the page's, or a count's.
+    pub(crate) count: usize,
+}
+
+/// What a page is for: its entries, or only how many match.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Want {
+    Entries,
+    Count,
 }
 
 /// One page of a listing ([`Store::list`](crate::store::Store::list)) of `backend` at `now`, its
@@ -324,11 +431,12 @@ pub(crate) fn list<B: Backend>(
     now: i64,
     request: &ListRequest,
 ) -> Result<ListPage, Error> {
-    let page = list_with::<B, ListEntry>(backend, tokens, now, request)?;
+    let page = list_with::<B, ListEntry>(backend, tokens, now, request, Want::Entries)?;
     Ok(ListPage {
         items: page.items,
         next_page_token: page.next_page_token,
         changes_token: page.changes_token,
+        scanned: page.scanned,
     })
 }
 
@@ -339,6 +447,7 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
     tokens: &TokenKey,
     now: i64,
     request: &ListRequest,
+    want: Want,
 ) -> Result<Page<E>, Error> {
     let prefix = &request.prefix;
     check_key(prefix)?;
@@ -346,6 +455,12 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
         return Err(Error::InvalidRequest(format!(
             "limit must be 1..={MAX_LIST_LIMIT}, got {}",
             request.limit
+        )));
+    }
+    if !(1..=MAX_SCAN).contains(&request.max_scan) {
+        return Err(Error::InvalidRequest(format!(
+            "max_scan must be 1..={MAX_SCAN}, got {}",
+            request.max_scan
         )));
     }
     let mut range = if request.children_only {
@@ -384,6 +499,10 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
             _ => tighten_end(&mut range, Bound::Included(sort)),
         }
     }
+    if let Some(filter) = &request.filter {
+        // A page of one filter is no position in another's pages.
+        listing.push([&[4u8][..], filter.source().as_bytes()].concat());
+    }
     let listing: Vec<&[u8]> = listing.iter().map(Vec::as_slice).collect();
     let direction = if request.reverse {
         Direction::Reverse
@@ -393,11 +512,13 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
     let partition = prefix.partition_key();
 
     if let Some(token) = &request.page_token {
-        let cursor = tokens.open(Kind::ListPage, &listing, token).ok_or(
-            Error::InvalidPageToken(
-                "not a page token of this listing (altered, or from another listing or database)",
-            ),
-        )?;
+        let cursor =
+            tokens
+                .open(Kind::ListPage, &listing, token)
+                .ok_or(Error::InvalidPageToken(
+                    "not a page token of this listing (altered, or from another listing, filter or \
+                 database)",
+                ))?;
         if !range.contains(&cursor) {
             return Err(Error::InvalidPageToken(
                 "the token points outside this listing",
@@ -417,47 +538,181 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
     // Read first, and on a backend without snapshots from a margin back (changes.rs):
     // following from this token may repeat a change the listing already shows, never miss
     // one.
-    let changes_token = match request.page_token {
-        None => Some(crate::feed::reader::listing_token(
+    let changes_token = match (&request.page_token, want) {
+        (None, Want::Entries) => Some(crate::feed::reader::listing_token(
             backend.shared(),
             tokens,
             &reader,
             &partition,
             now,
         )?),
-        Some(_) => None,
+        _ => None,
     };
-    // One more than asked, to know whether a next page exists.
-    let want = request.limit + 1;
-    let mut found: Vec<E> = if request.children_only {
-        let mut owned = Vec::with_capacity(want.min(1024));
-        let children = Children::new(prefix, &partition, &range, now);
-        let scan = children.widen(range.clone());
-        children.collect(&reader, scan, direction, want, &mut owned)?;
-        E::from_owned(owned)?
-    } else {
-        let mut found = Vec::with_capacity(want.min(1024));
-        let mut scan = E::subtree(prefix, &partition)?;
-        collect_subtree::<_, E>(
-            &reader, &mut scan, &partition, range, direction, now, want, &mut found,
-        )?;
-        E::finish(scan, &mut found);
-        found
+    let scan = Scan {
+        reader: &reader,
+        prefix,
+        partition: &partition,
+        children_only: request.children_only,
+        direction,
+        now,
     };
-    let next_page_token = if found.len() > request.limit {
-        found.truncate(request.limit);
-        found
-            .last()
-            .map(|entry| tokens.seal(Kind::ListPage, &listing, &entry.sort_key()))
-    } else {
-        None
-    };
-    resolve_entries(&reader, now, &mut found)?;
+    if request.filter.is_none() && request.readable.is_none() && want == Want::Entries {
+        // Every entry read is on the page: one more than asked tells whether another follows.
+        let limit = request.limit.min(request.max_scan);
+        let mut found: Vec<E> = scan.collect(range, limit + 1)?;
+        let next_page_token = if found.len() > limit {
+            found.truncate(limit);
+            found
+                .last()
+                .map(|entry| tokens.seal(Kind::ListPage, &listing, &entry.sort_key()))
+        } else {
+            None
+        };
+        resolve_entries(&reader, now, &mut found)?;
+        if let Some(fields) = &request.fields {
+            found.iter_mut().for_each(|e| e.project(fields));
+        }
+        return Ok(Page {
+            scanned: found.len(),
+            count: found.len(),
+            items: found,
+            next_page_token,
+            changes_token,
+        });
+    }
+    let page = Filter::on_stack(|| scan.filtered::<E>(range, request, want))?;
     Ok(Page {
-        items: found,
-        next_page_token,
+        items: page.items,
+        next_page_token: page
+            .next
+            .map(|key| tokens.seal(Kind::ListPage, &listing, &key)),
         changes_token,
+        scanned: page.scanned,
+        count: page.count,
     })
+}
+
+/// What a page reads: a subtree or a children listing of `prefix`, in `direction`, at `now`.
+struct Scan<'a, R> {
+    reader: &'a R,
+    prefix: &'a KeyPath,
+    partition: &'a [u8],
+    children_only: bool,
+    direction: Direction,
+    now: i64,
+}
+
+impl<R: Reader> Scan<'_, R> {
+    /// Up to `want` entries in `range` (aliases not resolved yet).
+    fn collect<E: PageEntry>(&self, range: SortRange, want: usize) -> Result<Vec<E>, Error> {
+        let (prefix, partition) = (self.prefix, self.partition);
+        if self.children_only {
+            let mut owned = Vec::with_capacity(want.min(1024));
+            let children = Children::new(prefix, partition, &range, self.now);
+            let scan = children.widen(range.clone());
+            children.collect(self.reader, scan, self.direction, want, &mut owned)?;
+            E::from_owned(owned)
+        } else {
+            let mut found = Vec::with_capacity(want.min(1024));
+            let mut scan = E::subtree(prefix, partition)?;
+            collect_subtree::<_, E>(
+                self.reader,
+                &mut scan,
+                partition,
+                range,
+                self.direction,
+                self.now,
+                want,
+                &mut found,
+            )?;
+            E::finish(scan, &mut found);
+            Ok(found)
+        }
+    }
+
+    /// A filtered page (or a count): reads entries a chunk at a time until `limit` match
+    /// (a count has none) or `max_scan` were read.
+    fn filtered<E: PageEntry>(
+        &self,
+        mut range: SortRange,
+        request: &ListRequest,
+        want: Want,
+    ) -> Result<Filtered<E>, Error> {
+        let limit = match want {
+            Want::Entries => request.limit,
+            Want::Count => usize::MAX,
+        };
+        let mut page = Filtered {
+            items: Vec::new(),
+            count: 0,
+            scanned: 0,
+            next: None,
+        };
+        loop {
+            let asked = (request.max_scan - page.scanned).min(FILTER_CHUNK);
+            let mut chunk: Vec<E> = self.collect(range.clone(), asked)?;
+            let full = chunk.len() == asked;
+            let chunk_end = chunk.last().map(E::sort_key);
+            resolve_entries(self.reader, self.now, &mut chunk)?;
+            let mut chunk = chunk.into_iter();
+            let mut stopped = None;
+            for mut entry in chunk.by_ref() {
+                page.scanned += 1;
+                if let Some(readable) = &request.readable
+                    && !entry.readable(readable)
+                {
+                    return Err(Error::Unreadable {
+                        path: self.prefix.clone(),
+                    });
+                }
+                let matches = request.filter.as_ref().is_none_or(|f| entry.matches(f));
+                let last =
+                    page.count + usize::from(matches) == limit || page.scanned == request.max_scan;
+                // The position a next page continues after: this entry, kept or not.
+                let position = last.then(|| entry.sort_key());
+                if matches {
+                    page.count += 1;
+                    if want == Want::Entries {
+                        if let Some(fields) = &request.fields {
+                            entry.project(fields);
+                        }
+                        page.items.push(entry);
+                    }
+                }
+                if position.is_some() {
+                    stopped = position;
+                    break;
+                }
+            }
+            match stopped {
+                Some(position) => {
+                    let more = chunk.len() > 0
+                        || (full && {
+                            let mut after = range.clone();
+                            if let Some(end) = chunk_end {
+                                step_past(&mut after, end, self.direction);
+                            }
+                            !self.collect::<E>(after, 1)?.is_empty()
+                        });
+                    page.next = more.then_some(position);
+                    return Ok(page);
+                }
+                None => match chunk_end {
+                    Some(end) if full => step_past(&mut range, end, self.direction),
+                    _ => return Ok(page),
+                },
+            }
+        }
+    }
+}
+
+/// A filtered page: its entries (none for a count), how many matched and were read, and the
+/// sort key a next page continues after, if more follow.
+pub(crate) struct Filtered<E> {
+    pub(crate) items: Vec<E>,
+    pub(crate) count: usize,
+    pub(crate) scanned: usize,
+    pub(crate) next: Option<Vec<u8>>,
 }
 
 /// A children listing: the direct children of `prefix` whose keys lie in `bounds`, each as its
@@ -786,5 +1041,21 @@ pub(crate) fn path_in_group(prefix: &KeyPath, sort: &[u8], like: &KeyPath) -> Op
 pub(crate) fn decode_path(partition: &[u8], sort: &[u8]) -> Result<KeyPath, Error> {
     KeyPath::from_partition_and_sort(partition, sort).map_err(|e| {
         crate::model::error::StorageError::new("stored key is not a valid key path", e).into()
+    })
+}
+
+/// How many entries of `request`'s range match its filter within its scan budget
+/// ([`Store::count`](crate::store::Store::count)); its limit does not apply.
+pub(crate) fn count<B: Backend>(
+    backend: &B,
+    tokens: &TokenKey,
+    now: i64,
+    request: &ListRequest,
+) -> Result<CountPage, Error> {
+    let page = list_with::<B, ListEntry>(backend, tokens, now, request, Want::Count)?;
+    Ok(CountPage {
+        count: page.count,
+        scanned: page.scanned,
+        next_page_token: page.next_page_token,
     })
 }

@@ -2,6 +2,7 @@
 //! (docs/transactions.md): the listing's range and where its change feed stood.
 
 use crate::encoding::changelog::{Change, ChangeToken};
+use crate::filter::{Filter, Readable};
 use pathdb_keys::KeyPath;
 use std::collections::BTreeMap;
 
@@ -21,6 +22,13 @@ pub struct ListCheck {
     /// change after it: with `seen`, the check ignores it; without, it counts it. Unused where
     /// tokens have no margin (the embedded store).
     pub seen: Option<BTreeMap<KeyPath, u64>>,
+    /// The listing's filter: only a change that makes an item enter, change in or leave its
+    /// result counts, so a write to an item it matched neither before nor after does not fail
+    /// the check.
+    pub filter: Option<Filter>,
+    /// Who may read what: with a filter, a change to an item its caller may not read fails the
+    /// check with [`Error::Unreadable`](crate::Error::Unreadable) rather than be decided on.
+    pub readable: Option<Readable>,
 }
 
 impl ListCheck {

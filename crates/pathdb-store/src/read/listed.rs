@@ -10,6 +10,7 @@ use crate::encoding::alias::parse_alias;
 use crate::encoding::changelog::ChangeToken;
 use crate::encoding::record::item_from_view;
 use crate::encoding::token::TokenKey;
+use crate::filter::{Fields, Filter, Readable, Subject};
 use crate::model::error::Error;
 use crate::model::item::Item;
 use crate::model::item::Json;
@@ -17,7 +18,7 @@ use crate::model::item::Timestamp;
 use crate::read::list::ListEntry;
 use crate::read::list::ListPage;
 use crate::read::list::ListRequest;
-use crate::read::list::{Page, PageEntry, list_with, path_in_group};
+use crate::read::list::{Page, PageEntry, Want, list_with, path_in_group};
 use pathdb_keys::sort_key_body_len;
 use pathdb_keys::{DecodeError, IdRef, KeyPath, KeyPathRef, SEPARATOR, TERMINATOR, format_id};
 use serde::{Serialize, Serializer};
@@ -339,6 +340,8 @@ pub struct ListedPage {
     pub next_page_token: Option<String>,
     /// On a first page (no page token): the change feed's position at this page's snapshot.
     pub changes_token: Option<ChangeToken>,
+    /// Items this page read: those on it and those the filter left out.
+    pub scanned: usize,
 }
 
 impl ListedPage {
@@ -348,6 +351,7 @@ impl ListedPage {
             items: self.items.into_iter().map(ListEntry::from).collect(),
             next_page_token: self.next_page_token,
             changes_token: self.changes_token,
+            scanned: self.scanned,
         }
     }
 }
@@ -364,6 +368,7 @@ impl From<ListPage> for ListedPage {
             items: page.items.into_iter().map(ListedEntry::from).collect(),
             next_page_token: page.next_page_token,
             changes_token: page.changes_token,
+            scanned: page.scanned,
         }
     }
 }
@@ -398,11 +403,14 @@ pub(crate) fn list_encoded<B: Backend>(
         items,
         next_page_token,
         changes_token,
-    } = list_with::<B, ListedEntry>(backend, tokens, now, request)?;
+        scanned,
+        ..
+    } = list_with::<B, ListedEntry>(backend, tokens, now, request, Want::Entries)?;
     Ok(ListedPage {
         items,
         next_page_token,
         changes_token,
+        scanned,
     })
 }
 
@@ -605,6 +613,39 @@ impl PageEntry for ListedEntry {
                 alias,
                 ..ListedItem::from(item)
             };
+        }
+    }
+
+    fn matches(&self, filter: &Filter) -> bool {
+        let ListedEntry::Item(item) = self else {
+            return false;
+        };
+        let path = || item.alias.as_ref().unwrap_or(&item.path).decode();
+        filter.matches(&Subject {
+            path: &path,
+            value: item.value.as_str(),
+            version: item.version,
+            created_at: item.created_at.micros(),
+            modified_at: item.modified_at.micros(),
+        })
+    }
+
+    fn readable(&self, readable: &Readable) -> bool {
+        match self {
+            ListedEntry::Item(item) => {
+                (readable.0)(&item.path.decode())
+                    && item
+                        .alias
+                        .as_ref()
+                        .is_none_or(|a| (readable.0)(&a.decode()))
+            }
+            ListedEntry::Node(path) => (readable.0)(&path.decode()),
+        }
+    }
+
+    fn project(&mut self, fields: &Fields) {
+        if let ListedEntry::Item(item) = self {
+            item.value = fields.project(&item.value);
         }
     }
 }

@@ -3,6 +3,7 @@
 use crate::backend::Backend;
 use crate::encoding::changelog::{ChangePage, ChangeToken};
 use crate::feed::reader::{SHARED_POLL, position, read, wait};
+use crate::filter::{Filter, Readable};
 use crate::model::error::Error;
 use crate::store::Store;
 use pathdb_keys::KeyPath;
@@ -37,18 +38,46 @@ impl<B: Backend> Store<B> {
         since: Option<&ChangeToken>,
         limit: usize,
     ) -> Result<ChangePage, Error> {
+        self.changes_filtered(prefix, since, limit, None)
+    }
+
+    /// [`Store::changes`] of a filter's result (docs/filters.md): only the changes that matter
+    /// to it, in commit order. An item that matches after a change (entering or changing) is
+    /// that change; an item that matched before and does not after (changed, deleted, expired
+    /// or moved away) is a [`Change::Delete`](crate::Change::Delete) with
+    /// [`ChangeEntry::left`](crate::ChangeEntry::left); a change to an item that matched neither
+    /// before nor after is read and skipped (`next_token` moves past it). `limit` counts what is
+    /// delivered. With `readable`, a change to an item the caller may not read (one filed under
+    /// an alias) fails the read rather than be decided on.
+    ///
+    /// # Errors
+    /// As [`Store::changes`]; [`Error::Unreadable`].
+    pub fn changes_filtered(
+        &self,
+        prefix: &KeyPath,
+        since: Option<&ChangeToken>,
+        limit: usize,
+        filter: Option<(&Filter, Option<&Readable>)>,
+    ) -> Result<ChangePage, Error> {
         let db = &self.db;
         let reader = db.backend.reader()?;
         let retention = db.options.change_retention;
-        read(
-            &reader,
-            &db.tokens,
-            retention,
-            db.now(),
-            prefix,
-            since,
-            limit,
-        )
+        let read = || {
+            read(
+                &reader,
+                &db.tokens,
+                retention,
+                db.now(),
+                prefix,
+                since,
+                limit,
+                filter,
+            )
+        };
+        match filter {
+            Some(_) => Filter::on_stack(read),
+            None => read(),
+        }
     }
 
     /// [`Store::changes`], waiting up to `timeout` for at least one change: woken by this
@@ -64,8 +93,24 @@ impl<B: Backend> Store<B> {
         limit: usize,
         timeout: Duration,
     ) -> Result<ChangePage, Error> {
+        self.wait_changes_filtered(prefix, since, limit, timeout, None)
+    }
+
+    /// [`Store::wait_changes`] of a filter's result ([`Store::changes_filtered`]): waits for a
+    /// change that matters to it.
+    ///
+    /// # Errors
+    /// As [`Store::changes`].
+    pub fn wait_changes_filtered(
+        &self,
+        prefix: &KeyPath,
+        since: &ChangeToken,
+        limit: usize,
+        timeout: Duration,
+        filter: Option<(&Filter, Option<&Readable>)>,
+    ) -> Result<ChangePage, Error> {
         wait(
-            |since| self.changes(prefix, Some(since), limit),
+            |since| self.changes_filtered(prefix, Some(since), limit, filter),
             || self.commit_listener(prefix),
             self.changes_poll_interval(),
             since,

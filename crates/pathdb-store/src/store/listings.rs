@@ -4,7 +4,7 @@ use crate::backend::Backend;
 use crate::model::error::Error;
 use crate::read::aliases::prefix_served;
 use crate::read::groups::{GroupPage, groups};
-use crate::read::list::{ListPage, ListRequest, list};
+use crate::read::list::{CountPage, ListPage, ListRequest, count, list};
 use crate::read::listed::{ListedPage, list_encoded};
 use crate::store::Store;
 
@@ -18,6 +18,18 @@ impl<B: Backend> Store<B> {
     pub fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
         prefix_served(&self.db.namespaces, &self.db.backend, &request.prefix)?;
         list(&self.db.backend, &self.db.tokens, self.db.now(), request)
+    }
+
+    /// How many entries of `request`'s range its filter matches (every entry, without one),
+    /// reading at most its `max_scan` items: a [`CountPage`] with a next page token when the
+    /// range goes on (count on from it and add). Its `limit`, `fields` and `reverse` do not
+    /// change the count.
+    ///
+    /// # Errors
+    /// As [`Store::list`].
+    pub fn count(&self, request: &ListRequest) -> Result<CountPage, Error> {
+        prefix_served(&self.db.namespaces, &self.db.backend, &request.prefix)?;
+        count(&self.db.backend, &self.db.tokens, self.db.now(), request)
     }
 
     /// [`Store::list`] with each entry's path kept in its binary form ([`EncodedPath`](crate::EncodedPath)) and

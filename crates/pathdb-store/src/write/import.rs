@@ -18,7 +18,7 @@ use crate::model::item::Json;
 use crate::model::item::Timestamp;
 use crate::read::export::{ExportEnd, ExportRecord, ExportStatus, record_of};
 use crate::write::commit::{Attempt, Db};
-use crate::write::plan::Plan;
+use crate::write::plan::{Plan, PlannedChange};
 use crate::write::stages::aliases::stage as alias_stage;
 use crate::write::stages::changelog::log_changes;
 use pathdb_keys::KeyPath;
@@ -532,14 +532,22 @@ impl<B: Backend> Importer<'_, B> {
                             });
                         }
                         let now_live = Some(target).filter(|t| is_live(t, now));
+                        let before = was_live
+                            .map(|live| to_item(path.clone(), live.clone()))
+                            .transpose()?;
                         if now_live.is_some() {
-                            plan.changes
-                                .push(Change::Put(to_item(path.clone(), target.clone())?));
+                            plan.changes.push(PlannedChange {
+                                change: Change::Put(to_item(path.clone(), target.clone())?),
+                                before,
+                            });
                         } else if let Some(live) = was_live {
-                            plan.changes.push(Change::Delete {
-                                path: path.clone(),
-                                version: live.version,
-                                alias: None,
+                            plan.changes.push(PlannedChange {
+                                change: Change::Delete {
+                                    path: path.clone(),
+                                    version: live.version,
+                                    alias: None,
+                                },
+                                before,
                             });
                         }
                         alias_stage(

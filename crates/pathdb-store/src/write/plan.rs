@@ -6,6 +6,7 @@ use crate::backend::{Key, Record, WriteBatch, WriteOp};
 use crate::encoding::changelog::{Change, TrimSchedule};
 use crate::encoding::token::TokenKey;
 use crate::model::error::Error;
+use crate::model::item::Item;
 use crate::model::options::PutOptions;
 use crate::namespaces::{Definitions, Namespaces};
 use crate::write::ops::TxResult;
@@ -105,7 +106,7 @@ pub(crate) struct Plan {
     /// For each operation, whether a live item was at its path.
     pub(crate) found: Vec<bool>,
     /// The changes the batch makes, in operation order, for the change log.
-    pub(crate) changes: Vec<Change>,
+    pub(crate) changes: Vec<PlannedChange>,
     /// The alias keys the alias stage read, and what the batch does to them.
     pub(crate) aliases: std::collections::HashMap<Key, AliasSlot>,
 }
@@ -168,4 +169,13 @@ impl Written<'_> {
             before: None,
         }
     }
+}
+
+/// A change a plan logs, and the item as it was right before it (`None`: there was none, or it
+/// was not live): filtered feeds and listing checks tell an item entering, changing in or
+/// leaving a filter's result by it (docs/filters.md).
+#[derive(Clone, Debug)]
+pub(crate) struct PlannedChange {
+    pub(crate) change: Change,
+    pub(crate) before: Option<Item>,
 }

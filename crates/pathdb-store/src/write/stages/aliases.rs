@@ -20,7 +20,8 @@ use crate::encoding::layout;
 use crate::encoding::limits::next_version;
 use crate::encoding::record::{alias_record, is_live, to_item, tombstone};
 use crate::model::error::Error;
-use crate::write::plan::{AliasSlot, Context, Plan, Written};
+use crate::model::item::Item;
+use crate::write::plan::{AliasSlot, Context, Plan, PlannedChange, Written};
 use pathdb_keys::KeyPath;
 
 /// An item as one side of a write: its path and record (a live one).
@@ -136,19 +137,36 @@ pub(crate) fn stage<R: Reader + ?Sized>(
             }
         }
     }
+    // The item as it was under `alias`, if it was there: a change's before image.
+    let was_under = |alias: &KeyPath| -> Result<Option<Item>, Error> {
+        match before {
+            Some((path, record)) if old.iter().any(|(_, a)| a == alias) => {
+                let mut item = to_item(path.clone(), record.clone())?;
+                item.alias = Some(alias.clone());
+                Ok(Some(item))
+            }
+            _ => Ok(None),
+        }
+    };
     if let Some((path, record)) = after {
         for (_, alias) in &new {
             let mut item = to_item(path.clone(), record.clone())?;
             item.alias = Some(alias.clone());
-            plan.changes.push(Change::Put(item));
+            plan.changes.push(PlannedChange {
+                change: Change::Put(item),
+                before: was_under(alias)?,
+            });
         }
     }
     if let Some((path, record)) = before {
         for (_, alias) in old.iter().filter(|(_, a)| !new.iter().any(|(_, n)| n == a)) {
-            plan.changes.push(Change::Delete {
-                path: path.clone(),
-                version: record.version,
-                alias: Some(alias.clone()),
+            plan.changes.push(PlannedChange {
+                change: Change::Delete {
+                    path: path.clone(),
+                    version: record.version,
+                    alias: Some(alias.clone()),
+                },
+                before: was_under(alias)?,
             });
         }
     }

@@ -6,10 +6,12 @@
 //! batch commits ([`WriteOp::Append`]), so concurrent writers never conflict over the log.
 
 use crate::backend::{Direction, Key, Reader, Record, WriteBatch, WriteOp};
-use crate::encoding::changelog::{Change, ENTRY_BUDGET, Entry, Logged, corrupt, logged};
+use crate::encoding::changelog::{
+    Change, ENTRY_BUDGET, Entry, Logged, corrupt, logged, logged_before,
+};
 use crate::encoding::layout;
 use crate::model::error::Error;
-use crate::write::plan::{Context, Plan};
+use crate::write::plan::{Context, Plan, PlannedChange};
 use pathdb_keys::KeyPath;
 
 /// Of the commits to a group whose oldest entry's time the store has not read, one in this many
@@ -42,12 +44,12 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
     ctx: &Context<'_, R>,
     batch: &mut WriteBatch,
     owners: &mut Vec<KeyPath>,
-    changes: &[Change],
+    changes: &[PlannedChange],
 ) -> Result<(), Error> {
     let now = ctx.now;
-    let mut groups: Vec<(Vec<u8>, Vec<&Change>)> = Vec::new();
+    let mut groups: Vec<(Vec<u8>, Vec<&PlannedChange>)> = Vec::new();
     for change in changes {
-        let partition = change.key().partition_key();
+        let partition = change.change.key().partition_key();
         match groups.iter_mut().find(|(p, _)| *p == partition) {
             Some((_, list)) => list.push(change),
             None => groups.push((partition, vec![change])),
@@ -63,12 +65,21 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
             None => std::hash::BuildHasher::hash_one(&*TRIM_HASHER, (commit, &partition))
                 .is_multiple_of(TRIM_EVERY),
         };
-        let owner = list[0].key().clone();
+        let owner = list[0].change.key().clone();
         let mut parts: Vec<Vec<Logged<'_>>> = vec![Vec::new()];
         let mut size = 0;
-        for change in list {
-            let l = logged(change)?;
-            let bytes = change_size(change);
+        // A change's before image goes right before it, as a record of its own: a change and its
+        // image may be in two entries (each fits one), never split or reordered.
+        let records = list.iter().flat_map(|planned| {
+            let before = planned.before.as_ref().map(|item| {
+                let bytes = item.value.as_str().len() + 128 + 2 * item.path.encode().len();
+                (logged_before(item), bytes)
+            });
+            let change = (logged(&planned.change), change_size(&planned.change));
+            before.into_iter().chain(std::iter::once(change))
+        });
+        for (l, bytes) in records {
+            let l = l?;
             let current = parts.last_mut().expect("parts is never empty");
             if !current.is_empty() && size + bytes > ENTRY_BUDGET {
                 parts.push(Vec::new());
@@ -82,6 +93,7 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
             let entry = Entry {
                 changes,
                 end: i + 1 == count,
+                images: true,
             };
             batch.ops.push(WriteOp::Append {
                 log: layout::change_log(&partition),

@@ -17,7 +17,7 @@ use crate::model::item::Timestamp;
 use crate::model::options::Expiry;
 use crate::model::patch::Patch;
 use crate::write::ops::{TxOp, TxResult};
-use crate::write::plan::{Context, Plan, Written};
+use crate::write::plan::{Context, Plan, PlannedChange, Written};
 use pathdb_keys::KeyPath;
 use std::collections::HashMap;
 
@@ -195,7 +195,14 @@ pub(crate) fn stage<'a, R: Reader + ?Sized>(
         value: value.as_str().as_bytes().to_vec(),
     };
     let item = to_item(path.clone(), record.clone())?;
-    plan.changes.push(Change::Put(item.clone()));
+    let before = current
+        .as_ref()
+        .map(|c| to_item(path.clone(), c.clone()))
+        .transpose()?;
+    plan.changes.push(PlannedChange {
+        change: Change::Put(item.clone()),
+        before,
+    });
     plan.results.push(TxResult::Put(item));
     let write = WriteOp::Put {
         key: key.clone(),
@@ -281,10 +288,16 @@ pub(crate) fn delete_write(
     at: i64,
     expect: Expect,
 ) -> WriteOp {
-    plan.changes.push(Change::Delete {
-        path: path.clone(),
-        version: stored.version,
-        alias: None,
+    // The before image: what a filter decides a leaving item by. A stored record that cannot be
+    // read as an item (never written by this store) has none.
+    let before = to_item(path.clone(), stored.clone()).ok();
+    plan.changes.push(PlannedChange {
+        change: Change::Delete {
+            path: path.clone(),
+            version: stored.version,
+            alias: None,
+        },
+        before,
     });
     WriteOp::Put {
         key,

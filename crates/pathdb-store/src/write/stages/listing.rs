@@ -52,12 +52,22 @@ pub(crate) fn stage<R: Reader + ?Sized>(
             &check.range.prefix,
             Some(&since),
             MAX_CHANGES_LIMIT,
+            check.filter.as_ref().map(|f| (f, check.readable.as_ref())),
         )?;
         for entry in page.changes {
             if !check.range.covers(entry.change.key()) {
                 continue;
             }
+            // With a filter, only an item's own changes count: a node of a children listing
+            // never matches one.
+            if check.filter.is_some()
+                && check.range.children_only
+                && entry.change.key().len() > check.range.prefix.len() + 1
+            {
+                continue;
+            }
             if margin_end.is_some_and(|end| entry_of(&entry.token) < end) {
+                // A leave (the read made it a delete) is shown as a delete is: by absence.
                 margin.insert(entry.change.key().clone(), entry.change);
             } else {
                 return Err(changed(entry.change.key()));

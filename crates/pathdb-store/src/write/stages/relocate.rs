@@ -8,9 +8,9 @@ use crate::backend::{Expect, Key, Reader, Record, WriteOp};
 use crate::encoding::changelog::Change;
 use crate::encoding::layout;
 use crate::encoding::limits::{MAX_VERSION, next_version, revision_key_fits};
-use crate::encoding::record::{index_record, to_item};
+use crate::encoding::record::{index_record, is_live, to_item};
 use crate::model::error::Error;
-use crate::write::plan::{Context, Plan};
+use crate::write::plan::{Context, Plan, PlannedChange};
 use crate::write::stages::items::delete_write;
 use pathdb_keys::KeyPath;
 
@@ -65,13 +65,18 @@ impl Relocation {
         2 + moved_revisions * target.revisions.len() + usize::from(self.record.expires_at.is_some())
     }
 
-    /// Bytes of values the stage writes for this item (each is logged once more).
+    /// Bytes of values the stage writes for this item, the change log's included: the item's
+    /// put at the target, and for a move the source's delete with its before image.
     pub(crate) fn bytes(&self) -> usize {
         let revisions = self
             .target
             .as_ref()
             .map_or(0, |t| t.revisions.iter().map(|(_, r)| r.value.len()).sum());
-        self.record.value.len() + revisions
+        let copies = match self.source {
+            Source::Remove => 3,
+            Source::Keep => 2,
+        };
+        copies * self.record.value.len() + revisions
     }
 }
 
@@ -121,8 +126,16 @@ pub(crate) fn stage<R: Reader + ?Sized>(
         version: renumber(version)?,
         ..item.record.clone()
     };
-    plan.changes
-        .push(Change::Put(to_item(target.path.clone(), record.clone())?));
+    let before = match &target.stored {
+        Some(stored) if is_live(stored, ctx.now) => {
+            Some(to_item(target.path.clone(), stored.clone())?)
+        }
+        _ => None,
+    };
+    plan.changes.push(PlannedChange {
+        change: Change::Put(to_item(target.path.clone(), record.clone())?),
+        before,
+    });
     let expect = Expect::as_read(target.stored.as_ref());
     let put = WriteOp::Put {
         key: target.key.clone(),
