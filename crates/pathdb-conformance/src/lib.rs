@@ -68,6 +68,7 @@ mod changes;
 mod concurrency;
 pub mod disk;
 mod faults;
+mod filters;
 mod groups;
 mod lifecycle;
 mod listing;
@@ -96,6 +97,10 @@ pub use concurrency::{
 };
 pub use faults::{
     FaultRates, FaultReport, FaultWorkload, Faulty, FaultyReader, Injected, fault_injection,
+};
+pub use filters::{
+    filtered_checks_admit_no_phantom, filtered_feeds_against_a_model, filtered_list_checks,
+    filtered_listings_against_a_model,
 };
 pub use groups::groups_in_key_order;
 pub use lifecycle::{
@@ -193,6 +198,10 @@ macro_rules! conformance_tests {
             roles_are_versioned_records,
             tokens_are_issued_and_revoked,
             backups_restore_every_row,
+            filtered_listings_against_a_model,
+            filtered_feeds_against_a_model,
+            filtered_list_checks,
+            filtered_checks_admit_no_phantom,
         );
     };
     (@each $harness:expr; $($workload:ident),* $(,)?) => {

@@ -446,7 +446,7 @@ pub async fn create_item<B: Backend>(
             )),
         );
     }
-    let id: IdKind = q.id.parse()?;
+    let id: IdKind = q.id.as_deref().unwrap_or("uuid").parse()?;
     let value = body_value(&body)?;
     let options = put_options(None, q.history, q.ttl_seconds);
     let item = store_call("create", move || {

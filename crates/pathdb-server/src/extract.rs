@@ -73,11 +73,69 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
     }
 }
 
-/// serde's "unknown field `x`" in the words of a URL: a query parameter.
+/// A query string's deserialization error in the API's own words: each names the query
+/// parameter (serde's "unknown field `x`", "missing field `x`" and "x: reason" otherwise speak
+/// of fields and of the deserializer).
 fn query_message(text: &str) -> String {
-    match text.split_once("unknown field ") {
-        Some((_, rest)) => format!("unknown query parameter {rest}"),
-        None => text.to_owned(),
+    let text = text
+        .strip_prefix("Failed to deserialize query string: ")
+        .unwrap_or(text);
+    if let Some((_, rest)) = text.split_once("unknown field ") {
+        return format!("unknown query parameter {rest}");
+    }
+    if let Some((_, rest)) = text.split_once("missing field ") {
+        return format!("missing query parameter {rest}");
+    }
+    if let Some((_, rest)) = text.split_once("duplicate field ") {
+        return format!("query parameter {rest} is given more than once");
+    }
+    match text.split_once(": ") {
+        Some((name, reason)) if !name.is_empty() && !name.contains(' ') => {
+            let reason = match reason {
+                "invalid digit found in string" | "cannot parse integer from empty string" => {
+                    "expected a whole number, at least 0".to_owned()
+                }
+                "number too large to fit in target type" => "the number is too large".to_owned(),
+                r if r.contains("`true` or `false`") => "expected true or false".to_owned(),
+                r => r.to_owned(),
+            };
+            format!("query parameter `{name}`: {reason}")
+        }
+        _ => format!("invalid query string: {text}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::query_message;
+
+    #[test]
+    fn query_errors_name_the_parameter() {
+        let cases = [
+            (
+                "Failed to deserialize query string: missing field `id`",
+                "missing query parameter `id`",
+            ),
+            (
+                "Failed to deserialize query string: limit: invalid digit found in string",
+                "query parameter `limit`: expected a whole number, at least 0",
+            ),
+            (
+                "Failed to deserialize query string: count: provided string was not `true` or `false`",
+                "query parameter `count`: expected true or false",
+            ),
+            (
+                "Failed to deserialize query string: unknown field `bogus`, expected `a`",
+                "unknown query parameter `bogus`, expected `a`",
+            ),
+            (
+                "Failed to deserialize query string: duplicate field `limit`",
+                "query parameter `limit` is given more than once",
+            ),
+        ];
+        for (serde, ours) in cases {
+            assert_eq!(query_message(serde), ours);
+        }
     }
 }
 

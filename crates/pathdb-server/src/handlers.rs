@@ -802,7 +802,7 @@ pub async fn transact<B: Backend>(
                 TxOp::Create {
                     parent,
                     namespace,
-                    id: id.parse()?,
+                    id: id.as_deref().unwrap_or("uuid").parse()?,
                     value: JsonText::parse(value.get())?,
                     options: put_options(None, history, ttl_seconds),
                 }

@@ -289,10 +289,10 @@ pub struct ChangesOut {
 // Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
 #[serde(deny_unknown_fields)]
 pub struct CreateQuery {
-    /// How the id is generated: `uuid` (random v4), `rand53` (random integer in [1, 2^53)) or
-    /// `sequence` (the next integer for this parent and namespace, never reused).
+    /// How the id is generated: `uuid` (random v4, the default), `rand53` (random integer in
+    /// [1, 2^53)) or `sequence` (the next integer for this parent and namespace, never reused).
     #[param(pattern = "^(uuid|rand53|sequence)$")]
-    pub id: String,
+    pub id: Option<String>,
     /// Keep this version in the item's history.
     pub history: Option<bool>,
     /// Expire the item this many seconds from now.
@@ -559,8 +559,8 @@ pub enum TxOpIn {
         /// The parent's key path and the new element's namespace (`/user-7/post`; `/user` for a
         /// new group; `$0/comment` under the item operation 0 creates).
         path: String,
-        /// `uuid`, `rand53` or `sequence`.
-        id: String,
+        /// `uuid` (the default), `rand53` or `sequence`.
+        id: Option<String>,
         /// Any JSON value.
         #[schema(value_type = serde_json::Value)]
         value: Box<serde_json::value::RawValue>,
@@ -667,7 +667,7 @@ impl TryFrom<TxOpFields> for TxOpIn {
                 stray("if_version", f.if_version.is_some())?;
                 Ok(TxOpIn::Create {
                     path,
-                    id: f.id.ok_or("missing field `id`")?,
+                    id: f.id,
                     value: f.value.ok_or("missing field `value`")?,
                     history: f.history,
                     ttl_seconds: f.ttl_seconds,

@@ -165,7 +165,11 @@ impl<'a> Tx<'a> {
     pub fn list(&mut self, request: &ListRequest) -> Result<ListPage, Error> {
         let mut page = self.store.list(request)?;
         let range = request.range();
-        let known = self.lists.iter().position(|c| c.range == range);
+        // The same range under another filter is another listing, with a check of its own.
+        let known = self
+            .lists
+            .iter()
+            .position(|c| c.range == range && c.filter == request.filter);
         let check = match (known, &request.page_token, page.changes_token) {
             // A listing read again keeps its first token: the older one checks more.
             (Some(known), _, _) => &mut self.lists[known],
@@ -350,6 +354,13 @@ impl<'a> Tx<'a> {
             .cloned()
             .collect();
         for (path, pending) in writes {
+            // A filtered listing has no nodes: only a child's own item can be on it.
+            if request.filter.is_some()
+                && request.children_only
+                && path.len() > request.prefix.len() + 1
+            {
+                continue;
+            }
             let entry_path = if request.children_only && path.len() > request.prefix.len() + 1 {
                 // A write below a child: the child is at least a node.
                 let Some(child) = range.child_of(&path) else {
@@ -368,8 +379,15 @@ impl<'a> Tx<'a> {
             page.items.retain(|e| e.path() != &entry_path);
             if matches!(pending, Pending::Put(_)) && within(&entry_path) {
                 let read = self.read(&entry_path)?;
-                if let Some(item) = self.view(&entry_path, read.as_ref(), &pending) {
-                    insert_sorted(&mut page.items, ListEntry::Item(item), request.reverse);
+                if let Some(mut item) = self.view(&entry_path, read.as_ref(), &pending) {
+                    // As the listing would show it once written: only if it matches, and only
+                    // the members asked for.
+                    if request.filter.as_ref().is_none_or(|f| item.matches(f)) {
+                        if let Some(fields) = &request.fields {
+                            item.value = fields.project(&item.value);
+                        }
+                        insert_sorted(&mut page.items, ListEntry::Item(item), request.reverse);
+                    }
                 }
             }
         }
