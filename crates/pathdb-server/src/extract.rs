@@ -105,39 +105,6 @@ fn query_message(text: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::query_message;
-
-    #[test]
-    fn query_errors_name_the_parameter() {
-        let cases = [
-            (
-                "Failed to deserialize query string: missing field `id`",
-                "missing query parameter `id`",
-            ),
-            (
-                "Failed to deserialize query string: limit: invalid digit found in string",
-                "query parameter `limit`: expected a whole number, at least 0",
-            ),
-            (
-                "Failed to deserialize query string: count: provided string was not `true` or `false`",
-                "query parameter `count`: expected true or false",
-            ),
-            (
-                "Failed to deserialize query string: unknown field `bogus`, expected `a`",
-                "unknown query parameter `bogus`, expected `a`",
-            ),
-            (
-                "Failed to deserialize query string: duplicate field `limit`",
-                "query parameter `limit` is given more than once",
-            ),
-        ];
-        for (serde, ours) in cases {
-            assert_eq!(query_message(serde), ours);
-        }
-    }
-}
 
 /// For routes that take no query parameters: refuses any (400 `invalid_request`), as
 /// [`Query`] refuses unknown ones, so that no route ignores what it was asked.
@@ -235,5 +202,39 @@ impl<S: Send + Sync> FromRequestParts<S> for crate::auth::Access {
                     "the request's token was not resolved",
                 )
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::query_message;
+
+    #[test]
+    fn query_errors_name_the_parameter() {
+        let cases = [
+            (
+                "Failed to deserialize query string: missing field `id`",
+                "missing query parameter `id`",
+            ),
+            (
+                "Failed to deserialize query string: limit: invalid digit found in string",
+                "query parameter `limit`: expected a whole number, at least 0",
+            ),
+            (
+                "Failed to deserialize query string: count: provided string was not `true` or `false`",
+                "query parameter `count`: expected true or false",
+            ),
+            (
+                "Failed to deserialize query string: unknown field `bogus`, expected `a`",
+                "unknown query parameter `bogus`, expected `a`",
+            ),
+            (
+                "Failed to deserialize query string: duplicate field `limit`",
+                "query parameter `limit` is given more than once",
+            ),
+        ];
+        for (serde, ours) in cases {
+            assert_eq!(query_message(serde), ours);
+        }
     }
 }
