@@ -498,7 +498,7 @@ async fn unknown_query_parameters_are_refused_by_name() {
         (Method::POST, "/v1/transact?dry_run=true", transact),
         (Method::POST, "/v1/move?force=1", subtree.clone()),
         (Method::POST, "/v1/copy?force", subtree),
-        (Method::POST, "/v1/get?fields=a", get_many),
+        (Method::POST, "/v1/get?field=a", get_many),
         (Method::GET, "/v1/keys/u-1?format=hex", String::new()),
         (Method::GET, "/v1/session?x=1", String::new()),
         (Method::GET, "/healthz?x=1", String::new()),

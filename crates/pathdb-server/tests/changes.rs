@@ -262,10 +262,13 @@ async fn posting_to_a_namespace_creates_an_item_with_a_generated_id() {
         .call(Method::POST, "/v1/items/user-7/post-3?id=uuid", &[], "{}")
         .await
         .expect_error(400, "invalid_path");
-    server
+    // Without `id`, a UUID (docs/changes.md).
+    let uuid = server
         .call(Method::POST, "/v1/items/user-7/post", &[], "{}")
         .await
-        .expect_error(400, "invalid_request");
+        .expect(201);
+    let id = &uuid["path"].as_str().unwrap()["/user-7/post-".len()..];
+    assert!(id.parse::<uuid::Uuid>().is_ok(), "{id}");
     // In a transaction: a post, a comment under it, and a reference that is not a create.
     let tx = server
         .post(

@@ -9,6 +9,7 @@ mod changes;
 mod conditional;
 mod console;
 mod cross_site;
+mod filters;
 mod items;
 mod listener;
 mod listing;
@@ -120,6 +121,8 @@ impl Reply {
             "path_is_alias" => &["path", "item"],
             "alias_invalid" => &["path", "member"],
             "alias_building" => &["template", "state", "checked"],
+            // Where in the filter (docs/filters.md).
+            "invalid_filter" => &["position"],
             // Access control (docs/access.md): why a token was refused, and what was.
             "unauthorized" => &["reason"],
             "forbidden" if error.contains_key("operation") => {
