@@ -8,13 +8,15 @@
 //! - `read_only`: read-only opens never change the file and refuse writes;
 //! - `wrappers`: children listing reads little (seeks); injected storage failures;
 //! - `upgrade`: a database written before tombstones continues its paths' numbering;
-//! - `backups`: backups and the archive restore every row as of every commit; damage is refused.
+//! - `backups`: backups and the archive restore every row as of every commit; damage is refused;
+//! - `false_conflicts`: listing checks with and without a filter, counted on a mixed workload.
 
 mod backups;
 mod bad_input;
 mod conformance;
 mod crash;
 mod faults;
+mod false_conflicts;
 mod model;
 mod read_only;
 mod upgrade;

@@ -174,10 +174,10 @@ fn parse_reason(msg: &str) -> String {
     }
 }
 
-/// The character offset of a 1-based line and a 0-based column (CEL's parser's positions).
+/// The character offset of a 1-based line and a 1-based column (CEL's parser's positions).
 fn position_of_line_column(source: &str, line: isize, column: isize) -> usize {
     let line = usize::try_from(line.max(1) - 1).unwrap_or(0);
-    let column = usize::try_from(column.max(0)).unwrap_or(0);
+    let column = usize::try_from(column.max(1) - 1).unwrap_or(0);
     let before: usize = source
         .split_inclusive('\n')
         .take(line)
@@ -347,6 +347,10 @@ mod tests {
 
     #[test]
     fn says_where_and_why() {
+        // At the character that is wrong.
+        assert_eq!(refused(")").0, 0);
+        assert_eq!(refused("value.a ) 1").0, 8);
+        assert_eq!(refused("value.total > > 100").0, 14);
         let (at, why) = refused("value.a == ");
         assert_eq!(at, 11, "{why}");
         let (at, why) = refused("value.a == 1 &&\n  nope(");
