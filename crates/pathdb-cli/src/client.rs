@@ -1,15 +1,15 @@
 //! The HTTP client behind `--server URL`: the same [`Db`] calls, sent to a `pathdb serve`.
 
-use crate::db::{Changes, Db, ImportMode};
+use crate::db::{Changes, Db, FeedChange, ImportMode, Projection};
 use crate::exit::Failure;
 use anyhow::{Context, Result, bail};
 use pathdb_keys::KeyPath;
 use pathdb_store::{
-    AliasBuild, AliasConflict, AliasDefinition, AliasState, Change, Condition, Definition, Expiry,
-    ExportEnd, ExportLine, ExportStatus, GroupPage, IdKind, ImportReport, Item, Json, ListEntry,
-    ListRequest, ListedPage, NamespaceDefinition, NewToken, Patch, PutOptions, Role, SchemaCheck,
-    StoredRole, SubtreeJob, SubtreeOp, Timestamp, TokenInfo, ViolatingItem, Violation,
-    ViolationPage,
+    AliasBuild, AliasConflict, AliasDefinition, AliasState, Change, Condition, CountPage,
+    DEFAULT_MAX_SCAN, Definition, Expiry, ExportEnd, ExportLine, ExportStatus, Filter, GroupPage,
+    IdKind, ImportReport, Item, Json, ListEntry, ListRequest, ListedPage, NamespaceDefinition,
+    NewToken, Patch, PutOptions, Role, SchemaCheck, StoredRole, SubtreeJob, SubtreeOp, Timestamp,
+    TokenInfo, ViolatingItem, Violation, ViolationPage,
 };
 use serde::Deserialize;
 use std::io::BufRead;
@@ -71,26 +71,37 @@ struct ChangeIn {
     version: Option<u64>,
     #[serde(default)]
     alias: Option<String>,
+    /// A filtered feed's leave.
+    #[serde(default)]
+    left: bool,
 }
 
 impl ChangeIn {
-    fn into_change(self) -> Result<Change> {
-        Ok(
-            match (self.op.as_str(), self.item, self.path, self.version) {
-                ("put", Some(item), _, _) => Change::Put(item.into_item()?),
-                ("delete", _, Some(path), Some(version)) => Change::Delete {
-                    path: path.parse().context("server sent an invalid path")?,
-                    version,
-                    alias: self
-                        .alias
-                        .map(|a| a.parse())
-                        .transpose()
-                        .context("server sent an invalid alias")?,
-                },
-                (op, ..) => bail!("server sent an invalid change (op {op:?})"),
+    fn into_change(self) -> Result<FeedChange> {
+        let left = self.left;
+        let change = match (self.op.as_str(), self.item, self.path, self.version) {
+            ("put", Some(item), _, _) => Change::Put(item.into_item()?),
+            ("delete", _, Some(path), Some(version)) => Change::Delete {
+                path: path.parse().context("server sent an invalid path")?,
+                version,
+                alias: self
+                    .alias
+                    .map(|a| a.parse())
+                    .transpose()
+                    .context("server sent an invalid alias")?,
             },
-        )
+            (op, ..) => bail!("server sent an invalid change (op {op:?})"),
+        };
+        Ok(FeedChange { change, left })
     }
+}
+
+#[derive(Deserialize)]
+struct CountIn {
+    count: usize,
+    scanned: usize,
+    #[serde(default)]
+    next_page_token: Option<String>,
 }
 
 /// What tells a listing's node (`{"path", "node": true}`) from an item. (An untagged enum
@@ -150,6 +161,9 @@ struct ErrorDetailIn {
     message: String,
     #[serde(default)]
     violations: Vec<Violation>,
+    /// With `invalid_filter`: where in the filter.
+    #[serde(default)]
+    position: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -375,6 +389,16 @@ impl Client {
             if status == 404 {
                 return Ok((status, body));
             }
+            if let ("invalid_filter", Some(position)) = (e.error.code.as_str(), e.error.position) {
+                // The store's own error, so that the command shows it as a local one
+                // (`cmd::filter`): the same words, the filter with a caret under the position.
+                let prefix = format!("invalid filter at character {position}: ");
+                let reason = match e.error.message.strip_prefix(&prefix) {
+                    Some(reason) => reason.to_owned(),
+                    None => e.error.message,
+                };
+                return Err(pathdb_store::Error::InvalidFilter { position, reason }.into());
+            }
             // Typed, so that the exit status is the one a local store error of the same kind
             // gives (`exit.rs`).
             return Err(Failure::Server {
@@ -467,13 +491,47 @@ impl Client {
     fn item(&self, status: u16, body: &str) -> Result<Item> {
         self.parse::<ItemIn>(status, body)?.into_item()
     }
+
+    /// `GET /v1/list/{prefix}` with what a listing and a count share: its range, page token
+    /// and filter.
+    fn list_request(&self, r: &ListRequest) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+        let mut request = self.auth(self.agent.get(self.url("/v1/list", &r.prefix)));
+        if r.children_only {
+            request = request.query("children", "true");
+        }
+        for (name, bound) in [
+            ("gt", &r.gt),
+            ("gte", &r.gte),
+            ("lt", &r.lt),
+            ("lte", &r.lte),
+        ] {
+            if let Some(b) = bound {
+                request = request.query(name, b.to_string());
+            }
+        }
+        if let Some(t) = &r.page_token {
+            request = request.query("page_token", t);
+        }
+        if let Some(f) = &r.filter {
+            request = request.query("filter", f.source());
+        }
+        request
+    }
 }
 
 impl Db for Client {
-    fn get(&self, path: &KeyPath, version: Option<u64>) -> Result<Option<Item>> {
+    fn get(
+        &self,
+        path: &KeyPath,
+        version: Option<u64>,
+        fields: Option<&Projection>,
+    ) -> Result<Option<Item>> {
         let mut request = self.auth(self.agent.get(self.url("/v1/items", path)));
         if let Some(v) = version {
             request = request.query("version", v.to_string());
+        }
+        if let Some(p) = fields {
+            request = request.query("fields", &p.text);
         }
         match self.read(request.call(), "get")? {
             (404, _) => Ok(None),
@@ -538,12 +596,16 @@ impl Db for Client {
         prefix: &KeyPath,
         since: Option<&str>,
         wait: std::time::Duration,
+        filter: Option<&Filter>,
     ) -> Result<Changes> {
         let mut request = self.auth(self.agent.get(self.url("/v1/changes", prefix)));
         if let Some(t) = since {
             request = request
                 .query("since", t)
                 .query("wait", wait.as_secs().min(60).to_string());
+        }
+        if let Some(f) = filter {
+            request = request.query("filter", f.source());
         }
         let (status, body) = self.read(request.call(), "changes")?;
         let page: ChangesIn = self.parse(status, &body)?;
@@ -620,27 +682,18 @@ impl Db for Client {
         })
     }
 
-    fn list(&self, r: &ListRequest) -> Result<ListedPage> {
-        let mut request = self.auth(self.agent.get(self.url("/v1/list", &r.prefix)));
+    fn list(&self, r: &ListRequest, fields: Option<&Projection>) -> Result<ListedPage> {
+        let mut request = self.list_request(r);
         request = request.query("limit", r.limit.to_string());
-        if r.children_only {
-            request = request.query("children", "true");
-        }
         if r.reverse {
             request = request.query("reverse", "true");
         }
-        for (name, bound) in [
-            ("gt", &r.gt),
-            ("gte", &r.gte),
-            ("lt", &r.lt),
-            ("lte", &r.lte),
-        ] {
-            if let Some(b) = bound {
-                request = request.query(name, b.to_string());
-            }
+        // Only when asked: a server older than these refuses them as unknown.
+        if r.max_scan != DEFAULT_MAX_SCAN {
+            request = request.query("max_scan", r.max_scan.to_string());
         }
-        if let Some(t) = &r.page_token {
-            request = request.query("page_token", t);
+        if let Some(p) = fields {
+            request = request.query("fields", &p.text);
         }
         let (status, body) = self.read(request.call(), "list")?;
         let page: ListIn = self.parse(status, &body)?;
@@ -658,6 +711,20 @@ impl Db for Client {
                 .transpose()
                 .context("server sent an invalid changes_token")?,
             scanned: page.scanned,
+        })
+    }
+
+    fn count(&self, r: &ListRequest) -> Result<CountPage> {
+        let request = self
+            .list_request(r)
+            .query("count", "true")
+            .query("max_scan", r.max_scan.to_string());
+        let (status, body) = self.read(request.call(), "count")?;
+        let page: CountIn = self.parse(status, &body)?;
+        Ok(CountPage {
+            count: page.count,
+            scanned: page.scanned,
+            next_page_token: page.next_page_token,
         })
     }
 

@@ -5,18 +5,49 @@ use anyhow::Result;
 use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
-    AliasBuild, Change, ChangeToken, Condition, Definition, ExportEnd, GroupPage, IdKind,
-    ImportReport, Item, Json, ListRequest, ListedPage, NamespaceDefinition, NewToken, OnExisting,
-    Patch, PutOptions, Role, SchemaCheck, Store, StoredRole, SubtreeJob, TokenInfo, ViolationPage,
+    AliasBuild, Change, ChangePage, ChangeToken, Condition, CountPage, Definition, ExportEnd,
+    Fields, Filter, GroupPage, IdKind, ImportReport, Item, Json, ListRequest, ListedPage,
+    NamespaceDefinition, NewToken, OnExisting, Patch, PutOptions, Role, SchemaCheck, Store,
+    StoredRole, SubtreeJob, TokenInfo, ViolationPage,
 };
 use std::time::Duration;
 
 /// Changes read by [`Db::changes`], and where to continue.
 pub struct Changes {
     /// In commit order.
-    pub changes: Vec<Change>,
+    pub changes: Vec<FeedChange>,
     /// The token after them, as text (the server's `next_token`).
     pub next_token: String,
+}
+
+/// One change of a feed.
+pub struct FeedChange {
+    /// What changed.
+    pub change: Change,
+    /// In a filtered feed: a [`Change::Delete`] that is the item leaving the filter's result
+    /// (it may still exist).
+    pub left: bool,
+}
+
+/// The members of a value a read keeps (`--fields`): parsed, and as typed, which is what a
+/// server is sent.
+#[derive(Clone, Debug)]
+pub struct Projection {
+    /// The comma-separated list as given (`title,author.name`).
+    pub text: String,
+    /// The same, parsed.
+    pub fields: Fields,
+}
+
+impl std::str::FromStr for Projection {
+    type Err = pathdb_store::Error;
+
+    fn from_str(text: &str) -> Result<Projection, Self::Err> {
+        Ok(Projection {
+            fields: Fields::parse(text)?,
+            text: text.to_owned(),
+        })
+    }
 }
 
 /// How `import` treats what is there and what it reads.
@@ -30,8 +61,13 @@ pub struct ImportMode {
 
 /// The data API as the CLI uses it.
 pub trait Db {
-    /// The item, or a past version of it.
-    fn get(&self, path: &KeyPath, version: Option<u64>) -> Result<Option<Item>>;
+    /// The item, or a past version of it; with `fields`, its value has only those members.
+    fn get(
+        &self,
+        path: &KeyPath,
+        version: Option<u64>,
+        fields: Option<&Projection>,
+    ) -> Result<Option<Item>>;
     /// Create or replace.
     fn put(&self, path: &KeyPath, value: Json, options: PutOptions) -> Result<Item>;
     /// Change part of the item (applied to `{}` when there is none and `create`); the item
@@ -53,16 +89,27 @@ pub trait Db {
         options: PutOptions,
     ) -> Result<Item>;
     /// Changes under `prefix` after `since` (none, and the current position, without it),
-    /// waiting up to `wait` for one.
-    fn changes(&self, prefix: &KeyPath, since: Option<&str>, wait: Duration) -> Result<Changes>;
+    /// waiting up to `wait` for one; with `filter`, only those that matter to its result (an
+    /// item entering or changing in it, and an item leaving it, [`FeedChange::left`]).
+    fn changes(
+        &self,
+        prefix: &KeyPath,
+        since: Option<&str>,
+        wait: Duration,
+        filter: Option<&Filter>,
+    ) -> Result<Changes>;
     /// Delete; the deleted item, if there was one.
     fn delete(&self, path: &KeyPath, condition: Option<Condition>) -> Result<Option<Item>>;
     /// Runs a subtree delete, move or copy to the end (or finishes an earlier run of it); the
     /// items done in all. `progress` gets the count so far where the database tells it (a local
     /// file reports each batch; a server answers once, at the end).
     fn subtree(&self, job: &SubtreeJob, progress: &mut dyn FnMut(u64)) -> Result<u64>;
-    /// One page of a listing, its paths kept encoded (decoded only to be printed as text).
-    fn list(&self, request: &ListRequest) -> Result<ListedPage>;
+    /// One page of a listing, its paths kept encoded (decoded only to be printed as text); with
+    /// `fields`, each value has only those members (`request.fields` is not read).
+    fn list(&self, request: &ListRequest, fields: Option<&Projection>) -> Result<ListedPage>;
+    /// How many entries of the listing's range match its filter, reading at most its
+    /// `max_scan` items: with a page token to count on from when the range goes on.
+    fn count(&self, request: &ListRequest) -> Result<CountPage>;
     /// One page of the groups whose namespace starts with `prefix` (`""`: every group), in key
     /// order.
     fn groups(&self, prefix: &str, limit: usize, page_token: Option<&str>) -> Result<GroupPage>;
@@ -141,11 +188,22 @@ pub trait Db {
 }
 
 impl<B: Backend> Db for Store<B> {
-    fn get(&self, path: &KeyPath, version: Option<u64>) -> Result<Option<Item>> {
-        Ok(match version {
+    fn get(
+        &self,
+        path: &KeyPath,
+        version: Option<u64>,
+        fields: Option<&Projection>,
+    ) -> Result<Option<Item>> {
+        let item = match version {
             Some(v) => self.get_version(path, v)?,
             None => Store::get(self, path)?,
-        })
+        };
+        Ok(item.map(|mut item| {
+            if let Some(p) = fields {
+                item.value = p.fields.project(&item.value);
+            }
+            item
+        }))
     }
 
     fn put(&self, path: &KeyPath, value: Json, options: PutOptions) -> Result<Item> {
@@ -177,22 +235,32 @@ impl<B: Backend> Db for Store<B> {
         Ok(Store::create(self, parent, namespace, id, value, options)?)
     }
 
-    fn changes(&self, prefix: &KeyPath, since: Option<&str>, wait: Duration) -> Result<Changes> {
-        let page = match since {
-            None => Store::changes(self, prefix, None, pathdb_store::DEFAULT_CHANGES_LIMIT)?,
+    fn changes(
+        &self,
+        prefix: &KeyPath,
+        since: Option<&str>,
+        wait: Duration,
+        filter: Option<&Filter>,
+    ) -> Result<Changes> {
+        const LIMIT: usize = pathdb_store::DEFAULT_CHANGES_LIMIT;
+        // A local file: everything may be read.
+        let filter = filter.map(|f| (f, None));
+        let page: ChangePage = match since {
+            None => Store::changes_filtered(self, prefix, None, LIMIT, filter)?,
             Some(text) => {
                 let token: ChangeToken = text.parse()?;
-                Store::wait_changes(
-                    self,
-                    prefix,
-                    &token,
-                    pathdb_store::DEFAULT_CHANGES_LIMIT,
-                    wait,
-                )?
+                Store::wait_changes_filtered(self, prefix, &token, LIMIT, wait, filter)?
             }
         };
         Ok(Changes {
-            changes: page.changes.into_iter().map(|c| c.change).collect(),
+            changes: page
+                .changes
+                .into_iter()
+                .map(|c| FeedChange {
+                    change: c.change,
+                    left: c.left,
+                })
+                .collect(),
             next_token: page.next_token.to_string(),
         })
     }
@@ -201,8 +269,21 @@ impl<B: Backend> Db for Store<B> {
         Ok(self.run_subtree_job(job, progress)?)
     }
 
-    fn list(&self, request: &ListRequest) -> Result<ListedPage> {
-        Ok(Store::list_encoded(self, request)?)
+    fn list(&self, request: &ListRequest, fields: Option<&Projection>) -> Result<ListedPage> {
+        match fields {
+            Some(p) => {
+                let request = ListRequest {
+                    fields: Some(p.fields.clone()),
+                    ..request.clone()
+                };
+                Ok(Store::list_encoded(self, &request)?)
+            }
+            None => Ok(Store::list_encoded(self, request)?),
+        }
+    }
+
+    fn count(&self, request: &ListRequest) -> Result<CountPage> {
+        Ok(Store::count(self, request)?)
     }
 
     fn groups(&self, prefix: &str, limit: usize, page_token: Option<&str>) -> Result<GroupPage> {

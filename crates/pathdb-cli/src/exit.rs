@@ -14,7 +14,7 @@ pub enum Status {
     /// 1: the item (or version) asked for, or to patch, does not exist.
     NotFound = 1,
     /// 2: usage or invalid input: bad arguments, key path, JSON, page token, size limits, a
-    /// database file that does not exist for a read.
+    /// filter that does not compile, a database file that does not exist for a read.
     Usage = 2,
     /// 3: a condition (`--must-not-exist`, `--if-version`) failed, a write conflicted, or a
     /// patch did not apply to the value.
@@ -44,7 +44,8 @@ Exit status:
   1  not found: `get` of a missing path or version, `rm` of a missing path, `patch` of a
      missing item (without --create), `rm -r`, `mv` or `cp` of a path with nothing at or
      below it
-  2  usage or invalid input (arguments, key path, JSON, limits; a missing --db file for a read)
+  2  usage or invalid input (arguments, key path, JSON, limits, a --filter that does not
+     compile; a missing --db file for a read)
   3  condition failed (--must-not-exist, --if-version), write conflict, a `mv`/`cp`
      destination that is not empty, a patch that does not apply (a failed `test`, an
      increment of a non-number), an alias another item holds, or a put at an alias path
@@ -111,6 +112,17 @@ pub enum Failure {
     /// A restore from an archive stopped before the point asked for.
     #[error("{0}")]
     RestoreIncomplete(String),
+    /// A `--filter` that does not compile (on a local file or on the server): printed with the
+    /// filter and a caret under the position ([`filter_excerpt`]).
+    #[error("invalid filter at character {position}: {reason}")]
+    InvalidFilter {
+        /// The filter as given.
+        filter: String,
+        /// Where the problem is: characters from the filter's start, 0-based.
+        position: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// A read command was pointed at a file that does not exist.
     #[error(
         "{} does not exist: a read does not create a database (--db FILE names another; a put creates one)",
@@ -145,7 +157,7 @@ impl Failure {
             Failure::InUse { .. } | Failure::NotPathdb { .. } | Failure::IncompleteExport(_) => {
                 Status::Unavailable
             }
-            Failure::NoDatabase { .. } => Status::Usage,
+            Failure::NoDatabase { .. } | Failure::InvalidFilter { .. } => Status::Usage,
             Failure::AliasConflict(_) => Status::Condition,
             Failure::RestoreIncomplete(_) => Status::Incomplete,
             Failure::Server { status, code, .. } => http_status(*status, code),
@@ -221,6 +233,7 @@ fn store_code(error: &pathdb_store::Error) -> &'static str {
         E::InvalidJson(_) => "invalid_json",
         E::InvalidPageToken(_) => "invalid_page_token",
         E::InvalidChangeToken(_) => "invalid_change_token",
+        E::InvalidFilter { .. } => "invalid_filter",
         E::ChangesExpired(_) => "token_expired",
         E::NothingBelow { .. } | E::ItemNotFound { .. } => "not_found",
         E::PatchTestFailed { .. } => "patch_test_failed",
@@ -250,6 +263,7 @@ pub fn code_of(error: &anyhow::Error) -> String {
                 Failure::NotPathdb { .. } => "not_pathdb",
                 Failure::IncompleteExport(_) => "export_incomplete",
                 Failure::NoDatabase { .. } => "no_database",
+                Failure::InvalidFilter { .. } => "invalid_filter",
                 Failure::AliasConflict(_) => "alias_conflict",
                 Failure::RestoreIncomplete(_) => "restore_incomplete",
             }
@@ -285,19 +299,87 @@ pub fn code_of(error: &anyhow::Error) -> String {
 }
 
 /// A failed command as `--json` prints it on stderr: one line,
-/// `{"error": {"code": "...", "message": "...", "exit": N}}`, and with a schema violation its
-/// `"violations"` (as the server answers them).
+/// `{"error": {"code": "...", "message": "...", "exit": N}}`, with a schema violation its
+/// `"violations"` and with an invalid filter its `"position"` (as the server answers them).
 pub fn json_error(
     code: &str,
     message: &str,
     status: Status,
     violations: &[pathdb_store::Violation],
+    position: Option<usize>,
 ) -> String {
     let mut error = serde_json::json!({"code": code, "message": message, "exit": status as u8});
     if !violations.is_empty() {
         error["violations"] = serde_json::json!(violations);
     }
+    if let Some(position) = position {
+        error["position"] = serde_json::json!(position);
+    }
     serde_json::json!({ "error": error }).to_string()
+}
+
+/// Where an invalid filter went wrong (characters from its start), for `--json` errors.
+pub fn filter_position_of(error: &anyhow::Error) -> Option<usize> {
+    error.chain().find_map(|cause| {
+        match cause.downcast_ref::<Failure>() {
+            Some(Failure::InvalidFilter { position, .. }) => return Some(*position),
+            Some(_) => return None,
+            None => {}
+        }
+        match cause.downcast_ref::<pathdb_store::Error>() {
+            Some(pathdb_store::Error::InvalidFilter { position, .. }) => Some(*position),
+            _ => None,
+        }
+    })
+}
+
+/// Characters of a long filter line shown on each side of the position.
+const EXCERPT_SIDE: usize = 40;
+
+/// The lines printed under an invalid filter's error, as a compiler points at a mistake: the
+/// filter's line that holds the position (an excerpt of a long one), and a caret under it.
+pub fn filter_excerpt(error: &anyhow::Error) -> Option<String> {
+    let (filter, position) = error.chain().find_map(|cause| match cause.downcast_ref() {
+        Some(Failure::InvalidFilter {
+            filter, position, ..
+        }) => Some((filter.as_str(), *position)),
+        _ => None,
+    })?;
+    Some(excerpt(filter, position))
+}
+
+fn excerpt(filter: &str, position: usize) -> String {
+    let chars: Vec<char> = filter.chars().collect();
+    let position = position.min(chars.len());
+    // The line around the position (a filter may span lines).
+    let start = chars[..position]
+        .iter()
+        .rposition(|c| *c == '\n')
+        .map_or(0, |i| i + 1);
+    let end = chars[position..]
+        .iter()
+        .position(|c| *c == '\n')
+        .map_or(chars.len(), |i| position + i);
+    let line_number = chars[..start].iter().filter(|c| **c == '\n').count() + 1;
+    let from = start.max(position.saturating_sub(EXCERPT_SIDE));
+    let to = end.min(position + EXCERPT_SIDE);
+    let (before, after) = (from > start, to < end);
+    let mut shown = String::from("  ");
+    if line_number > 1 || end < chars.len() {
+        shown.push_str(&format!("(line {line_number}) "));
+    }
+    if before {
+        shown.push_str("...");
+    }
+    // What the terminal shows for each character: control characters (a tab) as a space, so
+    // that the caret lines up.
+    let visible = |c: &char| if c.is_control() { ' ' } else { *c };
+    let lead = shown.chars().count() + (position - from);
+    shown.extend(chars[from..to].iter().map(visible));
+    if after {
+        shown.push_str("...");
+    }
+    format!("{shown}\n{}^", " ".repeat(lead))
 }
 
 /// One violation as the CLI prints it, indented under its item or error:
@@ -371,4 +453,36 @@ pub fn status_of(error: &anyhow::Error) -> Status {
         }
     }
     Status::Usage
+}
+
+#[cfg(test)]
+mod tests {
+    use super::excerpt;
+
+    #[test]
+    fn a_caret_points_at_the_position() {
+        let caret = |column: usize| format!("{}^", " ".repeat(column));
+        assert_eq!(
+            excerpt("value.total > > 100", 14),
+            format!("  value.total > > 100\n{}", caret(16))
+        );
+        // At the end of the filter (an expression cut short).
+        assert_eq!(
+            excerpt("value.a &&", 10),
+            format!("  value.a &&\n{}", caret(12))
+        );
+        // A tab is shown as a space; the caret still lines up.
+        assert_eq!(excerpt("a\t== 1", 2), format!("  a == 1\n{}", caret(4)));
+        // The line of a filter of several lines.
+        assert_eq!(
+            excerpt("value.a == 1 &&\n  value.b ==", 28),
+            format!("  (line 2)   value.b ==\n{}", caret(23))
+        );
+        // An excerpt of a long line.
+        let long = format!("{} && )", "value.a == 1 && ".repeat(10));
+        let shown = excerpt(&long, long.len() - 1);
+        let (line, caret) = shown.split_once('\n').expect("two lines");
+        assert!(line.starts_with("  ...") && line.ends_with(')'), "{shown}");
+        assert_eq!(caret.len(), line.chars().count(), "{shown}");
+    }
 }

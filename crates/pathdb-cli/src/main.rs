@@ -29,7 +29,7 @@ fn main() -> ExitCode {
             let message = first_line(&text).trim_start_matches("error: ").trim();
             eprintln!(
                 "{}",
-                exit::json_error("usage", message, exit::Status::Usage, &[])
+                exit::json_error("usage", message, exit::Status::Usage, &[], None)
             );
             return exit::Status::Usage.into();
         }
@@ -42,15 +42,20 @@ fn main() -> ExitCode {
             let violations = exit::violations_of(&err);
             if json {
                 let message = format!("{err:#}");
+                let position = exit::filter_position_of(&err);
                 eprintln!(
                     "{}",
-                    exit::json_error(&exit::code_of(&err), &message, status, violations)
+                    exit::json_error(&exit::code_of(&err), &message, status, violations, position)
                 );
             } else {
                 eprintln!("error: {err:#}");
                 // Every failure, one per line, where the message names only the first few.
                 for v in violations {
                     eprintln!("{}", exit::violation_line(v));
+                }
+                // An invalid filter, with a caret under where it went wrong.
+                if let Some(excerpt) = exit::filter_excerpt(&err) {
+                    eprintln!("{excerpt}");
                 }
             }
             status.into()

@@ -361,7 +361,7 @@ fn sigterm_finishes_in_flight_writes_and_exits_0() {
 
 /// Sets the timestamps of JSON lines to 0 and masks RFC 3339 times in tables: the two runs
 /// happen at different times.
-fn normalize(output: &str) -> String {
+pub(crate) fn normalize(output: &str) -> String {
     output
         .lines()
         .map(|line| match serde_json::from_str::<Value>(line) {

@@ -11,6 +11,7 @@ mod counters;
 mod dynamodb;
 #[cfg(feature = "dynamodb")]
 mod dynamodb_start;
+mod filters;
 mod foreign;
 mod full_disk;
 mod help;

@@ -62,7 +62,7 @@ fn put(store: &dyn Db, text: &str, value: serde_json::Value, history: bool) -> R
 
 fn list(store: &dyn Db, request: ListRequest) -> Result<Vec<String>> {
     Ok(store
-        .list(&request)?
+        .list(&request, None)?
         .items
         .iter()
         .map(|i| i.path().to_string())
@@ -328,7 +328,7 @@ fn audits(store: &dyn Db, out: &mut impl Write) -> Result<()> {
         )?;
     }
     let latest = store
-        .get(&path(audit)?, None)?
+        .get(&path(audit)?, None, None)?
         .map(|i| format!("v{} {}", i.version, i.value))
         .unwrap_or_default();
     let history: Vec<String> = store

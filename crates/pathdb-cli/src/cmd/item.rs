@@ -2,7 +2,7 @@
 
 use super::Output;
 use super::output::print_items;
-use crate::db::Db;
+use crate::db::{Db, Projection};
 use crate::exit::Failure;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -100,6 +100,10 @@ pub struct GetArgs {
     /// A past version from the item's history (versions start at 1).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     version: Option<u64>,
+    /// Only these members of the value: comma-separated dotted paths (total,author.name);
+    /// missing ones are left out.
+    #[arg(long, value_name = "MEMBERS")]
+    fields: Option<Projection>,
 }
 
 #[derive(Args, Debug)]
@@ -186,7 +190,7 @@ pub fn incr(store: &dyn Db, args: IncrArgs, out: Output) -> Result<()> {
 }
 
 pub fn get(store: &dyn Db, args: GetArgs, out: Output) -> Result<()> {
-    let item = store.get(&args.path, args.version)?;
+    let item = store.get(&args.path, args.version, args.fields.as_ref())?;
     let Some(item) = item else {
         return Err(Failure::NotFound(match args.version {
             Some(v) => format!("{} has no version {v}", args.path),

@@ -6,6 +6,7 @@ mod bench;
 mod codegen;
 mod demo;
 mod dynamodb;
+mod filter;
 mod item;
 mod key;
 mod list;
@@ -72,12 +73,15 @@ enum Command {
     Mv(tree::MoveArgs),
     /// Copy the item at FROM and every item below it to TO.
     Cp(tree::MoveArgs),
-    /// List PREFIX's item and subtree in key order, or only its direct children.
+    /// List PREFIX's item and subtree in key order, or only its direct children; --filter keeps
+    /// the items a CEL expression matches, --fields some members of each value.
     Ls(list::LsArgs),
+    /// Count the items of PREFIX's subtree (or its direct children), or those --filter matches.
+    Count(list::CountArgs),
     /// Print an item's revisions, newest first.
     History(item::HistoryArgs),
-    /// Print the changes under PREFIX as they happen (JSON lines with --json); use --server
-    /// to follow a database that a server is writing.
+    /// Print the changes under PREFIX as they happen (JSON lines with --json), or with --filter
+    /// those of a filter's result; use --server to follow a database that a server is writing.
     Watch(watch::WatchArgs),
     /// Write every item and revision as JSON lines to stdout.
     Export,
@@ -206,6 +210,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Mv(args) => tree::run(&*connect(Write)?, args.relocate(), out),
         Command::Cp(args) => tree::run(&*connect(Write)?, args.copy(), out),
         Command::Ls(args) => list::ls(&*connect(Read)?, args, out),
+        Command::Count(args) => list::count(&*connect(Read)?, args, out),
         Command::History(args) => item::history(&*connect(Read)?, args, out),
         Command::Watch(args) => watch::watch(&*connect(Read)?, args, out),
         Command::Export => transfer::export(&*connect(Read)?, out),

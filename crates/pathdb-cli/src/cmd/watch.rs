@@ -1,7 +1,9 @@
-//! `pathdb watch`: follows the change feed of a prefix and prints changes as they happen.
+//! `pathdb watch`: follows the change feed of a prefix (or of a filter's result) and prints
+//! changes as they happen.
 
 use super::Output;
-use crate::db::Db;
+use super::filter;
+use crate::db::{Db, FeedChange};
 use anyhow::Result;
 use clap::Args;
 use pathdb_keys::KeyPath;
@@ -21,19 +23,30 @@ pub struct WatchArgs {
     /// (default: run until interrupted).
     #[arg(long)]
     count: Option<u64>,
+    /// Follow the result of this CEL expression (docs/filters.md) instead: an item entering
+    /// it or changing in it prints as a put, an item leaving it (changed so that it no longer
+    /// matches, deleted, expired or moved away) as `left PATH vN` (with --json, a delete with
+    /// "left": true); changes to items it matches neither before nor after are skipped.
+    #[arg(long, value_name = "EXPR")]
+    filter: Option<String>,
 }
 
 /// How long each long poll waits on a server (and each wait on a local file).
 const WAIT: Duration = Duration::from_secs(30);
 
 pub fn watch(db: &dyn Db, args: WatchArgs, out: Output) -> Result<()> {
+    let filter = filter::compile(args.filter.as_deref())?;
+    let filter = filter.as_ref();
+    let changes = |since: Option<&str>| {
+        filter::checked(db.changes(&args.prefix, since, WAIT, filter), filter)
+    };
     let mut token = match args.since {
         Some(t) => t,
-        None => db.changes(&args.prefix, None, WAIT)?.next_token,
+        None => changes(None)?.next_token,
     };
     let mut printed = 0;
     loop {
-        let page = db.changes(&args.prefix, Some(&token), WAIT)?;
+        let page = changes(Some(&token))?;
         let mut stdout = std::io::stdout().lock();
         // A whole page, even past --count: each line's token is the page's end, so stopping
         // inside a page would make a resume skip its rest.
@@ -49,9 +62,11 @@ pub fn watch(db: &dyn Db, args: WatchArgs, out: Output) -> Result<()> {
     }
 }
 
-/// One line per change: `put PATH vN VALUE` or `delete PATH vN`; with --json, the change as
-/// the HTTP API gives it plus `token`, from which `--since` resumes after the page it came in.
-fn print_change(out: &mut dyn Write, change: &Change, token: &str, json: bool) -> Result<()> {
+/// One line per change: `put PATH vN VALUE`, `delete PATH vN` or (a filtered feed's leave)
+/// `left PATH vN`; with --json, the change as the HTTP API gives it plus `token`, from which
+/// `--since` resumes after the page it came in.
+fn print_change(out: &mut dyn Write, change: &FeedChange, token: &str, json: bool) -> Result<()> {
+    let FeedChange { change, left } = change;
     if json {
         let line = match change {
             Change::Put(item) => serde_json::json!({
@@ -66,6 +81,10 @@ fn print_change(out: &mut dyn Write, change: &Change, token: &str, json: bool) -
                 },
                 "token": token,
             }),
+            Change::Delete { path, version, .. } if *left => serde_json::json!({
+                "op": "delete", "path": path.to_string(), "version": version, "left": true,
+                "token": token,
+            }),
             Change::Delete { path, version, .. } => serde_json::json!({
                 "op": "delete", "path": path.to_string(), "version": version, "token": token,
             }),
@@ -75,6 +94,9 @@ fn print_change(out: &mut dyn Write, change: &Change, token: &str, json: bool) -
         match change {
             Change::Put(item) => {
                 writeln!(out, "put {} v{} {}", item.path, item.version, item.value)?
+            }
+            Change::Delete { path, version, .. } if *left => {
+                writeln!(out, "left {path} v{version}")?
             }
             Change::Delete { path, version, .. } => writeln!(out, "delete {path} v{version}")?,
         }
