@@ -406,8 +406,7 @@ def phantoms(run: Run) -> None:
 
             def worker(i: int) -> None:
                 def add_order(tx: Transaction) -> bool:
-                    page = tx.list(orders)
-                    if len(page.items) >= 3:
+                    if len(list(tx.list(orders))) >= 3:
                         return False
                     if i % 2 == 0:
                         tx.put(user.add("order", uuid.uuid4()), {"by": i})
@@ -445,7 +444,7 @@ def lone_order(run: Run, orders: KeyPath) -> None:
             c.transact([Delete(i.path) for i in old])
 
         def add_order(tx: Transaction) -> bool:
-            if len(tx.list(orders).items) >= 3:
+            if len(list(tx.list(orders))) >= 3:
                 return False
             tx.create(str(orders), {"lone": True})
             return True

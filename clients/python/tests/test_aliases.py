@@ -384,7 +384,7 @@ def test_a_transaction_lists_an_alias_prefix(
     runs: List[int] = []
 
     def close_all(tx: Any) -> int:
-        listed = tx.list(open_orders).items
+        listed = list(tx.list(open_orders))
         runs.append(len(listed))
         if len(runs) == 1:
             # Another writer adds an open order after the listing: the commit must see it.

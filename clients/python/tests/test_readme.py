@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import List
 
+import pytest
+
 from .conftest import ADMIN_TOKEN, TOKEN, Server
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -15,12 +17,12 @@ DEFAULT = 'Client("http://127.0.0.1:7070")'
 
 
 def snippets() -> List[str]:
-    """The README's Python snippets: the quick start, following changes, generated ids,
-    partial updates, transactions, namespaces, alias paths, roles and tokens. (Blocks marked
+    """The README's Python snippets: the quick start, following changes, filters, generated
+    ids, partial updates, transactions, namespaces, alias paths, roles and tokens. (Blocks marked
     ```py, the use of generated code, are shown, not run: scripts/codegen.sh type-checks and
     runs a program like them.)"""
     found = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    assert len(found) == 8
+    assert len(found) == 9
     for snippet in found:
         assert DEFAULT in snippet
     return found
@@ -53,8 +55,19 @@ def test_readme_follow_changes(server: Server) -> None:
     assert run(server, code) == ["{'title': 'from another writer'}"]
 
 
-def test_readme_generated_ids(server: Server) -> None:
+@pytest.mark.needs_filters
+def test_readme_filters(server: Server) -> None:
     snippet = snippets()[2]
+    assert len(snippet.strip().splitlines()) <= 15
+    code = snippet.replace('"/shop-3/', '"/shop-3000/')
+    assert code != snippet and "/shop-3/" not in code
+    printed = ["[{'title': 'order 2'}]", "2", "invalid_filter", "True"]
+    assert run(server, code) == printed
+    assert run(server, code) == printed  # it writes the same orders again
+
+
+def test_readme_generated_ids(server: Server) -> None:
+    snippet = snippets()[3]
     assert len(snippet.strip().splitlines()) <= 10
     code = snippet.replace('"/user-9"', '"/user-9000"')
     assert code != snippet
@@ -62,7 +75,7 @@ def test_readme_generated_ids(server: Server) -> None:
 
 
 def test_readme_partial_updates(server: Server) -> None:
-    snippet = snippets()[3]
+    snippet = snippets()[4]
     assert len(snippet.strip().splitlines()) <= 14
     code = snippet.replace('"/user-10/', '"/user-10000/')
     assert code != snippet
@@ -74,7 +87,7 @@ def test_readme_partial_updates(server: Server) -> None:
 
 
 def test_readme_transactions(server: Server) -> None:
-    snippet = snippets()[4]
+    snippet = snippets()[5]
     assert len(snippet.strip().splitlines()) <= 18
     code = snippet.replace('"/bank-1/', '"/bank-1000/')
     assert code != snippet
@@ -83,7 +96,7 @@ def test_readme_transactions(server: Server) -> None:
 
 
 def test_readme_namespaces(server: Server) -> None:
-    snippet = snippets()[5]
+    snippet = snippets()[6]
     assert len(snippet.strip().splitlines()) <= 18
     code = snippet.replace('"/club-1/', '"/club-1000/')
     assert code != snippet
@@ -96,7 +109,7 @@ def test_readme_namespaces(server: Server) -> None:
 
 
 def test_readme_alias_paths(server: Server) -> None:
-    snippet = snippets()[6]
+    snippet = snippets()[7]
     assert len(snippet.strip().splitlines()) <= 15
     code = snippet.replace('"/club-2/', '"/club-2000/')
     assert code != snippet
@@ -110,7 +123,7 @@ def test_readme_alias_paths(server: Server) -> None:
 
 
 def test_readme_roles_and_tokens(server: Server) -> None:
-    snippet = snippets()[7]
+    snippet = snippets()[8]
     assert len(snippet.strip().splitlines()) <= 18
     code = snippet.replace('"member"', '"member_readme"')
     assert code != snippet

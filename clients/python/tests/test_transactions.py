@@ -66,8 +66,8 @@ def test_reads_see_the_transactions_own_writes(client: Client, group: KeyPath) -
         patched = tx.patch(c, patch=[{"op": "increment", "path": "/m", "value": 2}])
         seen["patch"] = (patched.version, patched.value)
         # The listing: /n-1 replaced, /n-2 gone, /n-5 joined in key order (5 before 10).
-        seen["list"] = values(tx.list(group.add("n")).items)
-        seen["reverse"] = values(tx.list(group.add("n"), reverse=True).items)
+        seen["list"] = values(list(tx.list(group.add("n"))))
+        seen["reverse"] = values(tx.list_page(group.add("n"), reverse=True).items)
         seen["many"] = [i.value if i else None for i in tx.get_many([c, b, a])]
         return seen
 
@@ -95,7 +95,7 @@ def test_pages_show_each_pending_write_once(client: Client, group: KeyPath) -> N
         shown: List[Any] = []
         token: Optional[str] = None
         while True:
-            page = tx.list(group, page_size=3, page_token=token)
+            page = tx.list_page(group, page_size=3, page_token=token)
             shown += values(page.items)
             token = page.next_page_token
             if token is None:
@@ -114,8 +114,8 @@ def test_children_listings_show_nodes_and_respect_bounds(client: Client, group: 
         tx.put(group.add("f", 4), "four")
         tx.put(group.add("f", 9), "out of bounds")
         tx.delete(group.add("f", 1))
-        page = tx.list(group, children=True, lt=group.add("f", 5))
-        return [(str(e.path), "node" if isinstance(e, Node) else e.value) for e in page.items]
+        listed = tx.list(group, children=True, lt=group.add("f", 5))
+        return [(str(e.path), "node" if isinstance(e, Node) else e.value) for e in listed]
 
     assert client.transaction(fn) == [
         (str(group.add("f", 2)), "node"),
@@ -199,10 +199,10 @@ def test_a_listing_changed_in_its_range_runs_it_again(server: Server, client: Cl
 
         def fn(tx: Transaction) -> bool:
             runs.append(1)
-            page = tx.list(orders)
+            listed = list(tx.list(orders))
             if len(runs) == 1:
                 other_write()
-            if len(page.items) >= 5:
+            if len(listed) >= 5:
                 return False
             tx.create(str(orders), {"total": 1})
             return True
@@ -318,7 +318,7 @@ def test_patch_of_a_missing_item_and_misuse(client: Client, group: KeyPath) -> N
     first = client.list_page(group, page_size=1)
     assert first.next_page_token is not None
     with pytest.raises(InvalidRequest):  # a next page of a listing this transaction did not start
-        client.transaction(lambda tx: tx.list(group, page_size=1, page_token=first.next_page_token))
+        client.transaction(lambda tx: tx.list_page(group, page_size=1, page_token=first.next_page_token))
     leaked: List[Transaction] = []
     client.transaction(lambda tx: leaked.append(tx))
     with pytest.raises(RuntimeError):
@@ -340,7 +340,9 @@ def test_async_transactions(server: Server, group: KeyPath) -> None:
                 if runs == 1:
                     await other.put(path, {"n": 10})
                 patched = await tx.patch(path, patch=[{"op": "increment", "path": "/n", "value": 1}])
-                page = await tx.list(group)
+                listed = [entry async for entry in tx.list(group)]
+                assert values(listed) == [patched.value]
+                page = await tx.list_page(group)
                 assert values(page.items) == [patched.value]
                 return int(patched.value["n"])
 
@@ -413,7 +415,7 @@ def test_the_commit_carries_every_read_as_a_condition() -> None:
             tx.put("/a-1/x-5", "blind")  # never read: unconditional
             tx.delete("/a-1/x-4")  # read as absent: only a check
             tx.put("/a-1/x-1", "newer")  # the last write wins, in its first place
-            tx.list("/a-1/o", lte="/a-1/o-5")
+            list(tx.list("/a-1/o", lte="/a-1/o-5"))
             tx.create("/a-1/c", {}, id="sequence")
 
         c.transaction(fn)

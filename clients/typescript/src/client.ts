@@ -16,6 +16,8 @@ import {
 import { KeyPath, toPath, type PathLike } from "./keypath.js";
 import {
   createTarget,
+  fieldsParam,
+  filterParam,
   incrementOperation,
   urlPath,
   type AliasBuild,
@@ -24,10 +26,14 @@ import {
   type Change,
   type ChangePage,
   type ChangesOptions,
+  type CountOptions,
   type CreateOptions,
   type CreateTokenOptions,
   type DeleteChange,
   type Entry,
+  type Fields,
+  type GetManyOptions,
+  type GetOptions,
   type IssuedToken,
   type Item,
   type ListAllOptions,
@@ -263,8 +269,10 @@ function changeFromWire<T>(body: Wire): Change<T> {
     return { op: "put", item, path: item.path, version: item.version };
   }
   if (body.op === "delete") {
-    const change: DeleteChange = { op: "delete", path: KeyPath.parse(body.path as string), version: body.version as number };
-    return body.alias == null ? change : { ...change, alias: KeyPath.parse(body.alias as string) };
+    let change: DeleteChange = { op: "delete", path: KeyPath.parse(body.path as string), version: body.version as number };
+    if (body.alias != null) change = { ...change, alias: KeyPath.parse(body.alias as string) };
+    if (body.left === true) change = { ...change, left: true };
+    return change;
   }
   throw new TypeError(`unknown change op ${JSON.stringify(body.op)}`);
 }
@@ -299,6 +307,25 @@ function eitherSignal(timeout: AbortSignal, caller: AbortSignal): { signal: Abor
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Adds a listing's (or a read's) `filter`, `fields` and `max_scan` to `params`, where given. */
+function filtered(params: Record<string, string>, options: { filter?: string; fields?: Fields; maxScan?: number }): Record<string, string> {
+  if (options.filter !== undefined) params.filter = filterParam(options.filter);
+  if (options.fields !== undefined) params.fields = fieldsParam(options.fields);
+  if (options.maxScan !== undefined) params.max_scan = String(options.maxScan);
+  return params;
+}
+
+/** A listing's range as query parameters. */
+function rangeParams(options: { children?: boolean; gt?: PathLike; gte?: PathLike; lt?: PathLike; lte?: PathLike }): Record<string, string> {
+  const params: Record<string, string> = {};
+  if (options.children) params.children = "true";
+  for (const name of ["gt", "gte", "lt", "lte"] as const) {
+    const bound = options[name];
+    if (bound !== undefined) params[name] = toPath(bound).toString();
+  }
+  return params;
+}
 
 /**
  * A client for a PathDB server.
@@ -507,9 +534,14 @@ export class Client {
     return this.#write<T>("PATCH", contentType, path, document, options, params);
   }
 
-  /** The item at `path`, or null. */
-  async get<T = unknown>(path: PathLike): Promise<Item<T> | null> {
-    return this.#itemOrNull<T>(await this.#send({ method: "GET", route: "/v1/items/" + urlPath(toPath(path)) }));
+  /**
+   * The item at `path`, or null. `fields` (`["title", "author.name"]` or `"title,author.name"`) keeps
+   * only those members of the value (its `version` is still the item's).
+   */
+  async get<T = unknown>(path: PathLike, options: GetOptions = {}): Promise<Item<T> | null> {
+    const params: Record<string, string> = {};
+    if (options.fields !== undefined) params.fields = fieldsParam(options.fields);
+    return this.#itemOrNull<T>(await this.#send({ method: "GET", route: "/v1/items/" + urlPath(toPath(path)), params }));
   }
 
   /** A past version of the item at `path`, from its history. Throws `NotFound`. */
@@ -579,12 +611,20 @@ export class Client {
     return this.#json(response);
   }
 
-  /** The items at `paths` (at most 100), read from one snapshot, null where missing. */
-  async getMany<T = unknown>(paths: Iterable<PathLike>): Promise<(Item<T> | null)[]> {
+  /**
+   * The items at `paths` (at most 100), read from one snapshot, null where missing. With `filter`
+   * (a CEL expression, see {@link list}), an item it does not match is null too, as if missing;
+   * `fields` projects each value, as in {@link get}.
+   */
+  async getMany<T = unknown>(paths: Iterable<PathLike>, options: GetManyOptions = {}): Promise<(Item<T> | null)[]> {
     const keyPaths = [...paths].map(toPath);
+    const params: Record<string, string> = {};
+    if (options.filter !== undefined) params.filter = filterParam(options.filter);
+    if (options.fields !== undefined) params.fields = fieldsParam(options.fields);
     const response = await this.#send({
       method: "POST",
       route: "/v1/get",
+      params,
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ paths: keyPaths.map(String) }),
     });
@@ -599,19 +639,17 @@ export class Client {
   /**
    * One page of the items under `prefix` (the item at `prefix`, then its subtree, in key order);
    * with `children: true`, the children of `prefix`: each as its item, or as a {@link Node} when
-   * only items below it exist.
+   * only items below it exist. `filter`, `fields` and `maxScan` as in {@link list}: a filtered page
+   * reads at most `maxScan` items, so it may hold fewer than `pageSize`, even none, and still have a
+   * `nextPageToken` (its `scanned` says how many it read).
    */
   listPage<T = unknown>(prefix: PathLike, options: ListPageOptions & { children: true }): Promise<Page<T, Entry<T>>>;
   listPage<T = unknown>(prefix: PathLike, options?: ListPageOptions & { children?: false }): Promise<Page<T>>;
   listPage<T = unknown>(prefix: PathLike, options?: ListPageOptions): Promise<Page<T, Entry<T>>>;
   async listPage<T = unknown>(prefix: PathLike, options: ListPageOptions = {}): Promise<Page<T, Entry<T>>> {
-    const params: Record<string, string> = {};
-    if (options.children) params.children = "true";
+    const params = rangeParams(options);
     if (options.reverse) params.reverse = "true";
-    for (const name of ["gt", "gte", "lt", "lte"] as const) {
-      const bound = options[name];
-      if (bound !== undefined) params[name] = toPath(bound).toString();
-    }
+    filtered(params, options);
     if (options.pageSize !== undefined) params.limit = String(options.pageSize);
     if (options.pageToken != null) params.page_token = options.pageToken;
     const response = await this.#send({ method: "GET", route: "/v1/list/" + urlPath(toPath(prefix)), params });
@@ -620,12 +658,46 @@ export class Client {
       items: (body.items as Wire[]).map((i) => entryFromWire<T>(i)),
       nextPageToken: (body.next_page_token as string | null | undefined) ?? null,
       changesToken: (body.changes_token as string | null | undefined) ?? null,
+      scanned: (body.scanned as number | null | undefined) ?? null,
     };
+  }
+
+  /**
+   * How many items under `prefix` (in the range `children` and the bounds give, as in {@link list})
+   * match `filter` (every item without one), without reading them here. The server counts up to
+   * `maxScan` items per request (default 1000, at most 100000); a longer range takes several
+   * requests, which this follows and adds up. Like a listing followed page by page, it is not one
+   * snapshot: items written meanwhile may or may not count.
+   */
+  async count(prefix: PathLike, options: CountOptions = {}): Promise<number> {
+    const route = "/v1/list/" + urlPath(toPath(prefix));
+    const base = rangeParams(options);
+    if (options.filter !== undefined) base.filter = filterParam(options.filter);
+    if (options.maxScan !== undefined) base.max_scan = String(options.maxScan);
+    let total = 0;
+    let pageToken: string | null = null;
+    do {
+      options.signal?.throwIfAborted();
+      const params: Record<string, string> = { count: "true", ...base };
+      if (pageToken !== null) params.page_token = pageToken;
+      const body = await this.#json(await this.#send({ method: "GET", route, params, signal: options.signal }));
+      total += body.count as number;
+      pageToken = (body.next_page_token as string | null | undefined) ?? null;
+    } while (pageToken !== null);
+    return total;
   }
 
   /**
    * Every item under `prefix` (or the first `limit`), following page tokens:
    * `for await (const item of db.list(p))`. With `children: true`, entries as {@link listPage}.
+   *
+   * `filter` is a CEL expression over each item (docs/filters.md): `value` (its JSON value), `path`
+   * (its text), `ids` (namespace to id), `version`, `created_at` and `modified_at` (microseconds);
+   * only the items it is true for are listed: `{ filter: 'value.status == "open" && value.total > 100' }`.
+   * An invalid one throws `InvalidFilter` (with its `position`). `fields` keeps only those members
+   * of each value (`["title", "author.name"]`). `maxScan` is how many items each page reads at most
+   * (default 1000): a filtered page may come back with fewer items, even none; this follows the page
+   * tokens across such pages to the end.
    */
   list<T = unknown>(prefix: PathLike, options: ListAllOptions & { children: true }): AsyncGenerator<Entry<T>, void, undefined>;
   list<T = unknown>(prefix: PathLike, options?: ListAllOptions & { children?: false }): AsyncGenerator<Item<T>, void, undefined>;
@@ -676,9 +748,15 @@ export class Client {
    * changes, and the current position as `nextToken`. Throws `TokenExpired` for a token older than
    * the server keeps changes, `InvalidRequest` (`invalid_change_token`) for one that is not a token
    * of this prefix's group.
+   *
+   * With `filter` (a CEL expression, as in {@link list}), only the changes that matter to the
+   * filtered result: an item that enters it or changes while matching is a `"put"`, one that leaves
+   * it (it matched before the change, not after) a `"delete"` with `left: true`; changes of items
+   * that match neither before nor after are left out.
    */
   async changes<T = unknown>(prefix: PathLike, options: ChangesOptions = {}): Promise<ChangePage<T>> {
     const params: Record<string, string> = {};
+    if (options.filter !== undefined) params.filter = filterParam(options.filter);
     const request: Request = { method: "GET", route: "/v1/changes/" + urlPath(toPath(prefix)), params, signal: options.signal };
     if (options.since != null) {
       params.since = options.since;
@@ -696,7 +774,8 @@ export class Client {
    * Every change under `prefix` after `since` (from where iterating starts without it), as it
    * commits: an endless async iterator that long-polls `changes`. `for await (const change of
    * db.watch(prefix, { since }))`; `break` (or the `signal`) stops it. Errors (`TokenExpired`,
-   * `Unavailable`, ...) end it; resume from its `token`.
+   * `Unavailable`, ...) end it; resume from its `token`. With `filter`, only the changes that
+   * matter to the filtered result, as in {@link changes}.
    */
   watch<T = unknown>(prefix: PathLike, options: WatchOptions = {}): Watch<T> {
     return new Watch<T>(this, toPath(prefix), options);
@@ -734,7 +813,7 @@ export class Client {
   /**
    * Runs `fn(tx)` as an interactive transaction and resolves to what it returned.
    *
-   * `fn` reads (`tx.get`, `tx.getMany`, `tx.list`) and writes (`tx.put`, `tx.patch`, `tx.create`,
+   * `fn` reads (`tx.get`, `tx.getMany`, `tx.list`, `tx.listPage`) and writes (`tx.put`, `tx.patch`, `tx.create`,
    * `tx.delete`) through `tx`; the writes commit together, all or nothing, in one `transact`, and
    * only if nothing `fn` read through `tx` (items, their absence, listings) changed meanwhile. When
    * something did, `fn` runs again from the start, on what is there now, after a random pause below
@@ -1106,12 +1185,13 @@ export class Watch<T = unknown> implements AsyncIterable<Change<T>> {
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Change<T>, void, undefined> {
-    const { waitSeconds = 30, limit, signal } = this.#options;
+    const { waitSeconds = 30, limit, signal, filter } = this.#options;
+    const filtering: ChangesOptions = filter === undefined ? {} : { filter };
     for (;;) {
       signal?.throwIfAborted();
-      const since = this.#token ?? (await this.#client.changes(this.#prefix, { signal })).nextToken;
+      const since = this.#token ?? (await this.#client.changes(this.#prefix, { ...filtering, signal })).nextToken;
       this.#token = since;
-      const options: ChangesOptions = { since, waitSeconds, signal };
+      const options: ChangesOptions = { ...filtering, since, waitSeconds, signal };
       if (limit !== undefined) options.limit = limit;
       const page = await this.#client.changes<T>(this.#prefix, options);
       for (const [i, change] of page.changes.entries()) {

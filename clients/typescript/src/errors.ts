@@ -119,6 +119,29 @@ export class InvalidRequest extends PathDBError {
   override name = "InvalidRequest";
 }
 
+/**
+ * A listing's, a read's, a change feed's or a listing check's `filter` is not a valid filter (HTTP
+ * 400 `invalid_filter`): it does not parse, uses a name other than the item's (`value`, `path`,
+ * `ids`, `version`, `created_at`, `modified_at`), is empty, too long or nests too deep.
+ * `position` is the character offset in the filter where the problem is (undefined when the server
+ * names none); the message says what it is. Nothing was read or written.
+ */
+export class InvalidFilter extends InvalidRequest {
+  override name = "InvalidFilter";
+  readonly position: number | undefined;
+
+  constructor(
+    message: string,
+    code = "invalid_filter",
+    status: number | undefined = 400,
+    index?: number,
+    options: { position?: number | undefined } = {},
+  ) {
+    super(message, code, status, index);
+    this.position = options.position;
+  }
+}
+
 /** A token issued for a role that does not exist (HTTP 422 `unknown_role`): create the role first (`putRole`). Nothing was issued. */
 export class UnknownRole extends InvalidRequest {
   override name = "UnknownRole";
@@ -376,6 +399,7 @@ export function errorFor(status: number, code: string, message: string, index?: 
       checked: integerOf(detail.checked),
     });
   }
+  if (code === "invalid_filter") return new InvalidFilter(message, code, status, index, { position: integerOf(detail.position) });
   if (status === 401) return new Unauthorized(message, code, status, index, { reason: stringOf(detail.reason) });
   if (status === 403) {
     return new Forbidden(message, code, status, index, { operation: stringOf(detail.operation), path: pathOf(detail.path) });

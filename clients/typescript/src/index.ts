@@ -6,7 +6,7 @@
 export { Client, Watch } from "./client.js";
 export type { ClientOptions } from "./client.js";
 export { Check, CheckList, Create, Created, Delete, Increment, Merge, Patch, Put, urlPath } from "./model.js";
-export { MAX_TRANSACTION_ATTEMPTS, PendingCreate, Transaction } from "./transaction.js";
+export { MAX_TRANSACTION_ATTEMPTS, PendingCreate, Transaction, TransactionListing } from "./transaction.js";
 export type { TxPatch } from "./transaction.js";
 export type {
   AliasBuild,
@@ -17,10 +17,14 @@ export type {
   ChangePage,
   CheckListOptions,
   ChangesOptions,
+  CountOptions,
   CreateOptions,
   CreateTokenOptions,
   DeleteChange,
   Entry,
+  Fields,
+  GetManyOptions,
+  GetOptions,
   IdKind,
   IssuedToken,
   Item,
@@ -48,6 +52,8 @@ export type {
   SchemaCheck,
   Session,
   TokenInfo,
+  TransactionListOptions,
+  TransactionListPageOptions,
   VarValue,
   ViolatingItem,
   ViolationsPage,
@@ -64,6 +70,7 @@ export {
   DestinationNotEmpty,
   Forbidden,
   InsufficientStorage,
+  InvalidFilter,
   InvalidRequest,
   InvalidRole,
   NotFound,

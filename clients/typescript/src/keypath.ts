@@ -502,8 +502,13 @@ const CHECKED: unique symbol = Symbol("checked");
  * A key path such as `/user-7/post-2`: immutable; `toString()` is its canonical text, and two
  * paths are `equals` exactly when their canonical texts are equal (use the text as a Map key).
  *
+ * Compare paths with `equals`, never with `===` or `==`: those compare objects, so two
+ * `KeyPath`s of the same path are not `===`, and a `KeyPath` is never `===` its text
+ * (`item.path === "/user-7/post-2"` is always false). `a.equals(b)` takes a path or its text.
+ *
  * ```ts
  * KeyPath.parse("/user-7/post-2").equals(new KeyPath().add("user", 7).add("post", 2n)); // true
+ * KeyPath.parse("/user-7/post-2").equals("/user-7/post-2"); // true
  * new KeyPath().add("tag", "7").toString(); // "/tag-%7"
  * ```
  */
@@ -610,9 +615,22 @@ export class KeyPath {
     return a.compare(b);
   }
 
-  /** Whether `other` is the same path (the same typed elements). */
-  equals(other: KeyPath | string): boolean {
-    return this.toString() === (typeof other === "string" ? KeyPath.parse(other).toString() : other.toString());
+  /**
+   * Whether `other` is the same path (the same typed elements): a `KeyPath`, or a text, which is
+   * parsed (`"/a-%b"` is the path `/a-b`; `"/tag-7"`, the integer 7, is not `/tag-%7`, the string
+   * "7"). A text that is not a key path, `null` and `undefined` are no path: false. Use this, not
+   * `===` (which compares objects).
+   */
+  equals(other: KeyPath | string | null | undefined): boolean {
+    if (other instanceof KeyPath) return this.#text === other.#text;
+    if (typeof other !== "string") return false;
+    if (other === this.#text) return true;
+    try {
+      return KeyPath.parse(other).#text === this.#text;
+    } catch (e) {
+      if (e instanceof InvalidKeyPath) return false;
+      throw e;
+    }
   }
 
   /** The canonical text. */

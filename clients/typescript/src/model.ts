@@ -44,11 +44,16 @@ export type Entry<T = unknown> = Item<T> | Node;
  * first page (no `pageToken`) also has `changesToken`: the change feed's position at this
  * listing, to follow the prefix from with `changes` or `watch` without a gap (null on later pages).
  * A children listing's page holds entries (`Page<T, Entry<T>>`); a subtree listing's, items.
+ * `scanned` is how many items the server read for this page: those on it and those a `filter` left
+ * out (null from a server that does not say). A filtered page stops after `maxScan` items read, so
+ * it may hold fewer items than asked for, even none, and still have a `nextPageToken`: follow it
+ * until it is null.
  */
 export interface Page<T = unknown, E = Item<T>> {
   readonly items: E[];
   readonly nextPageToken: string | null;
   readonly changesToken: string | null;
+  readonly scanned: number | null;
 }
 
 /** A change of the feed: the item was created or replaced; `item` is as that commit wrote it. */
@@ -64,13 +69,16 @@ export interface PutChange<T = unknown> {
 /**
  * A change of the feed: the item at `path` was deleted or expired; `version` is the version removed.
  * In the feed of an alias prefix, `alias` is the alias path the item left (it was deleted, or its
- * member changed).
+ * member changed). In a filtered feed (`changes(prefix, { filter })`), `left` is true when the item
+ * was not deleted but no longer matches the filter (it matched before this change): `version` is
+ * then the version that stopped matching. Either way, drop it from what you hold.
  */
 export interface DeleteChange {
   readonly op: "delete";
   readonly path: KeyPath;
   readonly version: number;
   readonly alias?: KeyPath;
+  readonly left?: boolean;
 }
 
 /**
@@ -88,6 +96,12 @@ export interface ChangePage<T = unknown> {
 export interface ChangesOptions {
   /** A listing's `changesToken` or a page's `nextToken`; without it, no changes and the current position. */
   since?: string | null;
+  /**
+   * Only the changes that matter to this filter's result (a CEL expression, see {@link ListOptions}):
+   * an item entering it or changing while it matches is a `"put"`, one leaving it a `"delete"`
+   * with `left: true`.
+   */
+  filter?: string;
   /** At most this many changes, 1..=1000 (default 100); a page never ends inside a transaction. */
   limit?: number;
   /** With `since` and no change yet: wait up to this many seconds (0..=60) for one to commit. */
@@ -99,6 +113,8 @@ export interface ChangesOptions {
 export interface WatchOptions {
   /** Where to start; without it, the position when iterating starts. */
   since?: string | null;
+  /** Only the changes that matter to this filter's result, as in {@link ChangesOptions}. */
+  filter?: string;
   /** How long each long poll waits for a change, 1..=60 seconds (default 30). */
   waitSeconds?: number;
   /** Changes per request, 1..=1000 (default 100). */
@@ -168,19 +184,99 @@ export interface ListOptions {
   gte?: PathLike;
   lt?: PathLike;
   lte?: PathLike;
+  /**
+   * Only the items this CEL expression is true for (docs/filters.md): it sees `value` (the item's
+   * JSON value), `path` (its text), `ids` (namespace to id), `version`, `created_at` and
+   * `modified_at` (microseconds): `'value.status == "open" && value.total > 100'`. An error (a
+   * missing member) is no match; a children listing's nodes never match. An invalid filter throws
+   * `InvalidFilter`.
+   */
+  filter?: string;
+  /** Items a page reads at most, 1..=100000 (default 1000): a filtered page may hold fewer items, even none. */
+  maxScan?: number;
 }
+
+/**
+ * The members of a value a read keeps: dotted member paths, as an array (`["title", "author.name"]`)
+ * or their comma-separated text (`"title,author.name"`).
+ */
+export type Fields = string | readonly string[];
 
 export interface ListAllOptions extends ListOptions {
   /** At most this many items in all. */
   limit?: number;
   /** Items per request, 1..=1000 (default 100). */
   pageSize?: number;
+  /** Only these members of each value (see {@link Fields}). */
+  fields?: Fields;
 }
 
 export interface ListPageOptions extends ListOptions {
   /** Items in this page, 1..=1000 (default 100). */
   pageSize?: number;
   pageToken?: string | null;
+  /** Only these members of each value (see {@link Fields}). */
+  fields?: Fields;
+}
+
+/** A transaction's `listPage`: a range, a filter, a page (no `fields`: the transaction's view is of whole values). */
+export interface TransactionListPageOptions extends ListOptions {
+  /** Items in this page, 1..=1000 (default 100). */
+  pageSize?: number;
+  pageToken?: string | null;
+}
+
+/** A transaction's `list`: a range, a filter, how many in all and per request. */
+export interface TransactionListOptions extends ListOptions {
+  /** At most this many entries in all. */
+  limit?: number;
+  /** Entries per request, 1..=1000 (default 100). */
+  pageSize?: number;
+  /** @deprecated Start at this page: use `tx.listPage(prefix, { pageToken })` for pages. */
+  pageToken?: string | null;
+}
+
+/** What `count` counts: a listing's range and filter. */
+export interface CountOptions {
+  /** Only the items this filter matches (see {@link ListOptions}); every item without one. */
+  filter?: string;
+  /** The direct children of the prefix. */
+  children?: boolean;
+  gt?: PathLike;
+  gte?: PathLike;
+  lt?: PathLike;
+  lte?: PathLike;
+  /** Items a request counts at most, 1..=100000 (default 1000); a longer range takes more requests. */
+  maxScan?: number;
+  /** Aborts the count: the call rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
+}
+
+export interface GetOptions {
+  /** Only these members of the value (see {@link Fields}); the version stays the item's. */
+  fields?: Fields;
+}
+
+export interface GetManyOptions extends GetOptions {
+  /** An item this filter (see {@link ListOptions}) does not match is null, like a missing one. */
+  filter?: string;
+}
+
+/** `fields` as the `fields` query parameter: the member paths joined by commas, checked. */
+export function fieldsParam(fields: Fields): string {
+  if (typeof fields === "string") return fields;
+  if (!Array.isArray(fields) || fields.length === 0) throw new RangeError("fields names at least one member");
+  for (const name of fields as readonly unknown[]) {
+    if (typeof name !== "string") throw new TypeError(`a field is a string (a dotted member path), not ${typeof name}`);
+    if (name === "" || name.includes(",")) throw new RangeError(`a field is a non-empty dotted member path without ',': ${JSON.stringify(name)}`);
+  }
+  return fields.join(",");
+}
+
+/** A filter as the wire takes it, checked to be a string (the server checks the expression). */
+export function filterParam(filter: unknown): string {
+  if (typeof filter !== "string") throw new TypeError(`a filter is a string (a CEL expression), not ${typeof filter}`);
+  return filter;
 }
 
 /**
@@ -491,6 +587,8 @@ export class Check {
 
 /** The range options of a listing, and what it showed, for a {@link CheckList}. */
 export interface CheckListOptions {
+  /** The listing's filter: only a change to its filtered result (an item entering, changing in or leaving it) fails the check. */
+  filter?: string;
   children?: boolean;
   gt?: PathLike;
   gte?: PathLike;
@@ -529,6 +627,7 @@ export class CheckList {
       for (const [path, version] of entries as Iterable<readonly [PathLike, number]>) seen[toPath(path).toString()] = version;
       this.#wire.seen = seen;
     }
+    if (options.filter !== undefined) this.#wire.filter = filterParam(options.filter);
   }
   toWire(): Wire {
     return { ...this.#wire };

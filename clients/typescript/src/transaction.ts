@@ -10,8 +10,20 @@
  * has the design; this follows the Rust `Store::transaction` (crates/pathdb-store/src/interactive.rs).
  */
 
-import { Check, CheckList, Create, Delete, Put } from "./model.js";
-import type { Entry, IdKind, Item, ListPageOptions, Node, Op, Page, PatchOperation, TransactionReads } from "./model.js";
+import { Check, CheckList, Create, Delete, Put, filterParam } from "./model.js";
+import type {
+  Entry,
+  IdKind,
+  Item,
+  ListPageOptions,
+  Node,
+  Op,
+  Page,
+  PatchOperation,
+  TransactionListOptions,
+  TransactionListPageOptions,
+  TransactionReads,
+} from "./model.js";
 import { InvalidRequest, NotFound } from "./errors.js";
 import { KeyPath, covers, toPath, type PathLike } from "./keypath.js";
 import { copyJson, jsonPatch, mergePatch } from "./patch.js";
@@ -42,7 +54,7 @@ function truncate(p: KeyPath, length: number): KeyPath {
   return out;
 }
 
-/** A listing read in the transaction: its range, its first page's token, what it showed. */
+/** A listing read in the transaction: its range and filter, its first page's token, what it showed. */
 export class Listing {
   readonly seen = new Map<string, { path: KeyPath; version: number }>();
   /** A page token -> the key of the last entry of the page that returned it (the next page starts after it). */
@@ -53,6 +65,7 @@ export class Listing {
     readonly children: boolean,
     readonly bounds: { gt?: KeyPath; gte?: KeyPath; lt?: KeyPath; lte?: KeyPath },
     readonly token: string,
+    readonly filter: string | null = null,
   ) {}
 
   /** The prefix's child that `path` is or lies under (null for the prefix itself). */
@@ -81,6 +94,7 @@ export class Listing {
       children: this.children,
       ...this.bounds,
       seen: [...this.seen.values()].map(({ path, version }) => [path, version] as const),
+      ...(this.filter !== null && { filter: this.filter }),
     });
   }
 }
@@ -198,13 +212,14 @@ export class RunState {
     bounds: Listing["bounds"],
     prefix: KeyPath,
     children: boolean,
+    filter: string | null = null,
   ): Listing {
     let listing = known;
     if (listing === undefined) {
       if (page.changesToken === null) {
         throw new InvalidRequest("the server gave the listing's first page no changesToken: it cannot check listings (an older server?)", "invalid_request");
       }
-      listing = new Listing(prefix, children, bounds, page.changesToken);
+      listing = new Listing(prefix, children, bounds, page.changesToken, filter);
       this.listings.set(key, listing);
     }
     for (const entry of page.items) {
@@ -220,6 +235,9 @@ export class RunState {
 
   /** Whether a key is this page's share of the range: after the previous page's last entry, up to its own last when more follow. */
   within(listing: Listing, page: Page<unknown, Entry<unknown>>, reverse: boolean, pageToken: string | null): (key: Uint8Array) => boolean {
+    // An empty page with a next one (a filtered page stops after maxScan items): where it stopped is
+    // the server's secret, so what would join it joins a later page.
+    if (page.nextPageToken !== null && page.items.length === 0) return () => false;
     const start = pageToken === null ? undefined : listing.after.get(pageToken);
     const last = page.items[page.items.length - 1];
     const end = page.nextPageToken !== null && last !== undefined ? position(last).encode() : undefined;
@@ -233,14 +251,25 @@ export class RunState {
     return [...this.writes.values()].filter((w) => listing.covers(w.path));
   }
 
-  /** The paths the overlay reads first: items put here that join the page (their view's version is the read + 1). */
+  /**
+   * The paths the overlay reads first: items put here that join the page (their view's version is
+   * the read + 1). A filtered listing cannot show them: whether a value put here matches the filter
+   * is the server's to say (the client does not evaluate filters), so such a page is refused rather
+   * than shown wrong.
+   */
   overlayReads(listing: Listing, page: Page<unknown, Entry<unknown>>, reverse: boolean, pageToken: string | null): KeyPath[] {
     const within = this.within(listing, page, reverse, pageToken);
-    return this.unread(
-      this.#overlaid(listing)
-        .filter(({ path, pending }) => pending.kind === "put" && !(listing.children && path.length > listing.prefix.length + 1) && within(path.encode()))
-        .map(({ path }) => path),
-    );
+    const joining = this.#overlaid(listing)
+      .filter(({ path, pending }) => pending.kind === "put" && !(listing.children && path.length > listing.prefix.length + 1) && within(path.encode()))
+      .map(({ path }) => path);
+    if (listing.filter !== null && joining.length > 0) {
+      throw new InvalidRequest(
+        `a filtered listing of ${listing.prefix} cannot show what this transaction put in its range (${joining[0]}): ` +
+          "the client cannot tell whether a value put here matches the filter. List before writing there, or list without a filter",
+        "invalid_request",
+      );
+    }
+    return this.unread(joining);
   }
 
   /**
@@ -252,13 +281,19 @@ export class RunState {
     const within = this.within(listing, page, reverse, pageToken);
     const last = page.items[page.items.length - 1];
     if (page.nextPageToken !== null && last !== undefined) listing.after.set(page.nextPageToken, position(last).encode());
+    else if (page.nextPageToken !== null && pageToken !== null && listing.after.has(pageToken)) {
+      // An empty page: the next starts where this one did, as far as the overlay knows.
+      listing.after.set(page.nextPageToken, listing.after.get(pageToken)!);
+    }
     const writes = this.#overlaid(listing);
     if (writes.length === 0) return page;
     let entries: Entry<T>[] = [...page.items];
     for (const { path, pending } of writes) {
       if (listing.children && path.length > listing.prefix.length + 1) {
         const child = listing.childOf(path);
-        if (child !== null && pending.kind === "put" && within(child.encode()) && !entries.some((e) => e.path.equals(child))) {
+        // A node never matches a filter.
+        const shown = child !== null && entries.some((e) => e.path.equals(child));
+        if (child !== null && listing.filter === null && pending.kind === "put" && within(child.encode()) && !shown) {
           const node: Node = { path: child, node: true };
           insertSorted(entries, node, reverse);
         }
@@ -270,7 +305,7 @@ export class RunState {
         if (item !== null) insertSorted(entries, item, reverse);
       }
     }
-    return { items: entries, nextPageToken: page.nextPageToken, changesToken: page.changesToken };
+    return { items: entries, nextPageToken: page.nextPageToken, changesToken: page.changesToken, scanned: page.scanned };
   }
 
   /** The transaction to commit (empty when the callback neither read nor wrote). */
@@ -325,15 +360,93 @@ export function stateOf(tx: Transaction): RunState {
   return states.get(tx)!;
 }
 
-function rangeKey(prefix: KeyPath, children: boolean, bounds: Listing["bounds"]): string {
+function rangeKey(prefix: KeyPath, children: boolean, bounds: Listing["bounds"], filter: string | null): string {
   const b = (p: KeyPath | undefined) => (p === undefined ? null : p.toString());
-  return JSON.stringify([prefix.toString(), children, b(bounds.gt), b(bounds.gte), b(bounds.lt), b(bounds.lte)]);
+  return JSON.stringify([prefix.toString(), children, b(bounds.gt), b(bounds.gte), b(bounds.lt), b(bounds.lte), filter]);
+}
+
+const warned = new Set<string>();
+
+/** Warns once per message: a Node `DeprecationWarning`, or `console.warn` where there is no `process`. */
+function deprecated(code: string, message: string): void {
+  if (warned.has(code)) return;
+  warned.add(code);
+  const proc = (globalThis as { process?: { emitWarning?: (warning: string, options: { type: string; code: string }) => void } }).process;
+  if (typeof proc?.emitWarning === "function") proc.emitWarning(message, { type: "DeprecationWarning", code });
+  else console.warn(`DeprecationWarning: ${message}`);
+}
+
+const PAGE_OF_LIST =
+  "tx.list(...) iterates the listing's items now, as Client.list does (for await (const item of tx.list(prefix))); " +
+  "awaiting it gives its first page, which is deprecated: use tx.listPage(...) for one page";
+
+/**
+ * What `tx.list` returns: an async iterable over the listing's entries (its items, and with
+ * `children` its nodes), with the transaction's own writes applied, that reads the listing's pages
+ * through the transaction as the loop goes (so each is checked at the commit):
+ * `for await (const item of tx.list(prefix))`. Iterate it inside the callback.
+ *
+ * It is also a `PromiseLike` of the listing's first page, for code from when `tx.list` resolved to
+ * one page (`(await tx.list(prefix)).items`): deprecated, with a `DeprecationWarning`; use
+ * `tx.listPage`. (So returning `tx.list(...)` from an async function resolves to that page.)
+ */
+export class TransactionListing<T = unknown, E = Item<T>> implements AsyncIterable<E>, PromiseLike<Page<T, E>> {
+  readonly #read: (pageSize: number | undefined, pageToken: string | null) => Promise<Page<T, Entry<T>>>;
+  readonly #pending: E[] = [];
+  #remaining: number | undefined;
+  readonly #pageSize: number | undefined;
+  #token: string | null;
+  #done: boolean;
+  #first: Promise<Page<T, E>> | undefined;
+
+  constructor(
+    read: (pageSize: number | undefined, pageToken: string | null) => Promise<Page<T, Entry<T>>>,
+    options: { limit?: number | undefined; pageSize?: number | undefined; pageToken?: string | null | undefined },
+  ) {
+    this.#read = read;
+    this.#remaining = options.limit;
+    this.#pageSize = options.pageSize;
+    this.#token = options.pageToken ?? null;
+    this.#done = options.limit !== undefined && options.limit <= 0;
+  }
+
+  /** Reads the next page and queues its entries (those within the limit). */
+  async #next(): Promise<Page<T, E>> {
+    const remaining = this.#remaining;
+    const size = remaining === undefined ? this.#pageSize : Math.min(this.#pageSize ?? 100, remaining, 1000);
+    const page = (await this.#read(size, this.#token)) as unknown as Page<T, E>;
+    this.#pending.push(...(remaining === undefined ? page.items : page.items.slice(0, remaining)));
+    if (remaining !== undefined) this.#remaining = remaining - page.items.length;
+    this.#token = page.nextPageToken;
+    this.#done = this.#token === null || (this.#remaining !== undefined && this.#remaining <= 0);
+    return page;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<E, void, undefined> {
+    if (this.#first !== undefined) await this.#first;
+    for (;;) {
+      while (this.#pending.length > 0) yield this.#pending.shift()!;
+      if (this.#done) return;
+      await this.#next();
+    }
+  }
+
+  /** @deprecated `await tx.list(prefix)` resolves to its first page: use `tx.listPage(prefix)`, or iterate `tx.list`. */
+  then<R1 = Page<T, E>, R2 = never>(
+    onfulfilled?: ((page: Page<T, E>) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    deprecated("PATHDB_TX_LIST_PAGE", PAGE_OF_LIST);
+    this.#first ??= this.#done ? Promise.resolve({ items: [], nextPageToken: null, changesToken: null, scanned: null }) : this.#next();
+    return this.#first.then(onfulfilled, onrejected);
+  }
 }
 
 /**
  * The callback's handle in `Client.transaction`: reads that the commit checks, and writes that
- * commit together, all or nothing. `get`, `getMany`, `list` and `patch` read (await them); `put`,
- * `create` and `delete` only record a write.
+ * commit together, all or nothing. `get`, `getMany`, `listPage` and `patch` read (await them),
+ * `list` iterates (`for await (const item of tx.list(prefix))`); `put`, `create` and `delete`
+ * only record a write.
  */
 export class Transaction {
   readonly #client: TransactionReads;
@@ -374,28 +487,70 @@ export class Transaction {
 
   /**
    * One page of a listing (as `Client.listPage`), with this transaction's writes in its range
-   * applied. The commit fails if anything in the listing's range changes after its first page: read
-   * the first page here, then the next ones with its page tokens (a `pageToken` of a listing whose
-   * first page this transaction did not read throws `InvalidRequest`).
+   * applied. The commit fails if anything in the listing's range (with `filter`: in its filtered
+   * result) changes after its first page: read the first page here, then the next ones with its page
+   * tokens (a `pageToken` of a listing whose first page this transaction did not read throws
+   * `InvalidRequest`). A filtered page may be empty and still have a `nextPageToken`; a filtered
+   * listing cannot show what this transaction put in its range (`InvalidRequest`: the client does
+   * not evaluate filters), so list it before writing there.
    */
-  list<T = unknown>(prefix: PathLike, options: ListPageOptions & { children: true }): Promise<Page<T, Entry<T>>>;
-  list<T = unknown>(prefix: PathLike, options?: ListPageOptions & { children?: false }): Promise<Page<T>>;
-  list<T = unknown>(prefix: PathLike, options?: ListPageOptions): Promise<Page<T, Entry<T>>>;
-  async list<T = unknown>(prefix: PathLike, options: ListPageOptions = {}): Promise<Page<T, Entry<T>>> {
-    const state = this.#state;
+  listPage<T = unknown>(prefix: PathLike, options: TransactionListPageOptions & { children: true }): Promise<Page<T, Entry<T>>>;
+  listPage<T = unknown>(prefix: PathLike, options?: TransactionListPageOptions & { children?: false }): Promise<Page<T>>;
+  listPage<T = unknown>(prefix: PathLike, options?: TransactionListPageOptions): Promise<Page<T, Entry<T>>>;
+  async listPage<T = unknown>(prefix: PathLike, options: TransactionListPageOptions = {}): Promise<Page<T, Entry<T>>> {
+    return this.#listPage<T>(toPath(prefix), options, options.pageSize, options.pageToken ?? null);
+  }
+
+  /**
+   * Every entry of a listing (or the first `limit`), as `Client.list` iterates them, with this
+   * transaction's writes in its range applied: `for await (const item of tx.list(prefix))`. It
+   * reads the pages through the transaction as the loop goes (`pageSize` each), and the commit
+   * fails if anything in the listing's range changes after its first page (with `filter`, only a
+   * change to the filtered result: an item entering, changing in or leaving it). `filter` and
+   * `maxScan` as in `Client.list`; a filtered listing cannot show items this transaction put in its
+   * range (see {@link listPage}).
+   *
+   * Awaiting it (`await tx.list(prefix)`, from when it resolved to one page) still gives the first
+   * page, deprecated: use {@link listPage}.
+   */
+  list<T = unknown>(prefix: PathLike, options: TransactionListOptions & { children: true }): TransactionListing<T, Entry<T>>;
+  list<T = unknown>(prefix: PathLike, options?: TransactionListOptions & { children?: false }): TransactionListing<T, Item<T>>;
+  list<T = unknown>(prefix: PathLike, options?: TransactionListOptions): TransactionListing<T, Entry<T>>;
+  list<T = unknown>(prefix: PathLike, options: TransactionListOptions = {}): TransactionListing<T, Entry<T>> {
     const path = toPath(prefix);
+    if (options.pageToken != null) {
+      deprecated("PATHDB_TX_LIST_PAGE_TOKEN", "tx.list(prefix, { pageToken }) is deprecated: use tx.listPage(prefix, { pageToken }) for one page");
+    }
+    return new TransactionListing<T, Entry<T>>((pageSize, pageToken) => this.#listPage<T>(path, options, pageSize, pageToken), {
+      limit: options.limit,
+      pageSize: options.pageSize,
+      pageToken: options.pageToken,
+    });
+  }
+
+  async #listPage<T>(
+    path: KeyPath,
+    options: TransactionListPageOptions,
+    pageSize: number | undefined,
+    pageToken: string | null,
+  ): Promise<Page<T, Entry<T>>> {
+    const state = this.#state;
     const children = options.children ?? false;
     const reverse = options.reverse ?? false;
-    const pageToken = options.pageToken ?? null;
+    const filter = options.filter === undefined ? null : filterParam(options.filter);
     const bounds: Listing["bounds"] = {};
     for (const name of ["gt", "gte", "lt", "lte"] as const) {
       const bound = options[name];
       if (bound !== undefined) bounds[name] = toPath(bound);
     }
-    const key = rangeKey(path, children, bounds);
+    const key = rangeKey(path, children, bounds, filter);
     const known = state.listingBefore(key, path, pageToken);
-    const page = await this.#client.listPage<T>(path, options);
-    const listing = state.listed(key, known, page, bounds, path, children);
+    const request: ListPageOptions = { children, reverse, ...bounds, pageToken };
+    if (filter !== null) request.filter = filter;
+    if (options.maxScan !== undefined) request.maxScan = options.maxScan;
+    if (pageSize !== undefined) request.pageSize = pageSize;
+    const page = await this.#client.listPage<T>(path, request);
+    const listing = state.listed(key, known, page, bounds, path, children, filter);
     await this.getMany(state.overlayReads(listing, page, reverse, pageToken));
     return state.overlay(listing, page, reverse, pageToken);
   }

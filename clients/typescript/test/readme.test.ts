@@ -17,15 +17,15 @@ after(async () => {
 });
 
 /**
- * The README's TypeScript snippets: the quick start, following changes, generated ids, partial
- * updates, transactions, namespaces, alias paths, roles and tokens. (Blocks marked ```typescript,
+ * The README's TypeScript snippets: the quick start, following changes, filters, generated ids,
+ * partial updates, transactions, namespaces, alias paths, roles and tokens. (Blocks marked ```typescript,
  * the use of generated code, are shown, not run: scripts/codegen.sh type-checks and runs a program
  * like them.)
  */
 function snippets(): string[] {
   const readme = readFileSync(join(REPO, "clients/typescript/README.md"), "utf8");
   const found = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  assert.equal(found.length, 8);
+  assert.equal(found.length, 9);
   return found;
 }
 
@@ -73,15 +73,26 @@ test("README follow changes", async () => {
   assert.deepEqual(await run(code, "follow"), [[{ title: "from another writer" }]]);
 });
 
-test("README generated ids", async () => {
+test("README filters (needs a server with filters)", async () => {
   const snippet = snippets()[2]!;
+  assert.ok(snippet.trim().split("\n").length <= 17);
+  const code = snippet.replaceAll("/shop-3/", "/shop-3000/");
+  assert.notEqual(code, snippet);
+  for (const round of [1, 2]) {
+    // It writes the same orders again.
+    assert.deepEqual(await run(code, `filters-${round}`), [[{ title: "order 2" }], [2], ["invalid_filter"], [true]]);
+  }
+});
+
+test("README generated ids", async () => {
+  const snippet = snippets()[3]!;
   assert.ok(snippet.trim().split("\n").length <= 11);
   const code = snippet.replaceAll('"/user-9"', '"/user-9000"');
   assert.deepEqual(await run(code, "ids"), [["/user-9000/post-1"], ["/user-9000/order-1/line-1"]]);
 });
 
 test("README partial updates", async () => {
-  const snippet = snippets()[3]!;
+  const snippet = snippets()[4]!;
   assert.ok(snippet.trim().split("\n").length <= 12);
   const code = snippet.replaceAll('"/user-10/', '"/user-10000/');
   assert.notEqual(code, snippet);
@@ -89,7 +100,7 @@ test("README partial updates", async () => {
 });
 
 test("README transactions", async () => {
-  const snippet = snippets()[4]!;
+  const snippet = snippets()[5]!;
   assert.ok(snippet.trim().split("\n").length <= 13);
   const code = snippet.replaceAll('"/shop-1/', '"/shop-1000/');
   assert.notEqual(code, snippet);
@@ -97,7 +108,7 @@ test("README transactions", async () => {
 });
 
 test("README namespaces", async () => {
-  const snippet = snippets()[5]!;
+  const snippet = snippets()[6]!;
   assert.ok(snippet.trim().split("\n").length <= 17);
   const code = snippet.replaceAll('"/club-1/', '"/club-1000/');
   assert.notEqual(code, snippet);
@@ -108,7 +119,7 @@ test("README namespaces", async () => {
 });
 
 test("README alias paths", async () => {
-  const snippet = snippets()[6]!;
+  const snippet = snippets()[7]!;
   assert.ok(snippet.trim().split("\n").length <= 14);
   const code = snippet.replaceAll('"/club-2/', '"/club-2000/');
   assert.notEqual(code, snippet);
@@ -120,7 +131,7 @@ test("README alias paths", async () => {
 });
 
 test("README roles and tokens", async () => {
-  const snippet = snippets()[7]!;
+  const snippet = snippets()[8]!;
   assert.ok(snippet.trim().split("\n").length <= 16);
   const code = snippet.replaceAll('"member"', '"member_readme"');
   assert.notEqual(code, snippet);

@@ -69,8 +69,8 @@ describe("transaction", () => {
         fresh: [fresh?.version, fresh?.value],
         merge: [merged.version, merged.value],
         patch: [patched.version, patched.value],
-        list: values((await tx.list(g.add("n"))).items),
-        reverse: values((await tx.list(g.add("n"), { reverse: true })).items),
+        list: values(await collect(tx.list(g.add("n")))),
+        reverse: values((await tx.listPage(g.add("n"), { reverse: true })).items),
         many: (await tx.getMany([c, b, a])).map((i) => i?.value ?? null),
       };
     });
@@ -102,7 +102,7 @@ describe("transaction", () => {
       const out: unknown[] = [];
       let pageToken: string | null = null;
       do {
-        const page: Awaited<ReturnType<Transaction["list"]>> = await tx.list(g, { pageSize: 3, pageToken });
+        const page: Awaited<ReturnType<Transaction["listPage"]>> = await tx.listPage(g, { pageSize: 3, pageToken });
         out.push(...values(page.items));
         pageToken = page.nextPageToken;
       } while (pageToken !== null);
@@ -122,8 +122,8 @@ describe("transaction", () => {
       tx.put(g.add("f", 4), "four");
       tx.put(g.add("f", 9), "out of bounds");
       tx.delete(g.add("f", 1));
-      const page = await tx.list(g, { children: true, lt: g.add("f", 5) });
-      return page.items.map((e) => [e.path.toString(), "node" in e ? "node" : e.value]);
+      const entries = await collect(tx.list(g, { children: true, lt: g.add("f", 5) }));
+      return entries.map((e) => [e.path.toString(), "node" in e ? "node" : e.value]);
     });
     assert.deepEqual(shown, [
       [g.add("f", 2).toString(), "node"],
@@ -195,9 +195,9 @@ describe("transaction", () => {
       let runs = 0;
       const added = await db.transaction(async (tx) => {
         runs++;
-        const page = await tx.list(orders);
+        const listed = await collect(tx.list(orders));
         if (runs === 1) await write();
-        if (page.items.length >= 5) return false;
+        if (listed.length >= 5) return false;
         tx.create(orders, { total: 1 });
         return true;
       });
@@ -283,7 +283,7 @@ describe("transaction", () => {
     const first = await db.listPage(g, { pageSize: 1 });
     assert.ok(first.nextPageToken !== null);
     // A next page of a listing this transaction did not start.
-    await rejects(db.transaction((tx) => tx.list(g, { pageSize: 1, pageToken: first.nextPageToken })), InvalidRequest);
+    await rejects(db.transaction((tx) => tx.listPage(g, { pageSize: 1, pageToken: first.nextPageToken })), InvalidRequest);
     let leaked: Transaction | undefined;
     await db.transaction((tx) => {
       leaked = tx;
@@ -336,7 +336,7 @@ describe("transaction requests", () => {
       tx.put("/a-1/x-5", "blind"); // never read: unconditional
       tx.delete("/a-1/x-4"); // read as absent: only a check
       tx.put("/a-1/x-1", "newer"); // the last write wins, in its first place
-      await tx.list("/a-1/o", { lte: "/a-1/o-5" });
+      await collect(tx.list("/a-1/o", { lte: "/a-1/o-5" }));
       tx.create("/a-1/c", {}, { id: "sequence" });
     });
     assert.equal(await c.transaction(() => null), null); // nothing read or written: no request

@@ -33,6 +33,7 @@ from typing import (
     Optional,
     Protocol,
     Sequence,
+    Tuple,
     TypeVar,
     Union,
     cast,
@@ -54,6 +55,7 @@ from ._errors import (
 from ._keypath import KeyPath, PathLike, format_id, to_path
 from ._model import (
     AliasTemplate,
+    Fields,
     Change,
     ChangePage,
     Entry,
@@ -75,9 +77,11 @@ from ._model import (
     ViolationsPage,
     alias_template,
     change_from_wire,
+    check_filter,
     check_namespace,
     create_target,
     entry_from_wire,
+    fields_param,
     _micros,
     rule_wire,
 )
@@ -126,6 +130,23 @@ def _paged(request: _Request, page_size: Optional[int], page_token: Optional[str
         request.params["limit"] = str(int(page_size))
     if page_token is not None:
         request.params["page_token"] = page_token
+    return request
+
+
+def _filtered(
+    request: _Request,
+    filter: Optional[str] = None,
+    fields: Optional[Fields] = None,
+    max_scan: Optional[int] = None,
+) -> _Request:
+    """`request` with a `filter`, `fields` and `max_scan`, where given (docs/filters.md)."""
+    filter = check_filter(filter)
+    if filter is not None:
+        request.params["filter"] = filter
+    if fields is not None:
+        request.params["fields"] = fields_param(fields)
+    if max_scan is not None:
+        request.params["max_scan"] = str(int(max_scan))
     return request
 
 
@@ -229,11 +250,11 @@ class _Api:
         return request
 
     @staticmethod
-    def get(path: PathLike, version: Optional[int]) -> _Request:
+    def get(path: PathLike, version: Optional[int], fields: Optional[Fields] = None) -> _Request:
         request = _Request("GET", "/v1/items/" + url_path(to_path(path)))
         if version is not None:
             request.params["version"] = str(int(version))
-        return request
+        return _filtered(request, fields=fields)
 
     @staticmethod
     def delete(path: PathLike, if_version: Optional[int]) -> _Request:
@@ -264,13 +285,16 @@ class _Api:
         return lambda response: int(_Api.body(response)[name])
 
     @staticmethod
-    def get_many(paths: Sequence[KeyPath]) -> _Request:
-        return _Request(
+    def get_many(
+        paths: Sequence[KeyPath], filter: Optional[str] = None, fields: Optional[Fields] = None
+    ) -> _Request:
+        request = _Request(
             "POST",
             "/v1/get",
             headers={"Content-Type": "application/json"},
             body=_json_body({"paths": [str(p) for p in paths]}),
         )
+        return _filtered(request, filter, fields)
 
     @staticmethod
     def list_page(
@@ -283,6 +307,9 @@ class _Api:
         lte: Optional[PathLike],
         page_size: Optional[int],
         page_token: Optional[str],
+        filter: Optional[str] = None,
+        fields: Optional[Fields] = None,
+        max_scan: Optional[int] = None,
     ) -> _Request:
         request = _Request("GET", "/v1/list/" + url_path(to_path(prefix)))
         _flag(request.params, "children", children)
@@ -290,7 +317,34 @@ class _Api:
         for name, bound in (("gt", gt), ("gte", gte), ("lt", lt), ("lte", lte)):
             if bound is not None:
                 request.params[name] = str(to_path(bound))
+        _filtered(request, filter, fields, max_scan)
         return _paged(request, page_size, page_token)
+
+    @staticmethod
+    def count(
+        prefix: PathLike,
+        children: bool,
+        gt: Optional[PathLike],
+        gte: Optional[PathLike],
+        lt: Optional[PathLike],
+        lte: Optional[PathLike],
+        filter: Optional[str],
+        max_scan: Optional[int],
+        page_token: Optional[str],
+    ) -> _Request:
+        """One page of a count: `GET /v1/list/{prefix}?count=true`."""
+        request = _Api.list_page(
+            prefix, children, False, gt, gte, lt, lte, None, page_token, filter, None, max_scan
+        )
+        request.params["count"] = "true"
+        return request
+
+    @staticmethod
+    def counted_page(response: httpx.Response) -> Tuple[int, Optional[str]]:
+        """A count page's answer: how many matched, and the token to count on from (None at
+        the end)."""
+        body = _Api.body(response)
+        return int(body["count"]), body.get("next_page_token")
 
     @staticmethod
     def create(
@@ -318,9 +372,14 @@ class _Api:
 
     @staticmethod
     def changes(
-        prefix: PathLike, since: Optional[str], limit: Optional[int], wait: Optional[int]
+        prefix: PathLike,
+        since: Optional[str],
+        limit: Optional[int],
+        wait: Optional[int],
+        filter: Optional[str] = None,
     ) -> _Request:
         request = _Request("GET", "/v1/changes/" + url_path(to_path(prefix)))
+        _filtered(request, filter)
         if since is not None:
             request.params["since"] = since
         if limit is not None:
@@ -726,10 +785,12 @@ class _Api:
     @staticmethod
     def page(response: httpx.Response) -> Page[Entry]:
         body = _Api.body(response)
+        scanned = body.get("scanned")
         return Page(
             items=[entry_from_wire(i) for i in body["items"]],
             next_page_token=body.get("next_page_token"),
             changes_token=body.get("changes_token"),
+            scanned=None if scanned is None else int(scanned),
         )
 
     @staticmethod
@@ -744,6 +805,28 @@ class _Api:
                 out.append(None)
         return out
 
+
+
+def _count(
+    prefix: PathLike,
+    children: bool,
+    gt: Optional[PathLike],
+    gte: Optional[PathLike],
+    lt: Optional[PathLike],
+    lte: Optional[PathLike],
+    filter: Optional[str],
+    max_scan: Optional[int],
+) -> Plan[int]:
+    """How many items under `prefix` match `filter` (all of them without one): the counts of
+    each page of the range, following `next_page_token` (see `Client.count`)."""
+    total = 0
+    token: Optional[str] = None
+    while True:
+        request = _Api.count(prefix, children, gt, gte, lt, lte, filter, max_scan, token)
+        count, token = yield from _call(request, _Api.counted_page)
+        total += count
+        if token is None:
+            return total
 
 
 def _wait_for_aliases(
@@ -786,18 +869,24 @@ class _Position:
             self.token = page.next_token
 
 
-    def next(self, prefix: KeyPath, wait: int, limit: Optional[int]) -> Plan[Change]:
-        """The next change under `prefix`, long-polling the feed (`wait` seconds) until one comes;
-        without a token yet, the feed's current position is where it starts."""
+    def next(
+        self, prefix: KeyPath, wait: int, limit: Optional[int], filter: Optional[str] = None
+    ) -> Plan[Change]:
+        """The next change under `prefix` (that matters to `filter`), long-polling the feed
+        (`wait` seconds) until one comes; without a token yet, the feed's current position is
+        where it starts."""
         while True:
             change = self.take()
             if change is not None:
                 return change
             since = self.token
             if since is None:
-                now = yield from _call(_Api.changes(prefix, None, None, None), _Api.change_page)
+                now = yield from _call(
+                    _Api.changes(prefix, None, None, None, filter), _Api.change_page
+                )
                 since = now.next_token
-            page = yield from _call(_Api.changes(prefix, since, limit, wait), _Api.change_page)
+            request = _Api.changes(prefix, since, limit, wait, filter)
+            page = yield from _call(request, _Api.change_page)
             self.token = since
             self.read(page)
 

@@ -113,6 +113,26 @@ class InvalidRequest(PathDBError):
     400, 413, 415)."""
 
 
+class InvalidFilter(InvalidRequest):
+    """A listing's, a read's, a change feed's or a listing check's `filter` is not a valid filter
+    (HTTP 400 `invalid_filter`): it does not parse, uses a name other than the item's (`value`,
+    `path`, `ids`, `version`, `created_at`, `modified_at`), is empty, too long or nests too deep.
+    `position` is the character offset in the filter where the problem is (None when the server
+    names none); `message` says what it is. Nothing was read or written."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "invalid_filter",
+        status: Optional[int] = 400,
+        index: Optional[int] = None,
+        position: Optional[int] = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, index=index)
+        self.position = position
+
+
 class UnknownRole(InvalidRequest):
     """A token issued for a role that does not exist (HTTP 422 `unknown_role`): create the role
     first (`put_role`). Nothing was issued."""
@@ -368,6 +388,10 @@ def error_for(
             template=_str(detail.get("template")),
             state=_str(detail.get("state")),
             checked=_int(detail.get("checked")),
+        )
+    if code == "invalid_filter":
+        return InvalidFilter(
+            message, status=status, index=index, position=_int(detail.get("position"))
         )
     if status == 401:
         return Unauthorized(

@@ -387,10 +387,20 @@ def _check_id(id: object) -> Tuple[Optional[Tuple[str, str]], Optional[Id]]:
 class KeyPath:
     """A key path such as `/user-7/post-2`: immutable, hashable, compared by its typed elements.
 
+    A path also equals its canonical text (`str(path)`), and hashes as that text does, so
+    `item.path == "/user-7/post-2"` holds and a dict or set keyed by paths finds them by their
+    text too. Only the canonical spelling is equal: `"/user-7/tag-7"` (the integer 7) is not
+    `/user-7/tag-%7` (the string "7"), and a text spelled another way (`/a-%b` for `/a-b`) is not
+    equal to the path it parses to; compare with `KeyPath.parse(text)` for that.
+
     >>> KeyPath.parse("/user-7/post-2") == KeyPath().add("user", 7).add("post", 2)
+    True
+    >>> KeyPath.parse("/user-7/post-2") == "/user-7/post-2"
     True
     >>> str(KeyPath().add("user", 7).add("tag", "7"))
     '/user-7/tag-%7'
+    >>> KeyPath().add("user", 7).add("tag", "7") == "/user-7/tag-7"
+    False
     """
 
     __slots__ = ("_elements", "_text", "_encoded")
@@ -469,12 +479,18 @@ class KeyPath:
         return f"KeyPath.parse({self._text!r})"
 
     def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            # The canonical text is one to one with the typed elements (docs/key-format.md):
+            # equal text is the same path.
+            return self._text == other
         if not isinstance(other, KeyPath):
             return NotImplemented
         return _typed(self._elements) == _typed(other._elements)
 
     def __hash__(self) -> int:
-        return hash(_typed(self._elements))
+        # The text's hash, so that a path and its canonical text (equal) hash alike; equal paths
+        # have the same text.
+        return hash(self._text)
 
     def encode(self) -> bytes:
         """The binary key (docs/key-format.md), as `pathdb key encode` prints it in hex. Its

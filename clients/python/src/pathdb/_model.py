@@ -42,6 +42,34 @@ def _time(micros: Optional[int]) -> Optional[datetime]:
     return _EPOCH + timedelta(microseconds=micros)
 
 
+def check_filter(filter: Optional[str]) -> Optional[str]:
+    """A filter as the wire takes it (a CEL expression's text, docs/filters.md), or None. The
+    server checks the expression itself (`InvalidFilter`)."""
+    if filter is not None and not isinstance(filter, str):
+        raise TypeError(f"a filter is a str (a CEL expression), not {type(filter).__name__}")
+    return filter
+
+
+Fields = Union[str, Sequence[str]]
+"""The members of a value a read keeps (`fields=`): dotted member paths, as a sequence
+(`["title", "author.name"]`) or as their comma-separated text (`"title,author.name"`)."""
+
+
+def fields_param(fields: Fields) -> str:
+    """`fields` as the `fields` query parameter: the member paths joined by commas."""
+    if isinstance(fields, str):
+        return fields
+    names = list(fields)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"a field is a str (a dotted member path), not {type(name).__name__}")
+        if not name or "," in name:
+            raise ValueError(f"a field is a non-empty dotted member path without ',': {name!r}")
+    if not names:
+        raise ValueError("fields names at least one member")
+    return ",".join(names)
+
+
 @dataclass(frozen=True)
 class Item(Generic[V]):
     """A JSON document at a key path, with its metadata (times are UTC, to the microsecond).
@@ -110,11 +138,16 @@ class Page(Generic[E]):
     """One page of a listing; pass `next_page_token` to `list_page` to continue (None at the
     end). A first page (no `page_token`) also has `changes_token`: the change feed's position at
     this listing, to follow the prefix from with `changes` or `watch` without a gap (None on
-    later pages)."""
+    later pages). `scanned` is how many items the server read for this page: those on it and
+    those a `filter` left out (None from a server that does not say).
+
+    A filtered page stops after `max_scan` items read, so it may hold fewer items than asked
+    for, even none, and still have a `next_page_token`: follow it until it is None."""
 
     items: List[E]
     next_page_token: Optional[str]
     changes_token: Optional[str] = None
+    scanned: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -139,11 +172,15 @@ class PutChange:
 class DeleteChange:
     """A change of the feed: the item at `path` was deleted or expired; `version` is the version
     that was removed. In the feed of an alias prefix, `alias` is the alias path the item left
-    (it was deleted, or its member changed); None otherwise."""
+    (it was deleted, or its member changed); None otherwise. In a filtered feed
+    (`changes(..., filter=...)`), `left` is True when the item was not deleted but no longer
+    matches the filter (it matched before this change): `version` is then the version that
+    stopped matching. Either way, drop it from what you hold."""
 
     path: KeyPath
     version: int
     alias: Optional[KeyPath] = None
+    left: bool = False
 
 
 Change = Union[PutChange, DeleteChange]
@@ -162,6 +199,7 @@ def change_from_wire(body: Dict[str, Any]) -> Change:
             KeyPath.parse(body["path"]),
             int(body["version"]),
             None if alias is None else KeyPath.parse(alias),
+            left=body.get("left") is True,
         )
     raise ValueError(f"unknown change op {op!r}")
 
@@ -266,7 +304,8 @@ class CheckList:
     after the listing whose first page returned `changes_token`. `seen` is what the listing's
     pages showed, path to version: on DynamoDB a listing token starts a margin before the
     listing, and `seen` lets the server ignore the changes of that margin the listing already
-    reflects (`transaction` always sends it)."""
+    reflects (`transaction` always sends it). With `filter` (the listing's filter), only a
+    change that makes an item enter, change in or leave the filtered result fails the check."""
 
     def __init__(
         self,
@@ -279,9 +318,11 @@ class CheckList:
         lt: Optional[PathLike] = None,
         lte: Optional[PathLike] = None,
         seen: Optional[Union[Mapping[KeyPath, int], Mapping[str, int]]] = None,
+        filter: Optional[str] = None,
     ) -> None:
         self.prefix = to_path(prefix)
         self.changes_token = changes_token
+        self.filter = check_filter(filter)
         self._wire: Dict[str, Any] = {
             "op": "check_list",
             "prefix": str(self.prefix),
@@ -295,6 +336,8 @@ class CheckList:
         if seen is not None:
             items: Iterable[Tuple[PathLike, int]] = seen.items()
             self._wire["seen"] = {str(to_path(p)): int(v) for p, v in items}
+        if self.filter is not None:
+            self._wire["filter"] = self.filter
 
     def to_wire(self) -> Dict[str, Any]:
         """The operation's JSON shape."""

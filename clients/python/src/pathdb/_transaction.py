@@ -17,13 +17,20 @@ import dataclasses
 import json
 import random
 import re
+import warnings
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import (
     Any,
+    AsyncIterator,
+    Awaitable,
     Callable,
+    Deque,
     Dict,
+    Generator,
     Iterable,
+    Iterator,
     List,
     Optional,
     Sequence,
@@ -31,7 +38,7 @@ from typing import (
     Union,
 )
 
-from ._api import Plan, _Api, _AsyncRunner, _call, _Runner, _Sleep
+from ._api import Plan, _Api, _AsyncRunner, _call, _Pages, _Runner, _Sleep
 from ._errors import ConditionFailed, InvalidRequest, NotFound
 from ._keypath import KeyPath, PathLike, covers, to_path
 from ._model import (
@@ -81,12 +88,15 @@ _RangeKey = Tuple[
     Optional[KeyPath],
     Optional[KeyPath],
     Optional[KeyPath],
+    Optional[str],
 ]
+"""A listing's identity in a transaction: its range (prefix, children, bounds) and its filter."""
 
 
 @dataclass
 class _Listing:
-    """A listing read in the transaction: its range, its first page's token, what it showed."""
+    """A listing read in the transaction: its range and filter, its first page's token, what it
+    showed."""
 
     prefix: KeyPath
     children: bool
@@ -95,6 +105,7 @@ class _Listing:
     lt: Optional[KeyPath]
     lte: Optional[KeyPath]
     token: str
+    filter: Optional[str] = None
     seen: Dict[KeyPath, int] = field(default_factory=dict)
     # A page token -> the key of the last entry of the page that returned it: the next page
     # starts after it, so a pending write shows on exactly one page.
@@ -135,6 +146,7 @@ class _Listing:
             lt=self.lt,
             lte=self.lte,
             seen=dict(self.seen),
+            filter=self.filter,
         )
 
 
@@ -256,13 +268,29 @@ class _State:
         return [self.view(k) for k in keys]
 
     def list_page(
-        self, key: _RangeKey, reverse: bool, page_size: Optional[int], page_token: Optional[str]
+        self,
+        key: _RangeKey,
+        reverse: bool,
+        page_size: Optional[int],
+        page_token: Optional[str],
+        max_scan: Optional[int] = None,
     ) -> Plan[Page[Any]]:
-        """See `Transaction.list`."""
-        prefix, children, gt, gte, lt, lte = key
+        """See `Transaction.list_page`."""
+        prefix, children, gt, gte, lt, lte, filter = key
         known = self.listing_before(key, prefix, page_token)
         request = _Api.list_page(
-            prefix, children, reverse, gt, gte, lt, lte, page_size, page_token
+            prefix,
+            children,
+            reverse,
+            gt,
+            gte,
+            lt,
+            lte,
+            page_size,
+            page_token,
+            filter,
+            None,
+            max_scan,
         )
         page = yield from _call(request, _Api.page)
         listing = self.listed(key, known, page)
@@ -318,8 +346,10 @@ class _State:
                     "listings (an older server?)",
                     code="invalid_request",
                 )
-            prefix, children, gt, gte, lt, lte = key
-            listing = _Listing(prefix, children, gt, gte, lt, lte, page.changes_token)
+            prefix, children, gt, gte, lt, lte, filter = key
+            listing = _Listing(
+                prefix, children, gt, gte, lt, lte, page.changes_token, filter=filter
+            )
             self.listings[key] = listing
         for entry in page.items:
             if isinstance(entry, Item):
@@ -336,6 +366,10 @@ class _State:
     ) -> Callable[[bytes], bool]:
         """Whether a key is this page's share of the range: after the previous page's last
         entry, up to its own last entry when more pages follow (so a write shows on one page)."""
+        if page.next_page_token is not None and not page.items:
+            # An empty page with a next one (a filtered page stops after max_scan items): where
+            # it stopped is the server's secret, so what would join it joins a later page.
+            return lambda key: False
         start = listing.after.get(page_token) if page_token is not None else None
         end: Optional[bytes] = None
         if page.next_page_token is not None and page.items:
@@ -355,15 +389,27 @@ class _State:
         self, listing: _Listing, page: Page[Any], reverse: bool, page_token: Optional[str]
     ) -> List[KeyPath]:
         """The paths the overlay reads first: items put here that join the page (the view of
-        an item put has the version read + 1, so, as in Rust, the read is then checked)."""
+        an item put has the version read + 1, so, as in Rust, the read is then checked).
+
+        A filtered listing cannot show them: whether a value put here matches the filter is
+        the server's to say (the client does not evaluate filters), so such a page is refused
+        rather than shown wrong."""
         within = self._within(listing, page, reverse, page_token)
-        return self.unread(
+        joining = [
             p
             for p, w in self._overlaid(listing)
             if isinstance(w, _Put)
             and not (listing.children and len(p) > len(listing.prefix) + 1)
             and within(p.encode())
-        )
+        ]
+        if listing.filter is not None and joining:
+            raise InvalidRequest(
+                f"a filtered listing of {listing.prefix} cannot show what this transaction put "
+                f"in its range ({joining[0]}): the client cannot tell whether a value put here "
+                "matches the filter. List before writing there, or list without a filter",
+                code="invalid_request",
+            )
+        return self.unread(joining)
 
     def overlay(
         self,
@@ -379,6 +425,10 @@ class _State:
         within = self._within(listing, page, reverse, page_token)
         if page.next_page_token is not None and page.items:
             listing.after[page.next_page_token] = _position(page.items[-1]).encode()
+        elif page.next_page_token is not None and page_token in listing.after:
+            # An empty page (a filtered one stops after max_scan items): the next starts where
+            # this one did, as far as the overlay knows.
+            listing.after[page.next_page_token] = listing.after[page_token]
         writes = self._overlaid(listing)
         if not writes:
             return page
@@ -388,6 +438,7 @@ class _State:
                 child = listing.child_of(path)
                 if (
                     child is not None
+                    and listing.filter is None  # a node never matches a filter
                     and isinstance(pending, _Put)
                     and within(child.encode())
                     and not any(e.path == child for e in entries)
@@ -403,6 +454,7 @@ class _State:
             items=entries,
             next_page_token=page.next_page_token,
             changes_token=page.changes_token,
+            scanned=page.scanned,
         )
 
     # The commit ------------------------------------------------------------------------------
@@ -507,11 +559,157 @@ def _range_key(
     gte: Optional[PathLike],
     lt: Optional[PathLike],
     lte: Optional[PathLike],
+    filter: Optional[str] = None,
 ) -> _RangeKey:
     def bound(b: Optional[PathLike]) -> Optional[KeyPath]:
         return None if b is None else to_path(b)
 
-    return (to_path(prefix), bool(children), bound(gt), bound(gte), bound(lt), bound(lte))
+    if filter is not None and not isinstance(filter, str):
+        raise TypeError(f"a filter is a str (a CEL expression), not {type(filter).__name__}")
+    return (to_path(prefix), bool(children), bound(gt), bound(gte), bound(lt), bound(lte), filter)
+
+
+_PAGE_OF_LIST = (
+    "tx.list(...) iterates the listing's items now, as Client.list does; use "
+    "tx.list_page(...) for one page (.items, .next_page_token, .changes_token)"
+)
+
+
+class _ListingPages:
+    """Where a transaction's listing that follows page tokens stands: the entries read but not
+    yet handed out, and its first page (for the deprecated page view)."""
+
+    def __init__(
+        self, page_size: Optional[int], limit: Optional[int], page_token: Optional[str]
+    ) -> None:
+        self.pages = _Pages(page_size, limit)
+        self.pages.token = page_token
+        self.pending: Deque[Any] = deque()
+        self.first: Optional[Page[Any]] = None
+
+    def read(self, page: Page[Any]) -> None:
+        if self.first is None:
+            self.first = page
+        self.pending.extend(self.pages.take(page.items, page.next_page_token))
+
+    def first_page(self) -> Optional[Page[Any]]:
+        """The first page read, or None when none was read yet (the caller reads it); an empty
+        page when there is nothing to read (`limit` 0)."""
+        if self.first is None and self.pages.done:
+            return Page(items=[], next_page_token=None)
+        return self.first
+
+
+class TransactionListing(Iterator[Any]):
+    """What `Transaction.list` returns: an iterator over the listing's entries (its items, and
+    with `children` its nodes), with the transaction's own writes applied, that reads the
+    listing's pages through the transaction as it goes (so each is checked at the commit).
+
+    Before `tx.list` iterated, it returned one page: `items`, `next_page_token`,
+    `changes_token` and `scanned` still give the first page (they read it if need be), with a
+    `DeprecationWarning`; use `tx.list_page` for pages."""
+
+    def __init__(
+        self,
+        read: Callable[[Optional[int], Optional[str]], Page[Any]],
+        page_size: Optional[int],
+        limit: Optional[int],
+        page_token: Optional[str],
+    ) -> None:
+        self._read = read
+        self._state = _ListingPages(page_size, limit, page_token)
+
+    def __iter__(self) -> TransactionListing:
+        return self
+
+    def __next__(self) -> Any:
+        state = self._state
+        while not state.pending:
+            if state.pages.done:
+                raise StopIteration
+            state.read(self._read(state.pages.size, state.pages.token))
+        return state.pending.popleft()
+
+    def _page(self) -> Page[Any]:
+        warnings.warn(_PAGE_OF_LIST, DeprecationWarning, stacklevel=3)
+        first = self._state.first_page()
+        if first is None:
+            state = self._state
+            state.read(self._read(state.pages.size, state.pages.token))
+            first = state.first
+        assert first is not None
+        return first
+
+    @property
+    def items(self) -> List[Any]:
+        """Deprecated: the first page's entries (use `tx.list_page(...).items`)."""
+        return self._page().items
+
+    @property
+    def next_page_token(self) -> Optional[str]:
+        """Deprecated: the first page's `next_page_token` (use `tx.list_page`)."""
+        return self._page().next_page_token
+
+    @property
+    def changes_token(self) -> Optional[str]:
+        """Deprecated: the first page's `changes_token` (use `tx.list_page`)."""
+        return self._page().changes_token
+
+    @property
+    def scanned(self) -> Optional[int]:
+        """Deprecated: the first page's `scanned` (use `tx.list_page`)."""
+        return self._page().scanned
+
+
+class AsyncTransactionListing(AsyncIterator[Any]):
+    """What `AsyncTransaction.list` returns: an async iterator over the listing's entries, as
+    `TransactionListing` (`async for item in tx.list(prefix)`). Awaiting it (`await
+    tx.list(prefix)`, as when it returned one page) gives the first page, with a
+    `DeprecationWarning`: use `await tx.list_page(...)` for pages."""
+
+    def __init__(
+        self,
+        read: Callable[[Optional[int], Optional[str]], Awaitable[Page[Any]]],
+        page_size: Optional[int],
+        limit: Optional[int],
+        page_token: Optional[str],
+    ) -> None:
+        self._read = read
+        self._state = _ListingPages(page_size, limit, page_token)
+
+    def __aiter__(self) -> AsyncTransactionListing:
+        return self
+
+    async def __anext__(self) -> Any:
+        state = self._state
+        while not state.pending:
+            if state.pages.done:
+                raise StopAsyncIteration
+            state.read(await self._read(state.pages.size, state.pages.token))
+        return state.pending.popleft()
+
+    async def _first_page(self) -> Page[Any]:
+        first = self._state.first_page()
+        if first is None:
+            state = self._state
+            state.read(await self._read(state.pages.size, state.pages.token))
+            first = state.first
+        assert first is not None
+        return first
+
+    def __await__(self) -> Generator[Any, None, Page[Any]]:
+        warnings.warn(_PAGE_OF_LIST, DeprecationWarning, stacklevel=2)
+        return self._first_page().__await__()
+
+
+def _deprecated_page_token(page_token: Optional[str]) -> None:
+    if page_token is not None:
+        warnings.warn(
+            "tx.list(..., page_token=...) is deprecated: use tx.list_page(..., page_token=...) "
+            "for one page",
+            DeprecationWarning,
+            stacklevel=3,
+        )
 
 
 class Transaction:
@@ -544,16 +742,57 @@ class Transaction:
         gte: Optional[PathLike] = None,
         lt: Optional[PathLike] = None,
         lte: Optional[PathLike] = None,
+        filter: Optional[str] = None,
+        max_scan: Optional[int] = None,
+        limit: Optional[int] = None,
+        page_size: Optional[int] = None,
+        page_token: Optional[str] = None,
+    ) -> TransactionListing:
+        """Every entry of a listing (or the first `limit`), as `Client.list` iterates them,
+        with this transaction's writes in its range applied: `for item in tx.list(prefix)`.
+        It reads the pages through the transaction as the loop goes (`page_size` each), and
+        the commit fails if anything in the listing's range changes after its first page (with
+        `filter`, only a change to the filtered result: an item entering, changing in or
+        leaving it). `filter` and `max_scan` as in `Client.list`; a filtered listing cannot show
+        items this transaction put in its range (`InvalidRequest`: the client does not evaluate
+        filters), so list it before writing there.
+
+        `page_token` is deprecated (`list_page` reads one page); so are the page attributes of
+        the result (`.items`, ...), which give its first page."""
+        _deprecated_page_token(page_token)
+        key = _range_key(prefix, children, gt, gte, lt, lte, filter)
+        state, client = self._state, self._client
+
+        def read(size: Optional[int], token: Optional[str]) -> Page[Any]:
+            return client._run(state.list_page(key, reverse, size, token, max_scan))
+
+        return TransactionListing(read, page_size, limit, page_token)
+
+    def list_page(
+        self,
+        prefix: PathLike,
+        *,
+        children: bool = False,
+        reverse: bool = False,
+        gt: Optional[PathLike] = None,
+        gte: Optional[PathLike] = None,
+        lt: Optional[PathLike] = None,
+        lte: Optional[PathLike] = None,
+        filter: Optional[str] = None,
+        max_scan: Optional[int] = None,
         page_size: Optional[int] = None,
         page_token: Optional[str] = None,
     ) -> Page[Any]:
         """One page of a listing (as `Client.list_page`), with this transaction's writes in its
-        range applied. The commit fails if anything in the listing's range changes after its
-        first page: read the first page here, then the next ones with its page tokens (a
-        `page_token` of a listing whose first page this transaction did not read raises
-        `InvalidRequest`)."""
-        key = _range_key(prefix, children, gt, gte, lt, lte)
-        return self._client._run(self._state.list_page(key, reverse, page_size, page_token))
+        range applied. The commit fails if anything in the listing's range (with `filter`: in
+        its filtered result) changes after its first page: read the first page here, then the
+        next ones with its page tokens (a `page_token` of a listing whose first page this
+        transaction did not read raises `InvalidRequest`). A filtered page may be empty and
+        still have a `next_page_token`."""
+        key = _range_key(prefix, children, gt, gte, lt, lte, filter)
+        return self._client._run(
+            self._state.list_page(key, reverse, page_size, page_token, max_scan)
+        )
 
     def put(self, path: PathLike, value: Any) -> None:
         """Writes `value` at `path` when the transaction commits (if `path` was read, only if it
@@ -587,8 +826,9 @@ class Transaction:
 
 
 class AsyncTransaction:
-    """The asyncio twin of `Transaction`: `get`, `get_many`, `list` and `patch` are awaited;
-    `put`, `create` and `delete` only record a write."""
+    """The asyncio twin of `Transaction`: `get`, `get_many`, `list_page` and `patch` are
+    awaited, `list` is an async iterator (`async for item in tx.list(prefix)`); `put`, `create`
+    and `delete` only record a write."""
 
     def __init__(self, client: _AsyncRunner) -> None:
         self._client = client
@@ -602,7 +842,7 @@ class AsyncTransaction:
         """See `Transaction.get_many`."""
         return await self._client._run(self._state.get_many(paths))
 
-    async def list(
+    def list(
         self,
         prefix: PathLike,
         *,
@@ -612,12 +852,43 @@ class AsyncTransaction:
         gte: Optional[PathLike] = None,
         lt: Optional[PathLike] = None,
         lte: Optional[PathLike] = None,
+        filter: Optional[str] = None,
+        max_scan: Optional[int] = None,
+        limit: Optional[int] = None,
+        page_size: Optional[int] = None,
+        page_token: Optional[str] = None,
+    ) -> AsyncTransactionListing:
+        """See `Transaction.list`: `async for item in tx.list(prefix)` (not awaited; awaiting
+        it gives its first page, deprecated)."""
+        _deprecated_page_token(page_token)
+        key = _range_key(prefix, children, gt, gte, lt, lte, filter)
+        state, client = self._state, self._client
+
+        def read(size: Optional[int], token: Optional[str]) -> Awaitable[Page[Any]]:
+            return client._run(state.list_page(key, reverse, size, token, max_scan))
+
+        return AsyncTransactionListing(read, page_size, limit, page_token)
+
+    async def list_page(
+        self,
+        prefix: PathLike,
+        *,
+        children: bool = False,
+        reverse: bool = False,
+        gt: Optional[PathLike] = None,
+        gte: Optional[PathLike] = None,
+        lt: Optional[PathLike] = None,
+        lte: Optional[PathLike] = None,
+        filter: Optional[str] = None,
+        max_scan: Optional[int] = None,
         page_size: Optional[int] = None,
         page_token: Optional[str] = None,
     ) -> Page[Any]:
-        """See `Transaction.list`."""
-        key = _range_key(prefix, children, gt, gte, lt, lte)
-        return await self._client._run(self._state.list_page(key, reverse, page_size, page_token))
+        """See `Transaction.list_page`."""
+        key = _range_key(prefix, children, gt, gte, lt, lte, filter)
+        return await self._client._run(
+            self._state.list_page(key, reverse, page_size, page_token, max_scan)
+        )
 
     def put(self, path: PathLike, value: Any) -> None:
         """See `Transaction.put`."""
