@@ -105,7 +105,6 @@ fn query_message(text: &str) -> String {
     }
 }
 
-
 /// For routes that take no query parameters: refuses any (400 `invalid_request`), as
 /// [`Query`] refuses unknown ones, so that no route ignores what it was asked.
 pub struct NoQuery;

@@ -63,7 +63,10 @@ async fn a_filtered_listing_pages_honestly() {
         .map(|n| format!("/u-7/o-{n}"))
         .collect();
     assert_eq!(found, expected);
-    assert!(empty_pages > 0, "the first 20 orders never match: some pages are empty");
+    assert!(
+        empty_pages > 0,
+        "the first 20 orders never match: some pages are empty"
+    );
 
     // The count of the same range, and a token of this filter refused with another.
     let count = server
@@ -77,7 +80,10 @@ async fn a_filtered_listing_pages_honestly() {
         .expect(200);
     let token = first["next_page_token"].as_str().expect("more");
     server
-        .get(&format!("/v1/list/u-7?filter={}&page_token={token}", q("true")))
+        .get(&format!(
+            "/v1/list/u-7?filter={}&page_token={token}",
+            q("true")
+        ))
         .await
         .expect_error(400, "invalid_page_token");
 }
@@ -86,9 +92,14 @@ async fn a_filtered_listing_pages_honestly() {
 async fn fields_project_reads_and_listings() {
     let server = TestServer::new();
     seed(&server).await;
-    let reply = server.get("/v1/items/u-7/o-4?fields=title,author.name").await;
+    let reply = server
+        .get("/v1/items/u-7/o-4?fields=title,author.name")
+        .await;
     let body = reply.expect(200);
-    assert_eq!(body["value"], json!({"title": "t4", "author": {"name": "n4"}}));
+    assert_eq!(
+        body["value"],
+        json!({"title": "t4", "author": {"name": "n4"}})
+    );
     assert_eq!(reply.headers["etag"], "\"1\"", "the ETag stays the item's");
     let listed = server
         .get("/v1/list/u-7?fields=total&limit=2")
@@ -107,7 +118,9 @@ async fn fields_project_reads_and_listings() {
     // One member of 2 KB values: less than half the bytes.
     for n in 1..=10 {
         let value = json!({"total": n, "body": "x".repeat(2000)});
-        server.put_item(&format!("/big-1/d-{n}"), &value.to_string()).await;
+        server
+            .put_item(&format!("/big-1/d-{n}"), &value.to_string())
+            .await;
     }
     let whole = server.get("/v1/list/big-1").await;
     let projected = server.get("/v1/list/big-1?fields=total").await;
@@ -127,10 +140,18 @@ async fn a_filtered_feed_tells_entering_changing_and_leaving() {
         .as_str()
         .expect("a token")
         .to_owned();
-    server.put_item("/u-7/o-25", r#"{"status": "open", "total": 251}"#).await; // changes
-    server.put_item("/u-7/o-24", r#"{"status": "open", "total": 240}"#).await; // enters
-    server.put_item("/u-7/o-26", r#"{"status": "closed", "total": 260}"#).await; // leaves
-    server.put_item("/u-7/o-2", r#"{"status": "open", "total": 21}"#).await; // neither
+    server
+        .put_item("/u-7/o-25", r#"{"status": "open", "total": 251}"#)
+        .await; // changes
+    server
+        .put_item("/u-7/o-24", r#"{"status": "open", "total": 240}"#)
+        .await; // enters
+    server
+        .put_item("/u-7/o-26", r#"{"status": "closed", "total": 260}"#)
+        .await; // leaves
+    server
+        .put_item("/u-7/o-2", r#"{"status": "open", "total": 21}"#)
+        .await; // neither
     server.delete("/v1/items/u-7/o-28").await.expect(200); // leaves
     let filter = q(r#"value.status == "open" && value.total > 200"#);
     let body = server
@@ -145,14 +166,23 @@ async fn a_filtered_feed_tells_entering_changing_and_leaving() {
             Some("put") => format!("put {}", c["item"]["path"].as_str().unwrap_or("?")),
             _ => format!(
                 "{} {}",
-                if c["left"] == json!(true) { "left" } else { "delete" },
+                if c["left"] == json!(true) {
+                    "left"
+                } else {
+                    "delete"
+                },
                 c["path"].as_str().unwrap_or("?")
             ),
         })
         .collect();
     assert_eq!(
         told,
-        ["put /u-7/o-25", "put /u-7/o-24", "left /u-7/o-26", "left /u-7/o-28"]
+        [
+            "put /u-7/o-25",
+            "put /u-7/o-24",
+            "left /u-7/o-26",
+            "left /u-7/o-28"
+        ]
     );
 }
 
@@ -166,15 +196,20 @@ async fn a_filtered_check_list_fails_only_on_its_result() {
         .await
         .expect(200);
     let token = listing["changes_token"].as_str().expect("a token");
-    let check = json!({"op": "check_list", "prefix": "/u-7", "changes_token": token, "filter": filter});
+    let check =
+        json!({"op": "check_list", "prefix": "/u-7", "changes_token": token, "filter": filter});
     // An open order changing does not touch the closed ones.
-    server.put_item("/u-7/o-1", r#"{"status": "open", "total": 11}"#).await;
+    server
+        .put_item("/u-7/o-1", r#"{"status": "open", "total": 11}"#)
+        .await;
     server
         .post("/v1/transact", &json!({"ops": [check]}))
         .await
         .expect(200);
     // One closing does.
-    server.put_item("/u-7/o-2", r#"{"status": "closed", "total": 20}"#).await;
+    server
+        .put_item("/u-7/o-2", r#"{"status": "closed", "total": 20}"#)
+        .await;
     server
         .post("/v1/transact", &json!({"ops": [check]}))
         .await
@@ -199,7 +234,10 @@ async fn bad_filters_are_400_on_every_route() {
         ("", Some(0)),
         ("nope == 1", Some(0)),
         (&*format!("value.a == '{}'", "x".repeat(5000)), Some(4096)),
-        (&*format!("{}true{}", "(".repeat(33), ")".repeat(33)), Some(32)),
+        (
+            &*format!("{}true{}", "(".repeat(33), ")".repeat(33)),
+            Some(32),
+        ),
         (&*"(".repeat(4000), None),
         (&*vec!["value.a"; 200].join(" + "), None),
         (&*"[".repeat(2000), None),
