@@ -5,8 +5,8 @@ asserts what a person sees; the screenshots of docs/console.md are taken on the 
     python console_test.py URL RW_TOKEN RO_TOKEN SCREENSHOT_DIR RESULTS_JSON N_CHILDREN ADMIN_TOKEN
 
 N_CHILDREN is how many children seed.py wrote under /big-1 (at least 300). The tests of
-access_test.py (roles, tokens, what a token may do) and backups_test.py (the Backups page) run
-after these.
+access_test.py (roles, tokens, what a token may do), backups_test.py (the Backups page) and
+filters_test.py (the filter box of a listing) run after these.
 """
 
 import json
@@ -859,14 +859,15 @@ def test_readable_at_phone_width_without_horizontal_scrolling():
 
 
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
-# The access control and backups tests live in access_test.py and backups_test.py and use this
-# file's driver and helpers: they import `console_test`, which is this module (run as a script,
-# it is `__main__`).
+# The access control, backups and filter tests live in access_test.py, backups_test.py and
+# filters_test.py and use this file's driver and helpers: they import `console_test`, which is
+# this module (run as a script, it is `__main__`).
 sys.modules.setdefault("console_test", sys.modules[__name__])
 import access_test  # noqa: E402
 import backups_test  # noqa: E402
+import filters_test  # noqa: E402
 
-TESTS += access_test.TESTS + backups_test.TESTS
+TESTS += access_test.TESTS + backups_test.TESTS + filters_test.TESTS
 # CONSOLE_ONLY=WORD runs only the tests whose name holds WORD (for a quick run by hand; the
 # numbers console.sh prints need the 10,000-children test).
 if os.environ.get("CONSOLE_ONLY"):

@@ -366,7 +366,26 @@ function listQuery() {
     gt: params.get("gt") || "",
     lt: params.get("lt") || "",
     limit: params.get("limit") || "100",
+    subtree: params.get("subtree") === "true", // every item below, not only the direct children
+    filter: params.get("filter") || "", // a CEL expression (docs/filters.md)
+    fields: params.get("fields") || "", // the members of each value to show
+    maxScan: params.get("max_scan") || "", // items a page reads at most (the server's default: 1000)
   };
+}
+
+/** The query of `GET /v1/list/{path}` for the listing `q` (the URL's) asks for, without a page
+ * token: the console's requests and the equivalent curl are the same. */
+function listParams(q) {
+  const params = new URLSearchParams();
+  if (!q.subtree) params.set("children", "true");
+  params.set("limit", q.limit);
+  if (q.reverse) params.set("reverse", "true");
+  if (q.gt) params.set("gt", q.gt);
+  if (q.lt) params.set("lt", q.lt);
+  if (q.filter) params.set("filter", q.filter);
+  if (q.fields) params.set("fields", q.fields);
+  if (q.maxScan) params.set("max_scan", q.maxScan);
+  return params;
 }
 
 function renderCrumbs() {
@@ -407,12 +426,16 @@ async function render() {
   $("gt").value = q.gt;
   $("lt").value = q.lt;
   $("limit").value = q.limit;
+  $("list-subtree").checked = q.subtree;
+  $("filter").value = q.filter;
+  $("fields").value = q.fields;
+  $("max-scan").value = q.maxScan;
   document.title = (path || "Groups") + " · PathDB";
   renderCrumbs();
   $("node-path").textContent = path || "Groups";
   // At the root the page's title says "Groups" already, and there are no bounds or reverse
   // (groups list forward): the panel has neither title nor form there.
-  $("children-title").textContent = "Children";
+  $("children-title").textContent = q.subtree ? "Subtree" : "Children";
   $("children-title").hidden = !path;
   $("list-form").hidden = !path;
   $("key").hidden = !path;
@@ -575,10 +598,7 @@ async function fetchChildren() {
   const token = state.pages[state.page];
   let url;
   if (state.path) {
-    const params = new URLSearchParams({ children: "true", limit: q.limit });
-    if (q.reverse) params.set("reverse", "true");
-    if (q.gt) params.set("gt", q.gt);
-    if (q.lt) params.set("lt", q.lt);
+    const params = listParams(q);
     if (token) params.set("page_token", token);
     url = "/v1/list/" + urlPath(state.path) + "?" + params;
   } else {
@@ -586,21 +606,37 @@ async function fetchChildren() {
     if (token) params.set("page_token", token);
     url = "/v1/groups?" + params;
   }
-  const reply = await api("GET", url);
+  let reply;
+  try {
+    reply = await api("GET", url);
+  } catch (e) {
+    // A filter (or fields, or max_scan) the server refuses is said under the boxes, where it is
+    // fixed.
+    if (listingRefusal(e)) return () => showFilterError(e);
+    throw e;
+  }
   // A node (a child with items below it and none of its own) shows as a folder: a trailing "/".
   // Under an alias prefix each item comes with `alias`, its place in the listing.
   const entries = state.path
-    ? reply.json.items.map((i) => ({ path: i.path, node: i.node === true, alias: i.alias ?? null }))
+    ? reply.json.items.map((i) => ({ path: i.path, node: i.node === true, alias: i.alias ?? null, value: i.value }))
     : reply.json.groups.map((path) => ({ path, node: false, alias: null }));
-  return () => showChildren(entries, reply.json.next_page_token);
+  return () => showChildren(entries, reply.json.next_page_token, reply.json.scanned);
 }
 
-function showChildren(entries, next) {
+/**
+ * One page of the listing. `scanned` (a /v1/list page's) is how many items the page read,
+ * matching the filter or not: a filtered page may show nothing and still have a `next` page, when
+ * it stopped after reading its most (max_scan) before finding a match.
+ */
+function showChildren(entries, next, scanned) {
+  const q = listQuery();
+  const filtered = state.path !== null && q.filter !== "";
+  const projected = state.path !== null && q.fields !== "";
   // One fragment, one DOM insertion: a page of 1000 renders in one layout.
   const fragment = document.createDocumentFragment();
   const paths = entries.map((e) => e.path);
   let aliased = false;
-  for (const { path, node, alias } of entries) {
+  for (const { path, node, alias, value } of entries) {
     const li = document.createElement("li");
     const a = document.createElement("a");
     a.className = node ? "child node" : "child";
@@ -620,19 +656,96 @@ function showChildren(entries, next) {
       own.title = "The item's own path";
       li.append(el("span", "arrow", "→"), own);
     }
+    // With `fields`, each item's value as the projection left it, beside its path.
+    if (projected && !node && value !== undefined) {
+      li.classList.add("projected");
+      li.append(el("code", "fields", JSON.stringify(value)));
+    }
     fragment.append(li);
   }
   state.aliasListing = aliased;
   $("children").replaceChildren(fragment);
-  $("children-empty").hidden = paths.length > 0;
+  hideFilterError();
+  const empty = $("children-empty");
+  empty.hidden = paths.length > 0;
+  // An empty filtered page is not the end while a next one follows: it read its most and found
+  // no match yet.
+  const read = plural(scanned ?? 0, "item");
+  empty.textContent = !filtered || !scanned
+    ? "Nothing here."
+    : next
+      ? `No matches in the ${read} read; more follow.`
+      : `No matches in the ${read} read.`;
+  empty.classList.toggle("more", filtered && !!next && paths.length === 0);
   state.children = paths.length;
   state.pages.length = state.page + 1;
   if (next) state.pages.push(next);
   $("prev").disabled = state.page === 0;
   $("next").disabled = !next;
-  $("page-info").textContent = paths.length ? `page ${state.page + 1} · ${paths.length} shown` : "";
+  const info = [];
+  if (paths.length || filtered) {
+    info.push(`page ${state.page + 1}`, `${paths.length.toLocaleString("en-US")} shown`);
+    if (scanned !== undefined) info.push(`scanned ${scanned.toLocaleString("en-US")}`);
+  }
+  $("page-info").textContent = info.join(" · ");
+  if (scanned === undefined) delete $("page-info").dataset.scanned;
+  else $("page-info").dataset.scanned = scanned;
   document.body.dataset.renderedAt = performance.now().toFixed(1);
   document.body.dataset.renderedPage = state.page;
+}
+
+/** Whether `error` refuses the listing's filter, fields or max_scan (a 400 about one of them). */
+function listingRefusal(error) {
+  if (!(error instanceof ApiError) || !state.path) return false;
+  return error.code === "invalid_filter" || (error.status === 400 && /\b(fields|max_scan)\b/.test(error.message));
+}
+
+/**
+ * A listing the server refused for its filter, its fields or its max_scan, said under the boxes.
+ * For a filter (400 `invalid_filter`), the filter too, with the character at `position` marked
+ * (a character offset from 0, in Unicode characters as the server counts them; at the end when
+ * the filter ends too soon), and that character selected in the box, to fix it there. The list
+ * is left empty.
+ */
+function showFilterError(error) {
+  const isFilter = error.code === "invalid_filter";
+  const box = isFilter ? $("filter") : /\bfields\b/.test(error.message) ? $("fields") : $("max-scan");
+  const chars = Array.from($("filter").value);
+  const at = Math.max(0, Math.min(error.details?.position ?? 0, chars.length));
+  $("filter-error-message").textContent = error.message;
+  $("filter-error-text").hidden = !isFilter;
+  if (isFilter) {
+    const mark = el("mark", at < chars.length ? "" : "end", at < chars.length ? chars[at] : " ");
+    mark.title = at < chars.length ? `character ${at}` : "the end of the filter";
+    $("filter-error-text").replaceChildren(chars.slice(0, at).join(""), mark, chars.slice(at + 1).join(""));
+    $("filter-error").dataset.position = at;
+  } else {
+    delete $("filter-error").dataset.position;
+  }
+  $("filter-error").hidden = false;
+  box.setAttribute("aria-invalid", "true");
+  $("children").replaceChildren();
+  $("children-empty").hidden = true;
+  state.children = 0;
+  state.aliasListing = false;
+  state.pages.length = state.page + 1;
+  $("prev").disabled = state.page === 0;
+  $("next").disabled = true;
+  $("page-info").textContent = "";
+  delete $("page-info").dataset.scanned;
+  box.focus();
+  if (isFilter) {
+    // Offsets in the box count UTF-16 units.
+    const start = chars.slice(0, at).join("").length;
+    box.setSelectionRange(start, start + (chars[at] || "").length);
+  }
+  document.body.dataset.renderedAt = performance.now().toFixed(1);
+  document.body.dataset.renderedPage = state.page;
+}
+
+function hideFilterError() {
+  $("filter-error").hidden = true;
+  for (const id of ["filter", "fields", "max-scan"]) $(id).removeAttribute("aria-invalid");
 }
 
 /** The key explained; resolves to the function that shows it. */
@@ -686,20 +799,19 @@ function showKey(key) {
   const q = listQuery();
   const origin = location.origin;
   const auth = state.session && state.session.auth_required ? ` -H "Authorization: Bearer $PATHDB_TOKEN"` : "";
-  const listParams = new URLSearchParams({ children: "true", limit: q.limit });
-  if (q.reverse) listParams.set("reverse", "true");
-  if (q.gt) listParams.set("gt", q.gt);
-  if (q.lt) listParams.set("lt", q.lt);
   showLines($("eq-curl"), [
     `# the item`,
     `curl -s${auth} ${sh(origin + "/v1/items/" + urlPath(key.path))}`,
-    `# its children, as listed here`,
-    `curl -s${auth} ${sh(origin + "/v1/list/" + urlPath(key.path) + "?" + listParams)}`,
+    `# its ${q.subtree ? "subtree" : "children"}, as listed here`,
+    `curl -s${auth} ${sh(origin + "/v1/list/" + urlPath(key.path) + "?" + listParams(q))}`,
   ].join("\n"));
-  const lsFlags = ["--children", "--limit", q.limit];
+  const lsFlags = q.subtree ? ["--limit", q.limit] : ["--children", "--limit", q.limit];
   if (q.reverse) lsFlags.push("--reverse");
   if (q.gt) lsFlags.push("--gt", sh(q.gt));
   if (q.lt) lsFlags.push("--lt", sh(q.lt));
+  if (q.filter) lsFlags.push("--filter", sh(q.filter));
+  if (q.fields) lsFlags.push("--fields", sh(q.fields));
+  if (q.maxScan) lsFlags.push("--max-scan", q.maxScan);
   showLines($("eq-cli"), [
     `pathdb --server ${origin} get ${sh(key.path)}`,
     `pathdb --server ${origin} ls ${sh(key.path)} ${lsFlags.join(" ")}`,
@@ -2868,6 +2980,10 @@ function applyListForm(event) {
   if ($("gt").value.trim()) params.set("gt", $("gt").value.trim());
   if ($("lt").value.trim()) params.set("lt", $("lt").value.trim());
   if ($("limit").value !== "100") params.set("limit", $("limit").value);
+  if ($("list-subtree").checked) params.set("subtree", "true");
+  if ($("filter").value.trim()) params.set("filter", $("filter").value.trim());
+  if ($("fields").value.trim()) params.set("fields", $("fields").value.trim());
+  if ($("max-scan").value.trim()) params.set("max_scan", $("max-scan").value.trim());
   const search = params.toString();
   navigate(location.pathname + (search ? "?" + search : ""));
 }
