@@ -323,6 +323,18 @@ fn cases(list_token: &str) -> Vec<Case> {
         case("GET", "/v1/list/docname-seven", [2, 2, 403, 403, 2, 401]),
         case("GET", "/v1/list/docname-secret8", [403, 403, 403, 403, 2, 401]),
         case("GET", "/v1/list/user-alice", [403, 403, 2, 403, 2, 401]),
+        // Filters and counts (docs/filters.md) decide on every item they read: one the token may
+        // not read refuses the request whole, even when nothing would match.
+        case("GET", "/v1/list/team-7?filter=has(value.v)", [2, 2, 403, 403, 2, 401]),
+        case("GET", "/v1/list/team-7?count=true&filter=has(value.v)", [2, 2, 403, 403, 2, 401]),
+        case("GET", "/v1/list/team-8?filter=false", [403, 403, 403, 403, 2, 401]),
+        case("GET", "/v1/list/team-8?count=true", [403, 403, 403, 403, 2, 401]),
+        case("GET", "/v1/list/docname-seven?filter=has(value.v)", [2, 2, 403, 403, 2, 401]),
+        case("GET", "/v1/list/docname-secret8?filter=false", [403, 403, 403, 403, 2, 401]),
+        case("GET", "/v1/list/docname-secret8?count=true", [403, 403, 403, 403, 2, 401]),
+        case("GET", "/v1/changes/docname-secret8?filter=false", [403, 403, 403, 403, 2, 401]),
+        with_body("POST", "/v1/get?filter=false", JSON, json!({"paths": ["/docname-secret8"]}), [403, 403, 403, 403, 2, 401]),
+        case("GET", "/v1/items/docname-secret8?fields=v", [403, 403, 403, 403, 2, 401]),
         case("GET", "/v1/history/team-8/doc-1", [403, 403, 403, 403, 2, 401]),
         case("GET", "/v1/history/team-7/doc-1", [2, 2, 403, 403, 2, 401]),
         // Feeds: only a subtree the token reads entirely.
