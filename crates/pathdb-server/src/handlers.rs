@@ -489,7 +489,7 @@ pub async fn get_many<B: Backend>(
 /// Lists a subtree or direct children, one page at a time.
 #[utoipa::path(get, path = "/v1/list/{prefix}", tag = "items", operation_id = "listItems",
     params(("prefix" = String, Path, description = "Key path without its leading '/'", example = "user-7"), ListQuery),
-    responses((status = 200, body = ListOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+    responses((status = 200, description = "A page of items (`ListOut`), or with `count=true` a count (`CountOut`)", body = ListAnswer), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, description = "A web origin or Host the server does not allow", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
@@ -547,21 +547,21 @@ pub async fn list<B: Backend>(
     need_listed(&access, &prefix, &[])?;
     if count {
         let page = store_call("count", move || Ok(state.store.count(&request)?)).await?;
-        return Ok(axum::Json(CountOut {
+        return Ok(axum::Json(ListAnswer::Count(CountOut {
             count: page.count,
             scanned: page.scanned,
             next_page_token: page.next_page_token,
-        })
+        }))
         .into_response());
     }
     let page = store_call("list", move || Ok(state.store.list_encoded(&request)?)).await?;
     need_listed(&access, &prefix, &page.items)?;
-    Ok(axum::Json(ListOut {
+    Ok(axum::Json(ListAnswer::Page(ListOut {
         items: page.items.into_iter().map(Into::into).collect(),
         next_page_token: page.next_page_token,
         changes_token: page.changes_token.map(|t| t.to_string()),
         scanned: page.scanned,
-    })
+    }))
     .into_response())
 }
 

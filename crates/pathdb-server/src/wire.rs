@@ -183,6 +183,16 @@ pub struct ListOut {
     pub scanned: usize,
 }
 
+/// The answer of `GET /v1/list/{prefix}`: a page of items, or with `count=true` a count.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ListAnswer {
+    /// A page of items.
+    Page(ListOut),
+    /// With `count=true`: how many match, and how many were read.
+    Count(CountOut),
+}
+
 /// The answer of `GET /v1/list/{prefix}?count=true`.
 #[derive(Serialize, ToSchema)]
 pub struct CountOut {
