@@ -375,16 +375,34 @@ pub(crate) struct Logged<'a> {
         deserialize_with = "crate::model::item::present"
     )]
     value: Option<&'a RawValue>,
+    /// The item as it was right before the change (its before image), when it was live and
+    /// both fit the entry budget. A member that PathDB before issue 49 ignores, so that an older
+    /// server reads a newer log.
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    was: Option<Was<'a>>,
+    /// The item was live before the change, but its image did not fit (a large old value with a
+    /// large new one): a filter cannot tell whether it matched.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    was_unknown: bool,
+}
+
+/// A before image: the item's metadata and value as they were (its path is the change's).
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Was<'a> {
+    version: u64,
+    created_at: i64,
+    modified_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<i64>,
+    #[serde(borrow)]
+    value: &'a RawValue,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Op {
+enum Op {
     Put,
     Delete,
-    /// Not a change: the before image of the change that follows it (the item as it was),
-    /// in an entry with `images`.
-    Was,
 }
 
 /// A log entry: changes of one commit in one group; `end` is false when the commit continues in
@@ -394,9 +412,9 @@ pub(crate) struct Entry<'a> {
     #[serde(borrow)]
     pub(crate) changes: Vec<Logged<'a>>,
     pub(crate) end: bool,
-    /// Every change of the entry whose item was live before has its before image (a `was`
-    /// record right before it, possibly at the end of the entry before): a change without one
-    /// made its item. Entries written before images were logged lack it.
+    /// Every change of the entry whose item was live before has its before image (`was`), or
+    /// says it has none (`was_unknown`): a change with neither made its item. Entries written
+    /// before images were logged lack this.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) images: bool,
 }
@@ -404,7 +422,8 @@ pub(crate) struct Entry<'a> {
 /// What an item was right before a change ([`ChangeEntry::before`]).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub(crate) enum Before {
-    /// Not known: the change was logged before PathDB logged before images.
+    /// Not known: the change was logged before PathDB logged before images, or the image did
+    /// not fit its entry beside the change.
     Unknown,
     /// There was no live item.
     Absent,
@@ -412,24 +431,52 @@ pub(crate) enum Before {
     Item(Item),
 }
 
-/// The before image of a change to `item`'s path (an `Op::Was` record).
-pub(crate) fn logged_before(item: &Item) -> Result<Logged<'_>, Error> {
-    Ok(Logged {
-        op: Op::Was,
-        path: item.path.to_string(),
-        version: item.version,
-        created_at: Some(item.created_at.0),
-        modified_at: Some(item.modified_at.0),
-        expires_at: item.expires_at.map(|t| t.0),
-        alias: item.alias.as_ref().map(ToString::to_string),
-        value: Some(serde_json::from_str(item.value.as_str()).map_err(corrupt)?),
-    })
-}
+impl<'a> Logged<'a> {
+    /// Adds the before image `item` (the item as it was; `None`: there was none live), or, when
+    /// `fits` is false, says that it was live but is not kept.
+    pub(crate) fn with_before(mut self, item: Option<&'a Item>, fits: bool) -> Result<Self, Error> {
+        match item {
+            Some(item) if fits => {
+                self.was = Some(Was {
+                    version: item.version,
+                    created_at: item.created_at.0,
+                    modified_at: item.modified_at.0,
+                    expires_at: item.expires_at.map(|t| t.0),
+                    value: serde_json::from_str(item.value.as_str()).map_err(corrupt)?,
+                });
+            }
+            Some(_) => self.was_unknown = true,
+            None => {}
+        }
+        Ok(self)
+    }
 
-impl Logged<'_> {
-    /// Whether this is a before image, not a change.
-    pub(crate) fn is_before_image(&self) -> bool {
-        self.op == Op::Was
+    /// The item right before this change, in an entry that logs before images (`images`).
+    pub(crate) fn before(&self, images: bool) -> Result<Before, Error> {
+        if !images || self.was_unknown {
+            return Ok(Before::Unknown);
+        }
+        let Some(was) = &self.was else {
+            return Ok(Before::Absent);
+        };
+        let path = self.path.parse::<KeyPath>().map_err(corrupt)?;
+        let alias = self
+            .alias
+            .as_deref()
+            .map(str::parse::<KeyPath>)
+            .transpose()
+            .map_err(corrupt)?;
+        let record = Record {
+            version: was.version,
+            created_at: was.created_at,
+            modified_at: was.modified_at,
+            expires_at: was.expires_at,
+            value: was.value.get().as_bytes().to_vec(),
+        };
+        Ok(Before::Item(Item {
+            alias,
+            ..to_item(path, record)?
+        }))
     }
 }
 
@@ -444,6 +491,8 @@ pub(crate) fn logged(change: &Change) -> Result<Logged<'_>, Error> {
             expires_at: item.expires_at.map(|t| t.0),
             alias: item.alias.as_ref().map(ToString::to_string),
             value: Some(serde_json::from_str(item.value.as_str()).map_err(corrupt)?),
+            was: None,
+            was_unknown: false,
         },
         Change::Delete {
             path,
@@ -458,6 +507,8 @@ pub(crate) fn logged(change: &Change) -> Result<Logged<'_>, Error> {
             expires_at: None,
             alias: alias.as_ref().map(ToString::to_string),
             value: None,
+            was: None,
+            was_unknown: false,
         },
     })
 }
@@ -471,8 +522,7 @@ pub(crate) fn unlogged(logged: &Logged<'_>) -> Result<Change, Error> {
         .transpose()
         .map_err(corrupt)?;
     Ok(match logged.op {
-        // A before image reads as the put that made the item so.
-        Op::Put | Op::Was => Change::Put(Item {
+        Op::Put => Change::Put(Item {
             alias,
             ..to_item(
                 path,
@@ -635,5 +685,57 @@ mod tests {
                 Err(Error::InvalidChangeToken(_))
             ));
         }
+    }
+
+    #[test]
+    fn a_change_carries_its_before_image_where_it_fits() {
+        let item = |version: u64, text: &str| Item {
+            path: "/u-1/o-2".parse().unwrap(),
+            version,
+            created_at: crate::model::item::Timestamp(1),
+            modified_at: crate::model::item::Timestamp(version as i64),
+            expires_at: None,
+            value: crate::model::item::Json::parse(text).unwrap(),
+            alias: None,
+        };
+        let (old, new) = (item(1, r#"{"s": "open"}"#), item(2, r#"{"s": "closed"}"#));
+        let change = Change::Put(new);
+        let entry = |l: Logged<'_>| {
+            serde_json::to_string(&Entry {
+                changes: vec![l],
+                end: true,
+                images: true,
+            })
+            .unwrap()
+        };
+        let before = |text: &str| {
+            let entry: Entry<'_> = serde_json::from_str(text).unwrap();
+            entry.changes[0].before(entry.images).unwrap()
+        };
+        let kept = entry(
+            logged(&change)
+                .unwrap()
+                .with_before(Some(&old), true)
+                .unwrap(),
+        );
+        assert_eq!(before(&kept), Before::Item(old.clone()));
+        // The change reads as before, for a reader that knows nothing of images.
+        assert_eq!(read(&kept), [change.clone()]);
+        let unknown = entry(
+            logged(&change)
+                .unwrap()
+                .with_before(Some(&old), false)
+                .unwrap(),
+        );
+        assert_eq!(before(&unknown), Before::Unknown);
+        let created = entry(logged(&change).unwrap().with_before(None, true).unwrap());
+        assert_eq!(before(&created), Before::Absent);
+        // An entry from before images: not known.
+        let older = kept.replace(r#","images":true"#, "");
+        assert_eq!(before(&older), Before::Unknown);
+        // An older reader's shape ignores what it does not know (no deny_unknown_fields), as
+        // PathDB's own does with a member added later.
+        let later = kept.replace(r#""op":"put""#, r#""op":"put","later":{"x":1}"#);
+        assert_eq!(read(&later), [change]);
     }
 }

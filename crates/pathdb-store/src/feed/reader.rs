@@ -117,8 +117,6 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
     let mut at_end = false;
     // When the entry before the one being read was written, for the tokens minted here.
     let mut previous = 0;
-    // The before image read last, for the change that follows it (maybe in the next entry).
-    let mut image: Option<crate::model::item::Item> = None;
     'read: loop {
         let want = (limit + 2).min(MAX_ENTRIES_PER_POLL.saturating_sub(entries_read).max(2));
         let batch = reader.scan(
@@ -175,16 +173,7 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
                 ));
             }
             for (i, logged) in entry.changes.iter().enumerate().skip(skip) {
-                if logged.is_before_image() {
-                    if filter.is_some()
-                        && let Change::Put(item) = unlogged(logged)?
-                    {
-                        image = Some(item);
-                    }
-                    continue;
-                }
                 let change = unlogged(logged)?;
-                let image = image.take();
                 if !prefix.covers(change.key()) {
                     continue;
                 }
@@ -196,16 +185,7 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
                                 path: prefix.clone(),
                             });
                         }
-                        let before = match image {
-                            _ if !entry.images => Before::Unknown,
-                            Some(item)
-                                if item.alias.as_ref().unwrap_or(&item.path) == change.key() =>
-                            {
-                                Before::Item(item)
-                            }
-                            _ => Before::Absent,
-                        };
-                        match matters(filter, change, before) {
+                        match matters(filter, change, logged.before(entry.images)?) {
                             Some(delivered) => delivered,
                             None => continue,
                         }

@@ -6,9 +6,7 @@
 //! batch commits ([`WriteOp::Append`]), so concurrent writers never conflict over the log.
 
 use crate::backend::{Direction, Key, Reader, Record, WriteBatch, WriteOp};
-use crate::encoding::changelog::{
-    Change, ENTRY_BUDGET, Entry, Logged, corrupt, logged, logged_before,
-};
+use crate::encoding::changelog::{Change, ENTRY_BUDGET, Entry, Logged, corrupt, logged};
 use crate::encoding::layout;
 use crate::model::error::Error;
 use crate::write::plan::{Context, Plan, PlannedChange};
@@ -68,18 +66,17 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
         let owner = list[0].change.key().clone();
         let mut parts: Vec<Vec<Logged<'_>>> = vec![Vec::new()];
         let mut size = 0;
-        // A change's before image goes right before it, as a record of its own: a change and its
-        // image may be in two entries (each fits one), never split or reordered.
-        let records = list.iter().flat_map(|planned| {
-            let before = planned.before.as_ref().map(|item| {
-                let bytes = item.value.as_str().len() + 128 + 2 * item.path.encode().len();
-                (logged_before(item), bytes)
-            });
-            let change = (logged(&planned.change), change_size(&planned.change));
-            before.into_iter().chain(std::iter::once(change))
-        });
-        for (l, bytes) in records {
-            let l = l?;
+        for planned in list {
+            // The before image goes in the change's own record when both fit one entry (an
+            // entry must fit a DynamoDB item); beyond, the record says there was one.
+            let image = planned
+                .before
+                .as_ref()
+                .map_or(0, |item| item.value.as_str().len() + 96);
+            let change = change_size(&planned.change);
+            let fits = change + image <= ENTRY_BUDGET;
+            let bytes = change + if fits { image } else { 0 };
+            let l = logged(&planned.change)?.with_before(planned.before.as_ref(), fits)?;
             let current = parts.last_mut().expect("parts is never empty");
             if !current.is_empty() && size + bytes > ENTRY_BUDGET {
                 parts.push(Vec::new());
