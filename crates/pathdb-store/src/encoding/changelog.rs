@@ -720,7 +720,7 @@ mod tests {
         );
         assert_eq!(before(&kept), Before::Item(old.clone()));
         // The change reads as before, for a reader that knows nothing of images.
-        assert_eq!(read(&kept), [change.clone()]);
+        assert_eq!(read(&kept), std::slice::from_ref(&change));
         let unknown = entry(
             logged(&change)
                 .unwrap()
