@@ -1083,9 +1083,13 @@ fn tokens_from_the_cli() {
     let secret = secret.trim();
     assert!(secret.starts_with("pdb_"), "{secret}");
     let listed = crate::ok(&["--json", "--db", db, "token", "ls"]);
-    let (_, tail) = secret.rsplit_once('_').expect("a secret");
-    assert!(!listed.contains(tail), "no secret in the listing");
     let line: Value = serde_json::from_str(listed.trim()).expect("json");
+    // The secret is all after `pdb_<id>_` (base64url, which may itself hold a `_`).
+    let id = line["id"].as_str().expect("an id");
+    let tail = secret
+        .strip_prefix(&format!("pdb_{id}_"))
+        .expect("a secret");
+    assert!(!listed.contains(tail), "no secret in the listing");
     assert_eq!(line["vars"], json!({"team": 7}));
     let config = dir.path().join("c.toml");
     std::fs::write(

@@ -401,14 +401,6 @@ impl ArchivedTempFile {
 impl Harness for ArchivedTempFile {
     type Backend = FileBackend;
 
-    /// Left out while a failure seen once in three CI runs is looked into (the issue 48 note):
-    /// its scan of the system partition found a token's secret text. It runs on the file
-    /// backend without the archive, on memory and on DynamoDB.
-    fn skip(&self, workload: &str) -> Option<String> {
-        (workload == "tokens_are_issued_and_revoked")
-            .then(|| "under investigation with the archive on (issue 48 note)".to_owned())
-    }
-
     fn open(&self, options: StoreOptions) -> TestStore<FileBackend> {
         let dir = tempfile::tempdir().expect("create a temporary directory");
         let (store, archive) = ArchivedTempFile::open_in(dir.path(), options);
