@@ -37,6 +37,10 @@ pub(super) struct Compiled {
     pub(super) program: Program,
     /// Which of [`VARIABLES`] the filter uses: only those are made for each item.
     pub(super) uses: [bool; VARIABLES.len()],
+    /// The members of `value` the filter reads, when it reads `value` only through them
+    /// (`value.status`, `has(value.total)`): only those are made of each item's value.
+    /// `None`: it uses `value` whole (`size(value)`, `value == {...}`).
+    pub(super) value_members: Option<Vec<String>>,
 }
 
 impl Filter {
@@ -119,10 +123,13 @@ impl Filter {
                     ),
                 ));
             }
+            let mut members = Some(Vec::new());
+            value_members(root, &mut Vec::new(), &mut members);
             Ok(Compiled {
                 source: owned,
                 program,
                 uses,
+                value_members: members,
             })
         })?;
         Ok(Filter(Arc::new(compiled)))
@@ -319,6 +326,51 @@ fn names<'a>(e: &'a IdedExpr, bound: &mut Vec<&'a str>, each: &mut dyn FnMut(&st
             children(e, &mut |child| kids.push(child));
             for child in kids {
                 names(child, bound, each);
+            }
+        }
+    }
+}
+
+/// Adds to `members` the members of `value` that `e` selects (`value.x`, `has(value.x)`), or
+/// makes it `None` where `e` uses `value` otherwise.
+fn value_members<'a>(e: &'a IdedExpr, bound: &mut Vec<&'a str>, members: &mut Option<Vec<String>>) {
+    if members.is_none() {
+        return;
+    }
+    match &e.expr {
+        Expr::Select(select) => {
+            if let Expr::Ident(name) = &select.operand.expr
+                && name == "value"
+                && !bound.contains(&"value")
+            {
+                if let Some(list) = members
+                    && !list.contains(&select.field)
+                {
+                    list.push(select.field.clone());
+                }
+                return;
+            }
+            value_members(&select.operand, bound, members);
+        }
+        Expr::Ident(name) if name == "value" && !bound.contains(&"value") => *members = None,
+        Expr::Comprehension(c) => {
+            value_members(&c.iter_range, bound, members);
+            let before = bound.len();
+            bound.push(&c.iter_var);
+            if let Some(second) = &c.iter_var2 {
+                bound.push(second);
+            }
+            bound.push(&c.accu_var);
+            for child in [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                value_members(child, bound, members);
+            }
+            bound.truncate(before);
+        }
+        _ => {
+            let mut kids = Vec::new();
+            children(e, &mut |child| kids.push(child));
+            for child in kids {
+                value_members(child, bound, members);
             }
         }
     }

@@ -2,7 +2,10 @@
 //! uses them, and the verdict (`true` matches; anything else, an error included, does not).
 
 use super::compile::{ENV, Filter, VARIABLES};
-use cel::objects::{Key, Map};
+use cel::common::types::{
+    CelBool, CelBytes, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
+};
+use cel::common::value::Val;
 use cel::{Context, Value};
 use pathdb_keys::{Id, KeyPath};
 use serde::de::{self, Deserializer as _, MapAccess, SeqAccess, Visitor};
@@ -54,20 +57,20 @@ impl Filter {
             .zip(compiled.uses)
             .filter(|(_, used)| *used)
         {
-            let value = match *name {
-                "value" => match json_value(subject.value) {
+            let value: Box<dyn Val + '_> = match *name {
+                "value" => match json_val(subject.value, compiled.value_members.as_deref()) {
                     Some(value) => value,
                     None => return false,
                 },
-                "path" => Value::String(Arc::new(
+                "path" => Box::new(CelString::from(
                     path.get_or_insert_with(|| (subject.path)()).to_string(),
                 )),
                 "ids" => ids(path.get_or_insert_with(|| (subject.path)())),
-                "version" => Value::UInt(subject.version),
-                "created_at" => Value::Int(subject.created_at),
-                _ => Value::Int(subject.modified_at),
+                "version" => Box::new(CelUInt::from(subject.version)),
+                "created_at" => Box::new(CelInt::from(subject.created_at)),
+                _ => Box::new(CelInt::from(subject.modified_at)),
             };
-            context.add_variable_from_value(*name, value);
+            context.add_variable_as_val(*name, value);
         }
         matches!(compiled.program.execute(&context), Ok(Value::Bool(true)))
     }
@@ -76,103 +79,206 @@ impl Filter {
 /// Each namespace of `path` with an id, to that id: integers as `int` (`uint` past its range),
 /// strings and UUIDs as `string`, bytes as `bytes`. A namespace that comes twice maps to its
 /// deepest id.
-fn ids(path: &KeyPath) -> Value {
-    let mut map = HashMap::new();
+fn ids(path: &KeyPath) -> Box<dyn Val + 'static> {
+    let mut map: HashMap<CelMapKey<'static>, Box<dyn Val>> = HashMap::new();
     for element in path.elements() {
         let Some(id) = element.id() else { continue };
-        let value = match id {
+        let value: Box<dyn Val> = match id {
             Id::Int(n) | Id::DescInt(n) => match i64::try_from(n.get()) {
-                Ok(n) => Value::Int(n),
+                Ok(n) => Box::new(CelInt::from(n)),
                 Err(_) => match u64::try_from(n.get()) {
-                    Ok(n) => Value::UInt(n),
-                    Err(_) => Value::String(Arc::new(n.to_string())),
+                    Ok(n) => Box::new(CelUInt::from(n)),
+                    Err(_) => Box::new(CelString::from(n.to_string())),
                 },
             },
-            Id::String(s) | Id::DescString(s) => Value::String(Arc::new(s.clone())),
-            Id::Uuid(u) => Value::String(Arc::new(u.to_string())),
-            Id::Bytes(b) | Id::DescBytes(b) => Value::Bytes(Arc::new(b.clone())),
+            Id::String(s) | Id::DescString(s) => Box::new(CelString::from(s.clone())),
+            Id::Uuid(u) => Box::new(CelString::from(u.to_string())),
+            Id::Bytes(b) | Id::DescBytes(b) => Box::new(CelBytes::from(b.clone())),
         };
         map.insert(
-            Key::String(Arc::new(element.namespace().as_str().to_owned())),
+            CelMapKey::from(element.namespace().as_str().to_owned()),
             value,
         );
     }
-    Value::Map(Map { map: Arc::new(map) })
+    Box::new(CelMap::from(map))
 }
 
-/// A JSON text as a CEL value, in one pass: integers as `int` (`uint` past its range, `double`
-/// past that), other numbers as `double`. `None` if it is not JSON.
-fn json_value(text: &str) -> Option<Value> {
+/// A JSON text as a CEL value, in one pass and borrowing its strings where it can: integers as
+/// `int` (`uint` past its range), other numbers as `double`. With `members`, an object keeps
+/// only those members (the rest is skipped unread), as a filter that reads only those sees no
+/// difference; a value that is not an object is made whole. `None` if it is not JSON.
+fn json_val<'v>(text: &'v str, members: Option<&[String]>) -> Option<Box<dyn Val + 'v>> {
+    if let Some(members) = members {
+        let mut de = serde_json::Deserializer::from_str(text);
+        match de.deserialize_any(Top { members }) {
+            Ok(Some(value)) => return de.end().ok().map(|()| value),
+            // Not an object: made whole below.
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     // A stored value nests at most as deep as serde_json reads (128): the recursion here is
     // the parser's own.
-    let value = de.deserialize_any(CelVisitor).ok()?;
+    let value = de.deserialize_any(Whole).ok()?;
     de.end().ok()?;
     Some(value)
 }
 
-struct CelVisitor;
+/// The top of a value that a filter reads only some members of.
+struct Top<'m> {
+    members: &'m [String],
+}
 
-impl<'de> Visitor<'de> for CelVisitor {
-    type Value = Value;
+impl<'de> Visitor<'de> for Top<'_> {
+    type Value = Option<Box<dyn Val + 'de>>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        let mut map = HashMap::with_capacity(self.members.len());
+        while let Some(key) = access.next_key_seed(KeySeed)? {
+            let wanted = match &key {
+                CelMapKey::String(name) => self.members.iter().any(|m| m == name.inner()),
+                _ => false,
+            };
+            if wanted {
+                map.insert(key, access.next_value_seed(Seed)?);
+            } else {
+                access.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(Some(Box::new(CelMap::from(map))))
     }
 
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Int(v))
+    // Anything else is not an object: `None`, and the caller makes it whole.
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+/// A whole JSON value as a CEL value.
+struct Whole;
+
+impl<'de> Visitor<'de> for Whole {
+    type Value = Box<dyn Val + 'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
     }
 
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
-        Ok(i64::try_from(v).map_or(Value::UInt(v), Value::Int))
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Box::new(CelBool::from(v)))
     }
 
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::Float(v))
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Box::new(CelInt::from(v)))
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(Arc::new(v.to_owned())))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(match i64::try_from(v) {
+            Ok(v) => Box::new(CelInt::from(v)),
+            Err(_) => Box::new(CelUInt::from(v)),
+        })
     }
 
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(Arc::new(v)))
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Box::new(CelDouble::from(v)))
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Box::new(CelString::from(v)))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Box::new(CelString::from(v.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Box::new(CelString::from(v)))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Box::new(CelNull))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
         while let Some(item) = seq.next_element_seed(Seed)? {
             items.push(item);
         }
-        Ok(Value::List(Arc::new(items)))
+        Ok(Box::new(CelList::from(items)))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
         let mut map = HashMap::with_capacity(access.size_hint().unwrap_or(0).min(64));
-        while let Some(key) = access.next_key::<String>()? {
+        while let Some(key) = access.next_key_seed(KeySeed)? {
             let value = access.next_value_seed(Seed)?;
-            map.insert(Key::String(Arc::new(key)), value);
+            map.insert(key, value);
         }
-        Ok(Value::Map(Map { map: Arc::new(map) }))
+        Ok(Box::new(CelMap::from(map)))
     }
 }
 
 struct Seed;
 
 impl<'de> de::DeserializeSeed<'de> for Seed {
-    type Value = Value;
+    type Value = Box<dyn Val + 'de>;
 
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(CelVisitor)
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(Whole)
+    }
+}
+
+/// An object's member name as a CEL map key, borrowed where the text has no escapes.
+struct KeySeed;
+
+impl<'de> de::DeserializeSeed<'de> for KeySeed {
+    type Value = CelMapKey<'de>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(KeySeed)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = CelMapKey<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(CelMapKey::String(CelString::from(v)))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(CelMapKey::from(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(CelMapKey::from(v))
     }
 }
 
@@ -223,6 +329,54 @@ mod tests {
         assert!(!matches("value.total > 100", "[1, 2]"));
         assert!(!matches("value.total > 100", "null"));
         assert!(matches("value == null", "null"));
+    }
+
+    #[test]
+    fn only_the_members_a_filter_reads_are_made_and_it_sees_no_difference() {
+        let members = |f: &str| {
+            Filter::compile(f)
+                .expect(f)
+                .compiled()
+                .value_members
+                .clone()
+        };
+        assert_eq!(
+            members("value.a == 1 && has(value.b) || value.a.c > 2"),
+            Some(vec!["a".to_owned(), "b".to_owned()])
+        );
+        assert_eq!(members("size(value) > 1"), None);
+        assert_eq!(members(r#"value == {"a": 1}"#), None);
+        assert_eq!(members(r#"value["a"] == 1"#), None);
+        // A comprehension's own `value` is not the item's.
+        assert_eq!(
+            members("value.l.exists(value, value > 1)"),
+            Some(vec!["l".to_owned()])
+        );
+        // The same verdicts as on the whole value, objects or not.
+        for value in [
+            r#"{"a": 1, "b": [1, 2], "c": {"d": "x"}, "e": null}"#,
+            r#"{"a": "1", "z": {"deep": [1, {"x": 2}]}}"#,
+            "[1, 2]",
+            "7",
+            "null",
+            r#""text""#,
+        ] {
+            for filter in [
+                "value.a == 1",
+                "has(value.a)",
+                "!has(value.b)",
+                "value.c.d == 'x'",
+                "has(value.e) && value.e == null",
+                "value.b.exists(x, x == 2)",
+            ] {
+                let whole = format!("({filter}) && size([value]) == 1");
+                assert_eq!(
+                    matches(filter, value),
+                    matches(&whole, value),
+                    "{filter} on {value}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 use crate::model::error::Error;
 use crate::model::item::Json;
+use serde::de::{self, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// The most members one projection names.
@@ -47,38 +49,114 @@ impl Fields {
 
     /// `value` with only these members.
     pub fn project(&self, value: &Json) -> Json {
-        let value = value.to_value();
-        let mut out = Map::new();
-        for field in &self.0 {
-            if let Some(found) = member(&value, field) {
-                insert(&mut out, field, found.clone());
-            }
+        let paths: Vec<&[String]> = self.0.iter().map(Vec::as_slice).collect();
+        let text = project_text(value.as_str(), &paths).unwrap_or_else(|| "{}".to_owned());
+        // Members copied whole from a stored value: valid JSON.
+        Json::parse(&text).unwrap_or_else(|_| Json::from_value(&Value::Object(Map::new())))
+    }
+}
+
+/// The members `paths` of the JSON object `text`, as JSON text; `None` if it is not an object or
+/// holds none of them. Members are copied as their text, never parsed, and the members not asked
+/// for are skipped unread: a projection costs about a scan of the value.
+fn project_text(text: &str, paths: &[&[String]]) -> Option<String> {
+    let wanted: Vec<&str> = paths
+        .iter()
+        .filter_map(|p| p.first().map(String::as_str))
+        .collect();
+    let members = top_members(text, &wanted)?;
+    let mut out = String::with_capacity(text.len().min(256));
+    out.push('{');
+    let mut any = false;
+    let mut done: Vec<&str> = Vec::new();
+    for path in paths {
+        let Some(first) = path.first() else { continue };
+        if done.contains(&first.as_str()) {
+            continue;
         }
-        Json::from_value(&Value::Object(out))
+        done.push(first);
+        let Some((_, raw)) = members.iter().find(|(k, _)| k == first) else {
+            continue;
+        };
+        // The whole member when it is asked for whole; else what its own paths keep of it.
+        let whole = paths.iter().any(|p| p.len() == 1 && p[0] == *first);
+        let value = if whole {
+            Some(raw.get().to_owned())
+        } else {
+            let below: Vec<&[String]> = paths
+                .iter()
+                .filter(|p| p.len() > 1 && p[0] == *first)
+                .map(|p| &p[1..])
+                .collect();
+            project_text(raw.get(), &below)
+        };
+        let Some(value) = value else { continue };
+        if any {
+            out.push(',');
+        }
+        any = true;
+        out.push_str(&serde_json::to_string(first.as_str()).ok()?);
+        out.push(':');
+        out.push_str(&value);
     }
+    out.push('}');
+    any.then_some(out)
 }
 
-fn member<'a>(mut value: &'a Value, path: &[String]) -> Option<&'a Value> {
-    for segment in path {
-        value = value.as_object()?.get(segment)?;
-    }
-    Some(value)
-}
+/// The members named in `wanted` of the JSON object `text`, each as its text; `None` if `text`
+/// is not an object.
+fn top_members<'t>(text: &'t str, wanted: &[&str]) -> Option<Vec<(String, &'t RawValue)>> {
+    struct Members<'w>(&'w [&'w str]);
 
-fn insert(out: &mut Map<String, Value>, path: &[String], value: Value) {
-    let Some((last, parents)) = path.split_last() else {
-        return;
-    };
-    let mut at = out;
-    for segment in parents {
-        let next = at
-            .entry(segment.clone())
-            .or_insert_with(|| Value::Object(Map::new()));
-        // Both `a` and `a.b` asked: `a` whole already holds `a.b`.
-        let Value::Object(next) = next else { return };
-        at = next;
+    impl<'de> Visitor<'de> for Members<'_> {
+        type Value = Option<Vec<(String, &'de RawValue)>>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON value")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+            let mut found: Vec<(String, &'de RawValue)> = Vec::new();
+            while let Some(key) = access.next_key::<std::borrow::Cow<'de, str>>()? {
+                if self.0.contains(&key.as_ref()) {
+                    let raw: &'de RawValue = access.next_value()?;
+                    // A member named twice: the last, as a JSON reader keeps.
+                    found.retain(|(k, _)| *k != key);
+                    found.push((key.into_owned(), raw));
+                } else {
+                    access.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(Some(found))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
     }
-    at.insert(last.clone(), value);
+
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.deserialize_any(Members(wanted)).ok().flatten()
 }
 
 #[cfg(test)]
