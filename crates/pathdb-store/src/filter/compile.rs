@@ -101,15 +101,15 @@ impl Filter {
             }
             let mut unknown = None;
             let mut uses = [false; VARIABLES.len()];
-            names(root, &mut Vec::new(), &mut |name, id| match VARIABLES
-                .iter()
-                .position(|v| *v == name)
-            {
-                Some(i) => uses[i] = true,
-                None => {
-                    unknown.get_or_insert((name.to_owned(), id));
-                }
-            });
+            names(
+                root,
+                &mut |name, id| match VARIABLES.iter().position(|v| *v == name) {
+                    Some(i) => uses[i] = true,
+                    None => {
+                        unknown.get_or_insert((name.to_owned(), id));
+                    }
+                },
+            );
             if let Some((name, id)) = unknown {
                 let at = program
                     .source_info()
@@ -123,13 +123,11 @@ impl Filter {
                     ),
                 ));
             }
-            let mut members = Some(Vec::new());
-            value_members(root, &mut Vec::new(), &mut members);
             Ok(Compiled {
+                value_members: value_members(root),
                 source: owned,
                 program,
                 uses,
-                value_members: members,
             })
         })?;
         Ok(Filter(Arc::new(compiled)))
@@ -299,81 +297,75 @@ fn entry_children<'a>(
     }
 }
 
-/// Calls `each` with every free name `e` uses (not a comprehension's own variables) and the id
-/// of the node that uses it.
-fn names<'a>(e: &'a IdedExpr, bound: &mut Vec<&'a str>, each: &mut dyn FnMut(&str, u64)) {
-    match &e.expr {
-        Expr::Ident(name) => {
-            if !bound.contains(&name.as_str()) {
-                each(name, e.id);
-            }
+/// Walks `e`, calling `visit` with each node and the names comprehensions bind around it (a
+/// comprehension's own variables are in scope in its body, not in its range); `visit` answers
+/// whether to go below the node.
+fn walk_scoped<'a>(
+    e: &'a IdedExpr,
+    bound: &mut Vec<&'a str>,
+    visit: &mut dyn FnMut(&'a IdedExpr, &[&'a str]) -> bool,
+) {
+    if !visit(e, bound) {
+        return;
+    }
+    if let Expr::Comprehension(c) = &e.expr {
+        walk_scoped(&c.iter_range, bound, visit);
+        let before = bound.len();
+        bound.push(&c.iter_var);
+        if let Some(second) = &c.iter_var2 {
+            bound.push(second);
         }
-        Expr::Comprehension(c) => {
-            names(&c.iter_range, bound, each);
-            let before = bound.len();
-            bound.push(&c.iter_var);
-            if let Some(second) = &c.iter_var2 {
-                bound.push(second);
-            }
-            bound.push(&c.accu_var);
-            for child in [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
-                names(child, bound, each);
-            }
-            bound.truncate(before);
+        bound.push(&c.accu_var);
+        for child in [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+            walk_scoped(child, bound, visit);
         }
-        _ => {
-            let mut kids = Vec::new();
-            children(e, &mut |child| kids.push(child));
-            for child in kids {
-                names(child, bound, each);
-            }
-        }
+        bound.truncate(before);
+        return;
+    }
+    let mut kids = Vec::new();
+    children(e, &mut |child| kids.push(child));
+    for child in kids {
+        walk_scoped(child, bound, visit);
     }
 }
 
-/// Adds to `members` the members of `value` that `e` selects (`value.x`, `has(value.x)`), or
-/// makes it `None` where `e` uses `value` otherwise.
-fn value_members<'a>(e: &'a IdedExpr, bound: &mut Vec<&'a str>, members: &mut Option<Vec<String>>) {
-    if members.is_none() {
-        return;
-    }
-    match &e.expr {
-        Expr::Select(select) => {
-            if let Expr::Ident(name) = &select.operand.expr
-                && name == "value"
-                && !bound.contains(&"value")
-            {
-                if let Some(list) = members
-                    && !list.contains(&select.field)
-                {
+/// Calls `each` with every free name `e` uses (not a comprehension's own variables) and the id
+/// of the node that uses it.
+fn names(e: &IdedExpr, each: &mut dyn FnMut(&str, u64)) {
+    walk_scoped(e, &mut Vec::new(), &mut |node, bound| {
+        if let Expr::Ident(name) = &node.expr
+            && !bound.contains(&name.as_str())
+        {
+            each(name, node.id);
+        }
+        true
+    });
+}
+
+/// The members of `value` that `e` selects (`value.x`, `has(value.x)`), or `None` where `e` uses
+/// `value` otherwise (`size(value)`): then each item's value is made whole.
+fn value_members(e: &IdedExpr) -> Option<Vec<String>> {
+    let mut members = Some(Vec::new());
+    let item = |node: &IdedExpr, bound: &[&str]| matches!(&node.expr, Expr::Ident(name) if name == "value" && !bound.contains(&"value"));
+    walk_scoped(e, &mut Vec::new(), &mut |node, bound| {
+        let Some(list) = &mut members else {
+            return false;
+        };
+        match &node.expr {
+            Expr::Select(select) if item(&select.operand, bound) => {
+                if !list.contains(&select.field) {
                     list.push(select.field.clone());
                 }
-                return;
+                false
             }
-            value_members(&select.operand, bound, members);
+            _ if item(node, bound) => {
+                members = None;
+                false
+            }
+            _ => true,
         }
-        Expr::Ident(name) if name == "value" && !bound.contains(&"value") => *members = None,
-        Expr::Comprehension(c) => {
-            value_members(&c.iter_range, bound, members);
-            let before = bound.len();
-            bound.push(&c.iter_var);
-            if let Some(second) = &c.iter_var2 {
-                bound.push(second);
-            }
-            bound.push(&c.accu_var);
-            for child in [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
-                value_members(child, bound, members);
-            }
-            bound.truncate(before);
-        }
-        _ => {
-            let mut kids = Vec::new();
-            children(e, &mut |child| kids.push(child));
-            for child in kids {
-                value_members(child, bound, members);
-            }
-        }
-    }
+    });
+    members
 }
 
 /// The names a compiled filter uses, for tests.

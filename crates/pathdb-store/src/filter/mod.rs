@@ -8,6 +8,39 @@
 //!
 //! This layer knows items only as [`Subject`]s: it reads nothing and writes nothing.
 
+/// The `visit_*` methods of a serde visitor whose `Value` is an `Option`, for every JSON value
+/// but an object: each answers `Ok(None)` (skipping an array's elements unread). The visitors
+/// that read only some members of an object use it (eval.rs, fields.rs).
+macro_rules! not_an_object {
+    () => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    };
+}
+
 mod compile;
 mod eval;
 mod fields;
