@@ -155,7 +155,7 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
         read_units: 0.0,
         write_units: 1.0,
     };
-    const WRITE_BUYS: &str = "versions and ETags that are never reused, an exact change feed (the log entry, written in the same transaction), history where kept";
+    const WRITE_BUYS: &str = "versions and ETags that are never reused, an exact change feed (the log entry, written in the same transaction, with the item as it was for filtered feeds), history where kept";
 
     run("put of a new path", ops, put_item, WRITE_BUYS, &mut |i| {
         store
