@@ -530,3 +530,29 @@ pub(crate) fn check_size(value: &[u8]) -> Result<(), Error> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Schema;
+    use serde_json::json;
+
+    /// docs/namespaces.md, "The schema language": `format` is an annotation in 2020-12 (the
+    /// default) and 2019-09, and checked in drafts 7, 6 and 4.
+    #[test]
+    fn format_is_checked_as_each_draft_says() {
+        let refused = |draft: Option<&str>| {
+            let mut schema = json!({"type": "string", "format": "email"});
+            if let Some(draft) = draft {
+                schema["$schema"] = json!(draft);
+            }
+            let schema = Schema::compile(&schema).expect("a schema");
+            assert!(schema.violations(&json!("ada@example.com")).is_empty());
+            !schema.violations(&json!("notanemail")).is_empty()
+        };
+        assert!(!refused(None));
+        assert!(!refused(Some("https://json-schema.org/draft/2020-12/schema")));
+        assert!(!refused(Some("https://json-schema.org/draft/2019-09/schema")));
+        assert!(refused(Some("http://json-schema.org/draft-07/schema#")));
+        assert!(refused(Some("http://json-schema.org/draft-04/schema#")));
+    }
+}
