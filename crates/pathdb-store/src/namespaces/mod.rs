@@ -550,8 +550,12 @@ mod tests {
             !schema.violations(&json!("notanemail")).is_empty()
         };
         assert!(!refused(None));
-        assert!(!refused(Some("https://json-schema.org/draft/2020-12/schema")));
-        assert!(!refused(Some("https://json-schema.org/draft/2019-09/schema")));
+        assert!(!refused(Some(
+            "https://json-schema.org/draft/2020-12/schema"
+        )));
+        assert!(!refused(Some(
+            "https://json-schema.org/draft/2019-09/schema"
+        )));
         assert!(refused(Some("http://json-schema.org/draft-07/schema#")));
         assert!(refused(Some("http://json-schema.org/draft-04/schema#")));
     }
