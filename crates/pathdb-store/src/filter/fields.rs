@@ -51,8 +51,10 @@ impl Fields {
     pub fn project(&self, value: &Json) -> Json {
         let paths: Vec<&[String]> = self.0.iter().map(Vec::as_slice).collect();
         let text = project_text(value.as_str(), &paths).unwrap_or_else(|| "{}".to_owned());
-        // Members copied whole from a stored value: valid JSON.
-        Json::parse(&text).unwrap_or_else(|_| Json::from_value(&Value::Object(Map::new())))
+        // Members copied whole from a stored (validated, minified) value under names escaped by
+        // serde_json: valid JSON already, not parsed again. A `String` is UTF-8, so this holds.
+        Json::from_stored(text.into_bytes())
+            .unwrap_or_else(|_| Json::from_value(&Value::Object(Map::new())))
     }
 }
 
