@@ -46,6 +46,8 @@ pub const DEFAULT_MAX_CHANGE_STREAMS: usize = 1024;
 #[derive(Clone, Debug)]
 pub struct ChangeStreams {
     slots: Slots,
+    /// [`SHUTDOWN`]'s generation when this server was made: a later one means its shutdown began.
+    generation: u64,
 }
 
 impl ChangeStreams {
@@ -53,6 +55,7 @@ impl ChangeStreams {
     pub fn new(max: usize) -> ChangeStreams {
         ChangeStreams {
             slots: Slots::new(max),
+            generation: *SHUTDOWN.borrow(),
         }
     }
 
@@ -71,7 +74,10 @@ impl ChangeStreams {
         match permit {
             Ok(permit) => {
                 metrics::gauge!("pathdb_change_streams_open").increment(1.0);
-                Ok(StreamSlot { _permit: permit })
+                Ok(StreamSlot {
+                    _permit: permit,
+                    generation: self.generation,
+                })
             }
             Err(refused) => {
                 metrics::counter!("pathdb_change_streams_refused_total").increment(1);
@@ -90,6 +96,18 @@ impl Default for ChangeStreams {
 /// An open stream's or long poll's place under the cap, given back when dropped.
 struct StreamSlot {
     _permit: OwnedSemaphorePermit,
+    generation: u64,
+}
+
+impl StreamSlot {
+    /// Completes once this server's shutdown has begun, at once if it already has: a long poll
+    /// or stream that arrives on a kept-alive connection just after the signal must not wait out
+    /// its time (a receiver made after a change never sees that change).
+    async fn closing(&self) {
+        let generation = self.generation;
+        let mut shutdown = SHUTDOWN.subscribe();
+        let _ = shutdown.wait_for(|now| *now != generation).await;
+    }
 }
 
 impl Drop for StreamSlot {
@@ -169,13 +187,12 @@ pub async fn changes<B: Backend>(
         return Ok(axum::Json(ChangesOut::from(page)).into_response());
     };
     // Held until the answer: a poll that may wait is one of the streams.
-    let _slot = if wait.is_zero() {
+    let slot = if wait.is_zero() {
         None
     } else {
         Some(state.change_streams.admit()?)
     };
     let deadline = Instant::now() + wait;
-    let mut shutdown = SHUTDOWN.subscribe();
     loop {
         // Listen before reading: a commit between the read and the wait still wakes it. Only
         // commits of the prefix's group do (the feed reads no other).
@@ -198,7 +215,13 @@ pub async fn changes<B: Backend>(
             .map_or(deadline, |p| deadline.min(now + p));
         tokio::select! {
             _ = tokio::time::timeout_at(wake, listener) => {}
-            _ = shutdown.changed() => {
+            () = async {
+                match &slot {
+                    Some(slot) => slot.closing().await,
+                    // Without a wait the loop answered above: nothing waits here.
+                    None => std::future::pending().await,
+                }
+            } => {
                 return Ok(axum::Json(ChangesOut::from(ChangePage {
                     changes: Vec::new(),
                     next_token: since,
@@ -309,13 +332,12 @@ async fn event_stream<B: Backend>(
     let mut page = read(&store, &prefix, token, limit, filter.clone()).await?;
     need_changes(&reader.access, &page)?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
-    let mut shutdown = SHUTDOWN.subscribe();
     // The id the client holds: where a reconnect with Last-Event-ID resumes. Without `since`
     // the client has none yet.
     let mut told = since;
     tokio::spawn(async move {
         // The stream's place under the cap, until the task ends (the client gone, shutdown).
-        let _slot = slot;
+        let slot = slot;
         loop {
             let allowed = match reader.again(&prefix).await {
                 Ok(()) => need_changes(&reader.access, &page),
@@ -370,7 +392,7 @@ async fn event_stream<B: Backend>(
                             }
                         }
                         () = tx.closed() => return,
-                        _ = shutdown.changed() => return,
+                        () = slot.closing() => return,
                     }
                 }
             }
