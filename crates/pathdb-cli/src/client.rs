@@ -32,6 +32,8 @@ struct ItemIn {
     value: Box<serde_json::value::RawValue>,
     #[serde(default)]
     alias: Option<String>,
+    #[serde(default)]
+    schema_version: u64,
 }
 
 impl ItemIn {
@@ -46,6 +48,7 @@ impl ItemIn {
             modified_at: Timestamp(self.modified_at),
             expires_at: self.expires_at.map(Timestamp),
             value: Json::parse(self.value.get())?,
+            schema_version: self.schema_version,
             alias: self
                 .alias
                 .map(|a| a.parse())
@@ -177,6 +180,10 @@ struct DefinitionIn {
     description: Option<String>,
     #[serde(default)]
     aliases: Vec<AliasIn>,
+    #[serde(default)]
+    migrate: Vec<serde_json::Value>,
+    #[serde(default)]
+    formats: Option<String>,
 }
 
 /// A template and its build, as the server answers it.
@@ -244,6 +251,14 @@ impl From<DefinitionIn> for NamespaceDefinition {
                 history: d.history,
                 description: d.description,
                 aliases,
+                migrate: d
+                    .migrate
+                    .into_iter()
+                    .filter_map(|step| serde_json::from_value(step).ok())
+                    .collect(),
+                formats: d
+                    .formats
+                    .and_then(|f| serde_json::from_value(serde_json::Value::String(f)).ok()),
             },
         }
     }

@@ -72,6 +72,7 @@ mod filters;
 mod groups;
 mod lifecycle;
 mod listing;
+mod migrations;
 mod namespaces;
 mod patch;
 mod patch_model;
@@ -113,6 +114,7 @@ pub use listing::{
     dead_entries_between_pages, page_token_errors, page_tokens_stitch,
     page_tokens_with_writes_between_pages, prefix_is_segment_bounded, typed_order,
 };
+pub use migrations::{incompatible_definitions_are_refused, migrations_against_a_model};
 pub use namespaces::{
     history_setting_of_an_earlier_build, namespace_definitions, schema_changes_and_violations,
     schema_checked_on_every_write,
@@ -137,6 +139,8 @@ macro_rules! conformance_tests {
     ($harness:expr) => {
         $crate::conformance_tests!(@each $harness;
             put_get_delete,
+            migrations_against_a_model,
+            incompatible_definitions_are_refused,
             conditions,
             bad_input,
             prefix_is_segment_bounded,

@@ -139,5 +139,6 @@ pub(crate) fn put_options(
         history: history.unwrap_or(false),
         expires: ttl_seconds
             .map(|s| pathdb_store::Expiry::After(std::time::Duration::from_secs(s))),
+        schema_version: None,
     }
 }

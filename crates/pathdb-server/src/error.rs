@@ -33,7 +33,10 @@ pub struct ErrorDetail {
     /// `builtin_role` (409: the built-in roles cannot change), `unknown_role` (422: a token for
     /// a role that does not exist), `invalid_role` (422: a role's rule is not valid),
     /// `invalid_filter` (400: a `filter` that does not compile, is too long or nests too deep;
-    /// see `position`).
+    /// see `position`), `unknown_schema_version` (400: a `Schema-Version` names a version the
+    /// namespace does not have), `incompatible_schema` (409: a definition version that breaks
+    /// stored items or older clients, not forced; see `problems`), `migration_failed` (422: a
+    /// value written in an older version that its steps cannot bring forward).
     pub code: String,
     /// For people.
     pub message: String,
@@ -55,6 +58,10 @@ pub struct ErrorDetail {
     /// problem is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<usize>,
+    /// With `incompatible_schema`: each thing the new definition version would break
+    /// (docs/migrations.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problems: Option<Vec<String>>,
     /// With `alias_taken`: the alias path.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
@@ -124,6 +131,7 @@ struct Refused {
     operation: Option<String>,
     reason: Option<String>,
     position: Option<usize>,
+    problems: Option<Vec<String>>,
 }
 
 /// A failed request.
@@ -311,6 +319,22 @@ impl From<pathdb_store::Error> for ApiError {
                     ..Refused::default()
                 },
             )),
+            E::IncompatibleSchema { problems, .. } => Some((
+                StatusCode::CONFLICT,
+                "incompatible_schema",
+                Refused {
+                    problems: Some(problems.clone()),
+                    ..Refused::default()
+                },
+            )),
+            E::MigrationFailed { path, .. } => Some((
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "migration_failed",
+                Refused {
+                    path: Some(path.to_string()),
+                    ..Refused::default()
+                },
+            )),
             E::Unreadable { path } => {
                 return ApiError::forbidden(
                     pathdb_store::Op::Read,
@@ -388,6 +412,7 @@ impl From<pathdb_store::Error> for ApiError {
             }
             E::BuiltinRole(_) => (StatusCode::CONFLICT, "builtin_role"),
             E::UnknownRole(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_role"),
+            E::UnknownSchemaVersion { .. } => (StatusCode::BAD_REQUEST, "unknown_schema_version"),
             E::Storage(storage) => return storage_error(storage),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
@@ -461,6 +486,7 @@ impl IntoResponse for ApiError {
                 operation: refused.operation,
                 reason: refused.reason,
                 position: refused.position,
+                problems: refused.problems,
             },
         };
         let failure = self.status.is_server_error().then(|| ServerFailure {

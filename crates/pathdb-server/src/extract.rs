@@ -57,6 +57,50 @@ impl<S: Send + Sync> FromRequestParts<S> for Preconditions {
     }
 }
 
+/// The `Schema-Version` header (docs/migrations.md): the definition version the request
+/// speaks per namespace (`user=1, order=3`; several header lines join with commas). Absent: the
+/// newest of every namespace.
+#[derive(Clone, Debug, Default)]
+pub struct Speaks(pub pathdb_store::SchemaVersions);
+
+/// The header's name.
+pub const SCHEMA_VERSION: &str = "schema-version";
+
+impl Speaks {
+    /// The `Schema-Version` lines of `headers`.
+    ///
+    /// # Errors
+    /// 400 `invalid_request` naming the header, for text that is not `namespace=version, ...`.
+    pub fn of(headers: &HeaderMap) -> Result<Speaks, ApiError> {
+        let mut text = String::new();
+        for value in headers.get_all(SCHEMA_VERSION) {
+            let line = value
+                .to_str()
+                .map_err(|_| ApiError::bad_request("Schema-Version: not visible ASCII text"))?;
+            if !text.is_empty() {
+                text.push(',');
+            }
+            text.push_str(line);
+        }
+        text.parse().map(Speaks).map_err(|e: pathdb_store::Error| {
+            ApiError::bad_request(format!("Schema-Version header: {e}"))
+        })
+    }
+
+    /// The version named for the namespace of `path`.
+    pub fn for_path(&self, path: &pathdb_keys::KeyPath) -> Option<u64> {
+        self.0.get(path.last().namespace().as_str())
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Speaks {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        Speaks::of(&parts.headers)
+    }
+}
+
 /// Query parameters. `T` refuses unknown parameters (`#[serde(deny_unknown_fields)]` on every
 /// query struct, none of which flattens), so a misspelt or unsupported option is a 400
 /// `invalid_request` naming it, not silently ignored.

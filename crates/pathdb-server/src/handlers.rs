@@ -9,7 +9,7 @@ use crate::calls::{
     put_options, store_call,
 };
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Body, Json, NoQuery, Preconditions, Query, UrlPath};
+use crate::extract::{Body, Json, NoQuery, Preconditions, Query, Speaks, UrlPath};
 use crate::precondition::{self, WritePrecondition};
 use crate::telemetry;
 use crate::wire::*;
@@ -48,6 +48,7 @@ pub async fn get_item<B: Backend>(
     UrlPath(path): UrlPath,
     Query(q): Query<GetQuery>,
     Preconditions(headers): Preconditions,
+    speaks: Speaks,
 ) -> Result<Response, ApiError> {
     if q.version == Some(0) {
         return Err(ApiError::bad_request("version: versions start at 1"));
@@ -55,8 +56,10 @@ pub async fn get_item<B: Backend>(
     let fields = q.fields.as_deref().map(Fields::parse).transpose()?;
     access.need(Op::Read, &path)?;
     let version = q.version;
-    let (item, path) =
-        point_read(state, "get", move |store| read_item(store, path, version)).await?;
+    let (item, path) = point_read(state, "get", move |store| {
+        read_item(store, path, version, &speaks)
+    })
+    .await?;
     // The value is projected after the read: the ETag stays the item's version.
     let item = item.map(|mut item| {
         if let Some(fields) = &fields {
@@ -129,11 +132,16 @@ pub(crate) fn read_item<B: Backend>(
     store: &pathdb_store::Store<B>,
     path: KeyPath,
     version: Option<u64>,
+    speaks: &Speaks,
 ) -> Result<(Option<pathdb_store::Item>, KeyPath), ApiError> {
-    let item = match version {
+    store.check_versions(&speaks.0)?;
+    let mut item = match version {
         Some(v) => store.get_version(&path, v)?,
         None => store.get(&path)?,
     };
+    if let Some(item) = &mut item {
+        store.in_versions(item, &speaks.0)?;
+    }
     Ok((item, path))
 }
 
@@ -185,36 +193,46 @@ pub async fn put_item<B: Backend>(
     UrlPath(path): UrlPath,
     Query(q): Query<PutQuery>,
     Preconditions(headers): Preconditions,
+    speaks: Speaks,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     // A put at an alias path is refused by the store (`path_is_alias`): it never reaches an item.
     access.need(Op::Write, &path)?;
     let precondition = precondition::write_precondition(&headers)?;
     let value = body_value(&body)?;
-    let options = put_options(None, q.history, q.ttl_seconds);
+    let options = PutOptions {
+        schema_version: speaks.for_path(&path),
+        ..put_options(None, q.history, q.ttl_seconds)
+    };
     let backend = state.store.backend();
     let (item, created) = if backend.fast_point_reads() && backend.queues_writes() {
         // Planned here and the commit awaited: no blocking-pool thread waits for the flush.
         let started = std::time::Instant::now();
         let result = async {
+            state.store.check_versions(&speaks.0)?;
             let options = with_condition(options, precondition, &state.store, &path)?;
-            state
+            let (mut item, created) = state
                 .store
                 .put_created_queued(&path, value, options)
                 .await
-                .map_err(|e| access.hide(http_condition(e)))
+                .map_err(|e| access.hide(http_condition(e)))?;
+            state.store.in_versions(&mut item, &speaks.0)?;
+            Ok::<_, ApiError>((item, created))
         }
         .await;
         telemetry::store_operation("put", started, result.is_ok());
         result?
     } else {
         store_call("put", move || {
+            state.store.check_versions(&speaks.0)?;
             let options = with_condition(options, precondition, &state.store, &path)?;
             // One read and one commit whether the item exists or not.
-            state
+            let (mut item, created) = state
                 .store
                 .put_created(&path, value, options)
-                .map_err(|e| access.hide(http_condition(e)))
+                .map_err(|e| access.hide(http_condition(e)))?;
+            state.store.in_versions(&mut item, &speaks.0)?;
+            Ok((item, created))
         })
         .await?
     };
@@ -290,6 +308,7 @@ pub async fn patch_item<B: Backend>(
     request_headers: axum::http::HeaderMap,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
+    let speaks = Speaks::of(&request_headers)?;
     let precondition = precondition::write_precondition(&headers)?;
     access.need(Op::Write, &path)?;
     let text = crate::extract::strict_json_text(&body)?;
@@ -304,12 +323,18 @@ pub async fn patch_item<B: Backend>(
     let options = put_options(None, q.history, q.ttl_seconds);
     let create = q.create.unwrap_or(false);
     let (item, created) = store_call("patch", move || {
+        state.store.check_versions(&speaks.0)?;
         let path = target_of(&state.store, &access, Op::Write, path)?;
-        let options = with_condition(options, precondition, &state.store, &path)?;
-        state
+        let options = PutOptions {
+            schema_version: speaks.for_path(&path),
+            ..with_condition(options, precondition, &state.store, &path)?
+        };
+        let (mut item, created) = state
             .store
             .patch_created(&path, patch, options, create)
-            .map_err(|e| access.hide(http_condition(e)))
+            .map_err(|e| access.hide(http_condition(e)))?;
+        state.store.in_versions(&mut item, &speaks.0)?;
+        Ok((item, created))
     })
     .await?;
     Ok(item_response(created_or_ok(created), &item))
@@ -461,6 +486,7 @@ pub async fn get_many<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
     access: Access,
     Query(q): Query<GetManyQuery>,
+    speaks: Speaks,
     Json(body): Json<GetManyIn>,
 ) -> Result<axum::Json<ItemsOut>, ApiError> {
     let filter = q.filter.as_deref().map(Filter::compile).transpose()?;
@@ -475,14 +501,25 @@ pub async fn get_many<B: Backend>(
         access.need(Op::Read, path)?;
     }
     // A few keys are a read like a get; up to MAX_GET_MANY take long enough for the pool.
-    let items = if paths.len() <= POINT_READ_MAX_PATHS {
-        point_read(state, "get_many", move |store| Ok(store.get_many(&paths)?)).await?
-    } else {
-        store_call("get_many", move || Ok(state.store.get_many(&paths)?)).await?
+    // The filter decides on each value in its newest version, as a listing's does; the
+    // answer is in the versions asked, then projected (docs/migrations.md).
+    let few = paths.len() <= POINT_READ_MAX_PATHS;
+    let read = move |store: &pathdb_store::Store<B>| -> Result<Vec<pathdb_store::Item>, ApiError> {
+        store.check_versions(&speaks.0)?;
+        let mut items = store.get_many(&paths)?;
+        store.all_in_versions(&mut items, &pathdb_store::SchemaVersions::newest())?;
+        let mut items = shape_items(items, filter.as_ref(), None);
+        store.all_in_versions(&mut items, &speaks.0)?;
+        Ok(shape_items(items, None, fields.as_ref()))
     };
+    let items = if few {
+        point_read(state, "get_many", read).await?
+    } else {
+        let store = state.store.clone();
+        store_call("get_many", move || read(&store)).await?
+    };
+    // Every item was read by the token (above): the filter decided on nothing else.
     need_items(&access, &items)?;
-    // Every item was read by the token (above): the filter decides on nothing else.
-    let items = shape_items(items, filter.as_ref(), fields.as_ref());
     Ok(axum::Json(items.into()))
 }
 
@@ -498,6 +535,7 @@ pub async fn list<B: Backend>(
     access: Access,
     UrlPath(prefix): UrlPath,
     Query(q): Query<ListQuery>,
+    speaks: Speaks,
 ) -> Result<Response, ApiError> {
     let bound = |b: &Option<String>| b.as_deref().map(parse_path).transpose();
     let limit = page_limit(q.limit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)?;
@@ -540,6 +578,7 @@ pub async fn list<B: Backend>(
         fields,
         max_scan,
         readable,
+        versions: speaks.0,
     };
     // Paths stay encoded until they are written as text.
     let prefix = request.prefix.clone();
@@ -554,7 +593,11 @@ pub async fn list<B: Backend>(
         }))
         .into_response());
     }
-    let page = store_call("list", move || Ok(state.store.list_encoded(&request)?)).await?;
+    let page = store_call("list", move || {
+        state.store.check_versions(&request.versions)?;
+        Ok(state.store.list_encoded(&request)?)
+    })
+    .await?;
     need_listed(&access, &prefix, &page.items)?;
     Ok(axum::Json(ListAnswer::Page(ListOut {
         items: page.items.into_iter().map(Into::into).collect(),

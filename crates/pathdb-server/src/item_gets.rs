@@ -131,8 +131,9 @@ impl<B: Backend> ItemGets<B> {
             },
         };
         access.need(pathdb_store::Op::Read, &path)?;
+        let speaks = crate::extract::Speaks::of(request.headers())?;
         let (item, path) = point_read_here(&self.state.store, "get", |store| {
-            handlers::read_item(store, path, None)
+            handlers::read_item(store, path, None, &speaks)
         })?;
         // `If-None-Match` is read from the request's own headers, as the route's extractor
         // copies it from them.

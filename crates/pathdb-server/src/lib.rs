@@ -118,6 +118,7 @@ impl<B: Backend> Clone for AppState<B> {
         handlers::readyz, handlers::metrics, browse::groups, browse::explain_key, browse::session,
         changes::changes, changes::create_item, namespaces::list, namespaces::get, namespaces::put,
         namespaces::delete, namespaces::violations, namespaces::retry_alias,
+        namespaces::versions, namespaces::version,
         roles::list_roles, roles::get_role, roles::put_role, roles::delete_role,
         roles::create_token, roles::list_tokens, roles::get_token, roles::revoke_token,
         backups::backup, backups::archive
@@ -281,6 +282,14 @@ pub fn app<B: Backend>(
         .route(
             "/v1/namespaces/{namespace}/violations",
             get(namespaces::violations::<B>),
+        )
+        .route(
+            "/v1/namespaces/{namespace}/versions",
+            get(namespaces::versions::<B>),
+        )
+        .route(
+            "/v1/namespaces/{namespace}/versions/{version}",
+            get(namespaces::version::<B>),
         )
         .route(
             "/v1/namespaces/{namespace}/aliases/retry",

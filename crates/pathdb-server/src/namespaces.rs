@@ -10,7 +10,7 @@ use crate::extract::{Json, NoQuery, Preconditions, Query};
 use crate::precondition::{self, WritePrecondition};
 use crate::wire::{
     AliasRetryIn, DefinitionIn, DefinitionOut, DefinitionPutOut, DefinitionPutQuery,
-    DefinitionsOut, DryRunOut, NamespacesQuery, ViolationsOut, ViolationsQuery,
+    DefinitionsOut, DryRunOut, NamespacesQuery, VersionsOut, ViolationsOut, ViolationsQuery,
 };
 use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -51,9 +51,12 @@ fn limit(asked: Option<usize>) -> Result<usize, ApiError> {
 fn definition_response(
     status: StatusCode,
     (definition, builds): (NamespaceDefinition, Vec<pathdb_store::AliasBuild>),
+    rewrite: Option<pathdb_store::Rewrite>,
 ) -> Response {
     let etag = precondition::etag(definition.version);
-    let body = DefinitionPutOut::Stored(DefinitionOut::new(definition, builds));
+    let mut out = DefinitionOut::new(definition, builds);
+    out.rewrite = rewrite.map(Into::into);
+    let body = DefinitionPutOut::Stored(out);
     let mut response = (status, axum::Json(body)).into_response();
     if let Ok(etag) = HeaderValue::from_str(&etag) {
         response.headers_mut().insert(header::ETAG, etag);
@@ -129,7 +132,9 @@ pub async fn get<B: Backend>(
         let Some(definition) = state.store.namespace(&ns)? else {
             return Ok(None);
         };
-        Ok(Some(with_builds(&state.store, definition)?))
+        let rewrite = state.store.rewrite(&ns)?;
+        let (definition, builds) = with_builds(&state.store, definition)?;
+        Ok(Some((definition, builds, rewrite)))
     })
     .await?
     .ok_or(missing)?;
@@ -137,11 +142,73 @@ pub async fn get<B: Backend>(
     if let Some(answer) = precondition::not_modified_answer(&headers, found.0.version)? {
         return Ok(answer);
     }
-    let (definition, builds) = found;
+    let (definition, builds, rewrite) = found;
     Ok(definition_response(
         StatusCode::OK,
         (definition, visible(&access, builds)),
+        rewrite,
     ))
+}
+
+/// The kept versions of a namespace's definition, oldest first: each version's schema and the
+/// migration steps from the one before (docs/migrations.md).
+#[utoipa::path(get, path = "/v1/namespaces/{namespace}/versions", tag = "namespaces", operation_id = "listNamespaceVersions",
+    params(("namespace" = String, Path, description = "The namespace", example = "post", pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")),
+    responses((status = 200, body = VersionsOut),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, description = "The namespace has no definition and kept no version", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn versions<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    _: Access,
+    Path(ns): Path<String>,
+    _: NoQuery,
+) -> Result<axum::Json<VersionsOut>, ApiError> {
+    let ns = namespace(&ns)?;
+    let missing = not_found(&ns);
+    let versions = store_call("namespace_versions", move || {
+        Ok(state.store.namespace_versions(&ns)?)
+    })
+    .await?;
+    if versions.is_empty() {
+        return Err(missing);
+    }
+    Ok(axum::Json(VersionsOut {
+        versions: versions
+            .into_iter()
+            .map(|d| DefinitionOut::new(d, Vec::new()))
+            .collect(),
+    }))
+}
+
+/// One kept version of a namespace's definition: its schema and the steps from the version
+/// before.
+#[utoipa::path(get, path = "/v1/namespaces/{namespace}/versions/{version}", tag = "namespaces", operation_id = "getNamespaceVersion",
+    params(("namespace" = String, Path, description = "The namespace", example = "post", pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"),
+        ("version" = u64, Path, description = "The definition version", minimum = 1)),
+    responses((status = 200, body = DefinitionOut),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, description = "No such version kept", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub async fn version<B: Backend>(
+    axum::extract::State(state): axum::extract::State<AppState<B>>,
+    _: Access,
+    Path((ns, version)): Path<(String, String)>,
+    _: NoQuery,
+) -> Result<axum::Json<DefinitionOut>, ApiError> {
+    let ns = namespace(&ns)?;
+    let version: u64 = version.parse().ok().filter(|v| *v > 0).ok_or_else(|| {
+        ApiError::bad_request(format!("version {version:?}: versions are 1, 2, ..."))
+    })?;
+    let missing = ApiError::not_found(format!("namespace {ns} has no version {version} kept"));
+    let found = store_call("namespace_version", move || {
+        Ok(state.store.namespace_version(&ns, version)?)
+    })
+    .await?
+    .ok_or(missing)?;
+    Ok(axum::Json(DefinitionOut::new(found, Vec::new())))
 }
 
 /// A definition's alias builds as `access` may see them: a build's conflicts name items from
@@ -193,6 +260,25 @@ pub async fn put<B: Backend>(
     let body: DefinitionIn = serde_json::from_value(serde_json::Value::Object(body))
         .map_err(|e| ApiError::bad_request(format!("a namespace definition: {e}")))?;
     let precondition = precondition::write_precondition(&headers)?;
+    let migrate = body
+        .migrate
+        .into_iter()
+        .enumerate()
+        .map(|(i, step)| {
+            serde_json::from_value::<pathdb_store::MigrationStep>(step)
+                .map_err(|e| ApiError::bad_request(format!("migrate[{i}]: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let formats = match body.formats.as_deref() {
+        None => None,
+        Some("assert") => Some(pathdb_store::Formats::Assert),
+        Some("annotate") => Some(pathdb_store::Formats::Annotate),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "formats: {other:?} is neither \"assert\" nor \"annotate\""
+            )));
+        }
+    };
     let definition = Definition {
         schema: body.schema.filter(|s| !s.is_null()),
         history: body.history,
@@ -202,33 +288,44 @@ pub async fn put<B: Backend>(
             .into_iter()
             .map(|a| AliasDefinition { path: a.path })
             .collect(),
+        migrate,
+        formats,
     };
+    let force = q.force.unwrap_or(false);
     if q.dry_run == Some(true) {
         // What the real PUT would refuse first (the definition, its preconditions), then the
         // scan.
         let check = store_call("check_schema", move || {
             let condition = resolve(precondition, &state.store, &ns)?;
             let store = &state.store;
-            match store.check_definition(&ns, &definition, condition)? {
-                Some(schema) => Ok(store.check_schema(&ns, &schema, &mut |_| {})?),
-                None => Ok(pathdb_store::SchemaCheck {
+            let problems = store.incompatibilities(&ns, &definition)?;
+            let check = match store.check_definition(&ns, &definition, condition)? {
+                Some(schema) => {
+                    store.check_schema_after(&ns, &schema, &definition.migrate, &mut |_| {})?
+                }
+                None => pathdb_store::SchemaCheck {
                     checked: 0,
                     violating: 0,
                     first: Vec::new(),
-                }),
-            }
+                },
+            };
+            Ok((check, problems))
         })
         .await?;
+        let (check, problems) = check;
         return Ok(axum::Json(DefinitionPutOut::DryRun(DryRunOut {
             checked: check.checked,
             violating: check.violating,
             first: check.first.into_iter().map(Into::into).collect(),
+            problems,
         }))
         .into_response());
     }
     let (stored, created) = store_call("define_namespace", move || {
         let condition = resolve(precondition, &state.store, &ns)?;
-        let (stored, created) = state.store.define_namespace(&ns, definition, condition)?;
+        let (stored, created) = state
+            .store
+            .define_namespace_with(&ns, definition, condition, force)?;
         let mut answer = with_builds(&state.store, stored)?;
         // A small database's builds finish within the request: the answer says `ready`.
         // Longer ones go on in the background (their progress in GET).
@@ -243,7 +340,7 @@ pub async fn put<B: Backend>(
         Ok((answer, created))
     })
     .await?;
-    Ok(definition_response(created_or_ok(created), stored))
+    Ok(definition_response(created_or_ok(created), stored, None))
 }
 
 /// Removes a namespace's definition (the `admin` scope); its items stay.
@@ -350,7 +447,7 @@ pub async fn retry_alias<B: Backend>(
     })
     .await?
     .ok_or(missing)?;
-    Ok(definition_response(StatusCode::OK, found))
+    Ok(definition_response(StatusCode::OK, found, None))
 }
 
 /// `definition` with where its alias templates stand (the builds are read; the definition,

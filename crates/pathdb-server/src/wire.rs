@@ -27,6 +27,11 @@ pub struct ItemOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "/email-ada@example.org")]
     pub alias: Option<String>,
+    /// The definition version of its namespace the value is in (the one the request's
+    /// `Schema-Version` named, else the newest; docs/migrations.md); absent for a namespace
+    /// without a definition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<u64>,
 }
 
 impl From<Vec<Item>> for ItemsOut {
@@ -47,6 +52,7 @@ impl From<Item> for ItemOut {
             expires_at: i.expires_at.map(|t| t.micros()),
             alias: i.alias.map(|a| a.to_string()),
             value: i.value,
+            schema_version: (i.schema_version != 0).then_some(i.schema_version),
         }
     }
 }
@@ -95,6 +101,10 @@ pub(crate) fn item_json(item: &Item) -> Vec<u8> {
         out.extend_from_slice(b",\"alias\":");
         // Rare: serde_json's string writer, no fast path.
         let _ = serde_json::to_writer(&mut out, &alias.to_string());
+    }
+    if item.schema_version != 0 {
+        out.extend_from_slice(b",\"schema_version\":");
+        out.extend_from_slice(number.format(item.schema_version).as_bytes());
     }
     out.push(b'}');
     out
@@ -150,6 +160,7 @@ impl From<ListedItem> for ItemOut {
             expires_at: i.expires_at.map(|t| t.micros()),
             alias: i.alias.map(|a| a.to_string()),
             value: i.value,
+            schema_version: (i.schema_version != 0).then_some(i.schema_version),
         }
     }
 }
@@ -936,6 +947,16 @@ pub struct DefinitionOut {
     /// Its alias templates, each with where its aliases stand, then the templates being
     /// removed (docs/aliases.md).
     pub aliases: Vec<AliasOut>,
+    /// The steps from the previous version's values to this one's (docs/migrations.md).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub migrate: Vec<serde_json::Value>,
+    /// `assert`: `format` is checked; `annotate`: never; absent: as the schema's draft says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub formats: Option<String>,
+    /// The rewrite of stored items to this version, when it has steps (in
+    /// `GET /v1/namespaces/{ns}` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewrite: Option<RewriteOut>,
 }
 
 /// An alias template of a namespace and its build.
@@ -1001,8 +1022,51 @@ impl DefinitionOut {
             history: d.definition.history,
             description: d.definition.description,
             aliases: builds.into_iter().map(Into::into).collect(),
+            migrate: d
+                .definition
+                .migrate
+                .iter()
+                .filter_map(|step| serde_json::to_value(step).ok())
+                .collect(),
+            formats: d.definition.formats.map(|f| match f {
+                pathdb_store::Formats::Assert => "assert".to_owned(),
+                pathdb_store::Formats::Annotate => "annotate".to_owned(),
+            }),
+            rewrite: None,
         }
     }
+}
+
+/// Where the rewrite of a namespace's stored items to its newest definition version stands
+/// (docs/migrations.md).
+#[derive(Serialize, ToSchema)]
+pub struct RewriteOut {
+    /// The version it brings items to.
+    pub to: u64,
+    /// Items of the namespace read so far.
+    pub checked: u64,
+    /// Items rewritten so far.
+    pub rewritten: u64,
+    /// Whether every stored item has been read.
+    pub done: bool,
+}
+
+impl From<pathdb_store::Rewrite> for RewriteOut {
+    fn from(r: pathdb_store::Rewrite) -> RewriteOut {
+        RewriteOut {
+            to: r.to,
+            checked: r.checked,
+            rewritten: r.rewritten,
+            done: r.done,
+        }
+    }
+}
+
+/// A namespace's kept definition versions, oldest first.
+#[derive(Serialize, ToSchema)]
+pub struct VersionsOut {
+    /// Each version: its schema and the steps from the version before.
+    pub versions: Vec<DefinitionOut>,
 }
 
 /// The body of `PUT /v1/namespaces/{ns}`. Unknown members are refused.
@@ -1026,6 +1090,18 @@ pub struct DefinitionIn {
     #[serde(default)]
     #[schema(max_items = 8)]
     pub aliases: Vec<AliasIn>,
+    /// The steps from the previous version's values to this one's (docs/migrations.md):
+    /// `{"op": "rename", "from": "/name", "to": "/full_name"}`, `{"op": "add", "path":
+    /// "/tier", "default": "free"}`, `{"op": "remove", "path": "/legacy", "read_default": 0}`,
+    /// `{"op": "rename_value", "path": "/status", "from": "shipped", "to": "sent"}`.
+    #[serde(default)]
+    #[schema(max_items = 256)]
+    pub migrate: Vec<serde_json::Value>,
+    /// `assert`: check `format` (`email`, `date-time`, ...); `annotate`: never; absent: as the
+    /// schema's draft says (an annotation in 2020-12 and 2019-09).
+    #[serde(default)]
+    #[schema(pattern = "^(assert|annotate)$")]
+    pub formats: Option<String>,
 }
 
 /// An alias template in a namespace definition.
@@ -1072,8 +1148,12 @@ pub struct DefinitionsOut {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct DefinitionPutQuery {
-    /// `true`: store nothing; answer what the schema would say about the items stored.
+    /// `true`: store nothing; answer what the schema would say about the items stored (each
+    /// brought through the new version's steps first).
     pub dry_run: Option<bool>,
+    /// `true`: store a version that breaks stored items or older clients (409
+    /// `incompatible_schema` otherwise).
+    pub force: Option<bool>,
 }
 
 /// A stored item that a schema refuses.
@@ -1106,6 +1186,8 @@ pub struct DryRunOut {
     pub violating: u64,
     /// The first of those (at most 20), in key order.
     pub first: Vec<ViolatingItemOut>,
+    /// What the new version would break without `force=true` (409 `incompatible_schema`).
+    pub problems: Vec<String>,
 }
 
 /// Options of `GET /v1/namespaces/{ns}/violations`.

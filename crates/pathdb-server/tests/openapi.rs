@@ -55,6 +55,16 @@ async fn every_operation_has_a_stable_operation_id() {
         ("patch", "/v1/items/{path}", "patchItem"),
         ("get", "/v1/namespaces", "listNamespaces"),
         ("get", "/v1/namespaces/{namespace}", "getNamespace"),
+        (
+            "get",
+            "/v1/namespaces/{namespace}/versions",
+            "listNamespaceVersions",
+        ),
+        (
+            "get",
+            "/v1/namespaces/{namespace}/versions/{version}",
+            "getNamespaceVersion",
+        ),
         ("put", "/v1/namespaces/{namespace}", "putNamespace"),
         ("delete", "/v1/namespaces/{namespace}", "deleteNamespace"),
         (

@@ -123,6 +123,9 @@ impl Reply {
             "alias_building" => &["template", "state", "checked"],
             // Where in the filter (docs/filters.md).
             "invalid_filter" => &["position"],
+            // What a new definition version would break (docs/migrations.md).
+            "incompatible_schema" => &["problems"],
+            "migration_failed" => &["path"],
             // Access control (docs/access.md): why a token was refused, and what was.
             "unauthorized" => &["reason"],
             "forbidden" if error.contains_key("operation") => {

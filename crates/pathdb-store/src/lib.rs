@@ -67,7 +67,12 @@ pub use model::options::{
 };
 pub use model::patch::{MAX_EXACT_INTEGER, Patch, PatchError, PatchOp};
 pub use model::strict::check as check_json;
-pub use namespaces::{AliasDefinition, Definition, MAX_VIOLATIONS, NamespaceDefinition, Schema};
+pub use namespaces::definitions::{
+    AliasDefinition, Definition, Formats, MAX_STEPS, MAX_VIOLATIONS, NamespaceDefinition, Schema,
+};
+pub use namespaces::migrate::Step as MigrationStep;
+pub use namespaces::rewrites::Rewrite;
+pub use namespaces::versions::SchemaVersions;
 pub use read::export::{ExportEnd, ExportError, ExportRecord, ExportStatus, ScanPage};
 pub use read::groups::{DEFAULT_GROUPS_LIMIT, GroupPage, MAX_GROUPS_LIMIT};
 pub use read::list::{

@@ -56,6 +56,7 @@ impl WriteFlags {
             condition,
             history: self.history,
             expires: self.ttl.map(|s| Expiry::After(Duration::from_secs(s))),
+            schema_version: None,
         }
     }
 }

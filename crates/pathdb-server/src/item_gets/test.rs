@@ -177,7 +177,10 @@ fn an_item_is_written_as_serde_writes_it() {
         "/tag-a\"b\\c/note-!12",
         "/file-~AAE/x-é%/y",
     ];
-    for (path, expires_at) in paths.iter().flat_map(|p| [(p, None), (p, Some(at))]) {
+    let cases = paths
+        .iter()
+        .flat_map(|p| [(p, None, 0), (p, Some(at), 0), (p, None, 3)]);
+    for (path, expires_at, schema_version) in cases {
         let path: pathdb_keys::KeyPath = path.parse().unwrap();
         let item = pathdb_store::Item {
             path: path.clone(),
@@ -187,6 +190,7 @@ fn an_item_is_written_as_serde_writes_it() {
             expires_at,
             value: pathdb_store::Json::parse(r#"{"a": [1, "\u00e9\"x"], "b": null}"#).unwrap(),
             alias: None,
+            schema_version,
         };
         let serde = serde_json::to_vec(&crate::wire::ItemOut::from(item.clone())).unwrap();
         assert_eq!(

@@ -384,6 +384,13 @@ pub(crate) struct Logged<'a> {
     /// large new one): a filter cannot tell whether it matched.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     was_unknown: bool,
+    /// The definition version a put's value is in (encoding/stamp.rs); absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    sv: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A before image: the item's metadata and value as they were (its path is the change's).
@@ -396,6 +403,9 @@ pub(crate) struct Was<'a> {
     expires_at: Option<i64>,
     #[serde(borrow)]
     value: &'a RawValue,
+    /// The definition version the value is in; absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    sv: u64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -443,6 +453,7 @@ impl<'a> Logged<'a> {
                     modified_at: item.modified_at.0,
                     expires_at: item.expires_at.map(|t| t.0),
                     value: serde_json::from_str(item.value.as_str()).map_err(corrupt)?,
+                    sv: item.schema_version,
                 });
             }
             Some(_) => self.was_unknown = true,
@@ -475,6 +486,7 @@ impl<'a> Logged<'a> {
         };
         Ok(Before::Item(Item {
             alias,
+            schema_version: was.sv,
             ..to_item(path, record)?
         }))
     }
@@ -493,6 +505,7 @@ pub(crate) fn logged(change: &Change) -> Result<Logged<'_>, Error> {
             value: Some(serde_json::from_str(item.value.as_str()).map_err(corrupt)?),
             was: None,
             was_unknown: false,
+            sv: item.schema_version,
         },
         Change::Delete {
             path,
@@ -509,6 +522,7 @@ pub(crate) fn logged(change: &Change) -> Result<Logged<'_>, Error> {
             value: None,
             was: None,
             was_unknown: false,
+            sv: 0,
         },
     })
 }
@@ -524,6 +538,7 @@ pub(crate) fn unlogged(logged: &Logged<'_>) -> Result<Change, Error> {
     Ok(match logged.op {
         Op::Put => Change::Put(Item {
             alias,
+            schema_version: logged.sv,
             ..to_item(
                 path,
                 Record {
@@ -647,6 +662,7 @@ mod tests {
                 expires_at: None,
                 value: crate::model::item::Json::parse(text).unwrap(),
                 alias: None,
+                schema_version: 0,
             };
             let change = Change::Put(item);
             let entry = Entry {
@@ -697,6 +713,7 @@ mod tests {
             expires_at: None,
             value: crate::model::item::Json::parse(text).unwrap(),
             alias: None,
+            schema_version: 0,
         };
         let (old, new) = (item(1, r#"{"s": "open"}"#), item(2, r#"{"s": "closed"}"#));
         let change = Change::Put(new);

@@ -49,6 +49,8 @@ const ALIAS_BUILD: u8 = 0x07;
 const ROLE: u8 = 0x08;
 const ACCESS_TOKEN: u8 = 0x09;
 const RETIRED_TOKEN_KEYS: u8 = 0x0a;
+const DEFINITION_VERSION: u8 = 0x0b;
+const REWRITE: u8 = 0x0c;
 const REVISION: u8 = 0xff;
 const SEQUENCE: [u8; 2] = [0xff, 0xfe];
 const CHANGE_LOG: [u8; 2] = [0xff, 0xff];
@@ -281,6 +283,58 @@ pub(crate) fn alias_build_key(namespace: &str, template: &str) -> Key {
 /// Every alias build record.
 pub(crate) fn alias_build_range() -> SortRange {
     system_range(ALIAS_BUILD)
+}
+
+/// The kept copy of version `version` of `namespace`'s definition (namespaces/versions.rs).
+/// A namespace has no `00`; the version is big-endian, so a namespace's versions sort in order.
+pub(crate) fn definition_version_key(namespace: &str, version: u64) -> Key {
+    let mut sort = Vec::with_capacity(10 + namespace.len());
+    sort.push(DEFINITION_VERSION);
+    sort.extend_from_slice(namespace.as_bytes());
+    sort.push(0);
+    sort.extend_from_slice(&version.to_be_bytes());
+    Key {
+        partition: SYSTEM_PARTITION.to_vec(),
+        sort,
+    }
+}
+
+/// Every kept definition version, or those of `namespace`.
+pub(crate) fn definition_version_range(namespace: Option<&str>) -> SortRange {
+    match namespace {
+        None => system_range(DEFINITION_VERSION),
+        Some(namespace) => {
+            let mut start = vec![DEFINITION_VERSION];
+            start.extend_from_slice(namespace.as_bytes());
+            start.push(0);
+            let mut end = start.clone();
+            end.pop();
+            end.push(1);
+            SortRange {
+                start: Bound::Included(start),
+                end: Bound::Excluded(end),
+            }
+        }
+    }
+}
+
+/// The namespace and version of a kept definition version's sort key.
+pub(crate) fn parse_definition_version(sort: &[u8]) -> Option<(String, u64)> {
+    let rest = sort.strip_prefix(&[DEFINITION_VERSION])?;
+    let at = rest.iter().position(|b| *b == 0)?;
+    let namespace = std::str::from_utf8(&rest[..at]).ok()?.to_owned();
+    let version = u64::from_be_bytes(rest.get(at + 1..)?.try_into().ok()?);
+    Some((namespace, version))
+}
+
+/// The record of `namespace`'s background rewrite to its newest version (write/rewrite.rs).
+pub(crate) fn rewrite_key(namespace: &str) -> Key {
+    system_key(REWRITE, namespace)
+}
+
+/// Every rewrite record.
+pub(crate) fn rewrite_range() -> SortRange {
+    system_range(REWRITE)
 }
 
 /// The namespace and template of an alias build record's sort key.

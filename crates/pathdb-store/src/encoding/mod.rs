@@ -1,11 +1,12 @@
 //! How PathDB's records sit in a backend that only knows ordered byte keys: where each kind of
 //! record lives in the key space (`layout`) and what kind a key holds (`record::classify`), key
-//! and size limits, the sealed tokens, the alias record, item records and tombstones, and the
+//! and size limits, the sealed tokens, the alias record, the schema version stamp of an item's value, item records and tombstones, and the
 //! change log's entries. It describes bytes; it never plans a write.
 
 pub(crate) mod layout;
 pub(crate) mod limits;
 pub(crate) mod token;
 pub(crate) mod alias;
+pub(crate) mod stamp;
 pub(crate) mod record;
 pub(crate) mod changelog;

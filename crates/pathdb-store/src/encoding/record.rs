@@ -5,6 +5,7 @@ use crate::backend::{Key, Reader, Record, RecordView};
 use crate::encoding::alias::{alias_value, is_alias, parse_alias};
 use crate::encoding::layout;
 use crate::encoding::limits::next_version;
+use crate::encoding::stamp::split_stored;
 use crate::model::error::Error;
 use crate::model::item::Item;
 use crate::model::item::Json;
@@ -73,10 +74,12 @@ pub(crate) fn item_from_view(path: KeyPath, record: RecordView<'_>) -> Result<It
     if let Some(unresolved) = unresolved_alias(&path, record)? {
         return Ok(unresolved);
     }
+    let (stamp, json) = split_stored(record.value)?;
     Ok(item_with(
         path,
         record,
-        Json::from_stored_slice(record.value)?,
+        Json::from_stored_slice(json)?,
+        stamp,
     ))
 }
 
@@ -88,16 +91,21 @@ pub(crate) fn to_item(path: KeyPath, mut record: Record) -> Result<Item, Error> 
     if let Some(unresolved) = unresolved_alias(&path, record.as_view())? {
         return Ok(unresolved);
     }
-    // The value moves into the item; only the metadata is read through the view.
-    let value = Json::from_stored(std::mem::take(&mut record.value))?;
-    Ok(item_with(path, record.as_view(), value))
+    let (stamp, json) = split_stored(&record.value)?;
+    let value = if stamp == 0 {
+        // The value moves into the item; only the metadata is read through the view.
+        Json::from_stored(std::mem::take(&mut record.value))?
+    } else {
+        Json::from_stored_slice(json)?
+    };
+    Ok(item_with(path, record.as_view(), value, stamp))
 }
 
 fn unresolved_alias(path: &KeyPath, record: RecordView<'_>) -> Result<Option<Item>, Error> {
     let Some(of) = parse_alias(record.value)? else {
         return Ok(None);
     };
-    let mut item = item_with(of.item, record, Json::null());
+    let mut item = item_with(of.item, record, Json::null(), 0);
     item.version = 0;
     item.alias = Some(path.clone());
     Ok(Some(item))
@@ -171,7 +179,7 @@ pub(crate) fn aliased_item(
 }
 
 /// An item from a record's metadata and its already converted value.
-fn item_with(path: KeyPath, record: RecordView<'_>, value: Json) -> Item {
+fn item_with(path: KeyPath, record: RecordView<'_>, value: Json, schema_version: u64) -> Item {
     Item {
         path,
         version: record.version,
@@ -180,6 +188,7 @@ fn item_with(path: KeyPath, record: RecordView<'_>, value: Json) -> Item {
         expires_at: record.expires_at.map(Timestamp),
         value,
         alias: None,
+        schema_version,
     }
 }
 

@@ -16,6 +16,7 @@ use crate::encoding::layout;
 use crate::encoding::token::TokenKey;
 use crate::filter::{Filter, Readable};
 use crate::model::error::Error;
+use crate::namespaces::definitions::Definitions;
 use event_listener::{EventListener, Listener as _};
 use pathdb_keys::KeyPath;
 use std::time::{Duration, Instant};
@@ -25,6 +26,18 @@ use std::time::{Duration, Instant};
 const MAX_ENTRIES_PER_POLL: usize = 1000;
 /// How often a waiting feed reads again on a backend other processes write too.
 pub(crate) const SHARED_POLL: Duration = Duration::from_millis(200);
+
+/// A feed's filter: what a change is decided on.
+#[derive(Clone, Copy)]
+pub(crate) struct Filtered<'a> {
+    /// The filter.
+    pub(crate) filter: &'a Filter,
+    /// Who may read what (a change to an item the caller may not read fails the read).
+    pub(crate) readable: Option<&'a Readable>,
+    /// The definitions, when values are seen in their newest version (read/list.rs's
+    /// `migrations`).
+    pub(crate) migrations: Option<&'a Definitions>,
+}
 
 /// The changes under `prefix` after `since` ([`Store::changes`](crate::store::Store::changes)), read
 /// from `reader` at `now`, with tokens sealed by `tokens`.
@@ -37,7 +50,7 @@ pub(crate) fn read<R: Reader + ?Sized>(
     prefix: &KeyPath,
     since: Option<&ChangeToken>,
     limit: usize,
-    filter: Option<(&Filter, Option<&Readable>)>,
+    filter: Option<Filtered<'_>>,
 ) -> Result<ChangePage, Error> {
     read_to(reader, tokens, retention, now, prefix, since, limit, filter).map(|(page, _)| page)
 }
@@ -58,7 +71,7 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
     prefix: &KeyPath,
     since: Option<&ChangeToken>,
     limit: usize,
-    filter: Option<(&Filter, Option<&Readable>)>,
+    filter: Option<Filtered<'_>>,
 ) -> Result<(ChangePage, bool), Error> {
     if !(1..=MAX_CHANGES_LIMIT).contains(&limit) {
         return Err(Error::InvalidRequest(format!(
@@ -179,13 +192,17 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
                 }
                 let (change, before, left) = match filter {
                     None => (change, Before::Unknown, false),
-                    Some((filter, readable)) => {
+                    Some(Filtered {
+                        filter,
+                        readable,
+                        migrations,
+                    }) => {
                         if readable.is_some_and(|r| !(r.0)(change.path())) {
                             return Err(Error::Unreadable {
                                 path: prefix.clone(),
                             });
                         }
-                        match matters(filter, change, logged.before(entry.images)?) {
+                        match matters(filter, migrations, change, logged.before(entry.images)?) {
                             Some(delivered) => delivered,
                             None => continue,
                         }
@@ -239,18 +256,19 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
 /// missed.
 pub(crate) fn matters(
     filter: &Filter,
+    migrations: Option<&Definitions>,
     change: Change,
     before: Before,
 ) -> Option<(Change, Before, bool)> {
     let now = match &change {
-        Change::Put(item) => item.matches(filter),
+        Change::Put(item) => item.matches_newest(filter, migrations),
         Change::Delete { .. } => false,
     };
     if now {
         return Some((change, before, false));
     }
     let was = match &before {
-        Before::Item(item) => item.matches(filter),
+        Before::Item(item) => item.matches_newest(filter, migrations),
         Before::Absent => false,
         Before::Unknown => true,
     };

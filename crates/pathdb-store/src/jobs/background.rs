@@ -1,5 +1,5 @@
 //! The store's background upkeep: a thread that removes expired items (write/sweep.rs) and one
-//! that runs alias builds (jobs/alias_builds.rs), each holding the database weakly, so that they
+//! that runs alias builds (jobs/alias_builds.rs) and rewrites (jobs/rewrites.rs), each holding the database weakly, so that they
 //! stop when the store is dropped.
 //!
 //! Expiry: expired items are invisible at once (every read checks `expires_at`) and replaced by
@@ -9,6 +9,7 @@
 
 use crate::backend::Backend;
 use crate::jobs::alias_builds::build_aliases;
+use crate::jobs::rewrites::run_rewrites;
 use crate::model::error::Error;
 use crate::write::commit::Db;
 use crate::write::sweep::{SWEEP_BATCH, sweep};
@@ -47,8 +48,10 @@ pub(crate) fn start<B: Backend>(db: &Arc<Db<B>>, interval: Option<Duration>) -> 
         "alias build",
         ALIAS_BUILD_TICK,
         move || {
-            weak.upgrade()
-                .map(|db| build_aliases(&db, ALIAS_BUILD_SLICE, false))
+            weak.upgrade().map(|db| {
+                let built = build_aliases(&db, ALIAS_BUILD_SLICE, false)?;
+                Ok(built + run_rewrites(&db, ALIAS_BUILD_SLICE, false)?)
+            })
         },
     );
     Threads {

@@ -9,7 +9,7 @@ use crate::jobs::background::{self, Threads};
 use crate::jobs::upgrade::record_used_paths;
 use crate::model::error::{Error, StorageError};
 use crate::model::options::StoreOptions;
-use crate::namespaces::Namespaces;
+use crate::namespaces::definitions::Namespaces;
 use crate::write::commit::{Db, Sent, send};
 use std::sync::Arc;
 

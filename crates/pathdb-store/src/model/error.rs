@@ -341,8 +341,38 @@ pub enum Error {
         path: KeyPath,
         /// The operation's index among the write's operations (an import's: the record's).
         index: usize,
-        /// What failed, at most [`MAX_VIOLATIONS`](crate::namespaces::MAX_VIOLATIONS).
+        /// What failed, at most [`MAX_VIOLATIONS`](crate::namespaces::definitions::MAX_VIOLATIONS).
         violations: Vec<Violation>,
+    },
+    /// A request named a definition version its namespace does not have (docs/migrations.md).
+    #[error("namespace {namespace} has no schema version {version} (the newest is {newest})")]
+    UnknownSchemaVersion {
+        /// The namespace.
+        namespace: String,
+        /// The version asked for.
+        version: u64,
+        /// The newest version.
+        newest: u64,
+    },
+    /// A value written in an older version could not be brought to the newest (a rename onto
+    /// a member the value has too); nothing was written.
+    #[error("{path}: the value cannot be migrated to the newest schema version: {reason}")]
+    MigrationFailed {
+        /// The item.
+        path: KeyPath,
+        /// What the migration met.
+        reason: String,
+    },
+    /// A new definition version would break stored items or clients of older versions, and
+    /// the write was not forced (docs/migrations.md); nothing was written.
+    #[error("the new definition of namespace {namespace} is incompatible with version {version}: {}", problems.join("; "))]
+    IncompatibleSchema {
+        /// The namespace.
+        namespace: String,
+        /// The version it would replace.
+        version: u64,
+        /// Each problem, one sentence.
+        problems: Vec<String>,
     },
     /// A condition on a namespace definition did not hold (someone changed it since it was
     /// read); nothing was written.

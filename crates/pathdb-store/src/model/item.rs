@@ -189,4 +189,13 @@ pub struct Item {
     /// its own path.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alias: Option<KeyPath>,
+    /// The definition version its value is in (docs/migrations.md): as read from the store,
+    /// the version it was written at; 0 for an item written where its namespace had no
+    /// definition.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub schema_version: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

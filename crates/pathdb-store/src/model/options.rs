@@ -113,4 +113,8 @@ pub struct PutOptions {
     pub history: bool,
     /// When the item expires; `None` never.
     pub expires: Option<Expiry>,
+    /// The definition version of the item's namespace the value (or patch) is written in
+    /// (docs/migrations.md); `None`: the newest. It is brought forward to the newest before
+    /// it is checked and stored.
+    pub schema_version: Option<u64>,
 }

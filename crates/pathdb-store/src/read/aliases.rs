@@ -14,7 +14,7 @@ use crate::encoding::alias::parse_alias;
 use crate::encoding::layout;
 use crate::encoding::record::visible;
 use crate::model::error::Error;
-use crate::namespaces::Namespaces;
+use crate::namespaces::definitions::Namespaces;
 use pathdb_keys::KeyPath;
 
 /// Whether a read of `path`, where `record` is stored, is served: `Ok(false)` for an alias of a

@@ -8,7 +8,7 @@ use crate::encoding::limits::{MAX_GET_MANY, check_key, checked_item_key};
 use crate::encoding::record::{resolve, resolve_many, to_item, visible};
 use crate::model::error::Error;
 use crate::model::item::Item;
-use crate::namespaces::Namespaces;
+use crate::namespaces::definitions::Namespaces;
 use crate::read::aliases::{item_path, served};
 use pathdb_keys::KeyPath;
 

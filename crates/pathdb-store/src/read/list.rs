@@ -13,6 +13,8 @@ use crate::encoding::token::{Kind, TokenKey};
 use crate::filter::{Fields, Filter, Readable, Subject};
 use crate::model::error::Error;
 use crate::model::item::Item;
+use crate::namespaces::definitions::{Definitions, item_in, newest_text};
+use crate::namespaces::versions::SchemaVersions;
 use crate::read::list_check::{ListCheck, ListRange};
 use pathdb_keys::KeyPath;
 use std::ops::{Bound, ControlFlow};
@@ -66,6 +68,9 @@ pub struct ListRequest {
     /// at the alias it is listed under) fails with [`Error::Unreadable`], whether or not the
     /// item would be on the page. `None`: every item may be read.
     pub readable: Option<Readable>,
+    /// The definition version of each namespace the values are answered in
+    /// (docs/migrations.md); a namespace not named: its newest. Filters always see the newest.
+    pub versions: SchemaVersions,
 }
 
 impl ListRequest {
@@ -85,6 +90,7 @@ impl ListRequest {
             fields: None,
             max_scan: DEFAULT_MAX_SCAN,
             readable: None,
+            versions: SchemaVersions::newest(),
         }
     }
 
@@ -266,14 +272,39 @@ pub(crate) trait PageEntry: Sized {
     /// Makes an unresolved alias the item it names (read), listed under the alias.
     fn resolve(&mut self, item: Item);
 
-    /// Whether `filter` matches this entry (a node never does).
-    fn matches(&self, filter: &Filter) -> bool;
+    /// Whether `filter` matches this entry (a node never does), its value seen in its
+    /// namespace's newest version (`migrations`: the definitions, when any namespace has
+    /// migration steps; docs/migrations.md).
+    fn matches(&self, filter: &Filter, migrations: Option<&Definitions>) -> bool;
 
     /// Whether `readable` allows this entry's paths: its own and the alias it is listed under.
     fn readable(&self, readable: &Readable) -> bool;
 
     /// Keeps only `fields` of the entry's value.
     fn project(&mut self, fields: &Fields);
+
+    /// The entry's value in the version `versions` names for its namespace (namespaces/).
+    fn in_versions(
+        &mut self,
+        definitions: &Definitions,
+        versions: &SchemaVersions,
+    ) -> Result<(), Error>;
+
+    /// The entry as a page shows it: in the versions `request` names (when `migrations`, the
+    /// definitions, are given), then only its `fields`.
+    fn present(
+        &mut self,
+        request: &ListRequest,
+        migrations: Option<&Definitions>,
+    ) -> Result<(), Error> {
+        if let Some(definitions) = migrations {
+            self.in_versions(definitions, &request.versions)?;
+        }
+        if let Some(fields) = &request.fields {
+            self.project(fields);
+        }
+        Ok(())
+    }
 }
 
 impl PageEntry for ListEntry {
@@ -326,9 +357,9 @@ impl PageEntry for ListEntry {
         }
     }
 
-    fn matches(&self, filter: &Filter) -> bool {
+    fn matches(&self, filter: &Filter, migrations: Option<&Definitions>) -> bool {
         match self {
-            ListEntry::Item(item) => item.matches(filter),
+            ListEntry::Item(item) => item.matches_newest(filter, migrations),
             ListEntry::Node(_) => false,
         }
     }
@@ -347,6 +378,17 @@ impl PageEntry for ListEntry {
             item.value = fields.project(&item.value);
         }
     }
+
+    fn in_versions(
+        &mut self,
+        definitions: &Definitions,
+        versions: &SchemaVersions,
+    ) -> Result<(), Error> {
+        match self {
+            ListEntry::Item(item) => item_in(definitions, item, versions),
+            ListEntry::Node(_) => Ok(()),
+        }
+    }
 }
 
 impl Item {
@@ -360,6 +402,29 @@ impl Item {
             created_at: self.created_at.micros(),
             modified_at: self.modified_at.micros(),
         })
+    }
+
+    /// [`Item::matches`] on the item's value in its namespace's newest version (`migrations`:
+    /// the definitions, when any namespace has migration steps); a value that cannot be
+    /// brought forward matches nothing.
+    pub(crate) fn matches_newest(&self, filter: &Filter, migrations: Option<&Definitions>) -> bool {
+        let Some(definitions) = migrations else {
+            return self.matches(filter);
+        };
+        match newest_text(
+            definitions,
+            &self.path,
+            self.value.as_str(),
+            self.schema_version,
+        ) {
+            Ok(None) => self.matches(filter),
+            Ok(Some(newest)) => Item {
+                value: newest,
+                ..self.clone()
+            }
+            .matches(filter),
+            Err(_) => false,
+        }
     }
 }
 
@@ -430,8 +495,10 @@ pub(crate) fn list<B: Backend>(
     tokens: &TokenKey,
     now: i64,
     request: &ListRequest,
+    definitions: &Definitions,
 ) -> Result<ListPage, Error> {
-    let page = list_with::<B, ListEntry>(backend, tokens, now, request, Want::Entries)?;
+    let page =
+        list_with::<B, ListEntry>(backend, tokens, now, request, Want::Entries, definitions)?;
     Ok(ListPage {
         items: page.items,
         next_page_token: page.next_page_token,
@@ -448,8 +515,10 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
     now: i64,
     request: &ListRequest,
     want: Want,
+    definitions: &Definitions,
 ) -> Result<Page<E>, Error> {
     let prefix = &request.prefix;
+    let migrations = migrations(definitions, &request.versions);
     check_key(prefix)?;
     if !(1..=MAX_LIST_LIMIT).contains(&request.limit) {
         return Err(Error::InvalidRequest(format!(
@@ -555,6 +624,7 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
         children_only: request.children_only,
         direction,
         now,
+        migrations,
     };
     if request.filter.is_none() && request.readable.is_none() && want == Want::Entries {
         // Every entry read is on the page: one more than asked tells whether another follows.
@@ -569,8 +639,8 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
             None
         };
         resolve_entries(&reader, now, &mut found)?;
-        if let Some(fields) = &request.fields {
-            found.iter_mut().for_each(|e| e.project(fields));
+        for entry in &mut found {
+            entry.present(request, migrations)?;
         }
         return Ok(Page {
             scanned: found.len(),
@@ -600,6 +670,8 @@ struct Scan<'a, R> {
     children_only: bool,
     direction: Direction,
     now: i64,
+    /// The definitions, when values need translating (see [`migrations`]).
+    migrations: Option<&'a Definitions>,
 }
 
 impl<R: Reader> Scan<'_, R> {
@@ -665,7 +737,10 @@ impl<R: Reader> Scan<'_, R> {
                         path: self.prefix.clone(),
                     });
                 }
-                let matches = request.filter.as_ref().is_none_or(|f| entry.matches(f));
+                let matches = request
+                    .filter
+                    .as_ref()
+                    .is_none_or(|f| entry.matches(f, self.migrations));
                 let last =
                     page.count + usize::from(matches) == limit || page.scanned == request.max_scan;
                 // The position a next page continues after: this entry, kept or not.
@@ -673,9 +748,7 @@ impl<R: Reader> Scan<'_, R> {
                 if matches {
                     page.count += 1;
                     if want == Want::Entries {
-                        if let Some(fields) = &request.fields {
-                            entry.project(fields);
-                        }
+                        entry.present(request, self.migrations)?;
                         page.items.push(entry);
                     }
                 }
@@ -1051,11 +1124,22 @@ pub(crate) fn count<B: Backend>(
     tokens: &TokenKey,
     now: i64,
     request: &ListRequest,
+    definitions: &Definitions,
 ) -> Result<CountPage, Error> {
-    let page = list_with::<B, ListEntry>(backend, tokens, now, request, Want::Count)?;
+    let page = list_with::<B, ListEntry>(backend, tokens, now, request, Want::Count, definitions)?;
     Ok(CountPage {
         count: page.count,
         scanned: page.scanned,
         next_page_token: page.next_page_token,
     })
+}
+
+/// The definitions, when a listing's values need a look (docs/migrations.md): some namespace
+/// has migration steps (filters see the newest version), or the request names versions.
+pub(crate) fn migrations<'d>(
+    definitions: &'d Definitions,
+    versions: &SchemaVersions,
+) -> Option<&'d Definitions> {
+    (!versions.is_empty() || definitions.values().any(|c| c.chain.has_steps()))
+        .then_some(definitions)
 }

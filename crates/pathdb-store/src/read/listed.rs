@@ -9,12 +9,15 @@ use crate::backend::{Backend, RecordView};
 use crate::encoding::alias::parse_alias;
 use crate::encoding::changelog::ChangeToken;
 use crate::encoding::record::item_from_view;
+use crate::encoding::stamp::split_stored;
 use crate::encoding::token::TokenKey;
 use crate::filter::{Fields, Filter, Readable, Subject};
 use crate::model::error::Error;
 use crate::model::item::Item;
 use crate::model::item::Json;
 use crate::model::item::Timestamp;
+use crate::namespaces::definitions::{Definitions, item_in};
+use crate::namespaces::versions::SchemaVersions;
 use crate::read::list::ListEntry;
 use crate::read::list::ListPage;
 use crate::read::list::ListRequest;
@@ -250,6 +253,13 @@ pub struct ListedItem {
     /// The alias path it is listed under (docs/aliases.md); `None`: listed at its own path.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alias: Option<EncodedPath>,
+    /// See [`Item::schema_version`].
+    #[serde(skip_serializing_if = "is_zero")]
+    pub schema_version: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ListedItem {
@@ -263,6 +273,7 @@ impl ListedItem {
             expires_at: self.expires_at,
             value: self.value,
             alias: self.alias.as_ref().map(EncodedPath::decode),
+            schema_version: self.schema_version,
         }
     }
 }
@@ -277,6 +288,7 @@ impl From<Item> for ListedItem {
             expires_at: item.expires_at,
             value: item.value,
             alias: item.alias.as_ref().map(EncodedPath::new),
+            schema_version: item.schema_version,
         }
     }
 }
@@ -398,6 +410,7 @@ pub(crate) fn list_encoded<B: Backend>(
     tokens: &TokenKey,
     now: i64,
     request: &ListRequest,
+    definitions: &Definitions,
 ) -> Result<ListedPage, Error> {
     let Page {
         items,
@@ -405,7 +418,7 @@ pub(crate) fn list_encoded<B: Backend>(
         changes_token,
         scanned,
         ..
-    } = list_with::<B, ListedEntry>(backend, tokens, now, request, Want::Entries)?;
+    } = list_with::<B, ListedEntry>(backend, tokens, now, request, Want::Entries, definitions)?;
     Ok(ListedPage {
         items,
         next_page_token,
@@ -512,6 +525,7 @@ impl PageEntry for ListedEntry {
                 _ => None,
             });
         }
+        let (schema_version, json) = split_stored(record.value)?;
         let start = scan.keys.len();
         match sort_key_body_len(sort) {
             Some(len) => {
@@ -535,8 +549,9 @@ impl PageEntry for ListedEntry {
             created_at: Timestamp(record.created_at),
             modified_at: Timestamp(record.modified_at),
             expires_at: record.expires_at.map(Timestamp),
-            value: Json::from_stored_slice(record.value)?,
+            value: Json::from_stored_slice(json)?,
             alias: None,
+            schema_version,
         })))
     }
 
@@ -585,6 +600,7 @@ impl PageEntry for ListedEntry {
                         expires_at: item.expires_at,
                         value: item.value,
                         alias: None,
+                        schema_version: item.schema_version,
                     }),
                     ListEntry::Node(_) => ListedEntry::Node(path(start, end)?),
                 })
@@ -616,10 +632,15 @@ impl PageEntry for ListedEntry {
         }
     }
 
-    fn matches(&self, filter: &Filter) -> bool {
+    fn matches(&self, filter: &Filter, migrations: Option<&Definitions>) -> bool {
         let ListedEntry::Item(item) = self else {
             return false;
         };
+        if let Some(definitions) = migrations {
+            // Rare (an item stored before a migration): the owned item's own check.
+            let owned = item.clone().into_item();
+            return owned.matches_newest(filter, Some(definitions));
+        }
         let path = || item.alias.as_ref().unwrap_or(&item.path).decode();
         filter.matches(&Subject {
             path: &path,
@@ -641,6 +662,21 @@ impl PageEntry for ListedEntry {
             }
             ListedEntry::Node(path) => (readable.0)(&path.decode()),
         }
+    }
+
+    fn in_versions(
+        &mut self,
+        definitions: &Definitions,
+        versions: &SchemaVersions,
+    ) -> Result<(), Error> {
+        let ListedEntry::Item(listed) = self else {
+            return Ok(());
+        };
+        let mut item = listed.clone().into_item();
+        item_in(definitions, &mut item, versions)?;
+        listed.value = item.value;
+        listed.schema_version = item.schema_version;
+        Ok(())
     }
 
     fn project(&mut self, fields: &Fields) {
@@ -817,6 +853,7 @@ mod tests {
             expires_at: Some(Timestamp(9)),
             value: Json::parse(r#"{"a": [1, "x"]}"#).unwrap(),
             alias: None,
+            schema_version: 0,
         };
         let listed = ListedItem::from(item.clone());
         assert_eq!(

@@ -8,7 +8,10 @@ use crate::encoding::layout;
 use crate::encoding::token::TokenKey;
 use crate::model::error::Error;
 use crate::model::error::Violation;
-use crate::namespaces::{MAX_VIOLATIONS, NamespaceDefinition, Namespaces, Schema};
+use crate::model::item::{Item, Json};
+use crate::namespaces::definitions::{Definitions, newest_text};
+use crate::namespaces::definitions::{MAX_VIOLATIONS, NamespaceDefinition, Namespaces, Schema};
+use crate::namespaces::migrate::{Chain, Compiled};
 use crate::read::export::{ExportRecord, encode_cursor, scan};
 use pathdb_keys::KeyPath;
 
@@ -51,14 +54,44 @@ pub struct SchemaCheck {
     pub first: Vec<ViolatingItem>,
 }
 
+/// The value a schema check reads of a stored item (docs/migrations.md): the item in its
+/// namespace's newest version, then through `then`, the steps of a version not stored yet (a
+/// dry run's).
+pub(crate) struct Shape<'a> {
+    /// The definitions.
+    pub(crate) definitions: &'a Definitions,
+    /// Steps after the newest version's.
+    pub(crate) then: &'a [Compiled],
+}
+
+impl Shape<'_> {
+    /// `item`'s value as the check reads it; `None`: as stored.
+    fn of(&self, item: &Item) -> Result<Option<Json>, Error> {
+        let newest = newest_text(
+            self.definitions,
+            &item.path,
+            item.value.as_str(),
+            item.schema_version,
+        )?;
+        if self.then.is_empty() {
+            return Ok(newest);
+        }
+        let mut value = newest.as_ref().unwrap_or(&item.value).to_value();
+        Chain::forward_by(self.then, &mut value);
+        Ok(Some(Json::from_value(&value)))
+    }
+}
+
 /// Reads from `cursor` until `limit` refused items of `namespace` are found, the page's budget
 /// is spent or the scan ends.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn violations<B: Backend>(
     backend: &B,
     tokens: &TokenKey,
     now: i64,
     namespace: &str,
     schema: &Schema,
+    shape: &Shape<'_>,
     cursor: Option<String>,
     limit: usize,
 ) -> Result<ViolationPage, Error> {
@@ -72,7 +105,7 @@ pub(crate) fn violations<B: Backend>(
         let scanned = scan(backend, tokens, now, page.cursor.as_deref(), SCAN_PAGE)?;
         read += scanned.records.len() as u64;
         for record in &scanned.records {
-            if let Some(found) = check(record, namespace, schema, &mut page.checked)? {
+            if let Some(found) = check(record, namespace, schema, shape, &mut page.checked)? {
                 page.items.push(found);
                 if page.items.len() == limit {
                     // The next page starts right after this item.
@@ -97,6 +130,7 @@ pub(crate) fn check_all<B: Backend>(
     now: i64,
     namespace: &str,
     schema: &Schema,
+    shape: &Shape<'_>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SchemaCheck, Error> {
     let mut out = SchemaCheck {
@@ -110,7 +144,7 @@ pub(crate) fn check_all<B: Backend>(
         let scanned = scan(backend, tokens, now, cursor.as_deref(), SCAN_PAGE)?;
         read += scanned.records.len() as u64;
         for record in &scanned.records {
-            if let Some(found) = check(record, namespace, schema, &mut out.checked)? {
+            if let Some(found) = check(record, namespace, schema, shape, &mut out.checked)? {
                 out.violating += 1;
                 if out.first.len() < MAX_VIOLATIONS {
                     out.first.push(found);
@@ -130,6 +164,7 @@ fn check(
     record: &ExportRecord,
     namespace: &str,
     schema: &Schema,
+    shape: &Shape<'_>,
     checked: &mut u64,
 ) -> Result<Option<ViolatingItem>, Error> {
     let ExportRecord::Item(item) = record else {
@@ -139,7 +174,9 @@ fn check(
         return Ok(None);
     }
     *checked += 1;
-    let violations = schema.violations_of_text(item.value.as_str().as_bytes())?;
+    let shaped = shape.of(item)?;
+    let text = shaped.as_ref().unwrap_or(&item.value);
+    let violations = schema.violations_of_text(text.as_str().as_bytes())?;
     Ok((!violations.is_empty()).then(|| ViolatingItem {
         path: item.path.clone(),
         version: item.version,
@@ -182,7 +219,7 @@ pub(crate) fn violations_of<B: Backend>(
     let schema = match cached {
         Some(schema) => schema,
         None => {
-            compiled = Schema::compile(schema)?;
+            compiled = Schema::compile_with(schema, stored.definition.formats)?;
             &compiled
         }
     };
@@ -192,6 +229,10 @@ pub(crate) fn violations_of<B: Backend>(
         now,
         namespace,
         schema,
+        &Shape {
+            definitions: &definitions,
+            then: &[],
+        },
         cursor,
         limit.max(1),
     )

@@ -2,9 +2,12 @@
 
 use crate::backend::Backend;
 use crate::encoding::changelog::{ChangePage, ChangeToken};
+use crate::feed::reader::Filtered;
 use crate::feed::reader::{SHARED_POLL, position, read, wait};
 use crate::filter::{Filter, Readable};
 use crate::model::error::Error;
+use crate::namespaces::versions::SchemaVersions;
+use crate::read::list::migrations;
 use crate::store::Store;
 use pathdb_keys::KeyPath;
 use std::time::Duration;
@@ -62,6 +65,12 @@ impl<B: Backend> Store<B> {
         let db = &self.db;
         let reader = db.backend.reader()?;
         let retention = db.options.change_retention;
+        let definitions = self.definitions()?;
+        let filter = filter.map(|(filter, readable)| Filtered {
+            filter,
+            readable,
+            migrations: migrations(&definitions, &SchemaVersions::newest()),
+        });
         let read = || {
             read(
                 &reader,

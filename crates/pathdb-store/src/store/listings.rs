@@ -17,7 +17,14 @@ impl<B: Backend> Store<B> {
     /// listing; storage failures.
     pub fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
         prefix_served(&self.db.namespaces, &self.db.backend, &request.prefix)?;
-        list(&self.db.backend, &self.db.tokens, self.db.now(), request)
+        let definitions = self.definitions()?;
+        list(
+            &self.db.backend,
+            &self.db.tokens,
+            self.db.now(),
+            request,
+            &definitions,
+        )
     }
 
     /// How many entries of `request`'s range its filter matches (every entry, without one),
@@ -29,7 +36,14 @@ impl<B: Backend> Store<B> {
     /// As [`Store::list`].
     pub fn count(&self, request: &ListRequest) -> Result<CountPage, Error> {
         prefix_served(&self.db.namespaces, &self.db.backend, &request.prefix)?;
-        count(&self.db.backend, &self.db.tokens, self.db.now(), request)
+        let definitions = self.definitions()?;
+        count(
+            &self.db.backend,
+            &self.db.tokens,
+            self.db.now(),
+            request,
+            &definitions,
+        )
     }
 
     /// [`Store::list`] with each entry's path kept in its binary form ([`EncodedPath`](crate::EncodedPath)) and
@@ -57,7 +71,14 @@ impl<B: Backend> Store<B> {
     /// As [`Store::list`].
     pub fn list_encoded(&self, request: &ListRequest) -> Result<ListedPage, Error> {
         prefix_served(&self.db.namespaces, &self.db.backend, &request.prefix)?;
-        list_encoded(&self.db.backend, &self.db.tokens, self.db.now(), request)
+        let definitions = self.definitions()?;
+        list_encoded(
+            &self.db.backend,
+            &self.db.tokens,
+            self.db.now(),
+            request,
+            &definitions,
+        )
     }
 
     /// Up to `limit` groups in key order, after the page that returned `page_token`.

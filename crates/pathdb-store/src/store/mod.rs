@@ -1,6 +1,6 @@
 //! [`Store`]: the data API over any [`Backend`], a facade whose files only delegate, one per
 //! kind of call: `items.rs` (point reads and single writes), `transactions.rs`, `listings.rs`,
-//! `feeds.rs`, `namespaces.rs`, `bulk.rs` (expiry, export, import, subtree jobs), `backups.rs`. Reads run in
+//! `feeds.rs`, `namespaces.rs`, `migrations.rs` (definition versions), `bulk.rs` (expiry, export, import, subtree jobs), `backups.rs`. Reads run in
 //! read/, writes are planned in write/ and committed by write/commit.rs, background and
 //! resumable work is in jobs/. Nothing below this module knows `Store`.
 
@@ -10,6 +10,7 @@ mod bulk;
 mod feeds;
 mod items;
 mod listings;
+mod migrations;
 mod namespaces;
 mod transactions;
 

@@ -6,10 +6,12 @@ use crate::aliases::builds::{AliasBuild, of_namespace, read_all};
 use crate::backend::Backend;
 use crate::jobs::alias_builds::{build_aliases, reload_definitions};
 use crate::model::error::{Condition, Error, StorageError};
-use crate::namespaces::{
-    Definition, NamespaceDefinition, Schema, check, check_size, list, read_one, to_value,
+use crate::namespaces::definitions::{
+    Definition, NamespaceDefinition, Schema, check, check_change, check_size, compile_steps, list,
+    read_one, to_value,
 };
-use crate::read::violations::{SchemaCheck, ViolationPage, check_all, violations_of};
+use crate::namespaces::migrate::Step;
+use crate::read::violations::{SchemaCheck, Shape, ViolationPage, check_all, violations_of};
 use crate::store::Store;
 use crate::write::alias_builds::retry;
 use crate::write::definition::write_definition;
@@ -86,7 +88,26 @@ impl<B: Backend> Store<B> {
         definition: Definition,
         condition: Option<Condition>,
     ) -> Result<(NamespaceDefinition, bool), Error> {
+        self.define_namespace_with(namespace, definition, condition, false)
+    }
+
+    /// [`Store::define_namespace`]; `force`: store a version that breaks stored items or
+    /// clients of older versions (docs/migrations.md) instead of refusing it.
+    ///
+    /// # Errors
+    /// As [`Store::define_namespace`], and [`Error::IncompatibleSchema`] (unless forced),
+    /// naming each problem.
+    pub fn define_namespace_with(
+        &self,
+        namespace: &str,
+        definition: Definition,
+        condition: Option<Condition>,
+        force: bool,
+    ) -> Result<(NamespaceDefinition, bool), Error> {
         check(namespace, &definition)?;
+        if !force {
+            self.compatible(namespace, &definition)?;
+        }
         let value = to_value(&definition);
         check_size(&value)?;
         let (stored, created) = write_definition(&self.db, namespace, condition, Some(value))?;
@@ -123,6 +144,34 @@ impl<B: Backend> Store<B> {
             }
         }
         Ok(schema)
+    }
+
+    /// What replacing `namespace`'s current definition with `definition` breaks
+    /// (docs/migrations.md, "What is refused"), one sentence each; empty: nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRequest`]: migration steps where there is no previous version, a bad
+    /// step; storage failures.
+    pub fn incompatibilities(
+        &self,
+        namespace: &str,
+        definition: &Definition,
+    ) -> Result<Vec<String>, Error> {
+        check_change(self.namespace(namespace)?.as_ref(), definition)
+    }
+
+    /// [`Error::IncompatibleSchema`] when [`Store::incompatibilities`] finds any.
+    fn compatible(&self, namespace: &str, definition: &Definition) -> Result<(), Error> {
+        let current = self.namespace(namespace)?;
+        let problems = check_change(current.as_ref(), definition)?;
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(Error::IncompatibleSchema {
+            namespace: namespace.to_owned(),
+            version: current.map_or(0, |c| c.version),
+            problems,
+        })
     }
 
     /// Removes the definition of `namespace` (its items stay), if `condition` holds; returns
@@ -224,6 +273,24 @@ impl<B: Backend> Store<B> {
         schema: &Schema,
         progress: &mut dyn FnMut(u64),
     ) -> Result<SchemaCheck, Error> {
+        self.check_schema_after(namespace, schema, &[], progress)
+    }
+
+    /// [`Store::check_schema`] of a new definition version: each item is read in the newest
+    /// version stored, then brought through `migrate`, the new version's steps (the dry run
+    /// of a definition with steps; docs/migrations.md).
+    ///
+    /// # Errors
+    /// A bad step; storage failures.
+    pub fn check_schema_after(
+        &self,
+        namespace: &str,
+        schema: &Schema,
+        migrate: &[Step],
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<SchemaCheck, Error> {
+        let then = compile_steps(migrate)?;
+        let definitions = self.definitions()?;
         let db = &self.db;
         check_all(
             &db.backend,
@@ -231,6 +298,10 @@ impl<B: Backend> Store<B> {
             db.now(),
             namespace,
             schema,
+            &Shape {
+                definitions: &definitions,
+                then: &then,
+            },
             progress,
         )
     }

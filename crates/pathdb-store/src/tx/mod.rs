@@ -327,6 +327,7 @@ impl<'a> Tx<'a> {
             expires_at: None,
             value: value.clone(),
             alias: None,
+            schema_version: 0,
         })
     }
 

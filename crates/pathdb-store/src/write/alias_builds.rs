@@ -10,7 +10,9 @@ use crate::encoding::layout;
 use crate::encoding::limits::next_version;
 use crate::encoding::record::{Kind, alias_record, classify, is_live, tombstone};
 use crate::model::error::{Error, StorageError};
+use crate::namespaces::definitions::Definitions;
 use crate::write::commit::{Db, Sent};
+use crate::write::stages::aliases::newest_value;
 use pathdb_keys::KeyPath;
 use std::collections::BTreeMap;
 
@@ -110,7 +112,16 @@ pub(crate) fn step<B: Backend>(db: &Db<B>, namespace: &str, template: &str) -> R
         AliasState::Ready | AliasState::Conflict => return Ok(Step::Done),
         AliasState::Building => {
             let parsed = Template::parse(template)?;
-            match build_ops(&reader, &mut stored, namespace, &parsed, now, most)? {
+            let definitions = db.namespaces.current(&reader)?;
+            match build_ops(
+                &reader,
+                &definitions,
+                &mut stored,
+                namespace,
+                &parsed,
+                now,
+                most,
+            )? {
                 Some(found) => found,
                 None => {
                     // Conflict: only the build record changes.
@@ -185,6 +196,7 @@ fn scan_items<R: Reader + ?Sized>(
 /// conflict (recorded in `stored`).
 fn build_ops<R: Reader + ?Sized>(
     reader: &R,
+    definitions: &Definitions,
     stored: &mut Stored,
     namespace: &str,
     template: &Template,
@@ -208,7 +220,7 @@ fn build_ops<R: Reader + ?Sized>(
             return Ok(false);
         }
         checked += 1;
-        let value: serde_json::Value = serde_json::from_slice(&record.value).unwrap_or_default();
+        let value = newest_value(definitions, &path, &record.value);
         // A member of the wrong type, or an alias path over the key limits, gives no alias
         // here; the item's next write is refused until it is fixed (docs/aliases.md).
         if let Ok(Some(alias)) = template.render(&path, &value)

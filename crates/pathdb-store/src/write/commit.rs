@@ -11,7 +11,7 @@ use crate::encoding::token::TokenKey;
 use crate::feed::waiters::{ChangedGroups, Waiters};
 use crate::model::error::{Error, StorageError};
 use crate::model::options::StoreOptions;
-use crate::namespaces::Namespaces;
+use crate::namespaces::definitions::Namespaces;
 use crate::write::ops::{TxOp, TxResult};
 use crate::write::pipeline::{backoff, check_batch_size, check_ops, plan};
 use crate::write::plan::{Plan, Settings};

@@ -1,13 +1,16 @@
 //! The write of a namespace definition (or its removal): one record in the system partition,
 //! conditional on the one read, with the alias build records its template changes start
-//! (write/alias_builds.rs), in one batch.
+//! (write/alias_builds.rs), the kept copy of the version (namespaces/versions.rs) and, for a
+//! version with migration steps, the start of the rewrite of stored items (write/rewrite.rs),
+//! in one batch.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, WriteOp};
 use crate::encoding::layout;
 use crate::model::error::{Condition, Error};
-use crate::namespaces::{NamespaceDefinition, from_record};
+use crate::namespaces::definitions::{NamespaceDefinition, from_record};
 use crate::write::alias_builds::definition_changed;
 use crate::write::commit::Db;
+use crate::write::rewrite::start_op;
 use crate::write::system::{self, Next};
 
 /// Writes `value` as the definition of `namespace` (`None`: its tombstone) over the record
@@ -42,17 +45,30 @@ pub(crate) fn write_definition<B: Backend>(
             })
         },
         // A template added or removed starts its build or removal, in the same batch.
-        &mut |reader, before, after| {
+        &mut |reader, before, after_record| {
             let before = before
                 .map(|r| from_record(namespace, r))
                 .transpose()?
                 .flatten();
-            let after = after
+            let after = after_record
                 .map(|r| from_record(namespace, r))
                 .transpose()?
                 .flatten();
             let (old, new) = (templates(before.as_ref()), templates(after.as_ref()));
-            definition_changed(reader, namespace, &old, &new, db.now())
+            let mut ops = definition_changed(reader, namespace, &old, &new, db.now())?;
+            // Every version is kept, so that it stays readable and its steps apply; one with
+            // steps starts the rewrite of the stored items to it (write/rewrite.rs).
+            if let (Some(after), Some(record)) = (&after, after_record) {
+                ops.push(WriteOp::Put {
+                    key: layout::definition_version_key(namespace, after.version),
+                    record: record.clone(),
+                    expect: None,
+                });
+                if !after.definition.migrate.is_empty() {
+                    ops.push(start_op(reader, namespace, after.version, db.now())?);
+                }
+            }
+            Ok(ops)
         },
     )?;
     let created = written.before.is_none();

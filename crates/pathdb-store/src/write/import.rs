@@ -11,11 +11,13 @@ use crate::encoding::limits::{
     MAX_VERSION, check_item_size, check_key, check_revision_key, next_version,
 };
 use crate::encoding::record::{index_record, is_live, to_item};
+use crate::encoding::stamp::{json_of, stamped};
 use crate::model::error::Condition;
 use crate::model::error::Error;
 use crate::model::item::Item;
 use crate::model::item::Json;
 use crate::model::item::Timestamp;
+use crate::namespaces::definitions::of_path;
 use crate::read::export::{ExportEnd, ExportRecord, ExportStatus, record_of};
 use crate::write::commit::{Attempt, Db};
 use crate::write::plan::{Plan, PlannedChange};
@@ -83,6 +85,9 @@ struct RawLine {
     deleted: bool,
     #[serde(default)]
     deleted_at: Option<Timestamp>,
+    /// The definition version the value is in (docs/migrations.md); absent: the newest.
+    #[serde(default)]
+    schema_version: Option<u64>,
     // The fields of the export's last line.
     #[serde(default)]
     export: Option<ExportStatus>,
@@ -173,6 +178,7 @@ impl ExportLine {
                     expires_at: l.expires_at,
                     value: Json::parse(value.get())?,
                     alias: None,
+                    schema_version: l.schema_version.unwrap_or(0),
                 };
                 if revision {
                     ExportRecord::Revision(item)
@@ -445,7 +451,12 @@ impl<B: Backend> Importer<'_, B> {
                 ImportRecord::Value { path, value } => (path, value),
                 ImportRecord::Exported(_) => continue,
             };
-            crate::namespaces::check_value(&definitions, path, index, value.as_str().as_bytes())?;
+            crate::namespaces::definitions::check_value(
+                &definitions,
+                path,
+                index,
+                value.as_str().as_bytes(),
+            )?;
         }
         Ok(())
     }
@@ -461,6 +472,7 @@ impl<B: Backend> Importer<'_, B> {
         let settings = self.db.settings();
         let (outcomes, keys_written, batch_skipped) = self.db.until_committed(|| {
             let reader = self.db.backend.reader()?;
+            let definitions = self.db.namespaces.current(&reader)?;
             let now = self.db.now();
             let keys: Vec<Key> = batch.iter().map(|r| import_key(r)).collect();
             // A revision needs its item's version too: history never gets ahead of its item.
@@ -513,6 +525,15 @@ impl<B: Backend> Importer<'_, B> {
                         }
                         outcome
                     }
+                };
+                // Imported values are in their namespace's newest version (an export's are,
+                // unless it asked for another): stored stamped with it (docs/migrations.md).
+                let outcome = match outcome {
+                    Outcome::Write(mut target) if !target.value.is_empty() => {
+                        target.value = imported_value(&definitions, record, &target.value)?;
+                        Outcome::Write(target)
+                    }
+                    other => other,
                 };
                 if let Outcome::Write(target) = &outcome {
                     let path = record.path();
@@ -676,7 +697,7 @@ fn same_content(record: &ImportRecord, current: Option<&Record>, now: i64) -> bo
                     current.created_at,
                     current.modified_at,
                     current.expires_at,
-                    &current.value,
+                    json_of(&current.value),
                 ) == (
                     wanted.created_at,
                     wanted.modified_at,
@@ -685,7 +706,7 @@ fn same_content(record: &ImportRecord, current: Option<&Record>, now: i64) -> bo
                 )
         }
         ImportRecord::Value { value, .. } => {
-            is_live(current, now) && current.value == value.as_str().as_bytes()
+            is_live(current, now) && json_of(&current.value) == value.as_str().as_bytes()
         }
     }
 }
@@ -740,4 +761,48 @@ fn import_outcome(
             }
         }
     }))
+}
+
+/// The stored bytes of an imported value (`json`): in its namespace's newest version, stamped
+/// with it (docs/migrations.md). A line that names the version its value is in (an export
+/// does) is brought forward from it; one that names none is taken to be in the newest. Where
+/// the namespace has no definition, the value keeps the version the line names.
+///
+/// # Errors
+/// [`Error::UnknownSchemaVersion`] for a version the namespace does not have;
+/// [`Error::MigrationFailed`].
+fn imported_value(
+    definitions: &crate::namespaces::definitions::Definitions,
+    record: &ImportRecord,
+    json: &[u8],
+) -> Result<Vec<u8>, Error> {
+    let text = std::str::from_utf8(json)
+        .map_err(|e| crate::model::error::StorageError::new("an imported value is not UTF-8", e))?;
+    let path = record.path();
+    let named = match record {
+        ImportRecord::Exported(ExportRecord::Item(item) | ExportRecord::Revision(item)) => {
+            item.schema_version
+        }
+        _ => 0,
+    };
+    let Some(compiled) = of_path(definitions, path) else {
+        // No definition here: the value keeps the version it names (an export into a new
+        // database, before its definitions; a round trip gives the same export).
+        return Ok(stamped(named, text));
+    };
+    let speaks = match named {
+        0 => compiled.newest(),
+        named => compiled.speaks(named)?,
+    };
+    let forward = compiled.translate(
+        path,
+        text,
+        speaks,
+        None,
+        crate::namespaces::migrate::OnConflict::Replace,
+    )?;
+    Ok(stamped(
+        compiled.newest(),
+        forward.as_ref().map_or(text, Json::as_str),
+    ))
 }

@@ -9,7 +9,8 @@
 //!   changed, and plans again after a concurrent change (`execute` for operations);
 //! - the writes that are not one list of operations, each planned on the same stages and sent
 //!   through `commit`: `transact` (a transaction's folding and results), `alias_builds` (build
-//!   steps, retries, the build records a definition starts), `definition`, `sweep` (expiry),
+//!   steps, retries, the build records a definition starts), `rewrite` (the steps of a
+//!   namespace's rewrite to its newest definition version), `definition`, `sweep` (expiry),
 //!   `import`.
 //!
 //! The rule that keeps it one-way: a stage depends on `plan` and on the layers below `write/`,
@@ -24,6 +25,7 @@ pub(crate) mod commit;
 pub(crate) mod system;
 pub(crate) mod transact;
 pub(crate) mod alias_builds;
+pub(crate) mod rewrite;
 pub(crate) mod definition;
 pub(crate) mod access;
 pub(crate) mod sweep;

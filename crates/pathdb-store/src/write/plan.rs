@@ -8,7 +8,7 @@ use crate::encoding::token::TokenKey;
 use crate::model::error::Error;
 use crate::model::item::Item;
 use crate::model::options::PutOptions;
-use crate::namespaces::{Definitions, Namespaces};
+use crate::namespaces::definitions::{Definitions, Namespaces};
 use crate::write::ops::TxResult;
 use pathdb_keys::KeyPath;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -19,8 +19,10 @@ use crate::encoding::changelog::Change;
 use crate::encoding::layout;
 use crate::encoding::limits::next_version;
 use crate::encoding::record::{alias_record, is_live, to_item, tombstone};
+use crate::encoding::stamp::split;
 use crate::model::error::Error;
 use crate::model::item::Item;
+use crate::namespaces::definitions::{Definitions, newest_text};
 use crate::write::plan::{AliasSlot, Context, Plan, PlannedChange, Written};
 use pathdb_keys::KeyPath;
 
@@ -83,7 +85,7 @@ pub(crate) fn stage<R: Reader + ?Sized>(
         Some((path, record)) => old_templates
             .iter()
             .filter_map(|t| {
-                aliases_of(std::slice::from_ref(t), path, record)
+                aliases_of(definitions, std::slice::from_ref(t), path, record)
                     .ok()?
                     .pop()
             })
@@ -92,11 +94,13 @@ pub(crate) fn stage<R: Reader + ?Sized>(
     };
     let new = match after {
         Some((path, record)) => {
-            aliases_of(new_templates, path, record).map_err(|(_, unfit)| Error::AliasInvalid {
-                path: path.clone(),
-                member: unfit.member.into(),
-                kind: unfit.kind,
-                index,
+            aliases_of(definitions, new_templates, path, record).map_err(|(_, unfit)| {
+                Error::AliasInvalid {
+                    path: path.clone(),
+                    member: unfit.member.into(),
+                    kind: unfit.kind,
+                    index,
+                }
             })?
         }
         None => Vec::new(),
@@ -178,6 +182,7 @@ pub(crate) fn stage<R: Reader + ?Sized>(
 /// # Errors
 /// The template whose member does not fit, and why.
 fn aliases_of<'t>(
+    definitions: &Definitions,
     templates: &'t [Template],
     path: &KeyPath,
     record: &Record,
@@ -186,7 +191,7 @@ fn aliases_of<'t>(
         return Ok(Vec::new());
     }
     // Stored values are valid JSON text.
-    let value: serde_json::Value = serde_json::from_slice(&record.value).unwrap_or_default();
+    let value = newest_value(definitions, path, &record.value);
     let mut out: Vec<(&Template, KeyPath)> = Vec::new();
     for template in templates {
         if let Some(alias) = template.render(path, &value).map_err(|u| (template, u))?
@@ -363,5 +368,22 @@ fn place(plan: &mut Plan, key: Key, alias: &KeyPath, write: WriteOp, holder: Opt
         slot.live = holder.is_some();
         slot.holder = holder;
         slot.is_item = false;
+    }
+}
+
+/// A stored item value, as templates read it: in its namespace's newest version
+/// (docs/migrations.md); `null` for bytes that are not (never written by this store).
+pub(crate) fn newest_value(
+    definitions: &Definitions,
+    path: &KeyPath,
+    stored: &[u8],
+) -> serde_json::Value {
+    let Some((stamp, json)) = split(stored) else {
+        return serde_json::Value::Null;
+    };
+    let text = std::str::from_utf8(json).unwrap_or("null");
+    match newest_text(definitions, path, text, stamp) {
+        Ok(Some(newest)) => newest.to_value(),
+        _ => serde_json::from_str(text).unwrap_or_default(),
     }
 }

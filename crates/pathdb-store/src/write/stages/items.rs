@@ -18,6 +18,7 @@ use crate::model::options::Expiry;
 use crate::model::patch::Patch;
 use crate::write::ops::{TxOp, TxResult};
 use crate::write::plan::{Context, Plan, PlannedChange, Written};
+use crate::write::stages::migrate;
 use pathdb_keys::KeyPath;
 use std::collections::HashMap;
 
@@ -139,7 +140,11 @@ pub(crate) fn stage<'a, R: Reader + ?Sized>(
             options,
             ..
         } => {
-            patched = apply_patch(&path, current.as_ref(), patch, *create)?;
+            let base = current
+                .as_ref()
+                .map(|r| migrate::patch_base(ctx, &path, r, options.schema_version))
+                .transpose()?;
+            patched = apply_patch(&path, base.as_deref(), patch, *create)?;
             (&patched, options)
         }
         TxOp::Delete { .. } => {
@@ -187,12 +192,13 @@ pub(crate) fn stage<'a, R: Reader + ?Sized>(
         Expiry::At(t) => t.0,
         Expiry::After(d) => Timestamp(now).plus(d).0,
     });
+    let (value, _) = migrate::stored_value(ctx, &path, value, options.schema_version)?;
     let record = Record {
         version,
         created_at: current.as_ref().map_or(now, |r| r.created_at),
         modified_at: now,
         expires_at,
-        value: value.as_str().as_bytes().to_vec(),
+        value,
     };
     let item = to_item(path.clone(), record.clone())?;
     let before = current
@@ -258,16 +264,16 @@ fn check_condition(
     }
 }
 
-/// The value `patch` makes of the live record `current` (of `{}` when there is none and
+/// The value `patch` makes of the live item's value `current` (of `{}` when there is none and
 /// `create` allows it), within the item size limit.
 fn apply_patch(
     path: &KeyPath,
-    current: Option<&Record>,
+    current: Option<&str>,
     patch: &Patch,
     create: bool,
 ) -> Result<Json, Error> {
     let base = match current {
-        Some(record) => Json::from_stored_slice(&record.value)?,
+        Some(text) => Json::from_stored_slice(text.as_bytes())?,
         None if create => Json::from_value(&serde_json::Value::Object(Default::default())),
         None => return Err(Error::ItemNotFound { path: path.clone() }),
     };

@@ -17,7 +17,10 @@ use crate::backend::{Expect, Key, Reader, WriteOp, log_entry};
 use crate::encoding::changelog::{Change, ChangeToken, MAX_CHANGES_LIMIT};
 use crate::encoding::layout;
 use crate::feed::reader;
+use crate::feed::reader::Filtered;
 use crate::model::error::Error;
+use crate::namespaces::versions::SchemaVersions;
+use crate::read::list::migrations;
 use crate::read::list_check::ListCheck;
 use crate::write::ops::TxResult;
 use crate::write::plan::{Context, Plan};
@@ -43,6 +46,7 @@ pub(crate) fn stage<R: Reader + ?Sized>(
     // at least that (an earlier change of it is superseded).
     let mut margin: HashMap<KeyPath, Change> = HashMap::new();
     let mut since = token;
+    let definitions = ctx.definitions()?;
     loop {
         let (page, at_end) = reader::read_to(
             ctx.reader,
@@ -52,7 +56,11 @@ pub(crate) fn stage<R: Reader + ?Sized>(
             &check.range.prefix,
             Some(&since),
             MAX_CHANGES_LIMIT,
-            check.filter.as_ref().map(|f| (f, check.readable.as_ref())),
+            check.filter.as_ref().map(|filter| Filtered {
+                filter,
+                readable: check.readable.as_ref(),
+                migrations: migrations(definitions, &SchemaVersions::newest()),
+            }),
         )?;
         for entry in page.changes {
             if !check.range.covers(entry.change.key()) {

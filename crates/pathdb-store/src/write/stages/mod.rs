@@ -2,6 +2,7 @@
 //! reads the plan's `Context` and adds to its `Plan`; none calls a later stage or `Store`.
 
 pub(crate) mod ids;
+pub(crate) mod migrate;
 pub(crate) mod items;
 pub(crate) mod listing;
 pub(crate) mod schema;

@@ -5,13 +5,16 @@
 //! concurrent change fails the batch instead of being overwritten.
 
 use crate::backend::{Expect, Key, Reader, Record, WriteOp};
+use crate::encoding::alias::is_alias;
 use crate::encoding::changelog::Change;
 use crate::encoding::layout;
 use crate::encoding::limits::{MAX_VERSION, next_version, revision_key_fits};
 use crate::encoding::record::{index_record, is_live, to_item};
+use crate::encoding::stamp::json_of;
 use crate::model::error::Error;
 use crate::write::plan::{Context, Plan, PlannedChange};
 use crate::write::stages::items::delete_write;
+use crate::write::stages::migrate;
 use pathdb_keys::KeyPath;
 
 /// A live item of the subtree, with what the stage needs to relocate it.
@@ -87,10 +90,22 @@ pub(crate) fn stage<R: Reader + ?Sized>(
     item: &Relocation,
 ) -> Result<(), Error> {
     // Only the subtree's root can change namespace (its last element is the one renamed).
-    if let Some(target) = &item.target
-        && target.path.last().namespace() != item.path.last().namespace()
-    {
-        super::schema::check(ctx, &target.path, 0, &item.record.value)?;
+    // A value that changes namespace leaves its old namespace's versions for the new one's
+    // (migrate.rs), and must fit the new one's schema.
+    let rehome = |value: &[u8]| -> Result<Option<Vec<u8>>, Error> {
+        match &item.target {
+            Some(target) if target.path.last().namespace() != item.path.last().namespace() => {
+                if value.is_empty() || is_alias(value) {
+                    return Ok(None);
+                }
+                migrate::rehomed(ctx, &item.path, &target.path, value).map(Some)
+            }
+            _ => Ok(None),
+        }
+    };
+    let rehomed = rehome(&item.record.value)?;
+    if let (Some(target), Some(value)) = (&item.target, &rehomed) {
+        super::schema::check(ctx, &target.path, 0, json_of(value))?;
     }
     let version = item.record.version;
     let source = match item.source {
@@ -122,10 +137,13 @@ pub(crate) fn stage<R: Reader + ?Sized>(
                 ))
             })
     };
-    let record = Record {
+    let mut record = Record {
         version: renumber(version)?,
         ..item.record.clone()
     };
+    if let Some(value) = rehomed {
+        record.value = value;
+    }
     let before = match &target.stored {
         Some(stored) if is_live(stored, ctx.now) => {
             Some(to_item(target.path.clone(), stored.clone())?)
@@ -161,6 +179,7 @@ pub(crate) fn stage<R: Reader + ?Sized>(
             key: layout::revision_key(&target.key, version),
             record: Record {
                 version,
+                value: rehome(&revision.value)?.unwrap_or_else(|| revision.value.clone()),
                 ..revision.clone()
             },
             expect: None,

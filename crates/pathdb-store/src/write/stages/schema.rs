@@ -6,8 +6,9 @@
 //! (`/team-3` moved to `/squad-3` becomes a `squad`).
 
 use crate::backend::Reader;
+use crate::encoding::stamp::json_of;
 use crate::model::error::Error;
-use crate::namespaces::check_value;
+use crate::namespaces::definitions::check_value;
 use crate::write::plan::{Context, Plan, Written};
 use pathdb_keys::KeyPath;
 
@@ -23,7 +24,8 @@ pub(crate) fn stage<R: Reader + ?Sized>(
         return Ok(());
     };
     match plan.put_record(at) {
-        Some(record) => check(ctx, &written.path, index, &record.value),
+        // The value in the newest version, stamped (migrate.rs).
+        Some(record) => check(ctx, &written.path, index, json_of(&record.value)),
         None => Ok(()),
     }
 }

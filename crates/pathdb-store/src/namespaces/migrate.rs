@@ -1,0 +1,512 @@
+//! Migration steps between definition versions (docs/migrations.md). A definition may carry
+//! the steps that turn values of the previous version into values of its own; every version
+//! stays readable and writable because each step has an inverse:
+//!
+//! | step | forward (older to newer) | backward (newer to older) |
+//! |---|---|---|
+//! | `rename from to` | moves `from` to `to` | moves `to` back to `from` |
+//! | `add path default` | sets `path` to `default` where it is missing | removes `path` |
+//! | `remove path read_default` | removes `path` | sets `path` to `read_default` (if given) where it is missing |
+//! | `rename_value path from to` | the string `from` at `path` becomes `to` | `to` becomes `from` |
+//!
+//! Paths are JSON pointers (RFC 6901) to object members, as deep as objects nest. A step
+//! whose member's parent is missing or not an object does nothing (a rename of a missing
+//! member is a no-op), except that a rename makes the objects its target needs, so that no
+//! value is dropped. A value is read in version `a` by going forward from the version it is
+//! stored at to the newest, then backward to `a` ([`Chain::translate`]): the same answer
+//! whether or not the background rewrite (write/rewrite.rs) has brought the item forward yet.
+
+use crate::model::error::Error;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// One migration step, as a definition declares it (`{"op": "rename", ...}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// A member renamed: `{"op": "rename", "from": "/name", "to": "/full_name"}`.
+    Rename {
+        /// The member's pointer in the previous version.
+        from: String,
+        /// Its pointer in this version.
+        to: String,
+    },
+    /// A member added, with the value older items get: `{"op": "add", "path": "/tier",
+    /// "default": "free"}`.
+    Add {
+        /// The new member's pointer.
+        path: String,
+        /// What an item that lacks it gets (`null` is a value).
+        default: Value,
+    },
+    /// A member removed: `{"op": "remove", "path": "/legacy", "read_default": 0}`.
+    Remove {
+        /// The removed member's pointer.
+        path: String,
+        /// What a reader of an older version sees where the member is missing; none: it
+        /// stays missing.
+        #[serde(
+            default,
+            deserialize_with = "crate::model::item::present",
+            skip_serializing_if = "Option::is_none"
+        )]
+        read_default: Option<Value>,
+    },
+    /// A string value renamed (an enum's member): `{"op": "rename_value", "path":
+    /// "/status", "from": "shipped", "to": "sent"}`.
+    RenameValue {
+        /// The member's pointer.
+        path: String,
+        /// The string in the previous version.
+        from: String,
+        /// The string in this version.
+        to: String,
+    },
+}
+
+/// A JSON pointer to an object member, split into its member names.
+pub(crate) type Pointer = Vec<String>;
+
+/// Parses a JSON pointer (RFC 6901) naming a member: `/a/b~1c` is `["a", "b/c"]`.
+///
+/// # Errors
+/// [`Error::InvalidRequest`] for the empty pointer (the whole value), one that does not start
+/// with `/`, or a `~` not followed by `0` or `1`.
+pub(crate) fn parse_pointer(text: &str) -> Result<Pointer, Error> {
+    let bad = |why: &str| Error::InvalidRequest(format!("JSON pointer {text:?}: {why}"));
+    let Some(rest) = text.strip_prefix('/') else {
+        return Err(bad(if text.is_empty() {
+            "a step names a member, not the whole value"
+        } else {
+            "a pointer starts with `/`"
+        }));
+    };
+    rest.split('/')
+        .map(|segment| {
+            let mut out = String::with_capacity(segment.len());
+            let mut chars = segment.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '~' => match chars.next() {
+                        Some('0') => out.push('~'),
+                        Some('1') => out.push('/'),
+                        _ => return Err(bad("`~` is followed by `0` or `1`")),
+                    },
+                    c => out.push(c),
+                }
+            }
+            Ok(out)
+        })
+        .collect()
+}
+
+/// A step with its pointers parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Compiled {
+    Rename {
+        from: Pointer,
+        to: Pointer,
+    },
+    Add {
+        path: Pointer,
+        default: Value,
+    },
+    Remove {
+        path: Pointer,
+        read_default: Option<Value>,
+    },
+    RenameValue {
+        path: Pointer,
+        from: String,
+        to: String,
+    },
+}
+
+impl Step {
+    /// The step with its pointers parsed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRequest`]: a bad pointer, a rename onto itself or into its own member,
+    /// a value renamed to itself.
+    pub(crate) fn compile(&self) -> Result<Compiled, Error> {
+        Ok(match self {
+            Step::Rename { from, to } => {
+                let (from_p, to_p) = (parse_pointer(from)?, parse_pointer(to)?);
+                if to_p.starts_with(&from_p) || from_p.starts_with(&to_p) {
+                    return Err(Error::InvalidRequest(format!(
+                        "rename from {from:?} to {to:?}: one contains the other"
+                    )));
+                }
+                Compiled::Rename {
+                    from: from_p,
+                    to: to_p,
+                }
+            }
+            Step::Add { path, default } => Compiled::Add {
+                path: parse_pointer(path)?,
+                default: default.clone(),
+            },
+            Step::Remove { path, read_default } => Compiled::Remove {
+                path: parse_pointer(path)?,
+                read_default: read_default.clone(),
+            },
+            Step::RenameValue { path, from, to } => {
+                if from == to {
+                    return Err(Error::InvalidRequest(format!(
+                        "rename_value at {path:?} renames {from:?} to itself"
+                    )));
+                }
+                Compiled::RenameValue {
+                    path: parse_pointer(path)?,
+                    from: from.clone(),
+                    to: to.clone(),
+                }
+            }
+        })
+    }
+}
+
+/// Why a value could not be brought forward: a write in an older version whose value has
+/// both a renamed member and its new name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Conflict(pub(crate) String);
+
+/// How a forward translation treats a rename onto a member that is there already.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum OnConflict {
+    /// A write: refuse the value (422), nothing is lost silently.
+    Refuse,
+    /// A stored value being read or rewritten: the renamed member wins, so every read of an
+    /// item answers the same.
+    Replace,
+}
+
+impl Compiled {
+    /// Applies the step to `value`, older to newer.
+    fn forward(&self, value: &mut Value, on_conflict: OnConflict) -> Result<(), Conflict> {
+        match self {
+            Compiled::Rename { from, to } => {
+                let Some(moved) = take(value, from) else {
+                    return Ok(());
+                };
+                if on_conflict == OnConflict::Refuse && get(value, to).is_some() {
+                    // Put it back: the caller reports the value as it was given.
+                    put(value, from, moved, true);
+                    return Err(Conflict(format!(
+                        "the value has both {} and {}, which a rename makes one",
+                        show(from),
+                        show(to)
+                    )));
+                }
+                put(value, to, moved, true);
+            }
+            Compiled::Add { path, default } => {
+                if get(value, path).is_none() {
+                    put(value, path, default.clone(), false);
+                }
+            }
+            Compiled::Remove { path, .. } => {
+                take(value, path);
+            }
+            Compiled::RenameValue { path, from, to } => rename_value(value, path, from, to),
+        }
+        Ok(())
+    }
+
+    /// Applies the step's inverse to `value`, newer to older.
+    fn backward(&self, value: &mut Value) {
+        match self {
+            Compiled::Rename { from, to } => {
+                if let Some(moved) = take(value, to) {
+                    put(value, from, moved, true);
+                }
+            }
+            Compiled::Add { path, .. } => {
+                take(value, path);
+            }
+            Compiled::Remove { path, read_default } => {
+                if let Some(default) = read_default
+                    && get(value, path).is_none()
+                {
+                    put(value, path, default.clone(), false);
+                }
+            }
+            Compiled::RenameValue { path, from, to } => rename_value(value, path, to, from),
+        }
+    }
+}
+
+fn show(pointer: &Pointer) -> String {
+    pointer
+        .iter()
+        .map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+fn get<'v>(value: &'v Value, pointer: &Pointer) -> Option<&'v Value> {
+    pointer
+        .iter()
+        .try_fold(value, |at, name| at.as_object()?.get(name))
+}
+
+fn parent_mut<'v>(
+    value: &'v mut Value,
+    pointer: &Pointer,
+    make: bool,
+) -> Option<&'v mut Map<String, Value>> {
+    let (_, parents) = pointer.split_last()?;
+    let mut at = value;
+    for name in parents {
+        let object = at.as_object_mut()?;
+        if make && !object.contains_key(name) {
+            object.insert(name.clone(), Value::Object(Map::new()));
+        }
+        at = object.get_mut(name)?;
+    }
+    at.as_object_mut()
+}
+
+fn take(value: &mut Value, pointer: &Pointer) -> Option<Value> {
+    let last = pointer.last()?;
+    // `shift_remove` keeps the order of the other members (the store builds serde_json with
+    // `preserve_order`, so that a value's members keep their order through a migration).
+    parent_mut(value, pointer, false)?.shift_remove(last)
+}
+
+/// Sets the member at `pointer`; `make`: make missing parent objects. Returns whether it was
+/// set (its parent is an object).
+fn put(value: &mut Value, pointer: &Pointer, member: Value, make: bool) -> bool {
+    let Some(last) = pointer.last() else {
+        return false;
+    };
+    match parent_mut(value, pointer, make) {
+        Some(object) => {
+            object.insert(last.clone(), member);
+            true
+        }
+        None => false,
+    }
+}
+
+fn rename_value(value: &mut Value, pointer: &Pointer, from: &str, to: &str) {
+    let Some(last) = pointer.last() else {
+        return;
+    };
+    if let Some(object) = parent_mut(value, pointer, false)
+        && let Some(member) = object.get_mut(last)
+        && member.as_str() == Some(from)
+    {
+        *member = Value::String(to.to_owned());
+    }
+}
+
+/// The migration steps of every version of one namespace that has any: version `v`'s steps
+/// turn values of the version before it into values of `v`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Chain {
+    steps: BTreeMap<u64, Vec<Compiled>>,
+}
+
+impl Chain {
+    /// Adds version `version`'s steps.
+    pub(crate) fn insert(&mut self, version: u64, steps: Vec<Compiled>) {
+        if !steps.is_empty() {
+            self.steps.insert(version, steps);
+        }
+    }
+
+    /// Whether any version has steps.
+    pub(crate) fn has_steps(&self) -> bool {
+        !self.steps.is_empty()
+    }
+
+    /// Whether a value at version `from` reads the same at `to` (`from <= to`): no version in
+    /// between has steps.
+    pub(crate) fn same_shape(&self, from: u64, to: u64) -> bool {
+        from >= to || self.steps.range(from + 1..=to).next().is_none()
+    }
+
+    /// Whether a value at `stored` needs work to be read at `asked`, newest `newest`.
+    pub(crate) fn is_identity(&self, stored: u64, asked: u64, newest: u64) -> bool {
+        self.same_shape(stored, newest) && self.same_shape(asked, newest)
+    }
+
+    /// `value`, stored at version `stored`, brought forward to `newest` then back to `asked`.
+    ///
+    /// # Errors
+    /// A [`Conflict`] under [`OnConflict::Refuse`].
+    pub(crate) fn translate(
+        &self,
+        value: &mut Value,
+        stored: u64,
+        asked: u64,
+        newest: u64,
+        on_conflict: OnConflict,
+    ) -> Result<(), Conflict> {
+        // (A range whose start passes its end would panic.)
+        if stored < newest {
+            for (_, steps) in self.steps.range(stored + 1..=newest) {
+                for step in steps {
+                    step.forward(value, on_conflict)?;
+                }
+            }
+        }
+        if asked < newest {
+            for (_, steps) in self.steps.range(asked + 1..=newest).rev() {
+                for step in steps.iter().rev() {
+                    step.backward(value);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `steps` (a new version's, not yet in the chain) forward.
+    pub(crate) fn forward_by(steps: &[Compiled], value: &mut Value) {
+        for step in steps {
+            // Stored values: the renamed member wins, as on a read.
+            let _ = step.forward(value, OnConflict::Replace);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chain(versions: &[(u64, Value)]) -> Chain {
+        let mut chain = Chain::default();
+        for (v, steps) in versions {
+            let steps: Vec<Step> = serde_json::from_value(steps.clone()).expect("steps");
+            chain.insert(
+                *v,
+                steps.iter().map(|s| s.compile().expect("step")).collect(),
+            );
+        }
+        chain
+    }
+
+    fn three() -> Chain {
+        chain(&[
+            (
+                2,
+                json!([{"op": "rename", "from": "/name", "to": "/full_name"},
+                       {"op": "add", "path": "/tier", "default": "free"}]),
+            ),
+            (
+                3,
+                json!([{"op": "remove", "path": "/legacy", "read_default": 0},
+                       {"op": "rename_value", "path": "/status", "from": "shipped", "to": "sent"}]),
+            ),
+        ])
+    }
+
+    fn read(chain: &Chain, value: Value, stored: u64, asked: u64) -> Value {
+        let mut value = value;
+        chain
+            .translate(&mut value, stored, asked, 3, OnConflict::Replace)
+            .expect("no conflict on a read");
+        value
+    }
+
+    #[test]
+    fn a_version_one_value_reads_in_every_version() {
+        let chain = three();
+        let v1 = json!({"name": "Ada", "legacy": 5, "status": "shipped"});
+        assert_eq!(
+            read(&chain, v1.clone(), 1, 3),
+            json!({"full_name": "Ada", "tier": "free", "status": "sent"})
+        );
+        assert_eq!(
+            read(&chain, v1.clone(), 1, 2),
+            json!({"full_name": "Ada", "tier": "free", "legacy": 0, "status": "shipped"})
+        );
+        // Forward then back: the removed member reads as its read default.
+        assert_eq!(
+            read(&chain, v1, 1, 1),
+            json!({"name": "Ada", "legacy": 0, "status": "shipped"})
+        );
+    }
+
+    #[test]
+    fn a_newest_value_reads_in_older_versions() {
+        let chain = three();
+        let v3 = json!({"full_name": "Ada", "tier": "pro", "status": "sent"});
+        assert_eq!(read(&chain, v3.clone(), 3, 3), v3);
+        assert_eq!(
+            read(&chain, v3, 3, 1),
+            json!({"name": "Ada", "legacy": 0, "status": "shipped"})
+        );
+    }
+
+    #[test]
+    fn renames_conflict_only_on_writes() {
+        let chain = three();
+        let both = json!({"name": "Ada", "full_name": "Ada L"});
+        let mut write = both.clone();
+        let err = chain
+            .translate(&mut write, 1, 3, 3, OnConflict::Refuse)
+            .expect_err("both names");
+        assert!(
+            err.0.contains("/name") && err.0.contains("/full_name"),
+            "{}",
+            err.0
+        );
+        assert_eq!(read(&chain, both, 1, 3)["full_name"], json!("Ada"));
+    }
+
+    #[test]
+    fn steps_on_missing_or_non_object_parents_do_nothing() {
+        let chain = chain(&[(
+            2,
+            json!([
+                {"op": "rename", "from": "/a/b", "to": "/c/d"},
+                {"op": "add", "path": "/x/y", "default": 1},
+                {"op": "rename_value", "path": "/s", "from": "a", "to": "b"}
+            ]),
+        )]);
+        let mut value = json!([1, 2]);
+        chain
+            .translate(&mut value, 0, 2, 2, OnConflict::Refuse)
+            .expect("ok");
+        assert_eq!(value, json!([1, 2]));
+        let mut value = json!({"a": {"b": 7}, "s": 5});
+        chain
+            .translate(&mut value, 0, 2, 2, OnConflict::Refuse)
+            .expect("ok");
+        // The rename makes the objects its target needs; `/x` is missing, so no add.
+        assert_eq!(value, json!({"a": {}, "s": 5, "c": {"d": 7}}));
+    }
+
+    #[test]
+    fn pointers_follow_rfc_6901() {
+        assert_eq!(parse_pointer("/a~1b/c~0d").expect("ok"), vec!["a/b", "c~d"]);
+        assert_eq!(parse_pointer("/").expect("ok"), vec![""]);
+        for bad in ["", "a", "/a~2", "/a~"] {
+            assert!(parse_pointer(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn steps_are_checked() {
+        let step = |v: Value| serde_json::from_value::<Step>(v);
+        assert!(
+            step(json!({"op": "add", "path": "/a"})).is_err(),
+            "a default is required"
+        );
+        assert!(step(json!({"op": "rename", "from": "/a", "to": "/b", "x": 1})).is_err());
+        assert!(step(json!({"op": "drop", "path": "/a"})).is_err());
+        let nested = step(json!({"op": "rename", "from": "/a", "to": "/a/b"})).expect("parses");
+        assert!(nested.compile().is_err());
+        let null = step(json!({"op": "remove", "path": "/a", "read_default": null})).expect("ok");
+        assert_eq!(
+            null,
+            Step::Remove {
+                path: "/a".into(),
+                read_default: Some(Value::Null)
+            }
+        );
+    }
+}
