@@ -6,7 +6,7 @@ use crate::AppState;
 use crate::auth::{Access, Auth, REVALIDATE, Resolution};
 use crate::calls::{body_value, create_target, item_response, page_limit, put_options, store_call};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Body, Query, UrlPath};
+use crate::extract::{Body, Query, Speaks, UrlPath};
 use crate::slots::Slots;
 use crate::wire::{ChangeOut, ChangesOut, ChangesQuery, CreateQuery};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -170,6 +170,12 @@ pub async fn changes<B: Backend>(
         }),
         None => None,
     };
+    let speaks = Speaks::of(&headers)?;
+    if !speaks.0.is_empty() {
+        let (store, versions) = (state.store.clone(), speaks.0.clone());
+        store_call("changes", move || Ok(store.check_versions(&versions)?)).await?;
+    }
+    let filter = FeedView { filter, speaks };
     if wants_event_stream(&headers) {
         if let Some(last) = headers.get("last-event-id") {
             let text = last
@@ -285,17 +291,37 @@ struct FeedFilter {
     readable: Option<Readable>,
 }
 
+/// What a feed delivers: the changes its filter lets through, in the versions its
+/// `Schema-Version` names (docs/migrations.md).
+#[derive(Clone)]
+struct FeedView {
+    filter: Option<FeedFilter>,
+    speaks: Speaks,
+}
+
 async fn read<B: Backend>(
     store: &Store<B>,
     prefix: &KeyPath,
     since: ChangeToken,
     limit: usize,
-    filter: Option<FeedFilter>,
+    view: FeedView,
 ) -> Result<ChangePage, ApiError> {
     let (store, prefix) = (store.clone(), prefix.clone());
     store_call("changes", move || {
-        let filter = filter.as_ref().map(|f| (&f.filter, f.readable.as_ref()));
-        Ok(store.changes_filtered(&prefix, Some(&since), limit, filter)?)
+        let filter = view
+            .filter
+            .as_ref()
+            .map(|f| (&f.filter, f.readable.as_ref()));
+        let mut page = store.changes_filtered(&prefix, Some(&since), limit, filter)?;
+        let puts = page
+            .changes
+            .iter_mut()
+            .filter_map(|entry| match &mut entry.change {
+                pathdb_store::Change::Put(item) => Some(item),
+                pathdb_store::Change::Delete { .. } => None,
+            });
+        store.all_in_versions(puts, &view.speaks.0)?;
+        Ok(page)
     })
     .await
 }
@@ -318,7 +344,7 @@ async fn event_stream<B: Backend>(
     prefix: KeyPath,
     since: Option<ChangeToken>,
     limit: usize,
-    filter: Option<FeedFilter>,
+    filter: FeedView,
     slot: StreamSlot,
 ) -> Result<Response, ApiError> {
     let mut token = match since {
@@ -441,6 +467,7 @@ pub async fn create_item<B: Backend>(
     access: Access,
     axum::extract::Path(target): axum::extract::Path<String>,
     Query(q): Query<CreateQuery>,
+    speaks: Speaks,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let (parent, namespace) = create_target(&format!("/{}", target.trim_start_matches('/')))?;
@@ -470,11 +497,17 @@ pub async fn create_item<B: Backend>(
     }
     let id: IdKind = q.id.as_deref().unwrap_or("uuid").parse()?;
     let value = body_value(&body)?;
-    let options = put_options(None, q.history, q.ttl_seconds);
+    let options = pathdb_store::PutOptions {
+        schema_version: speaks.0.get(&namespace),
+        ..put_options(None, q.history, q.ttl_seconds)
+    };
     let item = store_call("create", move || {
-        Ok(state
+        state.store.check_versions(&speaks.0)?;
+        let mut item = state
             .store
-            .create(parent.as_ref(), &namespace, id, value, options)?)
+            .create(parent.as_ref(), &namespace, id, value, options)?;
+        state.store.in_versions(&mut item, &speaks.0)?;
+        Ok(item)
     })
     .await
     .map_err(|e| access.hide(e))?;

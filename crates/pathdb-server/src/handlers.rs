@@ -728,6 +728,7 @@ pub async fn transact<B: Backend>(
     axum::extract::State(state): axum::extract::State<AppState<B>>,
     access: Access,
     _: NoQuery,
+    speaks: Speaks,
     Json(body): Json<TransactIn>,
 ) -> Result<axum::Json<TransactOut>, ApiError> {
     let mut tx = Transaction::new();
@@ -855,13 +856,26 @@ pub async fn transact<B: Backend>(
     for (index, op) in tx.ops.iter().enumerate() {
         need_op(&access, &tx.ops, op).map_err(|e| e.at_operation(index))?;
     }
+    // Each value in the version the request speaks for its namespace (docs/migrations.md).
+    for op in &mut tx.ops {
+        match op {
+            TxOp::Put { path, options, .. } | TxOp::Patch { path, options, .. } => {
+                options.schema_version = speaks.for_path(path);
+            }
+            TxOp::Create {
+                namespace, options, ..
+            } => options.schema_version = speaks.0.get(namespace),
+            TxOp::Delete { .. } | TxOp::Check { .. } | TxOp::CheckList(_) => {}
+        }
+    }
     let results = store_call("transact", move || {
+        state.store.check_versions(&speaks.0)?;
         // Patches, deletes and checks through an alias act on its item, which must allow them.
         for (index, op) in tx.ops.iter_mut().enumerate() {
             through_alias(&state.store, &access, op).map_err(|e| e.at_operation(index))?;
         }
         let paths: Vec<Option<KeyPath>> = tx.ops.iter().map(|op| op.path().cloned()).collect();
-        state.store.transact(tx).map_err(|e| {
+        let mut results = state.store.transact(tx).map_err(|e| {
             // A failed condition names its operation: a listing's check by its index, an
             // item's by its path (a path appears once in a transaction).
             let index = match &e {
@@ -875,7 +889,13 @@ pub async fn transact<B: Backend>(
                 Some(index) => error.at_operation(index),
                 None => error,
             }
-        })
+        })?;
+        let items = results.iter_mut().filter_map(|result| match result {
+            TxResult::Put(item) | TxResult::Deleted(Some(item)) => Some(item),
+            TxResult::Deleted(None) | TxResult::Checked => None,
+        });
+        state.store.all_in_versions(items, &speaks.0)?;
+        Ok(results)
     })
     .await?;
     Ok(axum::Json(TransactOut {
@@ -996,6 +1016,7 @@ fn through_alias<B: Backend>(
 pub async fn export<B: Backend>(
     _: NoQuery,
     access: Access,
+    speaks: Speaks,
     axum::extract::State(state): axum::extract::State<AppState<B>>,
 ) -> Response {
     // The whole database, revisions and tombstones included.
@@ -1003,6 +1024,10 @@ pub async fn export<B: Backend>(
         return ApiError::forbidden(Op::Read, None, None)
             .with_message("an export is of the whole database: it needs read on /**")
             .into_response();
+    }
+    // A version that does not exist is an ordinary 400, before the stream starts.
+    if let Err(e) = state.store.check_versions(&speaks.0) {
+        return ApiError::from(e).into_response();
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
     tokio::task::spawn_blocking(move || {
@@ -1012,7 +1037,7 @@ pub async fn export<B: Backend>(
         };
         // A store failure is already the stream's last line (`incomplete`) and logged by the
         // store; an output failure means the client went away.
-        if let Err(e) = state.store.export(&mut out, &mut |_| {}) {
+        if let Err(e) = state.store.export_in(&mut out, &mut |_| {}, &speaks.0) {
             tracing::warn!(error = %e, "export ended early");
         }
     });

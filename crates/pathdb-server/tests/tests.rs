@@ -13,6 +13,7 @@ mod filters;
 mod items;
 mod listener;
 mod listing;
+mod migrations;
 mod namespaces;
 mod openapi;
 mod operations;

@@ -18,6 +18,8 @@ use crate::encoding::token::{Kind, TokenKey};
 use crate::model::error::{Error, StorageError};
 use crate::model::item::Item;
 use crate::model::item::Timestamp;
+use crate::namespaces::definitions::{Definitions, item_in};
+use crate::namespaces::versions::SchemaVersions;
 use crate::read::list::decode_path;
 use pathdb_keys::KeyPath;
 use serde::Serialize;
@@ -278,6 +280,16 @@ impl<B: Backend> Exporter<'_, B> {
                 Err(e) => return fail(&mut end, out, e),
             };
             end.skipped += skipped;
+            let mut records = records;
+            if let Some((definitions, versions)) = self.versions {
+                for record in &mut records {
+                    if let ExportRecord::Item(item) | ExportRecord::Revision(item) = record
+                        && let Err(e) = item_in(definitions, item, versions)
+                    {
+                        return fail(&mut end, out, e);
+                    }
+                }
+            }
             for record in &records {
                 // Serialized whole before a byte is written: a record that cannot be (a value
                 // another tool wrote that is not JSON) is left out, never half a line.
@@ -320,6 +332,9 @@ pub(crate) struct Exporter<'a, B> {
     pub(crate) backend: &'a B,
     /// The time expiry is judged at.
     pub(crate) now: i64,
+    /// The definitions and the versions values are written in (docs/migrations.md), when
+    /// values need translating (read/list.rs's `migrations`).
+    pub(crate) versions: Option<(&'a Definitions, &'a SchemaVersions)>,
 }
 
 /// Up to `limit` records after `after` from `reader`: the records, how many entries were not

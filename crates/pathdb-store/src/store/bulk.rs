@@ -4,7 +4,9 @@
 use crate::backend::Backend;
 use crate::jobs::subtree::{PendingJob, Relocator, SubtreeJob, pending};
 use crate::model::error::Error;
+use crate::namespaces::versions::SchemaVersions;
 use crate::read::export::{ExportEnd, ExportError, Exporter, ScanPage, scan};
+use crate::read::list::migrations;
 use crate::store::Store;
 use crate::write::import::{ImportError, ImportRecord, ImportReport, Importer, OnExisting};
 use crate::write::sweep::{SWEEP_BATCH, sweep};
@@ -60,9 +62,28 @@ impl<B: Backend> Store<B> {
         out: &mut dyn std::io::Write,
         progress: &mut dyn FnMut(u64),
     ) -> Result<ExportEnd, ExportError> {
+        self.export_in(out, progress, &SchemaVersions::newest())
+    }
+
+    /// [`Store::export`] with each value in the version `versions` names for its namespace,
+    /// the newest where it names none (docs/migrations.md); each line says its
+    /// `schema_version`, which an import brings forward from.
+    ///
+    /// # Errors
+    /// As [`Store::export`]; [`Error::UnknownSchemaVersion`](crate::Error::UnknownSchemaVersion)
+    /// before anything is written.
+    pub fn export_in(
+        &self,
+        out: &mut dyn std::io::Write,
+        progress: &mut dyn FnMut(u64),
+        versions: &SchemaVersions,
+    ) -> Result<ExportEnd, ExportError> {
+        self.check_versions(versions).map_err(ExportError::Store)?;
+        let definitions = self.definitions().map_err(ExportError::Store)?;
         let exporter = Exporter {
             backend: &self.db.backend,
             now: self.db.now(),
+            versions: migrations(&definitions, versions).map(|d| (d, versions)),
         };
         exporter.export(out, progress)
     }
