@@ -20,6 +20,8 @@ pub struct Client {
     base: String,
     token: Option<String>,
     agent: ureq::Agent,
+    /// The `Schema-Version` header every request sends (docs/migrations.md); empty: none.
+    speaks: String,
 }
 
 #[derive(Deserialize)]
@@ -353,7 +355,14 @@ impl Client {
             base: base.trim_end_matches('/').to_owned(),
             token,
             agent: config.into(),
+            speaks: String::new(),
         }
+    }
+
+    /// The same client, speaking `versions` (the `Schema-Version` header on every request).
+    pub fn speaking(mut self, versions: &pathdb_store::SchemaVersions) -> Client {
+        self.speaks = versions.to_string();
+        self
     }
 
     /// The URL of a namespace's definition (a namespace needs no escaping), and `rest` after it.
@@ -370,9 +379,15 @@ impl Client {
     }
 
     fn auth<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
-        match &self.token {
+        let request = match &self.token {
             Some(t) => request.header("Authorization", &format!("Bearer {t}")),
             None => request,
+        };
+        // Every request passes here: the versions spoken go with each.
+        if self.speaks.is_empty() {
+            request
+        } else {
+            request.header("Schema-Version", &self.speaks)
         }
     }
 
@@ -871,14 +886,46 @@ impl Db for Client {
         }
     }
 
+    fn namespace_versions(&self, namespace: &str) -> Result<Vec<NamespaceDefinition>> {
+        #[derive(Deserialize)]
+        struct VersionsIn {
+            versions: Vec<DefinitionIn>,
+        }
+        let request = self.auth(self.agent.get(self.namespace_url(namespace, "/versions")));
+        match self.read(request.call(), "namespace versions")? {
+            (404, _) => Ok(Vec::new()),
+            (status, body) => Ok(self
+                .parse::<VersionsIn>(status, &body)?
+                .versions
+                .into_iter()
+                .map(Into::into)
+                .collect()),
+        }
+    }
+
+    fn namespace_version(
+        &self,
+        namespace: &str,
+        version: u64,
+    ) -> Result<Option<NamespaceDefinition>> {
+        let rest = format!("/versions/{version}");
+        let request = self.auth(self.agent.get(self.namespace_url(namespace, &rest)));
+        match self.read(request.call(), "namespace version")? {
+            (404, _) => Ok(None),
+            (status, body) => Ok(Some(self.parse::<DefinitionIn>(status, &body)?.into())),
+        }
+    }
+
     fn define_namespace(
         &self,
         namespace: &str,
         definition: Definition,
         condition: Option<Condition>,
+        force: bool,
     ) -> Result<(NamespaceDefinition, bool)> {
+        let rest = if force { "?force=true" } else { "" };
         let request = self
-            .auth(self.agent.put(self.namespace_url(namespace, "")))
+            .auth(self.agent.put(self.namespace_url(namespace, rest)))
             .header("Content-Type", "application/json");
         let request = Self::precondition(request, condition, "set namespace")?;
         let body = serde_json::to_string(&definition)?;
@@ -1041,13 +1088,14 @@ impl Db for Client {
         &self,
         namespace: &str,
         schema: &serde_json::Value,
+        migrate: &[pathdb_store::MigrationStep],
         _progress: &mut dyn FnMut(u64),
     ) -> Result<SchemaCheck> {
         let request = self
             .auth(self.agent.put(self.namespace_url(namespace, "")))
             .query("dry_run", "true")
             .header("Content-Type", "application/json");
-        let body = serde_json::json!({ "schema": schema }).to_string();
+        let body = serde_json::json!({ "schema": schema, "migrate": migrate }).to_string();
         let (status, body) = self.read(request.send(&body), "check namespace")?;
         if status == 404 {
             bail!("check namespace: {body}");

@@ -7,8 +7,8 @@ use pathdb_store::backend::Backend;
 use pathdb_store::{
     AliasBuild, Change, ChangePage, ChangeToken, Condition, CountPage, Definition, ExportEnd,
     Fields, Filter, GroupPage, IdKind, ImportReport, Item, Json, ListRequest, ListedPage,
-    NamespaceDefinition, NewToken, OnExisting, Patch, PutOptions, Role, SchemaCheck, Store,
-    StoredRole, SubtreeJob, TokenInfo, ViolationPage,
+    MigrationStep, NamespaceDefinition, NewToken, OnExisting, Patch, PutOptions, Role, SchemaCheck,
+    SchemaVersions, Store, StoredRole, SubtreeJob, TokenInfo, ViolationPage,
 };
 use std::time::Duration;
 
@@ -134,6 +134,14 @@ pub trait Db {
     fn namespaces(&self) -> Result<Vec<NamespaceDefinition>>;
     /// One namespace's definition.
     fn namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>>;
+    /// The kept versions of a namespace's definition, oldest first (docs/migrations.md).
+    fn namespace_versions(&self, namespace: &str) -> Result<Vec<NamespaceDefinition>>;
+    /// One kept version of a namespace's definition.
+    fn namespace_version(
+        &self,
+        namespace: &str,
+        version: u64,
+    ) -> Result<Option<NamespaceDefinition>>;
     /// Creates or replaces a definition if `condition` holds; the definition stored and
     /// whether it is new.
     fn define_namespace(
@@ -141,6 +149,7 @@ pub trait Db {
         namespace: &str,
         definition: Definition,
         condition: Option<Condition>,
+        force: bool,
     ) -> Result<(NamespaceDefinition, bool)>;
     /// Removes a definition; the one removed, if there was one.
     fn delete_namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>>;
@@ -157,6 +166,7 @@ pub trait Db {
         &self,
         namespace: &str,
         schema: &serde_json::Value,
+        migrate: &[MigrationStep],
         progress: &mut dyn FnMut(u64),
     ) -> Result<SchemaCheck>;
     /// One page of the stored items the namespace's schema refuses.
@@ -187,7 +197,35 @@ pub trait Db {
     fn revoke_token(&self, id: &str) -> Result<bool>;
 }
 
-impl<B: Backend> Db for Store<B> {
+/// A local database file as the commands see it: the store, and the definition version of
+/// each namespace the commands speak (`--schema-version`, docs/migrations.md).
+pub struct Local<B: Backend> {
+    store: Store<B>,
+    speaks: SchemaVersions,
+}
+
+impl<B: Backend> Local<B> {
+    /// `store`, spoken to in `speaks`.
+    pub fn new(store: Store<B>, speaks: SchemaVersions) -> Local<B> {
+        Local { store, speaks }
+    }
+
+    /// A write's options with the version it speaks for `namespace`.
+    fn options(&self, namespace: &str, options: PutOptions) -> PutOptions {
+        PutOptions {
+            schema_version: self.speaks.get(namespace),
+            ..options
+        }
+    }
+
+    /// A written item, answered in the version spoken.
+    fn spoken(&self, mut item: Item) -> Result<Item> {
+        self.store.in_versions(&mut item, &self.speaks)?;
+        Ok(item)
+    }
+}
+
+impl<B: Backend> Db for Local<B> {
     fn get(
         &self,
         path: &KeyPath,
@@ -195,19 +233,23 @@ impl<B: Backend> Db for Store<B> {
         fields: Option<&Projection>,
     ) -> Result<Option<Item>> {
         let item = match version {
-            Some(v) => self.get_version(path, v)?,
-            None => Store::get(self, path)?,
+            Some(v) => self.store.get_version(path, v)?,
+            None => Store::get(&self.store, path)?,
         };
-        Ok(item.map(|mut item| {
-            if let Some(p) = fields {
-                item.value = p.fields.project(&item.value);
-            }
-            item
-        }))
+        let Some(mut item) = item else {
+            return Ok(None);
+        };
+        // In the version asked, then projected: fields are named as that version names them.
+        self.store.in_versions(&mut item, &self.speaks)?;
+        if let Some(p) = fields {
+            item.value = p.fields.project(&item.value);
+        }
+        Ok(Some(item))
     }
 
     fn put(&self, path: &KeyPath, value: Json, options: PutOptions) -> Result<Item> {
-        Ok(Store::put(self, path, value, options)?)
+        let options = self.options(path.last().namespace().as_str(), options);
+        self.spoken(Store::put(&self.store, path, value, options)?)
     }
 
     fn patch(
@@ -217,11 +259,12 @@ impl<B: Backend> Db for Store<B> {
         options: PutOptions,
         create: bool,
     ) -> Result<Item> {
-        Ok(Store::patch(self, path, patch, options, create)?)
+        let options = self.options(path.last().namespace().as_str(), options);
+        self.spoken(Store::patch(&self.store, path, patch, options, create)?)
     }
 
     fn delete(&self, path: &KeyPath, condition: Option<Condition>) -> Result<Option<Item>> {
-        Ok(Store::delete(self, path, condition)?)
+        Ok(Store::delete(&self.store, path, condition)?)
     }
 
     fn create(
@@ -232,7 +275,15 @@ impl<B: Backend> Db for Store<B> {
         value: Json,
         options: PutOptions,
     ) -> Result<Item> {
-        Ok(Store::create(self, parent, namespace, id, value, options)?)
+        let options = self.options(namespace, options);
+        self.spoken(Store::create(
+            &self.store,
+            parent,
+            namespace,
+            id,
+            value,
+            options,
+        )?)
     }
 
     fn changes(
@@ -245,13 +296,21 @@ impl<B: Backend> Db for Store<B> {
         const LIMIT: usize = pathdb_store::DEFAULT_CHANGES_LIMIT;
         // A local file: everything may be read.
         let filter = filter.map(|f| (f, None));
-        let page: ChangePage = match since {
-            None => Store::changes_filtered(self, prefix, None, LIMIT, filter)?,
+        let mut page: ChangePage = match since {
+            None => Store::changes_filtered(&self.store, prefix, None, LIMIT, filter)?,
             Some(text) => {
                 let token: ChangeToken = text.parse()?;
-                Store::wait_changes_filtered(self, prefix, &token, LIMIT, wait, filter)?
+                Store::wait_changes_filtered(&self.store, prefix, &token, LIMIT, wait, filter)?
             }
         };
+        let puts = page
+            .changes
+            .iter_mut()
+            .filter_map(|entry| match &mut entry.change {
+                pathdb_store::Change::Put(item) => Some(item),
+                pathdb_store::Change::Delete { .. } => None,
+            });
+        self.store.all_in_versions(puts, &self.speaks)?;
         Ok(Changes {
             changes: page
                 .changes
@@ -266,32 +325,36 @@ impl<B: Backend> Db for Store<B> {
     }
 
     fn subtree(&self, job: &SubtreeJob, progress: &mut dyn FnMut(u64)) -> Result<u64> {
-        Ok(self.run_subtree_job(job, progress)?)
+        Ok(self.store.run_subtree_job(job, progress)?)
     }
 
     fn list(&self, request: &ListRequest, fields: Option<&Projection>) -> Result<ListedPage> {
-        match fields {
-            Some(p) => {
-                let request = ListRequest {
-                    fields: Some(p.fields.clone()),
-                    ..request.clone()
-                };
-                Ok(Store::list_encoded(self, &request)?)
-            }
-            None => Ok(Store::list_encoded(self, request)?),
-        }
+        let request = ListRequest {
+            fields: fields.map(|p| p.fields.clone()).or(request.fields.clone()),
+            versions: self.speaks.clone(),
+            ..request.clone()
+        };
+        self.store.check_versions(&self.speaks)?;
+        Ok(Store::list_encoded(&self.store, &request)?)
     }
 
     fn count(&self, request: &ListRequest) -> Result<CountPage> {
-        Ok(Store::count(self, request)?)
+        Ok(Store::count(&self.store, request)?)
     }
 
     fn groups(&self, prefix: &str, limit: usize, page_token: Option<&str>) -> Result<GroupPage> {
-        Ok(Store::groups_with_prefix(self, prefix, limit, page_token)?)
+        Ok(Store::groups_with_prefix(
+            &self.store,
+            prefix,
+            limit,
+            page_token,
+        )?)
     }
 
     fn history(&self, path: &KeyPath, limit: usize) -> Result<Vec<Item>> {
-        Ok(Store::history(self, path, limit)?)
+        let mut items = Store::history(&self.store, path, limit)?;
+        self.store.all_in_versions(&mut items, &self.speaks)?;
+        Ok(items)
     }
 
     fn export(
@@ -300,7 +363,7 @@ impl<B: Backend> Db for Store<B> {
         progress: &mut dyn FnMut(u64),
     ) -> Result<ExportEnd> {
         // The store's error itself, so that the exit status can tell what failed.
-        Store::export(self, out, progress).map_err(|e| match e {
+        Store::export_in(&self.store, out, progress, &self.speaks).map_err(|e| match e {
             pathdb_store::ExportError::Store(e) => anyhow::Error::from(e),
             // The output failing (a full disk) is unavailable storage, not bad input.
             pathdb_store::ExportError::Output(e) => {
@@ -322,7 +385,7 @@ impl<B: Backend> Db for Store<B> {
             mode.partial,
         )?;
         let total = records.len() as u64;
-        Store::import(self, &records, mode.on_existing, &mut |r| {
+        Store::import(&self.store, &records, mode.on_existing, &mut |r| {
             progress(r.imported + r.unchanged + r.skipped, total)
         })
         .map_err(|e| {
@@ -349,7 +412,7 @@ impl<B: Backend> Db for Store<B> {
             let after = all
                 .last()
                 .map(|d: &NamespaceDefinition| d.namespace.clone());
-            let page = Store::namespaces(self, after.as_deref(), 1000)?;
+            let page = Store::namespaces(&self.store, after.as_deref(), 1000)?;
             let done = page.len() < 1000;
             all.extend(page);
             if done {
@@ -359,7 +422,19 @@ impl<B: Backend> Db for Store<B> {
     }
 
     fn namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>> {
-        Ok(Store::namespace(self, namespace)?)
+        Ok(Store::namespace(&self.store, namespace)?)
+    }
+
+    fn namespace_versions(&self, namespace: &str) -> Result<Vec<NamespaceDefinition>> {
+        Ok(self.store.namespace_versions(namespace)?)
+    }
+
+    fn namespace_version(
+        &self,
+        namespace: &str,
+        version: u64,
+    ) -> Result<Option<NamespaceDefinition>> {
+        Ok(self.store.namespace_version(namespace, version)?)
     }
 
     fn define_namespace(
@@ -367,37 +442,49 @@ impl<B: Backend> Db for Store<B> {
         namespace: &str,
         definition: Definition,
         condition: Option<Condition>,
+        force: bool,
     ) -> Result<(NamespaceDefinition, bool)> {
-        Ok(Store::define_namespace(
-            self, namespace, definition, condition,
+        Ok(Store::define_namespace_with(
+            &self.store,
+            namespace,
+            definition,
+            condition,
+            force,
         )?)
     }
 
     fn delete_namespace(&self, namespace: &str) -> Result<Option<NamespaceDefinition>> {
-        Ok(Store::delete_namespace(self, namespace, None)?)
+        Ok(Store::delete_namespace(&self.store, namespace, None)?)
     }
 
     fn alias_builds(&self, namespace: &str) -> Result<Vec<AliasBuild>> {
-        Ok(Store::alias_builds(self, namespace)?)
+        Ok(Store::alias_builds(&self.store, namespace)?)
     }
 
     fn step_alias_builds(&self) -> Result<()> {
-        Store::step_alias_builds(self, Duration::from_millis(200))?;
+        Store::step_alias_builds(&self.store, Duration::from_millis(200))?;
         Ok(())
     }
 
     fn retry_alias_build(&self, namespace: &str, template: &str) -> Result<()> {
-        Ok(Store::retry_alias_build(self, namespace, template)?)
+        Ok(Store::retry_alias_build(&self.store, namespace, template)?)
     }
 
     fn check_schema(
         &self,
         namespace: &str,
         schema: &serde_json::Value,
+        migrate: &[MigrationStep],
         progress: &mut dyn FnMut(u64),
     ) -> Result<SchemaCheck> {
         let schema = pathdb_store::Schema::compile(schema)?;
-        Ok(Store::check_schema(self, namespace, &schema, progress)?)
+        Ok(Store::check_schema_after(
+            &self.store,
+            namespace,
+            &schema,
+            migrate,
+            progress,
+        )?)
     }
 
     fn namespace_violations(
@@ -406,15 +493,20 @@ impl<B: Backend> Db for Store<B> {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<ViolationPage> {
-        Ok(Store::namespace_violations(self, namespace, cursor, limit)?)
+        Ok(Store::namespace_violations(
+            &self.store,
+            namespace,
+            cursor,
+            limit,
+        )?)
     }
 
     fn roles(&self) -> Result<Vec<StoredRole>> {
-        Ok(Store::roles(self)?)
+        Ok(Store::roles(&self.store)?)
     }
 
     fn role(&self, name: &str) -> Result<Option<StoredRole>> {
-        Ok(Store::role(self, name)?)
+        Ok(Store::role(&self.store, name)?)
     }
 
     fn put_role(
@@ -423,22 +515,22 @@ impl<B: Backend> Db for Store<B> {
         role: &Role,
         condition: Option<Condition>,
     ) -> Result<(StoredRole, bool)> {
-        Ok(Store::put_role(self, name, role, condition)?)
+        Ok(Store::put_role(&self.store, name, role, condition)?)
     }
 
     fn delete_role(&self, name: &str) -> Result<Option<StoredRole>> {
-        Ok(Store::delete_role(self, name, None)?)
+        Ok(Store::delete_role(&self.store, name, None)?)
     }
 
     fn create_token(&self, token: &NewToken) -> Result<(TokenInfo, String)> {
-        Ok(Store::create_token(self, token)?)
+        Ok(Store::create_token(&self.store, token)?)
     }
 
     fn tokens(&self) -> Result<Vec<TokenInfo>> {
-        Ok(Store::tokens(self)?)
+        Ok(Store::tokens(&self.store)?)
     }
 
     fn revoke_token(&self, id: &str) -> Result<bool> {
-        Ok(Store::revoke_token(self, id)?)
+        Ok(Store::revoke_token(&self.store, id)?)
     }
 }

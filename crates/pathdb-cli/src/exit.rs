@@ -45,10 +45,12 @@ Exit status:
      missing item (without --create), `rm -r`, `mv` or `cp` of a path with nothing at or
      below it
   2  usage or invalid input (arguments, key path, JSON, limits, a --filter that does not
-     compile; a missing --db file for a read)
+     compile, a --schema-version its namespace does not have; a missing --db file for a
+     read)
   3  condition failed (--must-not-exist, --if-version), write conflict, a `mv`/`cp`
      destination that is not empty, a patch that does not apply (a failed `test`, an
-     increment of a non-number), an alias another item holds, or a put at an alias path
+     increment of a non-number), an alias another item holds, a put at an alias path, or a
+     namespace definition that would break stored items or older clients (`ns set --force`)
   4  unavailable: cannot reach --server, server error (5xx; an alias still being built), a
      --server that is not PathDB,
      database file in use by another process, storage or DynamoDB failure, an export that did
@@ -56,8 +58,9 @@ Exit status:
   5  refused: missing or read-only access token, read-only database, or no permission to
      open the file (e.g. a write to a file you may only read)
   6  schema violation: a value does not fit its namespace's JSON Schema (or a member an
-     alias takes its id from is not a string or an integer); nothing was written, and each
-     failure is printed with its JSON pointer (`pathdb ns get NS` shows the schema)
+     alias takes its id from is not a string or an integer, or a value written in an older
+     --schema-version that its migration steps cannot bring forward); nothing was written,
+     and each failure is printed with its JSON pointer (`pathdb ns get NS` shows the schema)
   7  damaged: a backup or archive segment fails its checksum, is cut short or is not a
      backup (the error names the file); nothing was created
   8  restore incomplete: the archive has a gap or a damaged segment before the point asked
@@ -193,8 +196,9 @@ fn store_status(error: &pathdb_store::Error) -> Status {
         | E::RoleConditionFailed { .. }
         | E::BuiltinRole(_)
         | E::AliasTaken { .. }
-        | E::PathIsAlias { .. } => Status::Condition,
-        E::AliasInvalid { .. } => Status::SchemaViolation,
+        | E::PathIsAlias { .. }
+        | E::IncompatibleSchema { .. } => Status::Condition,
+        E::AliasInvalid { .. } | E::MigrationFailed { .. } => Status::SchemaViolation,
         E::AliasBuilding { .. } => Status::Unavailable,
         E::NothingBelow { .. } | E::ItemNotFound { .. } | E::NamespaceNotFound(_) => {
             Status::NotFound
@@ -234,6 +238,9 @@ fn store_code(error: &pathdb_store::Error) -> &'static str {
         E::InvalidPageToken(_) => "invalid_page_token",
         E::InvalidChangeToken(_) => "invalid_change_token",
         E::InvalidFilter { .. } => "invalid_filter",
+        E::IncompatibleSchema { .. } => "incompatible_schema",
+        E::MigrationFailed { .. } => "migration_failed",
+        E::UnknownSchemaVersion { .. } => "unknown_schema_version",
         E::ChangesExpired(_) => "token_expired",
         E::NothingBelow { .. } | E::ItemNotFound { .. } => "not_found",
         E::PatchTestFailed { .. } => "patch_test_failed",

@@ -7,6 +7,7 @@ use super::ns::definition_json;
 use crate::db::Db;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
+use pathdb_store::SchemaVersions;
 use std::path::{Path, PathBuf};
 
 /// The bundle's format version (`pathdb_namespaces`).
@@ -42,8 +43,10 @@ pub struct GenerateArgs {
     generator: Option<String>,
 }
 
-pub fn run(db: &dyn Db, cmd: CodegenCommand) -> Result<()> {
-    let bundle = bundle(db)?;
+/// Runs a codegen command; `versions`: the definition version to generate each namespace's
+/// types from (`--schema-version`; the newest where none is named).
+pub fn run(db: &dyn Db, cmd: CodegenCommand, versions: &SchemaVersions) -> Result<()> {
+    let bundle = bundle(db, versions)?;
     let (args, default) = match cmd {
         CodegenCommand::Schemas { out: None } => {
             use std::io::Write as _;
@@ -80,9 +83,31 @@ pub fn run(db: &dyn Db, cmd: CodegenCommand) -> Result<()> {
     Ok(())
 }
 
-/// Every definition, in namespace order, as `{"pathdb_namespaces": 1, "namespaces": [...]}`.
-fn bundle(db: &dyn Db) -> Result<String> {
-    let namespaces: Vec<serde_json::Value> = db.namespaces()?.iter().map(definition_json).collect();
+/// Every definition, in namespace order, as `{"pathdb_namespaces": 1, "namespaces": [...]}`:
+/// each at the version `versions` names (its `version` says which: the generated clients send
+/// it as their `Schema-Version`, docs/migrations.md).
+fn bundle(db: &dyn Db, versions: &SchemaVersions) -> Result<String> {
+    let mut namespaces = Vec::new();
+    let current = db.namespaces()?;
+    for (name, _) in versions.iter() {
+        if !current.iter().any(|d| d.namespace == name) {
+            bail!("--schema-version names {name}, which has no definition");
+        }
+    }
+    for definition in current {
+        let chosen = match versions.get(&definition.namespace) {
+            Some(v) => db
+                .namespace_version(&definition.namespace, v)?
+                .with_context(|| {
+                    format!(
+                        "namespace {} has no version {v} kept (`pathdb ns versions {}` lists them)",
+                        definition.namespace, definition.namespace
+                    )
+                })?,
+            None => definition,
+        };
+        namespaces.push(definition_json(&chosen));
+    }
     let bundle = serde_json::json!({
         "pathdb_namespaces": BUNDLE_VERSION,
         "namespaces": namespaces,

@@ -33,7 +33,10 @@ pub fn run(target: Target<'_>) -> Result<()> {
                 ""
             };
             (
-                Box::new(super::open(&db)?),
+                Box::new(crate::db::Local::new(
+                    super::open(&db)?,
+                    pathdb_store::SchemaVersions::newest(),
+                )),
                 format!("database {}{kept}", db.display()),
             )
         }

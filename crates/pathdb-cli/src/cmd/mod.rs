@@ -19,12 +19,12 @@ mod tree;
 mod watch;
 
 use crate::client::Client;
-use crate::db::Db;
+use crate::db::{Db, Local};
 use crate::exit::Failure;
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
 use pathdb_store::backend::{FileBackend, FileOptions};
-use pathdb_store::{StorageErrorKind, Store, StoreOptions};
+use pathdb_store::{SchemaVersions, StorageErrorKind, Store, StoreOptions};
 use std::path::{Path, PathBuf};
 
 /// PathDB: a document database addressed by typed key paths that sort the way people mean them.
@@ -48,6 +48,12 @@ pub struct Cli {
     /// Bearer token for --server.
     #[arg(long, global = true, env = "PATHDB_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// The definition version item commands speak, per namespace: `user=1,order=3`. Values
+    /// are read in it and written in it (brought forward to the newest); a namespace not
+    /// named is spoken in its newest version (docs/migrations.md).
+    #[arg(long, global = true, env = "PATHDB_SCHEMA_VERSION", value_name = "NS=V,...",
+        value_parser = parse_versions)]
+    schema_version: Option<SchemaVersions>,
     #[command(subcommand)]
     command: Command,
 }
@@ -175,7 +181,8 @@ pub fn run(cli: Cli) -> Result<()> {
     use Access::{Read, Write};
     let out = Output { json: cli.json };
     let db = cli.db.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
-    let connect = |access| connect(&cli.server, cli.token.clone(), &db, access);
+    let speaks = cli.schema_version.clone().unwrap_or_default();
+    let connect = |access| connect(&cli.server, cli.token.clone(), &speaks, &db, access);
     match cli.command {
         Command::Key(cmd) => key::run(cmd, out),
         Command::Serve(args) => serve::run(*args, cli.db),
@@ -224,7 +231,7 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             ns::run(&*connect(access)?, cmd, out)
         }
-        Command::Codegen(cmd) => codegen::run(&*connect(Read)?, cmd),
+        Command::Codegen(cmd) => codegen::run(&*connect(Read)?, cmd, &speaks),
         Command::Role(cmd) => {
             let access = match cmd {
                 access::RoleCommand::Set(_) | access::RoleCommand::Rm(_) => Write,
@@ -255,14 +262,20 @@ enum Access {
 fn connect(
     server: &Option<String>,
     token: Option<String>,
+    speaks: &SchemaVersions,
     db: &Path,
     access: Access,
 ) -> Result<Box<dyn Db>> {
     Ok(match (server, access) {
-        (Some(url), _) => Box::new(Client::new(url, token)),
-        (None, Access::Read) => Box::new(open_read_only(db)?),
-        (None, Access::Write) => Box::new(open(db)?),
+        (Some(url), _) => Box::new(Client::new(url, token).speaking(speaks)),
+        (None, Access::Read) => Box::new(Local::new(open_read_only(db)?, speaks.clone())),
+        (None, Access::Write) => Box::new(Local::new(open(db)?, speaks.clone())),
     })
+}
+
+/// `--schema-version`'s text.
+fn parse_versions(text: &str) -> Result<SchemaVersions, String> {
+    text.parse().map_err(|e: pathdb_store::Error| e.to_string())
 }
 
 /// Options for a one-shot command: it does not need the background expiry sweeper; reads hide

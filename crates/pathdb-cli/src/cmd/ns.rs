@@ -1,6 +1,6 @@
 //! `pathdb ns`: namespace definitions (a JSON Schema checked on every write, history, a
-//! description), on a local file or through `--server`, with the same output. See
-//! docs/namespaces.md.
+//! description, migration steps between versions), on a local file or through `--server`,
+//! with the same output. See docs/namespaces.md and docs/migrations.md.
 
 use super::output::{bar, rfc3339, write_table};
 use crate::db::Db;
@@ -8,7 +8,8 @@ use crate::exit::Failure;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use pathdb_store::{
-    AliasBuild, AliasDefinition, AliasState, Condition, NamespaceDefinition, ViolatingItem,
+    AliasBuild, AliasDefinition, AliasState, Condition, MigrationStep, NamespaceDefinition,
+    ViolatingItem,
 };
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -37,6 +38,9 @@ pub enum NsCommand {
     /// Start an alias build that stopped in conflict again (fix the items it listed first),
     /// and wait for it.
     Retry(RetryArgs),
+    /// List the kept versions of a namespace's definition, with the migration steps from each
+    /// version to the next (docs/migrations.md).
+    Versions(NsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -100,6 +104,19 @@ pub struct SetArgs {
     /// Do not wait for alias builds (`pathdb ns aliases NS` shows them).
     #[arg(long)]
     no_wait: bool,
+    /// The migration steps from the current version's values to the new one's: a JSON array
+    /// of steps (`[{"op": "rename", "from": "/name", "to": "/full_name"}]`; docs/migrations.md);
+    /// `-` for stdin. Without it the new version has none.
+    #[arg(long, value_name = "FILE")]
+    migrate: Option<PathBuf>,
+    /// Store a version that breaks stored items or clients of older versions (refused
+    /// otherwise, naming each problem).
+    #[arg(long)]
+    force: bool,
+    /// Whether the schema's `format` keywords are checked: `assert`, or `annotate` (never);
+    /// without it, as the schema's draft says (not checked in 2020-12).
+    #[arg(long, value_name = "MODE", value_parser = ["assert", "annotate"])]
+    formats: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -109,6 +126,10 @@ pub struct CheckArgs {
     /// The JSON Schema to try; `-` for stdin.
     #[arg(long, value_name = "FILE")]
     schema: PathBuf,
+    /// The migration steps the new version would carry (`ns set --migrate`): each stored item
+    /// is brought through them before the schema reads it.
+    #[arg(long, value_name = "FILE")]
+    migrate: Option<PathBuf>,
 }
 
 pub fn run(db: &dyn Db, cmd: NsCommand, out: super::Output) -> Result<()> {
@@ -170,6 +191,15 @@ pub fn run(db: &dyn Db, cmd: NsCommand, out: super::Output) -> Result<()> {
             if let Some(text) = args.description {
                 definition.description = Some(text).filter(|t| !t.is_empty());
             }
+            // A new version: only the steps given lead into it.
+            definition.migrate = match &args.migrate {
+                Some(file) => read_steps(file)?,
+                None => Vec::new(),
+            };
+            if let Some(mode) = &args.formats {
+                definition.formats =
+                    serde_json::from_value(serde_json::Value::String(mode.clone()))?;
+            }
             if !args.aliases.is_empty() || args.no_aliases {
                 definition.aliases = args
                     .aliases
@@ -177,7 +207,8 @@ pub fn run(db: &dyn Db, cmd: NsCommand, out: super::Output) -> Result<()> {
                     .map(|t| AliasDefinition { path: t.clone() })
                     .collect();
             }
-            let (stored, created) = db.define_namespace(&args.namespace, definition, condition)?;
+            let (stored, created) =
+                db.define_namespace(&args.namespace, definition, condition, args.force)?;
             if out.json {
                 writeln!(stdout, "{}", definition_json(&stored))?;
             } else {
@@ -191,6 +222,40 @@ pub fn run(db: &dyn Db, cmd: NsCommand, out: super::Output) -> Result<()> {
             if !args.no_wait {
                 wait_for_builds(db, &args.namespace, &mut stdout, out.json)?;
             }
+        }
+        NsCommand::Versions(args) => {
+            let versions = db.namespace_versions(&args.namespace)?;
+            if versions.is_empty() {
+                return Err(no_definition(&args.namespace));
+            }
+            if out.json {
+                for d in &versions {
+                    writeln!(stdout, "{}", definition_json(d))?;
+                }
+                return Ok(());
+            }
+            let rows: Vec<[String; 3]> = versions
+                .iter()
+                .map(|d| {
+                    let steps: Vec<String> =
+                        d.definition.migrate.iter().map(describe_step).collect();
+                    [
+                        d.version.to_string(),
+                        rfc3339(d.modified_at),
+                        if steps.is_empty() {
+                            "-".to_owned()
+                        } else {
+                            steps.join("; ")
+                        },
+                    ]
+                })
+                .collect();
+            write_table(
+                &mut stdout,
+                ["VERSION", "DEFINED", "STEPS FROM THE VERSION BEFORE"],
+                &rows,
+                &[0],
+            )?;
         }
         NsCommand::Aliases(args) => {
             if args.no_wait {
@@ -222,7 +287,13 @@ pub fn run(db: &dyn Db, cmd: NsCommand, out: super::Output) -> Result<()> {
             // Through a server the dry run is one request: the spinner shows it is under way.
             let bar = bar("{spinner} read {pos} records ({elapsed})");
             bar.enable_steady_tick(std::time::Duration::from_millis(120));
-            let result = db.check_schema(&args.namespace, &schema, &mut |n| bar.set_position(n));
+            let steps = match &args.migrate {
+                Some(file) => read_steps(file)?,
+                None => Vec::new(),
+            };
+            let result = db.check_schema(&args.namespace, &schema, &steps, &mut |n| {
+                bar.set_position(n)
+            });
             bar.finish_and_clear();
             let check = result?;
             if out.json {
@@ -359,6 +430,29 @@ fn no_definition(namespace: &str) -> anyhow::Error {
 }
 
 /// A JSON file (`-`: stdin).
+/// A file of migration steps: a JSON array of them.
+fn read_steps(file: &Path) -> Result<Vec<MigrationStep>> {
+    let value = read_json(file)?;
+    serde_json::from_value(value)
+        .with_context(|| format!("{}: not a JSON array of migration steps", file.display()))
+}
+
+/// A step as people read it: `rename /name -> /full_name`.
+fn describe_step(step: &MigrationStep) -> String {
+    match step {
+        MigrationStep::Rename { from, to } => format!("rename {from} -> {to}"),
+        MigrationStep::Add { path, default } => format!("add {path} (default {default})"),
+        MigrationStep::Remove {
+            path,
+            read_default: Some(d),
+        } => format!("remove {path} (older readers see {d})"),
+        MigrationStep::Remove { path, .. } => format!("remove {path}"),
+        MigrationStep::RenameValue { path, from, to } => {
+            format!("rename value {from:?} -> {to:?} at {path}")
+        }
+    }
+}
+
 fn read_json(file: &Path) -> Result<serde_json::Value> {
     let mut text = String::new();
     if file.as_os_str() == "-" {
@@ -384,6 +478,8 @@ pub fn definition_json(d: &NamespaceDefinition) -> serde_json::Value {
         "history": d.definition.history,
         "description": d.definition.description,
         "aliases": d.definition.aliases,
+        "migrate": d.definition.migrate,
+        "formats": d.definition.formats,
     })
 }
 
@@ -406,6 +502,10 @@ fn print_definition(out: &mut impl Write, d: &NamespaceDefinition, json: bool) -
     for (i, alias) in def.aliases.iter().enumerate() {
         let label = if i == 0 { "aliases:" } else { "" };
         writeln!(out, "{label:<13}{}", alias.path)?;
+    }
+    for (i, step) in def.migrate.iter().enumerate() {
+        let label = if i == 0 { "migrate:" } else { "" };
+        writeln!(out, "{label:<13}{}", describe_step(step))?;
     }
     match &def.schema {
         Some(schema) => writeln!(

@@ -37,6 +37,8 @@ impl<B: Backend> Store<B> {
             });
             let mut definition = current.map(|c| c.definition).unwrap_or_default();
             definition.history = retention;
+            // A new version: the steps into the current one are not steps into it.
+            definition.migrate.clear();
             let written = if definition == Definition::default() {
                 self.delete_namespace(namespace, condition).map(|_| ())
             } else {
