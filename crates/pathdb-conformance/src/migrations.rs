@@ -213,7 +213,9 @@ pub fn migrations_against_a_model<H: Harness>(harness: &H) {
             let item = store
                 .put(&at, Json::from_value(&value), options)
                 .unwrap_or_else(|e| panic!("{at} written in version {speaks}: {e}"));
-            assert_eq!(item.schema_version, newest, "stored in the newest version");
+            // Stamped with the newest version once a version has steps (encoding/stamp.rs).
+            let stamp = if newest > 1 { newest } else { 0 };
+            assert_eq!(item.schema_version, stamp, "stored in the newest version");
             // What is stored: the value brought forward to the newest version then.
             model.insert(at, (translate(&value, speaks, newest, newest), newest));
         }

@@ -319,10 +319,6 @@ struct Model {
     /// Expiry entries `(expires_at, path)`, left behind by overwrites and deletes until swept.
     expiry_index: BTreeSet<(i64, KeyPath)>,
     namespaces: HashMap<String, u32>,
-    /// Each namespace's definition record: its version (a delete's tombstone counts) and
-    /// whether it is live. Items written while it is live are stamped with its version
-    /// (docs/migrations.md).
-    definitions: HashMap<String, (u64, bool)>,
     default_retention: u32,
 }
 
@@ -336,7 +332,6 @@ impl Model {
             highest: BTreeMap::new(),
             expiry_index: BTreeSet::new(),
             namespaces: HashMap::new(),
-            definitions: HashMap::new(),
             default_retention,
         }
     }
@@ -410,11 +405,6 @@ impl Model {
                     let highest = self.highest.entry(path.clone()).or_default();
                     assert!(version > *highest, "{path}: version {version} given twice");
                     *highest = version;
-                    let schema_version =
-                        match self.definitions.get(path.last().namespace().as_str()) {
-                            Some((version, true)) => *version,
-                            _ => 0,
-                        };
                     let item = Item {
                         path: path.clone(),
                         version,
@@ -426,7 +416,8 @@ impl Model {
                         }),
                         value: value.clone(),
                         alias: None,
-                        schema_version,
+                        // Definitions here have no migration steps: values are not stamped.
+                        schema_version: 0,
                     };
                     let namespace = path.last().namespace().as_str();
                     let retention = self
@@ -776,13 +767,6 @@ fn run<H: Harness>(harness: &H, ops: &[Op]) -> Result<(), TestCaseError> {
                     Some(r) => model.namespaces.insert(namespace.to_owned(), *r),
                     None => model.namespaces.remove(namespace),
                 };
-                // A setting writes the definition; none removes a live one (a tombstone, the
-                // next version), and leaves no definition alone.
-                let (version, live) = model.definitions.entry(namespace.to_owned()).or_default();
-                if retention.is_some() || *live {
-                    *version += 1;
-                }
-                *live = retention.is_some();
             }
             Op::Scan(limit) => {
                 prop_assert_eq!(scan_all(&store, *limit), model.scan(), "{}", at());

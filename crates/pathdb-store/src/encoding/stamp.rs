@@ -1,10 +1,10 @@
 //! The schema version an item's value was written at (docs/migrations.md): an item written
-//! into a namespace that has a definition stores, before its JSON text, the mark `0x01` and
-//! the definition's version as an unsigned LEB128 number. JSON text never starts with a byte
-//! below `0x20`, and an alias record's value starts with `0x00` (encoding/alias.rs), so the
-//! first byte tells the three apart. A value without the mark was written where the namespace
-//! had no definition, or by a build before this one: it is at version 0, before every
-//! migration step.
+//! into a namespace whose definition versions have migration steps stores, before its JSON
+//! text, the mark `0x01` and the definition's version as an unsigned LEB128 number. JSON text
+//! never starts with a byte below `0x20`, and an alias record's value starts with `0x00`
+//! (encoding/alias.rs), so the first byte tells the three apart. A value without the mark was
+//! written before any step existed (where the namespace had no definition, or none with
+//! steps, or by a build before this one): it is at version 0, before every migration step.
 
 /// The first byte of a stamped value.
 const STAMP_MARK: u8 = 0x01;

@@ -190,8 +190,9 @@ pub struct Item {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alias: Option<KeyPath>,
     /// The definition version its value is in (docs/migrations.md): as read from the store,
-    /// the version it was written at; 0 for an item written where its namespace had no
-    /// definition.
+    /// the version it was written at, or 0 for one written before its namespace's versions had
+    /// migration steps (encoding/stamp.rs); after [`Store::in_versions`](crate::Store::in_versions),
+    /// the version asked.
     #[serde(skip_serializing_if = "is_zero")]
     pub schema_version: u64,
 }

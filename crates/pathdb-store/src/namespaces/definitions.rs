@@ -190,6 +190,18 @@ impl Compiled {
         self.stored.version
     }
 
+    /// The stamp a value written now is stored with (encoding/stamp.rs): the newest version
+    /// once any version has migration steps, else none (0), so that a database that never
+    /// uses migrations stores its values exactly as builds before them did (and servers of
+    /// both can share a DynamoDB table). An unstamped value was written before every step.
+    pub(crate) fn stamp(&self) -> u64 {
+        if self.chain.has_steps() {
+            self.newest()
+        } else {
+            0
+        }
+    }
+
     /// `version`, if a request may speak it.
     ///
     /// # Errors

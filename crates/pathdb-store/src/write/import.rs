@@ -802,7 +802,7 @@ fn imported_value(
         crate::namespaces::migrate::OnConflict::Replace,
     )?;
     Ok(stamped(
-        compiled.newest(),
+        compiled.stamp(),
         forward.as_ref().map_or(text, Json::as_str),
     ))
 }

@@ -2,8 +2,8 @@
 //! definition version ([`PutOptions::schema_version`](crate::PutOptions::schema_version)) has
 //! its value brought forward to the newest version before anything else sees it (the schema
 //! stage checks it against the newest schema; aliases, the change log and history keep it in
-//! that shape), and every value written into a namespace with a definition is stored stamped
-//! with the newest version (encoding/stamp.rs). A patch in an older version applies to the
+//! that shape), and once a namespace's versions have steps every value written into it is
+//! stored stamped with the newest version (encoding/stamp.rs). A patch in an older version applies to the
 //! stored item as that version reads it.
 
 use crate::backend::{Reader, Record};
@@ -38,7 +38,6 @@ pub(crate) fn stored_value<R: Reader + ?Sized>(
         }
         return Ok((value.as_str().as_bytes().to_vec(), None));
     };
-    let newest = compiled.newest();
     let forward = match speaks {
         Some(version) => compiled.translate(
             path,
@@ -50,7 +49,7 @@ pub(crate) fn stored_value<R: Reader + ?Sized>(
         None => None,
     };
     let text = forward.as_ref().unwrap_or(value).as_str();
-    Ok((stamped(newest, text), forward))
+    Ok((stamped(compiled.stamp(), text), forward))
 }
 
 /// The value a patch in version `speaks` applies to: the live `record` as that version reads
@@ -97,6 +96,6 @@ pub(crate) fn rehomed<R: Reader + ?Sized>(
     let definitions = ctx.definitions()?;
     let newest = crate::namespaces::definitions::newest_text(definitions, from, json, stamp)?;
     let text = newest.as_ref().map_or(json, Json::as_str);
-    let stamp = of_path(definitions, to).map_or(0, |c| c.newest());
+    let stamp = of_path(definitions, to).map_or(0, |c| c.stamp());
     Ok(stamped(stamp, text))
 }
