@@ -38,6 +38,9 @@ python_venv() {
 start_pathdb_serve() {
     local pathdb="$1" work="$2"
     shift 2
+    # Made before the server starts: the loop below may read it before the shell that starts
+    # the server in the background has opened it.
+    : >"$work/stdout"
     "$pathdb" --db "$work/pathdb.db" serve --addr 127.0.0.1:0 "$@" \
         >"$work/stdout" 2>"$work/stderr" &
     server_pid=$!

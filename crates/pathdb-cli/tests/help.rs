@@ -17,7 +17,7 @@ fn options_under<'a>(help: &'a str, heading: &str) -> Vec<&'a str> {
 #[test]
 fn serve_help_lists_no_client_options() {
     let help = ok(&["serve", "--help"]);
-    for option in ["--json", "--server", "--token"] {
+    for option in ["--json", "--server", "--token", "--schema-version"] {
         assert!(
             !help.contains(option),
             "serve --help lists {option}:\n{help}"
@@ -38,7 +38,11 @@ fn ls_help_keeps_global_options_apart() {
         own.contains(&"--children") && own.contains(&"--prefix"),
         "{help}"
     );
-    assert_eq!(global, ["--db", "--json", "--server", "--token"], "{help}");
+    assert_eq!(
+        global,
+        ["--db", "--json", "--server", "--token", "--schema-version"],
+        "{help}"
+    );
     assert!(!own.contains(&"--server"), "{help}");
 }
 

@@ -374,6 +374,7 @@ pub async fn delete_item<B: Backend>(
     UrlPath(path): UrlPath,
     Query(q): Query<DeleteQuery>,
     Preconditions(headers): Preconditions,
+    speaks: Speaks,
 ) -> Result<Response, ApiError> {
     let precondition = precondition::write_precondition(&headers)?;
     access.need(Op::Write, &path)?;
@@ -394,9 +395,18 @@ pub async fn delete_item<B: Backend>(
     let precondition = precondition::for_delete(precondition)?;
     let missing = format!("{path} not found");
     let deleted = store_call("delete", move || {
+        state.store.check_versions(&speaks.0)?;
         let path = target_of(&state.store, &access, Op::Write, path)?;
         let condition = precondition.resolve(|| current_version(&state.store, &path))?;
-        state.store.delete(&path, condition).map_err(http_condition)
+        let mut deleted = state
+            .store
+            .delete(&path, condition)
+            .map_err(http_condition)?;
+        // The item as it was, in the version the request speaks.
+        if let Some(item) = &mut deleted {
+            state.store.in_versions(item, &speaks.0)?;
+        }
+        Ok(deleted)
     })
     .await?
     .ok_or_else(|| ApiError::not_found(missing))?;
@@ -504,9 +514,14 @@ pub async fn get_many<B: Backend>(
     // The filter decides on each value in its newest version, as a listing's does; the
     // answer is in the versions asked, then projected (docs/migrations.md).
     let few = paths.len() <= POINT_READ_MAX_PATHS;
+    let reader = access.clone();
+    // Every item read must be readable, filtered out or not: the filter decides on nothing
+    // else. It decides on each value in its newest version, as a listing's does; the answer
+    // is in the versions asked, then projected (docs/migrations.md).
     let read = move |store: &pathdb_store::Store<B>| -> Result<Vec<pathdb_store::Item>, ApiError> {
         store.check_versions(&speaks.0)?;
         let mut items = store.get_many(&paths)?;
+        need_items(&reader, &items)?;
         store.all_in_versions(&mut items, &pathdb_store::SchemaVersions::newest())?;
         let mut items = shape_items(items, filter.as_ref(), None);
         store.all_in_versions(&mut items, &speaks.0)?;
@@ -518,8 +533,6 @@ pub async fn get_many<B: Backend>(
         let store = state.store.clone();
         store_call("get_many", move || read(&store)).await?
     };
-    // Every item was read by the token (above): the filter decided on nothing else.
-    need_items(&access, &items)?;
     Ok(axum::Json(items.into()))
 }
 
@@ -681,14 +694,19 @@ pub async fn history<B: Backend>(
     access: Access,
     UrlPath(path): UrlPath,
     Query(q): Query<HistoryQuery>,
+    speaks: Speaks,
 ) -> Result<axum::Json<ItemsOut>, ApiError> {
     let limit = page_limit(q.limit, 100, MAX_LIST_LIMIT)?;
     access.need(Op::Read, &path)?;
     let reader = access.clone();
     let items = store_call("history", move || {
+        state.store.check_versions(&speaks.0)?;
         // Through an alias, the history of its item: that item's own path decides.
         let path = target_of(&state.store, &reader, Op::Read, path)?;
-        Ok(state.store.history(&path, limit)?)
+        // Each revision in the version the request speaks, whichever it was written at.
+        let mut items = state.store.history(&path, limit)?;
+        state.store.all_in_versions(&mut items, &speaks.0)?;
+        Ok(items)
     })
     .await?;
     need_items(&access, &items)?;

@@ -170,6 +170,26 @@ async fn old_and_new_clients_read_and_write_side_by_side() {
         json!({"name": "Ada L", "status": "shipped"}),
         "{old}"
     );
+    // History and a delete answer in the version asked too.
+    for name in ["Eve", "Eva"] {
+        let body = json!({"full_name": name, "tier": "pro"}).to_string();
+        let put = server.put("/v1/items/user-4?history=true", &body).await;
+        assert!(put.status.is_success(), "{}", put.text());
+    }
+    let history = speaking(&server, Method::GET, "/v1/history/user-4", V1, "")
+        .await
+        .expect(200);
+    let names: Vec<&Value> = history["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| &i["value"]["name"])
+        .collect();
+    assert_eq!(names, [&json!("Eva"), &json!("Eve")], "{history}");
+    let deleted = speaking(&server, Method::DELETE, "/v1/items/user-3", V1, "")
+        .await
+        .expect(200);
+    assert_eq!(deleted["value"], json!({"name": "Di"}), "{deleted}");
     // Export: every value in the version asked, each line saying it.
     let export = speaking(&server, Method::GET, "/v1/export", V1, "").await;
     let text = export.text();

@@ -138,7 +138,8 @@ enum Command {
 }
 
 /// The command line as `pathdb` parses it: [`Cli`], where `serve` does not list the global
-/// options that mean nothing to it (`--json`, `--server`, `--token`: it is the server) in its
+/// options that mean nothing to it (`--json`, `--server`, `--token`, `--schema-version`: it is
+/// the server) in its
 /// help or completions. clap has no per-subcommand exception to a global option, but copies a
 /// global only to subcommands without an argument of that id: `serve` gets hidden ones, which
 /// it accepts (so that `PATHDB_SERVER` in the environment does not stop a server) and ignores.
@@ -154,6 +155,12 @@ pub fn command() -> clap::Command {
             )
             .arg(Arg::new("server").long("server").hide(true))
             .arg(Arg::new("token").long("token").hide(true))
+            .arg(
+                Arg::new("schema_version")
+                    .long("schema-version")
+                    .value_parser(parse_versions)
+                    .hide(true),
+            )
     })
 }
 
