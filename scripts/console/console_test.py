@@ -672,6 +672,42 @@ def test_namespace_schema_editor_and_a_save_refused_by_the_schema():
     assert not by_id("ns-check").is_displayed() and by_id("ns-schema").get_attribute("readonly") is not None
 
 
+def test_version_history_and_an_item_read_in_an_older_schema_version():
+    # Version 1, an item stored in it, then version 2 renaming `name` (the rewrite of the stored
+    # item starts in the background; reads in either version do not wait for it).
+    v1 = {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}
+    v2 = {"type": "object", "required": ["full_name"], "properties": {"full_name": {"type": "string"}}}
+    api("PUT", "/v1/namespaces/customer", {"schema": v1}, token=ADMIN)
+    api("PUT", "/v1/items/customer-1", {"name": "Ada"})
+    api("PUT", "/v1/namespaces/customer", {"schema": v2, "migrate": [
+        {"op": "rename", "from": "/name", "to": "/full_name"}]}, token=ADMIN)
+    # Any token reads definitions: the read-write one the other tests leave signed in.
+    driver.get(URL + "/ui/.console/style.css")
+    driver.execute_script("sessionStorage.setItem('pathdb.token', arguments[0])", RW)
+    open_page("/ui/.namespaces/customer")
+    wait.until(lambda d: by_id("ns-version").text == "2" and by_id("ns-versions").is_displayed())
+    history = driver.execute_script(
+        "return [...document.querySelectorAll('#ns-version-list > li')].map(li => [li.dataset.version,"
+        " [...li.querySelectorAll('.steps > li')].map(s => s.textContent)])")
+    assert history == [["2", ["rename /name → /full_name"]], ["1", []]], history
+    assert "The first version." in by_id("ns-version-list").text, by_id("ns-version-list").text
+    rewrite = shown("ns-rewrite")
+    assert rewrite.get_attribute("data-to") == "2" and by_id("ns-rewrite-text").text.startswith("Rewrite to version 2: "), rewrite.text
+    # The item reads in the current version; picked, version 1 shows the old member name.
+    open_page("/ui/customer-1")
+    wait.until(lambda d: by_id("item").is_displayed() and by_id("item-schema-version").text == "2")
+    assert json.loads(by_id("value").text) == {"full_name": "Ada"}, by_id("value").text
+    Select(shown("item-schema-pick")).select_by_value("1")
+    wait.until(lambda d: by_id("item-schema-version").text == "1")
+    assert json.loads(by_id("value").text) == {"name": "Ada"}, by_id("value").text
+    assert "Schema-Version: customer=1" in shown("item-schema-note").text, by_id("item-schema-note").text
+    # Edit opens the value as stored, in the current version.
+    by_id("edit").click()
+    assert json.loads(shown("editor").get_attribute("value")) == {"full_name": "Ada"}
+    assert by_id("item-schema-version").text == "2" and not by_id("item-schema-note").is_displayed()
+    by_id("cancel").click()
+
+
 def ensure_accounts():
     """Three accounts, and the definition of `account` with two alias templates, built (once)."""
     if status_of("GET", "/v1/namespaces/account") == 200:

@@ -33,6 +33,8 @@ const state = {
   viol: null, // {name, token, checked, found}: the violations view's scan so far
   alias: null, // the alias path the item was read through (its URL's path), or null
   itemDef: null, // the definition of the item's namespace (its alias templates), or null
+  itemVersions: [], // the kept versions of the item's namespace (numbers, oldest first)
+  itemShown: null, // the item as read in another schema version (Schema-Version), or null: as stored
   aliasListing: false, // whether the children shown are items listed under an alias prefix
   poll: 0, // bumped by every navigation: a poll of alias builds runs only for its own page
   pollTimer: null,
@@ -454,6 +456,8 @@ async function render() {
   state.item = null;
   state.alias = null;
   state.itemDef = null;
+  state.itemVersions = [];
+  state.itemShown = null;
   state.editing = null;
   clearInterval(state.ttlTimer);
   updatePreview();
@@ -472,7 +476,7 @@ async function render() {
 
 /**
  * The item (at the path, or the one an alias path names), its history and the definition of its
- * namespace (for its aliases); resolves to the function that shows them.
+ * namespace (for its aliases) with its kept versions; resolves to the function that shows them.
  */
 async function fetchItem() {
   const path = state.path;
@@ -480,12 +484,14 @@ async function fetchItem() {
   const found = reply.status !== 404;
   // Read through an alias, `path` is the item's own: its history and namespace are there.
   const own = found ? reply.json.path : path;
-  const [history, def] = await Promise.all([
+  const [history, [def, versions]] = await Promise.all([
     api("GET", "/v1/history/" + urlPath(own) + "?limit=100"),
-    found ? fetchItemDefinition(own) : null,
+    found ? fetchItemDefinition(own).then(async (d) => [d, await fetchSchemaVersions(d)]) : [null, []],
   ]);
   return () => {
     state.itemDef = def;
+    state.itemVersions = versions;
+    state.itemShown = null;
     if (!found) {
       state.item = null;
       state.alias = null;
@@ -512,6 +518,18 @@ async function fetchItemDefinition(path) {
   }
 }
 
+/** The versions a definition keeps (numbers, oldest first): none to pick from without one, or
+ * with only its first (a read that fails leaves the picker out too). */
+async function fetchSchemaVersions(def) {
+  if (!def || def.version < 2) return [];
+  try {
+    const reply = await api("GET", nsUrl(def.namespace) + "/versions");
+    return reply.json.versions.map((v) => v.version);
+  } catch {
+    return [];
+  }
+}
+
 async function loadItem() {
   (await fetchItem())();
 }
@@ -523,7 +541,8 @@ function showItem() {
   $("item-version").textContent = item.version;
   $("item-created").textContent = when(item.created_at);
   $("item-modified").textContent = when(item.modified_at);
-  $("value").textContent = pretty(item.value);
+  state.itemShown = null;
+  showItemValue();
   showItemAliases();
   $("editor-form").hidden = true;
   $("conflict").hidden = true;
@@ -533,6 +552,67 @@ function showItem() {
   const tick = () => ($("ttl").textContent = item.expires_at == null ? "never" : countdown(item.expires_at));
   tick();
   if (item.expires_at != null) state.ttlTimer = setInterval(tick, 1000);
+}
+
+/**
+ * The item's value, as stored or as a client of another schema version reads it, with its
+ * `schema_version` and the picker of the namespace's kept versions.
+ */
+function showItemValue() {
+  const item = state.item;
+  const shown = state.itemShown || item;
+  $("value").textContent = pretty(shown.value);
+  // An item of a namespace without a definition has no schema version.
+  const versioned = item.schema_version != null;
+  for (const e of document.querySelectorAll(".item-schema")) e.hidden = !versioned;
+  $("item-schema-note").hidden = !state.itemShown;
+  if (!versioned) return;
+  const ns = namespaceOf(item.path);
+  $("item-schema-version").textContent = shown.schema_version;
+  $("item-schema-ns").textContent = ns;
+  $("item-schema-ns").href = nsHref(ns);
+  const versions = [...state.itemVersions];
+  if (!versions.includes(item.schema_version)) versions.push(item.schema_version);
+  const current = state.itemDef ? state.itemDef.version : item.schema_version;
+  $("item-schema-pick").replaceChildren(
+    ...versions.map((v) => {
+      const option = el("option", "", `version ${v}` + (v === current ? " (current)" : ""));
+      option.value = v;
+      option.selected = v === shown.schema_version;
+      return option;
+    }),
+  );
+  $("item-schema-picker").hidden = versions.length < 2;
+  if (state.itemShown) {
+    $("item-schema-note").replaceChildren(
+      `The value as a client of version ${shown.schema_version} reads it (`,
+      el("code", "", `Schema-Version: ${ns}=${shown.schema_version}`),
+      `): the server translated it with the migration steps. Edit opens it in version ${item.schema_version}.`,
+    );
+  }
+}
+
+/** The picker: reads the item again with `Schema-Version` for the version picked (the one read
+ * without it is kept, and shown again for its own version). */
+async function pickSchemaVersion() {
+  const item = state.item;
+  const version = Number($("item-schema-pick").value);
+  clearError();
+  if (version === item.schema_version) {
+    state.itemShown = null;
+    showItemValue();
+    return;
+  }
+  const ns = namespaceOf(item.path);
+  try {
+    const reply = await api("GET", "/v1/items/" + urlPath(item.path), { headers: { "Schema-Version": `${ns}=${version}` } });
+    if (state.item !== item || Number($("item-schema-pick").value) !== version) return; // moved on meanwhile
+    state.itemShown = reply.json;
+  } catch (e) {
+    if (state.item !== item) return;
+    showError(e);
+  }
+  showItemValue();
 }
 
 async function loadHistory() {
@@ -1025,6 +1105,11 @@ async function createItem(event) {
 }
 
 function startEdit() {
+  // Edits are of the value as read without Schema-Version: show it again.
+  if (state.itemShown) {
+    state.itemShown = null;
+    showItemValue();
+  }
   // What a save diffs against and sends as If-Match, whatever is shown by then.
   state.editing = { version: state.item.version, value: structuredClone(state.item.value) };
   $("editor").value = pretty(state.item.value);
@@ -1886,10 +1971,34 @@ function openNewNamespace(event) {
   navigate(nsHref(name));
 }
 
-/** The definition (or its absence); resolves to the function that shows it in the editor. */
+/** The definition (or its absence) and its kept versions; resolves to the function that shows
+ * them in the editor. */
 async function fetchDefinition(name) {
-  const reply = await api("GET", nsUrl(name), { allow: [404] });
-  return () => showDefinition(name, reply.status === 404 ? null : reply.json);
+  const { def, versions } = await readDefinition(name);
+  return () => {
+    showDefinition(name, def);
+    showVersions(name, versions, def ? def.rewrite : null);
+  };
+}
+
+/** {def, versions}: the definition (null: none) with its rewrite, and the versions it keeps,
+ * oldest first (none for a namespace never defined). */
+async function readDefinition(name) {
+  const [def, kept] = await Promise.all([
+    api("GET", nsUrl(name), { allow: [404] }),
+    api("GET", nsUrl(name) + "/versions", { allow: [404] }),
+  ]);
+  return { def: def.status === 404 ? null : def.json, versions: kept.status === 404 ? [] : kept.json.versions };
+}
+
+/** After a save: the versions again, with the new one and the rewrite it may have started. */
+async function reloadVersions(name) {
+  try {
+    const { def, versions } = await readDefinition(name);
+    if (state.view === "ns-edit" && state.ns && state.ns.name === name) showVersions(name, versions, def ? def.rewrite : null);
+  } catch {
+    // The definition shows already; its versions stay as they were.
+  }
 }
 
 function showDefinition(name, def) {
@@ -1943,13 +2052,94 @@ function pollBuilds(view, read) {
 function showBuilds(name, builds) {
   $("ns-aliases").hidden = builds.length === 0;
   $("ns-alias-builds").replaceChildren(...builds.map((b) => buildEntry(name, b)));
-  if (buildsUnderWay(builds)) {
-    pollBuilds("ns-edit", async () => {
-      // Only the builds: the form may hold edits of its own.
-      const reply = await api("GET", nsUrl(name), { allow: [404] });
-      return () => state.ns && state.ns.name === name && showBuilds(name, reply.status === 404 ? [] : reply.json.aliases);
-    });
+  if (buildsUnderWay(builds)) pollDefinition(name);
+}
+
+/**
+ * Follows the definition open in the editor while its alias builds or its rewrite go on: reads
+ * it again and shows only those (the form may hold edits of its own). One poll serves both: the
+ * later call replaces the earlier one's timer with the same read.
+ */
+function pollDefinition(name) {
+  pollBuilds("ns-edit", async () => {
+    const reply = await api("GET", nsUrl(name), { allow: [404] });
+    const def = reply.status === 404 ? null : reply.json;
+    return () => {
+      if (!state.ns || state.ns.name !== name) return;
+      showBuilds(name, def ? def.aliases : []);
+      showRewrite(name, def ? def.rewrite : null);
+    };
+  });
+}
+
+/** The versions a definition keeps, newest first: each with its time, the migration steps from
+ * the version before and its schema; then where the rewrite of the stored items stands. */
+function showVersions(name, versions, rewrite) {
+  $("ns-versions").hidden = versions.length === 0;
+  const newest = versions.length ? versions[versions.length - 1].version : null;
+  $("ns-versions-header").textContent = `${name}=${versions.length ? versions[0].version : 1}`;
+  $("ns-version-list").replaceChildren(...versions.map((v, i) => versionEntry(v, i === 0, v.version === newest)).reverse());
+  showRewrite(name, rewrite);
+}
+
+function versionEntry(v, oldest, newest) {
+  const li = el("li");
+  li.dataset.version = v.version;
+  const head = el("div", "version-head");
+  head.append(el("strong", "", `version ${v.version}`), " ", el("span", "muted", when(v.modified_at)));
+  if (newest) head.append(" ", el("span", "alias-state state-ready", "current"));
+  li.append(head);
+  const steps = v.migrate || [];
+  if (steps.length) {
+    li.append(el("p", "muted step-intro", `From version ${v.version - 1}, ${plural(steps.length, "step")}:`));
+    const list = el("ul", "steps");
+    list.append(...steps.map(stepEntry));
+    li.append(list);
+  } else {
+    const text = oldest && v.version === 1
+      ? "The first version."
+      : oldest
+        ? "The oldest version kept."
+        : `No migration steps: values read as in version ${v.version - 1}.`;
+    li.append(el("p", "muted step-intro", text));
   }
+  const schema = el("details", "version-schema");
+  schema.append(el("summary", "", v.schema == null ? "schema: none (any value)" : "schema"));
+  if (v.schema != null) schema.append(el("pre", "json", pretty(v.schema)));
+  li.append(schema);
+  return li;
+}
+
+/** A migration step as a person reads it: "rename /name → /full_name". */
+function stepEntry(step) {
+  const li = el("li");
+  li.dataset.op = step.op;
+  const code = (text) => el("code", "", text);
+  const json = (value) => code(JSON.stringify(value));
+  if (step.op === "rename") li.append("rename ", code(step.from), " → ", code(step.to));
+  else if (step.op === "add") li.append("add ", code(step.path), " (older values get ", json(step.default), ")");
+  else if (step.op === "remove") {
+    li.append("remove ", code(step.path));
+    if (has(step, "read_default")) li.append(" (older versions read ", json(step.read_default), ")");
+  } else if (step.op === "rename_value") li.append("rename the value ", json(step.from), " → ", json(step.to), " at ", code(step.path));
+  else li.append(json(step)); // a step this console does not know, as the server says it
+  return li;
+}
+
+/** Where the background rewrite of the stored items to the newest version stands. */
+function showRewrite(name, rewrite) {
+  $("ns-rewrite").hidden = !rewrite;
+  if (!rewrite) return;
+  const { to, checked, rewritten, done } = rewrite;
+  $("ns-rewrite").dataset.to = to;
+  $("ns-rewrite").dataset.state = done ? "done" : "running";
+  const counts = `${plural(rewritten, "item")} rewritten of ${checked.toLocaleString("en-US")} checked`;
+  $("ns-rewrite-text").replaceChildren(
+    el("strong", "", `Rewrite to version ${to}: ${done ? "done" : "running"}`),
+    done ? ` (${counts}: every stored item was read).` : ` (${counts} so far). Reads translate the items not yet rewritten.`,
+  );
+  $("ns-rewrite-bar").hidden = done;
+  if (!done) pollDefinition(name);
 }
 
 function buildEntry(name, build) {
@@ -2145,6 +2335,7 @@ async function saveNamespace(version = state.ns.def ? state.ns.def.version : nul
       return;
     }
     showDefinition(name, reply.json);
+    reloadVersions(name);
     $("ns-saved").textContent =
       (reply.status === 201 ? "Created" : "Saved") + ` as version ${reply.json.version}: every write into ${name} is checked from now on.`;
     $("ns-saved").hidden = false;
@@ -3081,6 +3272,7 @@ function init() {
   $("prev").addEventListener("click", () => turnPage(-1));
   $("next").addEventListener("click", () => turnPage(1));
   $("edit").addEventListener("click", startEdit);
+  $("item-schema-pick").addEventListener("change", pickSchemaVersion);
   $("cancel").addEventListener("click", () => {
     $("editor-form").hidden = true;
     clearViolations("editor");
