@@ -9,7 +9,19 @@
 # must type-check (tsc --strict, mypy --strict) and run against the server, and a program with one
 # wrong member type must fail to type-check, naming the member.
 #
+# Then two schema versions side by side (docs/migrations.md): on a second, new database `user` is
+# defined (v1: a required `name`, an enum `status`), clients are generated from it (python and
+# typescript), v2 is defined with migration steps (rename /name -> /full_name, add /tier with a
+# default, rename_value on /status) and clients are generated from it. The v1 clients (which speak
+# `Schema-Version: user=1` through the generated SCHEMA_VERSIONS and create_client/createClient)
+# and the v2 ones then run at once for $CODEGEN_SIDE_BY_SIDE_SECONDS seconds (default 30: CI's) of
+# mixed gets, listings, puts, merge patches and deletes on shared items
+# (scripts/codegen-versions/side_by_side.{py,ts}): every value each reads must fit its own
+# version's schema, and no answer may be an error but the deliberate ones (404 for an item another
+# client deleted, 422 for a value without a required member), all counted and printed at the end.
+#
 #   bash scripts/codegen.sh
+#   CODEGEN_SIDE_BY_SIDE_SECONDS=5 bash scripts/codegen.sh   # a shorter side-by-side run
 #
 # The binary is $PATHDB_BIN (default target/debug/pathdb, built here with `cargo build -p
 # pathdb-cli --features dynamodb` when PATHDB_BIN is unset, as scripts/clients.sh does). Needs node 20+ with npm, and python3 3.10+ with venv (the generator's minimum); the
@@ -359,4 +371,128 @@ if $have_python; then python_codegen; fi
 
 step "stopping the server"
 stop_pathdb_serve "$work"
+
+# --- two schema versions side by side ---------------------------------------------------------
+
+# side_generate VERSION: the clients of the definitions the server at $url has now, each
+# language's under $sbs (py/user_VERSION, ts/VERSION/gen).
+side_generate() {
+    if $have_python; then
+        "$pathdb" codegen python --server "$url" --out "$sbs/py/user_$1" \
+            --generator "$venv/bin/python -m pathdb.codegen"
+    fi
+    if $have_node; then
+        "$pathdb" codegen typescript --server "$url" --out "$sbs/ts/$1/gen" \
+            --generator "node $root/clients/typescript/dist/bin/pathdb-codegen.js"
+    fi
+}
+
+side_by_side() {
+    local seconds="${CODEGEN_SIDE_BY_SIDE_SECONDS:-30}" ts="$sbs/ts"
+    mkdir -p "$sbs/py" "$ts"
+    step "side by side: pathdb serve on a new database"
+    RUST_LOG=warn start_pathdb_serve "$pathdb" "$sbs"
+    url="$server_url"
+    cat >"$sbs/v1.json" <<'JSON'
+{"type": "object", "required": ["name"], "additionalProperties": false,
+ "properties": {"name": {"type": "string", "minLength": 1}, "status": {"enum": ["new", "shipped"]}}}
+JSON
+    cat >"$sbs/v2.json" <<'JSON'
+{"type": "object", "required": ["full_name", "tier"], "additionalProperties": false,
+ "properties": {"full_name": {"type": "string", "minLength": 1}, "tier": {"enum": ["free", "pro"]},
+                "status": {"enum": ["new", "sent"]}}}
+JSON
+    cat >"$sbs/steps.json" <<'JSON'
+[{"op": "rename", "from": "/name", "to": "/full_name"},
+ {"op": "add", "path": "/tier", "default": "free"},
+ {"op": "rename_value", "path": "/status", "from": "shipped", "to": "sent"}]
+JSON
+    step "side by side: user v1, 16 items in it, its clients"
+    "$pathdb" --server "$url" ns set user --schema "$sbs/v1.json"
+    local k
+    for k in $(seq 1 16); do
+        expect 201 PUT "/v1/items/app-1/user-$k" '{"name": "seed '"$k"'", "status": "shipped"}'
+    done
+    side_generate v1
+    step "side by side: user v2 with migration steps, its clients"
+    "$pathdb" --server "$url" ns set user --schema "$sbs/v2.json" --migrate "$sbs/steps.json"
+    "$pathdb" --server "$url" ns versions user
+    side_generate v2
+    if $have_python; then
+        grep -qF 'SCHEMA_VERSIONS: dict[str, int] = {"user": 1}' "$sbs/py/user_v1/__init__.py" \
+            || fail "user_v1/__init__.py has no SCHEMA_VERSIONS of user 1"
+        # The old client generated again now, with --schema-version, is the same code.
+        "$pathdb" --server "$url" --schema-version user=1 codegen python --out "$sbs/py/again" \
+            --generator "$venv/bin/python -m pathdb.codegen" >/dev/null
+        diff -r -x pathdb-namespaces.json -x __pycache__ "$sbs/py/user_v1" "$sbs/py/again" \
+            || fail "--schema-version user=1 generated other code than version 1 did"
+    fi
+    if $have_node; then
+        mkdir -p "$ts/node_modules/@pathdb"
+        ln -s "$root/clients/typescript" "$ts/node_modules/@pathdb/client"
+        echo '{"type": "module", "private": true}' >"$ts/package.json"
+        cp scripts/codegen-versions/side_by_side.ts "$ts/v1/main.ts"
+        cp scripts/codegen-versions/side_by_side.ts "$ts/v2/main.ts"
+        cat >"$ts/tsconfig.json" <<JSON
+{
+  "compilerOptions": {
+    "target": "ES2022", "module": "NodeNext", "moduleResolution": "NodeNext",
+    "lib": ["ES2022", "DOM"], "types": ["node"],
+    "typeRoots": ["$root/clients/typescript/node_modules/@types"],
+    "strict": true, "noUncheckedIndexedAccess": true, "exactOptionalPropertyTypes": true,
+    "rootDir": ".", "outDir": "out"
+  },
+  "files": ["v1/main.ts", "v2/main.ts"]
+}
+JSON
+        step "side by side: tsc --strict on the TypeScript clients"
+        (cd "$ts" && "$root/clients/typescript/node_modules/.bin/tsc" -p tsconfig.json)
+    fi
+
+    step "side by side: the v1 and v2 clients at once for ${seconds}s"
+    local pids=() names=() name v i status=0
+    for v in v1 v2; do
+        if $have_python; then
+            "$venv/bin/python" scripts/codegen-versions/side_by_side.py "$sbs/py/user_$v" "$url" \
+                "$seconds" "python $v" >"$sbs/python-$v.json" 2>"$sbs/python-$v.err" &
+            pids+=($!)
+            names+=("python-$v")
+        fi
+        if $have_node; then
+            node "$ts/out/$v/main.js" "$ts/$v/gen/pathdb-namespaces.json" "$url" "$seconds" \
+                "typescript $v" >"$sbs/typescript-$v.json" 2>"$sbs/typescript-$v.err" &
+            pids+=($!)
+            names+=("typescript-$v")
+        fi
+    done
+    for i in "${!pids[@]}"; do
+        if ! wait "${pids[$i]}"; then
+            status=1
+            echo "error: the ${names[$i]} client failed:" >&2
+            cat "$sbs/${names[$i]}.err" >&2
+        fi
+    done
+    for name in "${names[@]}"; do cat "$sbs/$name.json"; done | python3 -c '
+import json, sys
+rows = [json.loads(line) for line in sys.stdin if line.strip()]
+print("%-14s %7s %9s %7s %8s  %s" % ("client", "version", "requests", "values", "misfits", "error answers"))
+for r in rows:
+    errors = dict(r["deliberate"], **{"UNEXPECTED " + k: n for k, n in r["unexpected"].items()})
+    shown = ", ".join("%s: %d" % kv for kv in errors.items()) or "none"
+    print("%-14s %7d %9d %7d %8d  %s" % (r["client"], r["version"], r["requests"],
+          r["values checked"], sum(r["misfits"].values()), shown))
+    print("%14s  ops: %s" % ("", ", ".join("%s %d" % kv for kv in r["ops"].items())))
+    if r["misfits"]:
+        print("%14s  MISFITS in the answers of: %s" % ("", ", ".join("%s %d" % kv for kv in r["misfits"].items())))
+    print("%14s  HTTP statuses: %s" % ("", ", ".join("%s: %d" % kv for kv in r["statuses"].items())))
+'
+    [[ $status -eq 0 ]] || fail "the side-by-side run failed (above)"
+    step "side by side: stopping the server"
+    stop_pathdb_serve "$sbs"
+}
+
+if $have_python || $have_node; then
+    sbs="$work/versions"
+    side_by_side
+fi
 printf '\ncodegen: done in %ss\n' "$((SECONDS - started))"

@@ -7,6 +7,7 @@ hand."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import sys
@@ -14,9 +15,10 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
+import httpx
 import pytest
 
-from pathdb import Desc, InvalidKeyPath, KeyPath
+from pathdb import AsyncClient, Client, Desc, InvalidKeyPath, KeyPath
 from pathdb.codegen import (
     CodegenError,
     Source,
@@ -141,6 +143,47 @@ def test_generate_and_import(importable: Path) -> None:
     assert gen.post_prefix(user) == KeyPath.parse("/user-7/post")
     assert "with quotes" in (gen.post_path.__doc__ or "")
     assert gen.Post.__required_keys__ >= {"title"}
+
+
+def test_schema_versions_and_the_client_that_speaks_them(importable: Path) -> None:
+    bundle = write_bundle(
+        importable / "pathdb-namespaces.json",
+        [
+            definition("user", {"type": "object"}, version=1),
+            definition("order", POST, version=3),
+            definition("audit", history=5, version=2),
+            {"namespace": "legacy", "schema": None},  # from before versions: none
+        ],
+    )
+    out = importable / "gen_versions"
+    assert main([str(bundle), str(out)]) == 0
+    gen: Any = importlib.import_module("gen_versions")
+    assert gen.SCHEMA_VERSIONS == {"audit": 2, "order": 3, "user": 1}
+    assert {"SCHEMA_VERSIONS", "create_client", "create_async_client"} <= set(gen.__all__)
+    assert "SCHEMA_VERSIONS: dict[str, int] = {" in (out / "__init__.py").read_text()
+    sent: List[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(404, json={"error": {"code": "not_found", "message": "none"}})
+
+    with gen.create_client("http://db", "t", retries=0, transport=httpx.MockTransport(answer)) as c:
+        assert isinstance(c, Client) and c.retries == 0
+        assert c.get("/user-1") is None
+    assert sent[0].headers["Schema-Version"] == "audit=2, order=3, user=1"
+    assert sent[0].headers["Authorization"] == "Bearer t"
+
+    async def run() -> None:
+        transport = httpx.MockTransport(answer)
+        async with gen.create_async_client("http://db", transport=transport) as c:
+            assert isinstance(c, AsyncClient)
+            assert await c.get("/user-1") is None
+
+    asyncio.run(run())
+    assert sent[1].headers["Schema-Version"] == "audit=2, order=3, user=1"
+    bad = write_bundle(importable / "bad.json", [definition("user", version=0)])
+    with pytest.raises(CodegenError, match="the version of 'user' is not 1, 2"):
+        read_bundle(bad)
 
 
 def test_regenerate_replaces_only_its_own(importable: Path) -> None:

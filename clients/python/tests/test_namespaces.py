@@ -70,13 +70,14 @@ def test_put_get_list_delete(admin: Client) -> None:
 
 def test_conditions(admin: Client) -> None:
     ns = fresh()
-    first = admin.put_namespace(ns, schema=True, must_not_exist=True)
+    first = admin.put_namespace(ns, schema=AGE, must_not_exist=True)
     with pytest.raises(ConditionFailed) as e:
-        admin.put_namespace(ns, schema=AGE, must_not_exist=True)
+        admin.put_namespace(ns, schema=True, must_not_exist=True)
     assert e.value.status == 412
     with pytest.raises(ConditionFailed):
-        admin.put_namespace(ns, schema=AGE, if_version=first.version + 1)
-    second = admin.put_namespace(ns, schema=AGE, if_version=first.version)
+        admin.put_namespace(ns, schema=True, if_version=first.version + 1)
+    # From AGE to `true` (any value): a change no stored item or older client can break.
+    second = admin.put_namespace(ns, schema=True, if_version=first.version)
     assert second.version == 2
     with pytest.raises(ConditionFailed):
         admin.delete_namespace(ns, if_version=1)

@@ -80,7 +80,7 @@ def test_readme_partial_updates(server: Server) -> None:
     code = snippet.replace('"/user-10/', '"/user-10000/')
     assert code != snippet
     assert run(server, code) == [
-        "{'tags': ['a', 'b'], 'title': 'hello', 'views': 2}",
+        "{'title': 'hello', 'tags': ['a', 'b'], 'views': 2}",
         "patch_test_failed",
         "{'posts': 1}",
     ]

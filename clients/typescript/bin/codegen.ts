@@ -12,7 +12,12 @@
  *   post under `parent`), which return the client's `KeyPath`s; for every alias template of a
  *   namespace, a function that fills it in and returns the alias path's text (`userAliasEmail(email)`
  *   for the template `/email-{email}` of `user`; see `aliasFunctionName`); `NAMESPACES`, the names of
- *   the bundle.
+ *   the bundle; `SCHEMA_VERSIONS`, the definition version each namespace's types were generated from
+ *   (each definition's `version`, which `pathdb --schema-version user=1 codegen typescript` chooses),
+ *   and `createClient(url, options?)`, a client that speaks them (`schemaVersions: SCHEMA_VERSIONS`):
+ *   the server answers it values in those versions' shapes and brings its writes forward, so code
+ *   built against these types keeps working after a namespace's next version ships
+ *   (docs/migrations.md).
  * - `OUT_DIR/namespaces/<namespace>.ts`: a namespace's types, made by json-schema-to-typescript: the
  *   value type and its named parts (`$defs`, titled subschemas). A schema `true` is `unknown`;
  *   `false`, `never`.
@@ -77,6 +82,8 @@ export interface Namespace {
   readonly typeName: string;
   readonly camel: string;
   readonly aliases: readonly Alias[];
+  /** The definition version; null in a bundle without it. */
+  readonly version: number | null;
 }
 
 /**
@@ -290,7 +297,11 @@ function readAliases(file: string, name: string, definition: Record<string, unkn
 
 /** Throws `CodegenError` when two things generated would have one name (an alias function and a path builder, say). */
 function checkNames(namespaces: readonly Namespace[]): void {
-  const owners = new Map<string, string>([["NAMESPACES", "the list of namespaces"]]);
+  const owners = new Map<string, string>([
+    ["NAMESPACES", "the list of namespaces"],
+    ["SCHEMA_VERSIONS", "the schema versions"],
+    ["createClient", "the client helper"],
+  ]);
   for (const n of namespaces) {
     const names: [string, string][] = n.schema !== null ? [[n.typeName, `the type of ${JSON.stringify(n.name)}`]] : [];
     names.push([`${n.camel}Path`, `the path builder of ${JSON.stringify(n.name)}`]);
@@ -338,7 +349,11 @@ export function readBundle(file: string): Namespace[] {
     types.set(typeName, name);
     const description = typeof definition.description === "string" ? definition.description : null;
     const aliases = readAliases(file, name, definition, schema);
-    out.push({ name, schema: schema as Schema | null, description, typeName, camel: camelCase(name), aliases });
+    const version = definition.version ?? null;
+    if (version !== null && (typeof version !== "number" || !Number.isSafeInteger(version) || version < 1)) {
+      throw new CodegenError(`${file}: the version of ${JSON.stringify(name)} is not 1, 2, ...: ${JSON.stringify(version)}`);
+    }
+    out.push({ name, schema: schema as Schema | null, description, typeName, camel: camelCase(name), aliases, version });
   }
   out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   checkNames(out);
@@ -406,10 +421,29 @@ export function renderIndex(namespaces: readonly Namespace[], header: string, cl
   for (const n of namespaces) {
     if (n.schema !== null) lines.push(`export type { ${n.typeName} } from "./namespaces/${n.name}.js";`);
   }
+  // `__proto__: 1` would set the object's prototype: that one name is a computed key.
+  const versioned = namespaces
+    .filter((n) => n.version !== null)
+    .map((n) => `${n.name === "__proto__" ? '["__proto__"]' : n.name}: ${n.version}`);
   lines.push(
     "",
     "/** The namespaces of the bundle, in name order. */",
     `export const NAMESPACES = [${namespaces.map((n) => JSON.stringify(n.name)).join(", ")}] as const;`,
+    "",
+    "/**",
+    " * The definition version of each namespace that these types were generated from: what",
+    " * {@link createClient} speaks (`Schema-Version`), so the server reads and writes its values in these",
+    " * shapes even after a newer version of a namespace ships.",
+    " */",
+    `export const SCHEMA_VERSIONS = {${versioned.length > 0 ? ` ${versioned.join(", ")} ` : ""}} as const;`,
+    "",
+    "/**",
+    " * A client for the server at `url` that speaks {@link SCHEMA_VERSIONS}: the values it reads are in",
+    " * the shapes of these types, and what it writes in them is brought forward to the newest version.",
+    " */",
+    'export function createClient(url: string, options: Omit<pathdb.ClientOptions, "schemaVersions"> = {}): pathdb.Client {',
+    "  return new pathdb.Client(url, { ...options, schemaVersions: SCHEMA_VERSIONS });",
+    "}",
   );
   for (const n of namespaces) {
     const value = n.schema !== null ? `its value is a {@link ${n.typeName}}` : "no schema";

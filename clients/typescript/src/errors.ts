@@ -142,6 +142,57 @@ export class InvalidFilter extends InvalidRequest {
   }
 }
 
+/**
+ * The `Schema-Version` the client speaks (`schemaVersions`) names a version a namespace does not
+ * have, or a namespace with no definition (HTTP 400 `unknown_schema_version`): the message names it.
+ * Nothing was read or written.
+ */
+export class UnknownSchemaVersion extends InvalidRequest {
+  override name = "UnknownSchemaVersion";
+}
+
+/**
+ * A value written in an older definition version (`schemaVersions`) that its migration steps cannot
+ * bring to the newest, such as a rename onto a member the value has as well (HTTP 422
+ * `migration_failed`). `path` is the item's path (undefined when not named). Nothing was written.
+ */
+export class MigrationFailed extends InvalidRequest {
+  override name = "MigrationFailed";
+  readonly path: KeyPath | undefined;
+
+  constructor(
+    message: string,
+    code = "migration_failed",
+    status: number | undefined = 422,
+    index?: number,
+    options: { path?: KeyPath | undefined } = {},
+  ) {
+    super(message, code, status, index);
+    this.path = options.path;
+  }
+}
+
+/**
+ * A new namespace definition that would break stored items or clients of older versions, not forced
+ * (HTTP 409 `incompatible_schema`): `problems` lists each one, a sentence (`/plan is required, ...`).
+ * Nothing was stored. Not retried: add `migrate` steps (a default for the new member, say), or force it.
+ */
+export class IncompatibleSchema extends PathDBError {
+  override name = "IncompatibleSchema";
+  readonly problems: readonly string[];
+
+  constructor(
+    message: string,
+    code = "incompatible_schema",
+    status: number | undefined = 409,
+    index?: number,
+    options: { problems?: readonly string[] } = {},
+  ) {
+    super(message, code, status, index);
+    this.problems = [...(options.problems ?? [])];
+  }
+}
+
 /** A token issued for a role that does not exist (HTTP 422 `unknown_role`): create the role first (`putRole`). Nothing was issued. */
 export class UnknownRole extends InvalidRequest {
   override name = "UnknownRole";
@@ -400,6 +451,11 @@ export function errorFor(status: number, code: string, message: string, index?: 
     });
   }
   if (code === "invalid_filter") return new InvalidFilter(message, code, status, index, { position: integerOf(detail.position) });
+  if (code === "migration_failed") return new MigrationFailed(message, code, status, index, { path: pathOf(detail.path) });
+  if (code === "incompatible_schema") {
+    const problems = Array.isArray(detail.problems) ? detail.problems.filter((p): p is string => typeof p === "string") : [];
+    return new IncompatibleSchema(message, code, status, index, { problems });
+  }
   if (status === 401) return new Unauthorized(message, code, status, index, { reason: stringOf(detail.reason) });
   if (status === 403) {
     return new Forbidden(message, code, status, index, { operation: stringOf(detail.operation), path: pathOf(detail.path) });
@@ -413,6 +469,7 @@ export function errorFor(status: number, code: string, message: string, index?: 
   if (code === "builtin_role") return new BuiltinRole(message, code, status, index);
   if (code === "unknown_role") return new UnknownRole(message, code, status, index);
   if (code === "invalid_role") return new InvalidRole(message, code, status, index);
+  if (code === "unknown_schema_version") return new UnknownSchemaVersion(message, code, status, index);
   if (status === 404) return new NotFound(message, code, status, index);
   if (status === 400 || status === 413 || status === 415 || status === 422) {
     return new InvalidRequest(message, code, status, index);

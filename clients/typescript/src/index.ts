@@ -69,10 +69,12 @@ export {
   Conflict,
   DestinationNotEmpty,
   Forbidden,
+  IncompatibleSchema,
   InsufficientStorage,
   InvalidFilter,
   InvalidRequest,
   InvalidRole,
+  MigrationFailed,
   NotFound,
   NotPathDB,
   OutcomeUnknown,
@@ -85,6 +87,7 @@ export {
   Unauthorized,
   Unavailable,
   UnknownRole,
+  UnknownSchemaVersion,
 } from "./errors.js";
 export type { Violation } from "./errors.js";
 export { Desc, INT_MAX, INT_MIN, InvalidKeyPath, KeyPath, Uuid, formatId, toPath } from "./keypath.js";

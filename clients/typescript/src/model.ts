@@ -25,6 +25,12 @@ export interface Item<T = unknown> {
   readonly modifiedAtMicros: number;
   readonly expiresAtMicros: number | null;
   readonly alias?: KeyPath;
+  /**
+   * The definition version of its namespace the value is in: the one the client speaks
+   * (`schemaVersions`), else the newest; absent for a namespace without a definition
+   * (docs/migrations.md).
+   */
+  readonly schemaVersion?: number;
 }
 
 /**

@@ -92,6 +92,66 @@ test("generate: index.ts and a module per namespace with a schema", async () => 
   assert.match(index, /Posts \*\\\/ with a comment's end/);
 });
 
+test("SCHEMA_VERSIONS, and createClient that speaks them: type-checked and run", async () => {
+  const file = bundle("versions.json", [
+    definition("user", { type: "object" }, { version: 1 }),
+    definition("order", POST, { version: 3 }),
+    definition("audit", null, { history: 5, version: 2 }),
+    { namespace: "legacy", schema: null }, // from before versions: none
+  ]);
+  const out = join(work, "versions");
+  const client = fileURLToPath(new URL("../src/index.js", import.meta.url));
+  await generate(file, out, client);
+  const index = join(out, "index.ts");
+  const code = readFileSync(index, "utf8");
+  assert.match(code, /^export const SCHEMA_VERSIONS = \{ audit: 2, order: 3, user: 1 \} as const;$/m);
+  assert.match(code, /^export function createClient\(url: string, options: Omit<pathdb\.ClientOptions, "schemaVersions"> = \{\}\): pathdb\.Client \{$/m);
+  // A program that uses them type-checks as strictly as the client: the versions are literal types.
+  writeFileSync(
+    join(out, "use.ts"),
+    [
+      'import { SCHEMA_VERSIONS, createClient } from "./index.js";',
+      "const user: 1 = SCHEMA_VERSIONS.user;",
+      "const order: 3 = SCHEMA_VERSIONS.order;",
+      'export const db = createClient("http://db", { token: "t", retries: 0 });',
+      "export const versions = [user, order, db.schemaVersions];",
+    ].join("\n"),
+  );
+  const program = ts.createProgram([join(out, "use.ts")], {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    strict: true,
+    noUncheckedIndexedAccess: true,
+    exactOptionalPropertyTypes: true,
+    noEmit: true,
+    types: [],
+    lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
+    skipLibCheck: true,
+  });
+  assert.deepEqual(ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n")), []);
+  const js = ts.transpileModule(code, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ES2022 } }).outputText;
+  writeFileSync(join(out, "index.mjs"), js);
+  const gen = (await import(pathToFileURL(join(out, "index.mjs")).href)) as {
+    SCHEMA_VERSIONS: Record<string, number>;
+    createClient: (url: string, options?: Record<string, unknown>) => { schemaVersions: unknown; get(path: string): Promise<unknown> };
+  };
+  assert.deepEqual(gen.SCHEMA_VERSIONS, { audit: 2, order: 3, user: 1 });
+  const sent: (string | null)[] = [];
+  const answer = (async (_url: unknown, init?: RequestInit) => {
+    sent.push(new Headers(init?.headers).get("Schema-Version"));
+    return new Response('{"error": {"code": "not_found", "message": "none"}}', { status: 404, headers: { "Content-Type": "application/json" } });
+  }) as typeof fetch;
+  const db = gen.createClient("http://db", { fetch: answer });
+  assert.deepEqual(db.schemaVersions, { audit: 2, order: 3, user: 1 });
+  assert.equal(await db.get("/user-1"), null);
+  assert.deepEqual(sent, ["audit=2, order=3, user=1"]);
+  assert.throws(() => readBundle(bundle("bad-version.json", [definition("user", null, { version: 0 })])), /the version of "user" is not 1, 2/);
+  // A namespace named __proto__ is a key of its own, not the object's prototype.
+  await generate(bundle("proto.json", [definition("__proto__", null, { version: 4 })]), join(work, "proto"), client);
+  assert.match(readFileSync(join(work, "proto", "index.ts"), "utf8"), /SCHEMA_VERSIONS = \{ \["__proto__"\]: 4 \} as const;/);
+});
+
 test("a new run replaces only its own files", async () => {
   const file = bundle("again.json", [definition("post", POST), definition("user", true)]);
   const out = join(work, "again");

@@ -19,6 +19,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import (
     Any,
     Awaitable,
@@ -52,7 +53,7 @@ from ._errors import (
     error_for,
     not_pathdb,
 )
-from ._keypath import KeyPath, PathLike, format_id, to_path
+from ._keypath import KeyPath, PathLike, _check_namespace, format_id, to_path
 from ._model import (
     AliasTemplate,
     Fields,
@@ -920,12 +921,34 @@ class _Pages:
         return out
 
 
+def schema_version_header(versions: Mapping[str, int]) -> Optional[str]:
+    """The `Schema-Version` header that speaks `versions` (`{"user": 1, "order": 3}` ->
+    `user=1, order=3`), or None for none (the server's newest of every namespace). Raises
+    `ValueError` for a name that is not a namespace or a version that is not 1, 2, ..."""
+    parts = []
+    for namespace, version in versions.items():
+        if not isinstance(namespace, str) or _check_namespace(namespace) is not None:
+            raise ValueError(f"schema_versions: {namespace!r} is not a namespace")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError(
+                f"schema_versions: the version of {namespace} is {version!r}, not 1, 2, ..."
+            )
+        parts.append(f"{namespace}={version}")
+    return ", ".join(parts) if parts else None
+
+
 class _Base:
     """What both clients hold, without I/O: the server's address and headers, the retry policy
     (which `_Running` follows) and the timeouts."""
 
     def __init__(
-        self, url: str, token: Optional[str], retries: int, backoff: float, timeout: float
+        self,
+        url: str,
+        token: Optional[str],
+        retries: int,
+        backoff: float,
+        timeout: float,
+        schema_versions: Optional[Mapping[str, int]] = None,
     ) -> None:
         if retries < 0 or backoff < 0:
             raise ValueError("retries and backoff cannot be negative")
@@ -933,9 +956,14 @@ class _Base:
         self.retries = retries
         self.backoff = backoff
         self.timeout = timeout
+        # Read-only: the header is made once, here.
+        self.schema_versions: Mapping[str, int] = MappingProxyType(dict(schema_versions or {}))
         self._headers: Dict[str, str] = {"Accept": "application/json"}
         if token is not None:
             self._headers["Authorization"] = f"Bearer {token}"
+        header = schema_version_header(self.schema_versions)
+        if header is not None:
+            self._headers["Schema-Version"] = header
 
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with full jitter."""
@@ -949,7 +977,6 @@ class _Base:
         if request.wait is None:
             return httpx.USE_CLIENT_DEFAULT
         return self.timeout + request.wait
-
 
     def _request_args(self, request: _Request) -> Dict[str, Any]:
         """The arguments of `httpx.Client.request` (and `httpx.AsyncClient.request`)."""

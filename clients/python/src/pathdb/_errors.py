@@ -133,6 +133,50 @@ class InvalidFilter(InvalidRequest):
         self.position = position
 
 
+class UnknownSchemaVersion(InvalidRequest):
+    """The `Schema-Version` the client speaks (`schema_versions`) names a version a namespace
+    does not have, or a namespace with no definition (HTTP 400 `unknown_schema_version`):
+    `message` names it. Nothing was read or written."""
+
+
+class MigrationFailed(InvalidRequest):
+    """A value written in an older definition version (`schema_versions`) that its migration
+    steps cannot bring to the newest, such as a rename onto a member the value has as well
+    (HTTP 422 `migration_failed`). `path` is the item's path (None when not named). Nothing was
+    written."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "migration_failed",
+        status: Optional[int] = 422,
+        index: Optional[int] = None,
+        path: Optional[KeyPath] = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, index=index)
+        self.path = path
+
+
+class IncompatibleSchema(PathDBError):
+    """A new namespace definition that would break stored items or clients of older versions,
+    not forced (HTTP 409 `incompatible_schema`): `problems` lists each one, a sentence (`/plan
+    is required, ...`). Nothing was stored. Not retried: add `migrate` steps (a default for the
+    new member, say), or force it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "incompatible_schema",
+        status: Optional[int] = 409,
+        index: Optional[int] = None,
+        problems: Optional[List[str]] = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, index=index)
+        self.problems: List[str] = list(problems or [])
+
+
 class UnknownRole(InvalidRequest):
     """A token issued for a role that does not exist (HTTP 422 `unknown_role`): create the role
     first (`put_role`). Nothing was issued."""
@@ -393,6 +437,17 @@ def error_for(
         return InvalidFilter(
             message, status=status, index=index, position=_int(detail.get("position"))
         )
+    if code == "migration_failed":
+        return MigrationFailed(message, status=status, index=index, path=_path(detail.get("path")))
+    if code == "incompatible_schema":
+        problems = detail.get("problems")
+        listed = problems if isinstance(problems, list) else []
+        return IncompatibleSchema(
+            message,
+            status=status,
+            index=index,
+            problems=[p for p in listed if isinstance(p, str)],
+        )
     if status == 401:
         return Unauthorized(
             message, code=code, status=status, index=index, reason=_str(detail.get("reason"))
@@ -424,6 +479,8 @@ def error_for(
         kind = UnknownRole
     elif code == "invalid_role":
         kind = InvalidRole
+    elif code == "unknown_schema_version":
+        kind = UnknownSchemaVersion
     elif status == 404:
         kind = NotFound
     elif status in (400, 413, 415, 422):

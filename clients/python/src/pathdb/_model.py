@@ -42,6 +42,10 @@ def _time(micros: Optional[int]) -> Optional[datetime]:
     return _EPOCH + timedelta(microseconds=micros)
 
 
+def _optional_int(value: Any) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def check_filter(filter: Optional[str]) -> Optional[str]:
     """A filter as the wire takes it (a CEL expression's text, docs/filters.md), or None. The
     server checks the expression itself (`InvalidFilter`)."""
@@ -81,7 +85,11 @@ class Item(Generic[V]):
 
     `alias` is the alias path the item was read through (a `get` of an alias path), or listed
     or fed under (a listing or change feed of an alias prefix); None otherwise. `path` is
-    always the item's own (docs/aliases.md)."""
+    always the item's own (docs/aliases.md).
+
+    `schema_version` is the definition version of its namespace the value is in: the one the
+    client speaks (`schema_versions`), else the newest; None for a namespace without a
+    definition (docs/migrations.md)."""
 
     path: KeyPath
     version: int
@@ -90,6 +98,7 @@ class Item(Generic[V]):
     modified_at: datetime
     expires_at: Optional[datetime]
     alias: Optional[KeyPath] = None
+    schema_version: Optional[int] = None
 
     @classmethod
     def from_wire(cls, body: Dict[str, Any]) -> Item:
@@ -106,6 +115,7 @@ class Item(Generic[V]):
             modified_at=modified,
             expires_at=_time(body.get("expires_at")),
             alias=None if alias is None else KeyPath.parse(alias),
+            schema_version=_optional_int(body.get("schema_version")),
         )
 
 

@@ -13,7 +13,13 @@ and runs this with OUT_DIR = DIR. OUT_DIR becomes a package (import it by its di
   (`{parent}/post`, every post under `parent`), which return `pathdb.KeyPath`s;
   for every alias template of a namespace, a function that fills it in and returns the alias
   path's text (`user_alias_email(email)` for the template `/email-{email}` of `user`; see
-  `alias_function_name`); `NAMESPACES`, the names of the bundle.
+  `alias_function_name`); `NAMESPACES`, the names of the bundle; `SCHEMA_VERSIONS`, the
+  definition version each namespace's types were generated from (each definition's `version`,
+  which `pathdb --schema-version user=1 codegen python` chooses), and `create_client(url, ...)`
+  and `create_async_client(url, ...)`, a `pathdb.Client` and a `pathdb.AsyncClient` that speak
+  them (`schema_versions=SCHEMA_VERSIONS`): the server answers them values in those versions'
+  shapes and brings their writes forward, so code built against these types keeps working
+  after a namespace's next version ships (docs/migrations.md).
 - `OUT_DIR/namespaces/<namespace>.py`: a namespace's types, made by datamodel-code-generator as
   `TypedDict`s (`Literal`s for enums): the value type and its named parts (`$defs`, titled
   subschemas). A schema `true` is `Any`; `false`, `NoReturn`.
@@ -107,6 +113,7 @@ class Namespace:
     type_name: str
     module: str
     aliases: Tuple[Alias, ...] = ()
+    version: Optional[int] = None  # the definition version; None in a bundle without it
 
 
 def type_name(namespace: str) -> str:
@@ -331,6 +338,11 @@ def read_bundle(path: Path) -> List[Namespace]:
         if schema is not None and not isinstance(schema, (dict, bool)):
             raise CodegenError(f"{path}: the schema of {name!r} is neither an object nor a bool")
         description = definition.get("description")
+        version = definition.get("version")
+        if version is not None and (
+            isinstance(version, bool) or not isinstance(version, int) or version < 1
+        ):
+            raise CodegenError(f"{path}: the version of {name!r} is not 1, 2, ...: {version!r}")
         namespace = Namespace(
             name=name,
             schema=schema,
@@ -338,6 +350,7 @@ def read_bundle(path: Path) -> List[Namespace]:
             type_name=type_name(name),
             module=module_name(name),
             aliases=_read_aliases(path, name, definition, schema),
+            version=version,
         )
         other = seen_types.get(namespace.type_name)
         if other is not None:
@@ -355,7 +368,12 @@ def read_bundle(path: Path) -> List[Namespace]:
 def _check_names(namespaces: Sequence[Namespace]) -> None:
     """Raises `CodegenError` when two things generated would have one name (an alias function
     and a path builder, say)."""
-    owners: Dict[str, str] = {"NAMESPACES": "the list of namespaces"}
+    owners: Dict[str, str] = {
+        "NAMESPACES": "the list of namespaces",
+        "SCHEMA_VERSIONS": "the schema versions",
+        "create_client": "the client helper",
+        "create_async_client": "the asyncio client helper",
+    }
     for n in namespaces:
         names = [(n.type_name, f"the type of {n.name!r}")] if n.schema is not None else []
         names += [(f"{n.name}_path", f"the path builder of {n.name!r}")]
@@ -488,16 +506,42 @@ def render_init(namespaces: Sequence[Namespace], bundle_name: str) -> str:
     ]
     for n in typed:
         lines.append(f"from .namespaces.{n.module} import {n.type_name} as {n.type_name}")
-    exported = [n.type_name for n in typed] + ["NAMESPACES"]
+    exported = [n.type_name for n in typed] + ["NAMESPACES", "SCHEMA_VERSIONS"]
+    exported += ["create_client", "create_async_client"]
     for n in namespaces:
         exported += [f"{n.name}_path", f"{n.name}_prefix"] + [a.function for a in n.aliases]
     if any(isinstance(p.id, uuid.UUID) for n in namespaces for a in n.aliases for p in a.parts):
         lines.insert(lines.index("import typing as _typing") + 1, "import uuid as _uuid")
     lines += ["", "__all__ = ["] + [f'    "{name}",' for name in exported] + ["]", ""]
     names = ", ".join(json.dumps(n.name) for n in namespaces)
+    versions = ", ".join(
+        f"{json.dumps(n.name)}: {n.version}" for n in namespaces if n.version is not None
+    )
     lines += [
         f"NAMESPACES: _typing.Tuple[str, ...] = ({names}{',' if len(namespaces) == 1 else ''})",
         '"""The namespaces of the bundle, in name order."""',
+        "",
+        f"SCHEMA_VERSIONS: dict[str, int] = {{{versions}}}",
+        '"""The definition version of each namespace that these types were generated from: what',
+        "`create_client` speaks (`Schema-Version`), so the server reads and writes its values in",
+        'these shapes even after a newer version of a namespace ships."""',
+        "",
+        "",
+        "def create_client(",
+        "    url: str, token: _typing.Optional[str] = None, **options: _typing.Any",
+        ") -> _pathdb.Client:",
+        '    """A `pathdb.Client` for the server at `url` that speaks `SCHEMA_VERSIONS`: the values it',
+        "    reads are in the shapes of these types, and what it writes in them is brought forward to",
+        '    the newest version. `options`: those of `pathdb.Client` (`retries`, `timeout`, ...)."""',
+        "    return _pathdb.Client(url, token, schema_versions=SCHEMA_VERSIONS, **options)",
+        "",
+        "",
+        "def create_async_client(",
+        "    url: str, token: _typing.Optional[str] = None, **options: _typing.Any",
+        ") -> _pathdb.AsyncClient:",
+        '    """The asyncio twin of `create_client`: a `pathdb.AsyncClient` that speaks',
+        '    `SCHEMA_VERSIONS`."""',
+        "    return _pathdb.AsyncClient(url, token, schema_versions=SCHEMA_VERSIONS, **options)",
     ]
     for n in namespaces:
         value = f"its value is a `{n.type_name}`" if n.schema is not None else "no schema"
