@@ -17,6 +17,7 @@ mod full_disk;
 mod help;
 mod json;
 mod key;
+mod migrations;
 mod namespaces;
 mod read_only;
 mod scripts;
