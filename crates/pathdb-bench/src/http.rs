@@ -12,6 +12,10 @@
 //! group the load never writes; both reports are printed, and the p50/p99 of each operation side
 //! by side (docs/reliability.md: what followers cost writes).
 //!
+//! `--header NAME:VALUE` (repeatable) adds a header to every PathDB request, the preload's
+//! included: e.g. `Schema-Version: user=1` to read and write as a client of an older namespace
+//! definition version (docs/migrations.md).
+//!
 //! `--target pathdb` speaks PathDB's `/v1` API. `--target dynamodb` sends the same logical mix
 //! to a DynamoDB-compatible server (e.g. dynalite, `scripts/dynalite.sh`) in the DynamoDB JSON
 //! protocol, on a single-table design: partition key `pk = "BENCH#<group>"`, sort key
@@ -24,6 +28,7 @@ use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 use http_body_util::Full;
 use hyper::body::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Method, Request, StatusCode, Uri, header};
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -92,6 +97,11 @@ pub struct HttpArgs {
     /// `/by-1/bench-{@bench}/item-{@item}` gives every item (docs/aliases.md) (--target pathdb).
     #[arg(long, value_name = "PREFIX")]
     get_prefix: Option<String>,
+    /// A header sent with every request, the preload's included (repeat for several), e.g.
+    /// `--header 'Schema-Version: user=1'` to speak an older namespace definition version
+    /// (docs/migrations.md) (--target pathdb).
+    #[arg(long = "header", value_name = "NAME:VALUE", value_parser = parse_header)]
+    headers: Vec<(HeaderName, HeaderValue)>,
     /// DynamoDB table, created if missing (--target dynamodb).
     #[arg(long, default_value = "pathdb-bench")]
     table: String,
@@ -138,6 +148,19 @@ impl std::fmt::Display for Mix {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "get={},put={},list={}", self.get, self.put, self.list)
     }
+}
+
+/// `Name: value` (`--header`): the name before the first colon, the value after it, each
+/// trimmed.
+fn parse_header(text: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| format!("expected NAME:VALUE, got {text:?}"))?;
+    let name = HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| format!("{:?} is not a header name", name.trim()))?;
+    let value = HeaderValue::from_str(value.trim())
+        .map_err(|_| format!("{:?} is not a header value", value.trim()))?;
+    Ok((name, value))
 }
 
 fn parse_mix(text: &str) -> Result<Mix, String> {
@@ -213,6 +236,8 @@ enum Api {
         auth: Option<String>,
         /// What gets put before an item's path (`--get-prefix`), or nothing.
         get_prefix: String,
+        /// Sent with every request (`--header`).
+        headers: Vec<(HeaderName, HeaderValue)>,
     },
     Dynamodb {
         uri: Uri,
@@ -240,6 +265,7 @@ impl Api {
                     .as_deref()
                     .map(|p| p.trim_end_matches('/').to_owned())
                     .unwrap_or_default(),
+                headers: args.headers.clone(),
             },
             Target::Dynamodb => {
                 let (date, day) = amz_date(SystemTime::now());
@@ -266,6 +292,7 @@ impl Api {
                 base,
                 auth,
                 get_prefix,
+                headers,
             } => {
                 let (method, uri, body) = match op {
                     Op::Get => (
@@ -294,6 +321,9 @@ impl Api {
                 }
                 if let Some(auth) = auth {
                     request = request.header(header::AUTHORIZATION, auth);
+                }
+                for (name, value) in headers {
+                    request = request.header(name, value);
                 }
                 request
                     .body(Full::new(body))
@@ -514,6 +544,9 @@ pub fn run(args: HttpArgs, token: Option<String>, json: bool) -> Result<()> {
     }
     if args.members != 2 && args.target != Target::Pathdb {
         bail!("--members shapes a PathDB item's value (--target pathdb)");
+    }
+    if !args.headers.is_empty() && args.target != Target::Pathdb {
+        bail!("--header is sent to a PathDB server (--target pathdb)");
     }
     let value = Arc::new(Value {
         payload: "x".repeat(args.value_bytes),
@@ -889,6 +922,9 @@ impl Report<'_> {
             "list_limit": a.list_limit,
             "value_bytes": a.value_bytes,
             "members": a.members,
+            "headers": a.headers.iter().map(|(n, v)| {
+                format!("{n}: {}", String::from_utf8_lossy(v.as_bytes()))
+            }).collect::<Vec<_>>(),
             "preload_s": self.preload.map(|p| p.as_secs_f64()),
             "sse": if self.follower_failures.is_some() { a.sse } else { 0 },
             "long_polls": if self.follower_failures.is_some() { a.long_polls } else { 0 },
@@ -924,6 +960,53 @@ mod tests {
         assert!(parse_mix("get=0").is_err());
         assert!(parse_mix("scan=5").is_err());
         assert!(parse_mix("get=x").is_err());
+    }
+
+    #[test]
+    fn headers_parse_and_go_with_every_request() {
+        let (name, value) = parse_header(" Schema-Version : user=1 ").expect("a header");
+        assert_eq!(name.as_str(), "schema-version");
+        assert_eq!(value, "user=1");
+        assert_eq!(
+            parse_header("x-a:b:c").expect("a header").1,
+            "b:c",
+            "split at the first colon"
+        );
+        assert!(parse_header("no colon").is_err());
+        assert!(parse_header("bad name: v").is_err());
+        assert!(parse_header("x-a: line\nbreak").is_err());
+
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: HttpArgs,
+        }
+        let mut args = <Cli as clap::Parser>::try_parse_from([
+            "bench",
+            "--url",
+            "http://127.0.0.1:1",
+            "--header",
+            "Schema-Version: user=1",
+            "--header",
+            "x-other: 2",
+        ])
+        .expect("valid args")
+        .args;
+        let api = Api::new(&args, None).expect("an API");
+        let value = Value {
+            payload: String::new(),
+            members: String::new(),
+            list_limit: 1,
+        };
+        for op in OPS {
+            let request = api.request(op, 3, 3, &value);
+            assert_eq!(request.headers()["schema-version"], "user=1", "{op:?}");
+            assert_eq!(request.headers()["x-other"], "2", "{op:?}");
+        }
+        args.headers.clear();
+        let api = Api::new(&args, None).expect("an API");
+        let request = api.request(Op::Get, 3, 3, &value);
+        assert!(request.headers().get("schema-version").is_none());
     }
 
     #[test]
