@@ -236,15 +236,15 @@ impl Compiled {
         if self.chain.is_identity(stored, asked, newest) {
             return Ok(None);
         }
-        let mut value: serde_json::Value = serde_json::from_str(json)
-            .map_err(|e| StorageError::new(format!("stored value of {path} is not JSON"), e))?;
-        self.chain
-            .translate(&mut value, stored, asked, newest, on_conflict)
+        // Members no step touches stay as their text (migrate.rs, `translate_text`).
+        let text = self
+            .chain
+            .translate_text(json, stored, asked, newest, on_conflict)
             .map_err(|c| Error::MigrationFailed {
                 path: path.clone(),
                 reason: c.0,
             })?;
-        Ok(Some(Json::from_value(&value)))
+        text.map(|t| Json::from_stored(t.into_bytes())).transpose()
     }
 }
 
@@ -362,6 +362,16 @@ impl Namespaces {
         &self,
         reader: &R,
     ) -> Result<Arc<Definitions>, Error> {
+        self.current_opening(|| Ok(reader))
+    }
+
+    /// [`Namespaces::current`] with a reader `open` makes only if the copy must be read again:
+    /// a point read that needs no other reader (the definitions for a translation) opens none
+    /// where the copy is never stale (this process the only writer).
+    pub(crate) fn current_opening<R: Reader + ?Sized, O: std::ops::Deref<Target = R>>(
+        &self,
+        open: impl FnOnce() -> Result<O, Error>,
+    ) -> Result<Arc<Definitions>, Error> {
         let Some(every) = self.refresh else {
             return self.copy();
         };
@@ -373,7 +383,7 @@ impl Namespaces {
         if self.read_at()?.elapsed() < every {
             return self.copy();
         }
-        self.replace(reader)
+        self.replace(&*open()?)
     }
 
     /// The alias build records as this store last read them (no read): what the background

@@ -13,11 +13,12 @@
 //! whose member's parent is missing or not an object does nothing (a rename of a missing
 //! member is a no-op), except that a rename makes the objects its target needs, so that no
 //! value is dropped. A value is read in version `a` by going forward from the version it is
-//! stored at to the newest, then backward to `a` ([`Chain::translate`]): the same answer
+//! stored at to the newest, then backward to `a` ([`Chain::translate_text`]): the same answer
 //! whether or not the background rewrite (write/rewrite.rs) has brought the item forward yet.
 
 use crate::model::error::Error;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -332,10 +333,12 @@ impl Chain {
         self.same_shape(stored, newest) && self.same_shape(asked, newest)
     }
 
-    /// `value`, stored at version `stored`, brought forward to `newest` then back to `asked`.
+    /// `value`, stored at version `stored`, brought forward to `newest` then back to `asked`:
+    /// the whole value at once, the reference [`Chain::translate_text`] is checked against.
     ///
     /// # Errors
     /// A [`Conflict`] under [`OnConflict::Refuse`].
+    #[cfg(test)]
     pub(crate) fn translate(
         &self,
         value: &mut Value,
@@ -368,6 +371,273 @@ impl Chain {
             // Stored values: the renamed member wins, as on a read.
             let _ = step.forward(value, OnConflict::Replace);
         }
+    }
+}
+
+/// An object's members as a translation holds them (`Chain::translate_text`): each kept as its
+/// stored text until a step needs its value, so that a step on one member costs that member,
+/// not a parse and a rewrite of the whole value (docs/benchmarks.md, "Schema migrations").
+struct Members<'a>(Vec<(String, Member<'a>)>);
+
+enum Member<'a> {
+    /// As stored.
+    Raw(&'a RawValue),
+    /// Made or changed by a step.
+    Value(Value),
+}
+
+impl Member<'_> {
+    fn into_value(self) -> Value {
+        match self {
+            // Stored text is valid JSON (checked when written).
+            Member::Raw(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            Member::Value(value) => value,
+        }
+    }
+
+    fn is_str(&self, text: &str) -> bool {
+        match self {
+            Member::Raw(raw) => {
+                raw.get().starts_with('"')
+                    && serde_json::from_str::<std::borrow::Cow<'_, str>>(raw.get())
+                        .is_ok_and(|s| s == text)
+            }
+            Member::Value(value) => value.as_str() == Some(text),
+        }
+    }
+}
+
+impl<'a> Members<'a> {
+    /// The members of `text`, if it is an object.
+    fn parse(text: &'a str) -> Option<Members<'a>> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Vec<(String, Member<'de>)>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some((name, raw)) = map.next_entry::<String, &'de RawValue>()? {
+                    out.push((name, Member::Raw(raw)));
+                }
+                Ok(out)
+            }
+        }
+        let mut de = serde_json::Deserializer::from_str(text);
+        serde::Deserializer::deserialize_map(&mut de, Visit)
+            .ok()
+            .map(Members)
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        self.0.iter().position(|(n, _)| n == name)
+    }
+
+    /// Removes a member, keeping the others' order.
+    fn take(&mut self, name: &str) -> Option<Member<'a>> {
+        self.position(name).map(|at| self.0.remove(at).1)
+    }
+
+    /// Sets a member: in its place if it is there, else last (as `serde_json::Map::insert`).
+    fn put(&mut self, name: &str, member: Member<'a>) {
+        match self.position(name) {
+            Some(at) => self.0[at].1 = member,
+            None => self.0.push((name.to_owned(), member)),
+        }
+    }
+
+    /// Runs `step` on the members it names, as values (a step into nested members).
+    fn through_values(
+        &mut self,
+        step: &Compiled,
+        apply: impl FnOnce(&Compiled, &mut Value) -> Result<(), Conflict>,
+    ) -> Result<(), Conflict> {
+        let mut names: Vec<&str> = step
+            .pointers()
+            .filter_map(|p| p.first())
+            .map(String::as_str)
+            .collect();
+        names.dedup();
+        let mut object = Map::new();
+        let mut held = Vec::new();
+        for name in names {
+            if let Some(member) = self.take_keeping_place(name) {
+                object.insert(name.to_owned(), member.into_value());
+                held.push(name.to_owned());
+            }
+        }
+        let mut value = Value::Object(object);
+        apply(step, &mut value)?;
+        let Value::Object(mut object) = value else {
+            return Ok(());
+        };
+        // Back in place; a member the step removed leaves its place; a new one goes last.
+        for name in held {
+            match object.shift_remove(&name) {
+                Some(value) => self.put(&name, Member::Value(value)),
+                None => {
+                    self.take(&name);
+                }
+            }
+        }
+        for (name, value) in object {
+            self.put(&name, Member::Value(value));
+        }
+        Ok(())
+    }
+
+    /// The member's value, leaving a placeholder in its place (put back by `put`).
+    fn take_keeping_place(&mut self, name: &str) -> Option<Member<'a>> {
+        let at = self.position(name)?;
+        Some(std::mem::replace(
+            &mut self.0[at].1,
+            Member::Value(Value::Null),
+        ))
+    }
+
+    fn write(&self, capacity: usize) -> String {
+        let mut out = String::with_capacity(capacity + 16);
+        out.push('{');
+        for (i, (name, member)) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            // A string always serializes.
+            out.push_str(&serde_json::to_string(name).unwrap_or_default());
+            out.push(':');
+            match member {
+                Member::Raw(raw) => out.push_str(raw.get()),
+                Member::Value(value) => out.push_str(&value.to_string()),
+            }
+        }
+        out.push('}');
+        out
+    }
+}
+
+impl Compiled {
+    /// Its pointers.
+    fn pointers(&self) -> impl Iterator<Item = &Pointer> {
+        let (a, b) = match self {
+            Compiled::Rename { from, to } => (from, Some(to)),
+            Compiled::Add { path, .. }
+            | Compiled::Remove { path, .. }
+            | Compiled::RenameValue { path, .. } => (path, None),
+        };
+        std::iter::once(a).chain(b)
+    }
+
+    /// [`Compiled::forward`] on an object's members.
+    fn forward_members(
+        &self,
+        m: &mut Members<'_>,
+        on_conflict: OnConflict,
+    ) -> Result<(), Conflict> {
+        match self {
+            Compiled::Rename { from, to } if from.len() == 1 && to.len() == 1 => {
+                let Some(moved) = m.take(&from[0]) else {
+                    return Ok(());
+                };
+                if on_conflict == OnConflict::Refuse && m.position(&to[0]).is_some() {
+                    return Err(Conflict(format!(
+                        "the value has both {} and {}, which a rename makes one",
+                        show(from),
+                        show(to)
+                    )));
+                }
+                m.put(&to[0], moved);
+            }
+            Compiled::Add { path, default } if path.len() == 1 => {
+                if m.position(&path[0]).is_none() {
+                    m.put(&path[0], Member::Value(default.clone()));
+                }
+            }
+            Compiled::Remove { path, .. } if path.len() == 1 => {
+                m.take(&path[0]);
+            }
+            Compiled::RenameValue { path, from, to } if path.len() == 1 => {
+                if m.position(&path[0])
+                    .is_some_and(|at| m.0[at].1.is_str(from))
+                {
+                    m.put(&path[0], Member::Value(Value::String(to.clone())));
+                }
+            }
+            deeper => m.through_values(deeper, |step, value| step.forward(value, on_conflict))?,
+        }
+        Ok(())
+    }
+
+    /// [`Compiled::backward`] on an object's members.
+    fn backward_members(&self, m: &mut Members<'_>) {
+        match self {
+            Compiled::Rename { from, to } if from.len() == 1 && to.len() == 1 => {
+                if let Some(moved) = m.take(&to[0]) {
+                    m.put(&from[0], moved);
+                }
+            }
+            Compiled::Add { path, .. } if path.len() == 1 => {
+                m.take(&path[0]);
+            }
+            Compiled::Remove { path, read_default } if path.len() == 1 => {
+                if let Some(default) = read_default
+                    && m.position(&path[0]).is_none()
+                {
+                    m.put(&path[0], Member::Value(default.clone()));
+                }
+            }
+            Compiled::RenameValue { path, from, to } if path.len() == 1 => {
+                if m.position(&path[0]).is_some_and(|at| m.0[at].1.is_str(to)) {
+                    m.put(&path[0], Member::Value(Value::String(from.clone())));
+                }
+            }
+            deeper => {
+                // Backward steps never conflict.
+                let _ = m.through_values(deeper, |step, value| {
+                    step.backward(value);
+                    Ok(())
+                });
+            }
+        }
+    }
+}
+
+impl Chain {
+    /// The translation on JSON text: the text of `json` (stored at `stored`) in version
+    /// `asked`, members no step touches copied as they are; `None` when it reads the same (not
+    /// an object: every step names a member).
+    ///
+    /// # Errors
+    /// A [`Conflict`] under [`OnConflict::Refuse`].
+    pub(crate) fn translate_text(
+        &self,
+        json: &str,
+        stored: u64,
+        asked: u64,
+        newest: u64,
+        on_conflict: OnConflict,
+    ) -> Result<Option<String>, Conflict> {
+        let Some(mut members) = Members::parse(json) else {
+            return Ok(None);
+        };
+        if stored < newest {
+            for (_, steps) in self.steps.range(stored + 1..=newest) {
+                for step in steps {
+                    step.forward_members(&mut members, on_conflict)?;
+                }
+            }
+        }
+        if asked < newest {
+            for (_, steps) in self.steps.range(asked + 1..=newest).rev() {
+                for step in steps.iter().rev() {
+                    step.backward_members(&mut members);
+                }
+            }
+        }
+        Ok(Some(members.write(json.len())))
     }
 }
 
@@ -478,6 +748,84 @@ mod tests {
             .expect("ok");
         // The rename makes the objects its target needs; `/x` is missing, so no add.
         assert_eq!(value, json!({"a": {}, "s": 5, "c": {"d": 7}}));
+    }
+
+    /// The text translation (members kept as text) answers what the value translation does,
+    /// and refuses what it refuses, on random values and random chains.
+    #[test]
+    fn text_and_value_translations_agree() {
+        use proptest::prelude::*;
+        let member = || prop_oneof![Just("a"), Just("b"), Just("c"), Just("d")];
+        let pointer =
+            || prop::collection::vec(member(), 1..3).prop_map(|p| format!("/{}", p.join("/")));
+        let leaf = prop_oneof![
+            Just(json!("x")),
+            Just(json!("y")),
+            Just(json!(1)),
+            Just(json!(2.5e3)),
+            Just(json!(null)),
+            Just(json!([1, "x"]))
+        ];
+        let value = leaf.prop_recursive(3, 16, 4, move |inner| {
+            prop::collection::btree_map(member().prop_map(str::to_owned), inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect()))
+        });
+        let step = prop_oneof![
+            (pointer(), pointer()).prop_map(|(from, to)| json!({"op": "rename", "from": from, "to": to})),
+            (pointer(), value.clone()).prop_map(|(path, d)| json!({"op": "add", "path": path, "default": d})),
+            (pointer(), prop::option::of(value.clone())).prop_map(|(path, d)| match d {
+                Some(d) => json!({"op": "remove", "path": path, "read_default": d}),
+                None => json!({"op": "remove", "path": path}),
+            }),
+            (pointer(), prop_oneof![Just("x"), Just("y")], prop_oneof![Just("x"), Just("y"), Just("z")])
+                .prop_map(|(path, from, to)| json!({"op": "rename_value", "path": path, "from": from, "to": to})),
+        ];
+        let steps = prop::collection::vec(prop::collection::vec(step, 0..4), 1..4);
+        let root = prop::collection::btree_map(member().prop_map(str::to_owned), value, 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().collect()));
+        let mut runner = proptest::test_runner::TestRunner::default();
+        runner
+            .run(
+                &(steps, root, 0u64..4, 1u64..4, any::<bool>()),
+                |(versions, root, stored, asked, refuse)| {
+                    let mut chain = Chain::default();
+                    for (i, steps) in versions.iter().enumerate() {
+                        let compiled: Vec<Compiled> = steps
+                            .iter()
+                            .filter_map(|s| {
+                                serde_json::from_value::<Step>(s.clone())
+                                    .ok()?
+                                    .compile()
+                                    .ok()
+                            })
+                            .collect();
+                        chain.insert(i as u64 + 1, compiled);
+                    }
+                    let newest = versions.len() as u64;
+                    let (stored, asked) = (stored.min(newest), asked.min(newest));
+                    let on_conflict = if refuse {
+                        OnConflict::Refuse
+                    } else {
+                        OnConflict::Replace
+                    };
+                    let mut by_value = root.clone();
+                    let value = chain.translate(&mut by_value, stored, asked, newest, on_conflict);
+                    let text =
+                        chain.translate_text(&root.to_string(), stored, asked, newest, on_conflict);
+                    match (value, text) {
+                        (Ok(()), Ok(Some(text))) => {
+                            let by_text: Value = serde_json::from_str(&text).expect("JSON");
+                            prop_assert_eq!(&by_text, &by_value);
+                            // Member order too.
+                            prop_assert_eq!(text, by_value.to_string());
+                        }
+                        (Err(a), Err(b)) => prop_assert_eq!(a, b),
+                        (a, b) => prop_assert!(false, "value {:?}, text {:?}", a, b),
+                    }
+                    Ok(())
+                },
+            )
+            .expect("agree");
     }
 
     #[test]

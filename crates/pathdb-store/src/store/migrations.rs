@@ -19,7 +19,11 @@ use std::time::Duration;
 impl<B: Backend> Store<B> {
     /// The store's copy of the definitions, as fresh as a write's.
     pub(crate) fn definitions(&self) -> Result<Arc<Definitions>, Error> {
-        self.db.namespaces.current(&self.db.backend.reader()?)
+        // A reader only if the copy must be read again (a redb read transaction per get
+        // otherwise: 11% of a get's instructions).
+        self.db
+            .namespaces
+            .current_opening(|| Ok(Box::new(self.db.backend.reader()?)))
     }
 
     /// Fails with [`Error::UnknownSchemaVersion`] unless every namespace `versions` names has
