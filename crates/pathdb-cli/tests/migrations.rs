@@ -22,7 +22,11 @@ fn items() -> usize {
 
 /// Item `i` as version 1 wrote it.
 fn v1(i: usize) -> Value {
-    let status = if i.is_multiple_of(3) { "shipped" } else { "new" };
+    let status = if i.is_multiple_of(3) {
+        "shipped"
+    } else {
+        "new"
+    };
     json!({"name": format!("u{i}"), "status": status, "legacy": i % 7})
 }
 
