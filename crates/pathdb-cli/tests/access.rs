@@ -380,6 +380,9 @@ fn cases(list_token: &str) -> Vec<Case> {
         case("GET", "/v1/namespaces", [2, 2, 2, 2, 2, 401]),
         case("GET", "/v1/namespaces/doc", [2, 2, 2, 2, 2, 401]),
         case("GET", "/v1/namespaces/doc/violations", [403, 403, 403, 403, 2, 401]),
+        // Kept definition versions: as public to readers as the definition.
+        case("GET", "/v1/namespaces/doc/versions", [2, 2, 2, 2, 2, 401]),
+        case("GET", "/v1/namespaces/doc/versions/1", [2, 2, 2, 2, 2, 401]),
         case("GET", "/ui/", [2, 2, 2, 2, 2, 2]),
         case("GET", "/metrics", [2, 2, 2, 2, 2, 401]),
         // Administration.

@@ -80,6 +80,12 @@ impl Json {
             })
     }
 
+    /// JSON text the store made itself from valid JSON (a translated value): kept without a
+    /// check, and without a copy when `text` has no spare capacity.
+    pub(crate) fn from_string(text: String) -> Json {
+        Json(text.into_boxed_str())
+    }
+
     /// [`Json::from_stored`] from borrowed bytes: one allocation, of the exact size.
     pub(crate) fn from_stored_slice(bytes: &[u8]) -> Result<Json, Error> {
         std::str::from_utf8(bytes)

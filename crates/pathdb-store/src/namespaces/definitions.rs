@@ -244,7 +244,7 @@ impl Compiled {
                 path: path.clone(),
                 reason: c.0,
             })?;
-        text.map(|t| Json::from_stored(t.into_bytes())).transpose()
+        Ok(text.map(Json::from_string))
     }
 }
 

@@ -377,7 +377,33 @@ impl Chain {
 /// An object's members as a translation holds them (`Chain::translate_text`): each kept as its
 /// stored text until a step needs its value, so that a step on one member costs that member,
 /// not a parse and a rewrite of the whole value (docs/benchmarks.md, "Schema migrations").
-struct Members<'a>(Vec<(String, Member<'a>)>);
+struct Members<'a>(Vec<(std::borrow::Cow<'a, str>, Member<'a>)>);
+
+/// A string deserialized from text, borrowed from it where it has no escapes (serde's own
+/// `Cow<str>` always copies).
+struct Borrowed<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Borrowed<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Borrowed<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(Borrowed(std::borrow::Cow::Borrowed(text)))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Borrowed(std::borrow::Cow::Owned(text.to_owned())))
+            }
+            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+                Ok(Borrowed(std::borrow::Cow::Owned(text)))
+            }
+        }
+        d.deserialize_str(Visit)
+    }
+}
 
 enum Member<'a> {
     /// As stored.
@@ -399,8 +425,7 @@ impl Member<'_> {
         match self {
             Member::Raw(raw) => {
                 raw.get().starts_with('"')
-                    && serde_json::from_str::<std::borrow::Cow<'_, str>>(raw.get())
-                        .is_ok_and(|s| s == text)
+                    && serde_json::from_str::<Borrowed<'_>>(raw.get()).is_ok_and(|s| s.0 == text)
             }
             Member::Value(value) => value.as_str() == Some(text),
         }
@@ -412,7 +437,7 @@ impl<'a> Members<'a> {
     fn parse(text: &'a str) -> Option<Members<'a>> {
         struct Visit;
         impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Vec<(String, Member<'de>)>;
+            type Value = Vec<(std::borrow::Cow<'de, str>, Member<'de>)>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("an object")
             }
@@ -421,8 +446,10 @@ impl<'a> Members<'a> {
                 mut map: A,
             ) -> Result<Self::Value, A::Error> {
                 let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
-                while let Some((name, raw)) = map.next_entry::<String, &'de RawValue>()? {
-                    out.push((name, Member::Raw(raw)));
+                // Names borrowed from the text where they have no escapes.
+                while let Some(name) = map.next_key::<Borrowed<'de>>()? {
+                    let raw: &'de RawValue = map.next_value()?;
+                    out.push((name.0, Member::Raw(raw)));
                 }
                 Ok(out)
             }
@@ -446,7 +473,9 @@ impl<'a> Members<'a> {
     fn put(&mut self, name: &str, member: Member<'a>) {
         match self.position(name) {
             Some(at) => self.0[at].1 = member,
-            None => self.0.push((name.to_owned(), member)),
+            None => self
+                .0
+                .push((std::borrow::Cow::Owned(name.to_owned()), member)),
         }
     }
 
@@ -499,24 +528,71 @@ impl<'a> Members<'a> {
         ))
     }
 
-    fn write(&self, capacity: usize) -> String {
-        let mut out = String::with_capacity(capacity + 16);
+    /// The object's text, allocated once at its exact length (so that the `Box<str>` a
+    /// [`Json`](crate::model::item::Json) keeps takes it without a copy).
+    fn write(&self) -> String {
+        // Members a step made: their text first, to know the length.
+        let made: Vec<Option<String>> = self
+            .0
+            .iter()
+            .map(|(_, member)| match member {
+                Member::Raw(_) => None,
+                Member::Value(value) => Some(value.to_string()),
+            })
+            .collect();
+        // Names JSON escapes (rare): their text; the others are written as they are.
+        let names: Vec<Option<String>> = self.0.iter().map(|(name, _)| escaped(name)).collect();
+        let length = 2
+            + self.0.len().saturating_sub(1)
+            + self
+                .0
+                .iter()
+                .zip(&made)
+                .zip(&names)
+                .map(|(((plain, member), made), name)| {
+                    name.as_ref().map_or(plain.len() + 2, String::len)
+                        + 1
+                        + match (member, made) {
+                            (_, Some(text)) => text.len(),
+                            (Member::Raw(raw), None) => raw.get().len(),
+                            (Member::Value(_), None) => 0,
+                        }
+                })
+                .sum::<usize>();
+        let mut out = String::with_capacity(length);
         out.push('{');
-        for (i, (name, member)) in self.0.iter().enumerate() {
+        for (i, (((plain, member), made), name)) in self.0.iter().zip(&made).zip(&names).enumerate()
+        {
             if i > 0 {
                 out.push(',');
             }
-            // A string always serializes.
-            out.push_str(&serde_json::to_string(name).unwrap_or_default());
+            match name {
+                Some(text) => out.push_str(text),
+                None => {
+                    out.push('"');
+                    out.push_str(plain);
+                    out.push('"');
+                }
+            }
             out.push(':');
-            match member {
-                Member::Raw(raw) => out.push_str(raw.get()),
-                Member::Value(value) => out.push_str(&value.to_string()),
+            match (member, made) {
+                (_, Some(text)) => out.push_str(text),
+                (Member::Raw(raw), None) => out.push_str(raw.get()),
+                (Member::Value(_), None) => {}
             }
         }
         out.push('}');
         out
     }
+}
+
+/// A member name's JSON text when it has a character JSON escapes (`None`: it is written
+/// between quotes as it is).
+fn escaped(name: &str) -> Option<String> {
+    name.bytes()
+        .any(|b| b < 0x20 || b == b'"' || b == b'\\')
+        // A string always serializes.
+        .then(|| serde_json::to_string(name).unwrap_or_default())
 }
 
 impl Compiled {
@@ -637,7 +713,7 @@ impl Chain {
                 }
             }
         }
-        Ok(Some(members.write(json.len())))
+        Ok(Some(members.write()))
     }
 }
 
