@@ -20,6 +20,7 @@ use crate::model::error::Error;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// One migration step, as a definition declares it (`{"op": "rename", ...}`).
@@ -306,14 +307,47 @@ fn rename_value(value: &mut Value, pointer: &Pointer, from: &str, to: &str) {
 /// turn values of the version before it into values of `v`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Chain {
-    steps: BTreeMap<u64, Vec<Compiled>>,
+    steps: BTreeMap<u64, Vec<Prepared>>,
+}
+
+/// A step with the JSON text of the values it writes made once (a translation copies them in
+/// as text): an add's default, a remove's read default, a value rename's new string then its
+/// old one.
+#[derive(Clone, Debug)]
+pub(crate) struct Prepared {
+    step: Compiled,
+    texts: [Option<Box<RawValue>>; 2],
+}
+
+impl PartialEq for Prepared {
+    fn eq(&self, other: &Prepared) -> bool {
+        // The texts are made from the step.
+        self.step == other.step
+    }
+}
+
+impl Prepared {
+    fn new(step: Compiled) -> Prepared {
+        let text = |value: &Value| serde_json::value::to_raw_value(value).ok();
+        let texts = match &step {
+            Compiled::Rename { .. } => [None, None],
+            Compiled::Add { default, .. } => [text(default), None],
+            Compiled::Remove { read_default, .. } => [read_default.as_ref().and_then(text), None],
+            Compiled::RenameValue { from, to, .. } => [
+                text(&Value::String(to.clone())),
+                text(&Value::String(from.clone())),
+            ],
+        };
+        Prepared { step, texts }
+    }
 }
 
 impl Chain {
     /// Adds version `version`'s steps.
     pub(crate) fn insert(&mut self, version: u64, steps: Vec<Compiled>) {
         if !steps.is_empty() {
-            self.steps.insert(version, steps);
+            self.steps
+                .insert(version, steps.into_iter().map(Prepared::new).collect());
         }
     }
 
@@ -350,15 +384,15 @@ impl Chain {
         // (A range whose start passes its end would panic.)
         if stored < newest {
             for (_, steps) in self.steps.range(stored + 1..=newest) {
-                for step in steps {
-                    step.forward(value, on_conflict)?;
+                for prepared in steps {
+                    prepared.step.forward(value, on_conflict)?;
                 }
             }
         }
         if asked < newest {
             for (_, steps) in self.steps.range(asked + 1..=newest).rev() {
-                for step in steps.iter().rev() {
-                    step.backward(value);
+                for prepared in steps.iter().rev() {
+                    prepared.step.backward(value);
                 }
             }
         }
@@ -421,11 +455,18 @@ impl Member<'_> {
         }
     }
 
-    fn is_str(&self, text: &str) -> bool {
+    /// Whether it is the string `text` (`json`: its JSON text, compared first).
+    fn is_str(&self, text: &str, json: Option<&RawValue>) -> bool {
         match self {
             Member::Raw(raw) => {
-                raw.get().starts_with('"')
-                    && serde_json::from_str::<Borrowed<'_>>(raw.get()).is_ok_and(|s| s.0 == text)
+                let raw = raw.get();
+                if json.is_some_and(|j| j.get() == raw) {
+                    return true;
+                }
+                // The same string may be written with other escapes.
+                raw.starts_with('"')
+                    && raw.contains('\\')
+                    && serde_json::from_str::<Borrowed<'_>>(raw).is_ok_and(|s| s.0 == text)
             }
             Member::Value(value) => value.as_str() == Some(text),
         }
@@ -470,12 +511,10 @@ impl<'a> Members<'a> {
     }
 
     /// Sets a member: in its place if it is there, else last (as `serde_json::Map::insert`).
-    fn put(&mut self, name: &str, member: Member<'a>) {
-        match self.position(name) {
+    fn put(&mut self, name: Cow<'a, str>, member: Member<'a>) {
+        match self.position(&name) {
             Some(at) => self.0[at].1 = member,
-            None => self
-                .0
-                .push((std::borrow::Cow::Owned(name.to_owned()), member)),
+            None => self.0.push((name, member)),
         }
     }
 
@@ -507,14 +546,14 @@ impl<'a> Members<'a> {
         // Back in place; a member the step removed leaves its place; a new one goes last.
         for name in held {
             match object.shift_remove(&name) {
-                Some(value) => self.put(&name, Member::Value(value)),
+                Some(value) => self.put(Cow::Owned(name), Member::Value(value)),
                 None => {
                     self.take(&name);
                 }
             }
         }
         for (name, value) in object {
-            self.put(&name, Member::Value(value));
+            self.put(Cow::Owned(name), Member::Value(value));
         }
         Ok(())
     }
@@ -606,14 +645,17 @@ impl Compiled {
         };
         std::iter::once(a).chain(b)
     }
+}
 
+impl Prepared {
     /// [`Compiled::forward`] on an object's members.
-    fn forward_members(
-        &self,
-        m: &mut Members<'_>,
+    fn forward_members<'a>(
+        &'a self,
+        m: &mut Members<'a>,
         on_conflict: OnConflict,
     ) -> Result<(), Conflict> {
-        match self {
+        let written = |at: usize| self.texts[at].as_deref().map(Member::Raw);
+        match &self.step {
             Compiled::Rename { from, to } if from.len() == 1 && to.len() == 1 => {
                 let Some(moved) = m.take(&from[0]) else {
                     return Ok(());
@@ -625,49 +667,58 @@ impl Compiled {
                         show(to)
                     )));
                 }
-                m.put(&to[0], moved);
+                m.put(Cow::Borrowed(&to[0]), moved);
             }
-            Compiled::Add { path, default } if path.len() == 1 => {
-                if m.position(&path[0]).is_none() {
-                    m.put(&path[0], Member::Value(default.clone()));
+            Compiled::Add { path, .. } if path.len() == 1 => {
+                if m.position(&path[0]).is_none()
+                    && let Some(default) = written(0)
+                {
+                    m.put(Cow::Borrowed(&path[0]), default);
                 }
             }
             Compiled::Remove { path, .. } if path.len() == 1 => {
                 m.take(&path[0]);
             }
-            Compiled::RenameValue { path, from, to } if path.len() == 1 => {
+            Compiled::RenameValue { path, from, .. } if path.len() == 1 => {
                 if m.position(&path[0])
-                    .is_some_and(|at| m.0[at].1.is_str(from))
+                    .is_some_and(|at| m.0[at].1.is_str(from, self.texts[1].as_deref()))
+                    && let Some(to) = written(0)
                 {
-                    m.put(&path[0], Member::Value(Value::String(to.clone())));
+                    m.put(Cow::Borrowed(&path[0]), to);
                 }
             }
-            deeper => m.through_values(deeper, |step, value| step.forward(value, on_conflict))?,
+            deeper => {
+                m.through_values(deeper, |step, value| step.forward(value, on_conflict))?;
+            }
         }
         Ok(())
     }
 
     /// [`Compiled::backward`] on an object's members.
-    fn backward_members(&self, m: &mut Members<'_>) {
-        match self {
+    fn backward_members<'a>(&'a self, m: &mut Members<'a>) {
+        let written = |at: usize| self.texts[at].as_deref().map(Member::Raw);
+        match &self.step {
             Compiled::Rename { from, to } if from.len() == 1 && to.len() == 1 => {
                 if let Some(moved) = m.take(&to[0]) {
-                    m.put(&from[0], moved);
+                    m.put(Cow::Borrowed(&from[0]), moved);
                 }
             }
             Compiled::Add { path, .. } if path.len() == 1 => {
                 m.take(&path[0]);
             }
-            Compiled::Remove { path, read_default } if path.len() == 1 => {
-                if let Some(default) = read_default
-                    && m.position(&path[0]).is_none()
+            Compiled::Remove { path, .. } if path.len() == 1 => {
+                if m.position(&path[0]).is_none()
+                    && let Some(default) = written(0)
                 {
-                    m.put(&path[0], Member::Value(default.clone()));
+                    m.put(Cow::Borrowed(&path[0]), default);
                 }
             }
-            Compiled::RenameValue { path, from, to } if path.len() == 1 => {
-                if m.position(&path[0]).is_some_and(|at| m.0[at].1.is_str(to)) {
-                    m.put(&path[0], Member::Value(Value::String(from.clone())));
+            Compiled::RenameValue { path, to, .. } if path.len() == 1 => {
+                if m.position(&path[0])
+                    .is_some_and(|at| m.0[at].1.is_str(to, self.texts[0].as_deref()))
+                    && let Some(from) = written(1)
+                {
+                    m.put(Cow::Borrowed(&path[0]), from);
                 }
             }
             deeper => {
@@ -688,9 +739,9 @@ impl Chain {
     ///
     /// # Errors
     /// A [`Conflict`] under [`OnConflict::Refuse`].
-    pub(crate) fn translate_text(
-        &self,
-        json: &str,
+    pub(crate) fn translate_text<'a>(
+        &'a self,
+        json: &'a str,
         stored: u64,
         asked: u64,
         newest: u64,
@@ -701,15 +752,15 @@ impl Chain {
         };
         if stored < newest {
             for (_, steps) in self.steps.range(stored + 1..=newest) {
-                for step in steps {
-                    step.forward_members(&mut members, on_conflict)?;
+                for prepared in steps {
+                    prepared.forward_members(&mut members, on_conflict)?;
                 }
             }
         }
         if asked < newest {
             for (_, steps) in self.steps.range(asked + 1..=newest).rev() {
-                for step in steps.iter().rev() {
-                    step.backward_members(&mut members);
+                for prepared in steps.iter().rev() {
+                    prepared.backward_members(&mut members);
                 }
             }
         }
