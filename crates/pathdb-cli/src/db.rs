@@ -303,14 +303,7 @@ impl<B: Backend> Db for Local<B> {
                 Store::wait_changes_filtered(&self.store, prefix, &token, LIMIT, wait, filter)?
             }
         };
-        let puts = page
-            .changes
-            .iter_mut()
-            .filter_map(|entry| match &mut entry.change {
-                pathdb_store::Change::Put(item) => Some(item),
-                pathdb_store::Change::Delete { .. } => None,
-            });
-        self.store.all_in_versions(puts, &self.speaks)?;
+        self.store.all_in_versions(page.puts_mut(), &self.speaks)?;
         Ok(Changes {
             changes: page
                 .changes

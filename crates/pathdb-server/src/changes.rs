@@ -313,14 +313,7 @@ async fn read<B: Backend>(
             .as_ref()
             .map(|f| (&f.filter, f.readable.as_ref()));
         let mut page = store.changes_filtered(&prefix, Some(&since), limit, filter)?;
-        let puts = page
-            .changes
-            .iter_mut()
-            .filter_map(|entry| match &mut entry.change {
-                pathdb_store::Change::Put(item) => Some(item),
-                pathdb_store::Change::Delete { .. } => None,
-            });
-        store.all_in_versions(puts, &view.speaks.0)?;
+        store.all_in_versions(page.puts_mut(), &view.speaks.0)?;
         Ok(page)
     })
     .await

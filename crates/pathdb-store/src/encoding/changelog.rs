@@ -306,6 +306,19 @@ pub struct ChangePage {
     pub next_token: ChangeToken,
 }
 
+impl ChangePage {
+    /// The items of its puts, to change in place (to put them in another definition version:
+    /// [`Store::all_in_versions`](crate::store::Store::all_in_versions)).
+    pub fn puts_mut(&mut self) -> impl Iterator<Item = &mut Item> {
+        self.changes
+            .iter_mut()
+            .filter_map(|entry| match &mut entry.change {
+                Change::Put(item) => Some(item),
+                Change::Delete { .. } => None,
+            })
+    }
+}
+
 /// Bytes of changes per log entry before a commit's changes continue in another entry: one
 /// entry must stay under DynamoDB's 400 KB item limit. A single change is never split (an item
 /// fits in 400 KB, and so does its change with a path and a few numbers more).
