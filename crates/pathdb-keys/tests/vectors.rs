@@ -346,9 +346,29 @@ fn covers_vectors() -> String {
 }
 
 fn pretty(document: &Value) -> String {
-    let mut text = serde_json::to_string_pretty(document).expect("serializable");
+    let mut text = serde_json::to_string_pretty(&sorted(document)).expect("serializable");
     text.push('\n');
     text
+}
+
+/// `value` with every object's members in name order, whichever order serde_json keeps (its
+/// `preserve_order` feature, which another crate of the workspace may turn on, keeps the
+/// order they were written in): the file is the same however the test is built.
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(members) => {
+            let mut names: Vec<&String> = members.keys().collect();
+            names.sort();
+            Value::Object(
+                names
+                    .into_iter()
+                    .map(|name| (name.clone(), sorted(&members[name])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
 }
 
 /// Compares `expected` with the committed file `clients/vectors/{name}` (or writes it, with
