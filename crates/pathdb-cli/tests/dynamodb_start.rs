@@ -121,3 +121,79 @@ fn serve_refuses_dynalite() {
     };
     assert_refused(&serve(&endpoint));
 }
+
+/// A loopback port that accepts connections and counts them, answering nothing. Lives as long
+/// as the test process.
+fn counting_endpoint() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
+    let url = format!("http://{}", listener.local_addr().expect("bound address"));
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&count);
+    std::thread::spawn(move || {
+        for _stream in listener.incoming() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    (url, count)
+}
+
+#[test]
+fn no_credentials_is_said_plainly_and_not_retried() {
+    // A new user's first try: a local endpoint and no AWS variables. The SDK's chain ends at the
+    // instance metadata service (disabled here, so that the test asks no address off this
+    // machine) and fails; PathDB must say what is missing, at once, without sending anything.
+    let (endpoint, connections) = counting_endpoint();
+    let home = tempfile::tempdir().expect("a temporary HOME");
+    let missing = home.path().join("none");
+    for args in [
+        vec!["dynamodb", "create-table", "--table", "t"],
+        vec![
+            "serve",
+            "--backend",
+            "dynamodb",
+            "--addr",
+            "127.0.0.1:0",
+            "--table",
+            "t",
+        ],
+    ] {
+        let mut command = pathdb_command();
+        for name in [
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_PROFILE",
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        ] {
+            command.env_remove(name);
+        }
+        let out = command
+            .args(&args)
+            .args(["--endpoint", &endpoint, "--region", "us-east-1"])
+            .env("HOME", home.path())
+            .env("AWS_CONFIG_FILE", &missing)
+            .env("AWS_SHARED_CREDENTIALS_FILE", &missing)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("pathdb runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("no AWS credentials")
+                && stderr.contains("AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("gave up after"),
+            "{args:?} retried: {stderr}"
+        );
+    }
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "nothing is sent without credentials"
+    );
+}

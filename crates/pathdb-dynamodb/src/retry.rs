@@ -178,7 +178,8 @@ where
             }
         }
         SdkError::DispatchFailure(failure) => {
-            if failure.is_user() {
+            // No credentials is not a fault of the endpoint: asking again finds none again.
+            if failure.is_user() || missing_credentials(&error) {
                 Class::Rejected
             } else if never_connected(&error) {
                 Class::Refused
@@ -191,6 +192,12 @@ where
         _ => Class::Rejected,
     };
     let detail = match &error {
+        _ if missing_credentials(&error) => format!(
+            "{what}: no AWS credentials: none in the environment (AWS_ACCESS_KEY_ID and \
+             AWS_SECRET_ACCESS_KEY), the profile files or the instance metadata service. Set \
+             them; a local endpoint (moto, DynamoDB Local) takes any pair, e.g. \
+             AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x"
+        ),
         SdkError::ServiceError(s) => format!("{what}: {}", s.err()),
         SdkError::TimeoutError(_) => format!("{what}: no answer within the attempt timeout"),
         other => format!("{what}: {other}"),
@@ -204,6 +211,19 @@ where
         code,
         timed_out,
     }
+}
+
+/// Whether the request failed before it was sent because the SDK found no credentials (its
+/// chain ends at the instance metadata service, whose refusal is what a user sees otherwise).
+fn missing_credentials(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.is::<aws_credential_types::provider::error::CredentialsError>() {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// Whether the connection was refused: then the request was certainly not sent. Every other
