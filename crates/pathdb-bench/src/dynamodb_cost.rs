@@ -46,6 +46,11 @@ pub struct HandBuilt {
     pub read_units: f64,
     /// Write units.
     pub write_units: f64,
+    /// What the same design with a change feed from DynamoDB Streams sends instead, where it
+    /// differs. Streams cost a write nothing (the table's stream keeps old and new images for
+    /// 24 hours); a consumer pays per `GetRecords` (up to 1,000 records each), $0.02 per
+    /// 100,000, and nothing from Lambda.
+    pub streams: Option<&'static str>,
 }
 
 impl Row {
@@ -154,6 +159,7 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
         requests: "1 PutItem",
         read_units: 0.0,
         write_units: 1.0,
+        streams: None,
     };
     const WRITE_BUYS: &str = "versions and ETags that are never reused, an exact change feed (the log entry, written in the same transaction, with the item as it was for filtered feeds), history where kept";
 
@@ -180,6 +186,7 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
             requests: "1 UpdateItem",
             read_units: 0.0,
             write_units: 1.0,
+            streams: None,
         },
         "as a put; the patched value is the whole new item, read and written conditionally",
         &mut |i| {
@@ -213,6 +220,7 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
             requests: "1 GetItem",
             read_units: 1.0,
             write_units: 0.0,
+            streams: None,
         },
         "the same (PathDB's reads are consistent)",
         &mut |i| store.get(&items[i]).map(drop),
@@ -224,6 +232,7 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
             requests: "1 BatchGetItem",
             read_units: 10.0,
             write_units: 0.0,
+            streams: None,
         },
         "one atomic snapshot of the 10 (TransactGetItems bills 2 units per item)",
         &mut |i| {
@@ -243,6 +252,7 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
         requests: "1 Query",
         read_units: (100 * (VALUE_BYTES + 60)).div_ceil(4096) as f64,
         write_units: 0.0,
+        streams: None,
     };
     run(
         "list page of 100, forward",
@@ -272,6 +282,7 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
             requests: "1 TransactWriteItems",
             read_units: 0.0,
             write_units: 20.0,
+            streams: None,
         },
         "a consistent read of the 10 items (conditions on what was read), one log entry for the 10",
         &mut |i| {
@@ -295,9 +306,10 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
         "change feed poll returning 10 changes",
         tenth,
         HandBuilt {
-            requests: "DynamoDB Streams GetRecords",
+            requests: "none (no feed)",
             read_units: 0.0,
             write_units: 0.0,
+            streams: Some("1 GetRecords, 0, 0"),
         },
         "exact, ordered, resumable changes of one group, kept 7 days (Streams: 24 hours, billed per GetRecords apart)",
         &mut |_| store.changes(&group, Some(&since), 100).map(drop),
@@ -307,9 +319,10 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
         "change feed poll finding nothing",
         tenth,
         HandBuilt {
-            requests: "DynamoDB Streams GetRecords",
+            requests: "none (no feed)",
             read_units: 0.0,
             write_units: 0.0,
+            streams: Some("1 GetRecords, 0, 0"),
         },
         "as above",
         &mut |_| store.changes(&group, Some(&end), 100).map(drop),
@@ -321,6 +334,7 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
             requests: "1 GetItem + 1 TransactWriteItems",
             read_units: 1.0,
             write_units: 4.0,
+            streams: None,
         },
         "the source's tombstone, the history moved along, the change logged in both places, a job record for moves too large for one transaction",
         &mut |i| {
@@ -335,6 +349,7 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
             requests: "1 DeleteItem",
             read_units: 0.0,
             write_units: 1.0,
+            streams: None,
         },
         "the tombstone that keeps the path's last version (a re-created item continues it), the change logged",
         &mut |i| store.delete(&items[tenth + i], None).map(drop),
@@ -426,6 +441,7 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
             requests: "1 Query (a GSI)",
             read_units: 1.0,
             write_units: 0.0,
+            streams: None,
         },
         "a consistent read of the alias, then of its item (a GSI read is eventually consistent)",
         &mut |i| {
@@ -451,15 +467,15 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
 /// The rows as a Markdown table, with the units the endpoint reported over the run.
 pub fn render(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| operation | runs | requests per op | requests per op, by kind | read units per op | write units per op | hand-built design: requests, read units, write units | what the difference buys |\n\
-         | --- | ---: | ---: | --- | ---: | ---: | --- | --- |\n",
+        "| operation | runs | requests per op | requests per op, by kind | read units per op | write units per op | hand-built design: requests, read units, write units | the same with a change feed (DynamoDB Streams) | what the difference buys |\n\
+         | --- | ---: | ---: | --- | ---: | ---: | --- | --- | --- |\n",
     );
     let mut reported = (0.0, 0.0);
     for row in rows {
         let ops = row.ops as f64;
         let h = &row.hand_built;
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {}, {}, {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {}, {}, {} | {} | {} |\n",
             row.operation,
             row.ops,
             trim(row.requests_per_op()),
@@ -469,6 +485,7 @@ pub fn render(rows: &[Row]) -> String {
             h.requests,
             trim(h.read_units),
             trim(h.write_units),
+            h.streams.unwrap_or("the same"),
             row.buys,
         ));
         reported.0 += row.spent.read_units;
@@ -485,4 +502,206 @@ pub fn render(rows: &[Row]) -> String {
         trim(reported.1)
     ));
     out
+}
+
+/// On-demand prices in US East (N. Virginia) since the 1 November 2024 cut, in dollars per
+/// million: write request units, read request units, and DynamoDB Streams read requests
+/// (`GetRecords`, $0.02 per 100,000).
+const PRICES: (f64, f64, f64) = (0.625, 0.125, 0.2);
+/// The bill's workload: updates of [`VALUE_BYTES`]-byte items and consistent gets per second,
+/// for a month of 730 hours.
+const WORKLOAD: (f64, f64) = (100.0, 1000.0);
+const MONTH_SECONDS: f64 = 730.0 * 3600.0;
+/// `GetRecords` per second of the hand-built design's feed consumer: Lambda polls a shard 4
+/// times a second, and this workload fits one shard.
+const STREAMS_POLLS: f64 = 4.0;
+
+/// One design's monthly bill for the [`WORKLOAD`].
+#[derive(Clone, Debug)]
+pub struct Bill {
+    /// Whose.
+    pub design: &'static str,
+    /// Write request units per write, read request units per write and per get.
+    pub per_op: (f64, f64, f64),
+    /// Millions of write units, read units and Streams read requests a month.
+    pub millions: (f64, f64, f64),
+    /// Dollars a month.
+    pub dollars: f64,
+}
+
+impl Bill {
+    fn new(design: &'static str, per_op: (f64, f64, f64), streams_reads: f64) -> Bill {
+        let (writes, gets) = (WORKLOAD.0 * MONTH_SECONDS, WORKLOAD.1 * MONTH_SECONDS);
+        let millions = (
+            per_op.0 * writes / 1e6,
+            (per_op.1 * writes + per_op.2 * gets) / 1e6,
+            streams_reads * MONTH_SECONDS / 1e6,
+        );
+        let dollars = millions.0 * PRICES.0 + millions.1 * PRICES.1 + millions.2 * PRICES.2;
+        Bill {
+            design,
+            per_op,
+            millions,
+            dollars,
+        }
+    }
+}
+
+/// The monthly bills of PathDB (its measured update and get) and of the hand-built design
+/// without a feed and with one from DynamoDB Streams.
+///
+/// # Errors
+/// `rows` has no update or get row.
+pub fn bills(rows: &[Row]) -> Result<Vec<Bill>, Error> {
+    let per_op = |name: &str| -> Result<(f64, f64), Error> {
+        let row = rows
+            .iter()
+            .find(|r| r.operation == name)
+            .ok_or_else(|| Error::InvalidRequest(format!("no row {name}")))?;
+        let ops = row.ops as f64;
+        Ok((
+            row.spent.model_write_units as f64 / ops,
+            row.spent.model_read_units / ops,
+        ))
+    };
+    let (update_writes, update_reads) = per_op("put of an existing path (update)")?;
+    let (_, get_reads) = per_op("get")?;
+    Ok(vec![
+        Bill::new("PathDB", (update_writes, update_reads, get_reads), 0.0),
+        Bill::new(
+            "hand-built with a change feed (DynamoDB Streams)",
+            (1.0, 0.0, 1.0),
+            STREAMS_POLLS,
+        ),
+        Bill::new("hand-built without a change feed", (1.0, 0.0, 1.0), 0.0),
+    ])
+}
+
+/// The bills as a Markdown table, each against the hand-built design with Streams.
+pub fn render_bills(bills: &[Bill]) -> String {
+    let mut out = format!(
+        "\nA month of {} updates and {} consistent gets a second (730 hours, on-demand, US East: \
+         ${} per million write units, ${} per million read units, ${} per million Streams read \
+         requests; the Streams consumer polls its shard {} times a second, as Lambda does, which \
+         would make them free):\n\n\
+         | design | write units per update | read units per update, per get | write units a month | read units a month | Streams reads a month | per month | against hand-built with Streams |\n\
+         | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n",
+        WORKLOAD.0, WORKLOAD.1, PRICES.0, PRICES.1, PRICES.2, STREAMS_POLLS
+    );
+    let base = bills
+        .iter()
+        .find(|b| b.design.contains("Streams"))
+        .map_or(f64::NAN, |b| b.dollars);
+    for b in bills {
+        out.push_str(&format!(
+            "| {} | {} | {}, {} | {:.1} M | {:.1} M | {:.1} M | ${:.2} | {:.2}x |\n",
+            b.design,
+            trim(b.per_op.0),
+            trim(b.per_op.1),
+            trim(b.per_op.2),
+            b.millions.0,
+            b.millions.1,
+            b.millions.2,
+            b.dollars,
+            b.dollars / base,
+        ));
+    }
+    out
+}
+
+/// What one group's small writes take of its partition, measured under concurrency.
+#[derive(Clone, Copy, Debug)]
+pub struct Ceiling {
+    /// Concurrent writers, each updating an item of its own in the one group.
+    pub writers: usize,
+    /// Writes committed.
+    pub writes: u64,
+    /// Write requests they took (`PutItem`, `DeleteItem` and `TransactWriteItems`).
+    pub requests: u64,
+    /// Write units by the pricing rules, all of them in the group's partition.
+    pub units: u64,
+    /// The part of `units` that went to change log entries.
+    pub log_units: u64,
+}
+
+/// The write units a partition serves per second.
+pub const PARTITION_WRITE_UNITS: f64 = 1000.0;
+
+impl Ceiling {
+    /// Write units per write.
+    pub fn units_per_write(&self) -> f64 {
+        self.units as f64 / self.writes as f64
+    }
+
+    /// The group's writes per second before its partition's [`PARTITION_WRITE_UNITS`] run out.
+    pub fn writes_per_second(&self) -> f64 {
+        PARTITION_WRITE_UNITS / self.units_per_write()
+    }
+}
+
+/// A group's write ceiling by the capacity model: `writers` threads each update an item of
+/// their own `writes` times, all in one new group named from `nonce`, with values of about 100
+/// bytes (a small write: under 1 KB with its change). Group commit shares rounds among them.
+///
+/// # Errors
+/// A write failed.
+pub fn ceiling(
+    store: &Store<DynamoBackend>,
+    writers: usize,
+    writes: usize,
+    nonce: u64,
+) -> Result<Ceiling, Error> {
+    let small = |n: usize| Json::parse(&format!(r#"{{"n":{n},"text":"{}"}}"#, "x".repeat(80)));
+    let paths: Vec<KeyPath> = (0..writers)
+        .map(|w| path(format!("/ceiling-{nonce}/item-{w}")))
+        .collect::<Result<_, _>>()?;
+    for p in &paths {
+        store.put(p, small(0)?, PutOptions::default())?;
+    }
+    let metrics = store.backend().metrics();
+    let before = metrics.counts();
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = paths
+            .iter()
+            .map(|p| {
+                scope.spawn(move || -> Result<(), Error> {
+                    for i in 1..=writes {
+                        store.put(p, small(i)?, PutOptions::default())?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        threads.into_iter().try_for_each(|t| {
+            t.join()
+                .map_err(|_| Error::InvalidRequest("a writer panicked".into()))?
+        })
+    })?;
+    let spent = metrics.counts().since(&before);
+    Ok(Ceiling {
+        writers,
+        writes: (writers * writes) as u64,
+        requests: spent.writes + spent.transactions,
+        units: spent.model_write_units,
+        log_units: spent.model_log_write_units,
+    })
+}
+
+/// The ceiling as a Markdown table.
+pub fn render_ceiling(c: &Ceiling) -> String {
+    format!(
+        "\nOne group's small writes ({} writers, each updating its own item, about 100-byte values), \
+         by the capacity model:\n\n\
+         | writes | write requests | writes per request | write units per write | of which the change log's | the group's writes per second at {} units |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: |\n\
+         | {} | {} | {} | {} | {} | {:.0} |\n",
+        c.writers,
+        PARTITION_WRITE_UNITS,
+        c.writes,
+        c.requests,
+        trim(c.writes as f64 / c.requests.max(1) as f64),
+        trim(c.units_per_write()),
+        trim(c.log_units as f64 / c.writes as f64),
+        c.writes_per_second(),
+    )
 }

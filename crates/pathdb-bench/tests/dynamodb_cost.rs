@@ -107,4 +107,50 @@ fn what_operations_cost() {
         table.contains("| put of a new path | 10 | 2 | 1 GetItem + 1 TransactWriteItems | 1 | 4 |"),
         "{table}"
     );
+    assert!(
+        table.contains("| change feed poll finding nothing | 1 | 1 | 1 Query | 1 | 0 | none (no feed), 0, 0 | 1 GetRecords, 0, 0 |"),
+        "{table}"
+    );
+
+    // The bill is the measured update and get at 100 updates and 1,000 gets a second: 6 write
+    // units an update is 262.8 M updates x 6 units x $0.625 per million, and so on.
+    let bills = dynamodb_cost::bills(&rows).expect("the update and get rows");
+    let dollars = |design: &str| {
+        bills
+            .iter()
+            .find(|b| b.design.starts_with(design))
+            .unwrap_or_else(|| panic!("no bill {design}"))
+            .dollars
+    };
+    let month = 730.0 * 3600.0;
+    let expected = 100.0 * month * 6.0 * 0.625 / 1e6 + (100.0 + 1000.0) * month * 0.125 / 1e6;
+    assert!((dollars("PathDB") - expected).abs() < 0.01, "{bills:?}");
+    let streams = dollars("hand-built with");
+    let without = dollars("hand-built without");
+    assert!((without - 492.75).abs() < 0.01, "{bills:?}");
+    // The feed's consumer: 4 GetRecords a second, $0.02 per 100,000.
+    assert!(
+        (streams - without - 4.0 * month * 0.2 / 1e6).abs() < 0.01,
+        "{bills:?}"
+    );
+    assert!(dynamodb_cost::render_bills(&bills).contains("| PathDB | 6 | 1, 1 |"));
+
+    // A group's small writes: group commit shares rounds among 4 writers, and every unit is
+    // counted, the log's apart. Today each item is written in a transaction (2 units), and the
+    // round's entry adds its share.
+    let ceiling = dynamodb_cost::ceiling(&store, 4, 4, 1).expect("measured");
+    assert_eq!(ceiling.writes, 16);
+    assert!(
+        (1..=16).contains(&ceiling.requests),
+        "{} requests",
+        ceiling.requests
+    );
+    assert!(
+        ceiling.log_units > 0 && ceiling.units >= 2 * 16 + ceiling.log_units,
+        "{ceiling:?}"
+    );
+    assert!(
+        (ceiling.writes_per_second() - 1000.0 / ceiling.units_per_write()).abs() < 1e-9,
+        "{ceiling:?}"
+    );
 }

@@ -37,6 +37,8 @@ pub struct Metrics {
     model_read_milli_units: AtomicU64,
     /// Write capacity units by the pricing rules.
     model_write_units: AtomicU64,
+    /// The part of them that went to change log entries.
+    model_log_write_units: AtomicU64,
     /// Listed items that were not PathDB records (written by another tool), skipped.
     foreign: AtomicU64,
     /// Attempts after the first, of any request.
@@ -72,6 +74,9 @@ pub struct Counts {
     pub model_read_units: f64,
     /// Write capacity units by DynamoDB's pricing rules (module docs).
     pub model_write_units: u64,
+    /// The part of `model_write_units` spent on change log entries (docs/changes.md): what a
+    /// group's log takes of its partition's write capacity.
+    pub model_log_write_units: u64,
     /// Listed items skipped because they are not PathDB records.
     pub foreign: u64,
     /// Requests sent again after throttling, a server error, a timeout or a lost connection,
@@ -99,6 +104,7 @@ impl Counts {
             write_units: self.write_units - before.write_units,
             model_read_units: self.model_read_units - before.model_read_units,
             model_write_units: self.model_write_units - before.model_write_units,
+            model_log_write_units: self.model_log_write_units - before.model_log_write_units,
             foreign: self.foreign - before.foreign,
             retries: self.retries - before.retries,
             settled: self.settled - before.settled,
@@ -204,10 +210,22 @@ impl Metrics {
     /// One item written of `bytes` (1 KB when unknown): 1 unit per KB, at least 1, twice in a
     /// transaction.
     pub(crate) fn model_write(&self, bytes: usize, transactional: bool) {
+        self.add_model_write(bytes, transactional);
+    }
+
+    /// [`Metrics::model_write`] of a change log entry, also counted apart.
+    pub(crate) fn model_log_write(&self, bytes: usize, transactional: bool) {
+        let units = self.add_model_write(bytes, transactional);
+        self.model_log_write_units
+            .fetch_add(units, Ordering::Relaxed);
+    }
+
+    fn add_model_write(&self, bytes: usize, transactional: bool) -> u64 {
         let units = bytes.div_ceil(1024).max(1) as u64 * if transactional { 2 } else { 1 };
         self.model_write_units.fetch_add(units, Ordering::Relaxed);
         ::metrics::counter!("pathdb_dynamodb_capacity_units_total", "kind" => "write")
             .increment(units);
+        units
     }
 
     /// The counters now.
@@ -224,6 +242,7 @@ impl Metrics {
             write_units: self.write_milli_units.load(Ordering::Relaxed) as f64 / 1000.0,
             model_read_units: self.model_read_milli_units.load(Ordering::Relaxed) as f64 / 1000.0,
             model_write_units: self.model_write_units.load(Ordering::Relaxed),
+            model_log_write_units: self.model_log_write_units.load(Ordering::Relaxed),
             foreign: self.foreign.load(Ordering::Relaxed),
             retries: self.retries.load(Ordering::Relaxed),
             settled: self.settled.load(Ordering::Relaxed),

@@ -306,11 +306,14 @@ impl DynamoBackend {
                 } => {
                     let (cond, names, values) = attrs::condition(expect);
                     let item = if entries.contains(&index) {
-                        attrs::entry_item(&key, &record, &id.0)
+                        let item = attrs::entry_item(&key, &record, &id.0);
+                        self.metrics.model_log_write(attrs::size(&item), true);
+                        item
                     } else {
-                        attrs::item(&key, &record)
+                        let item = attrs::item(&key, &record);
+                        self.metrics.model_write(attrs::size(&item), true);
+                        item
                     };
-                    self.metrics.model_write(attrs::size(&item), true);
                     let put = Put::builder()
                         .table_name(&self.table)
                         .set_item(Some(item))

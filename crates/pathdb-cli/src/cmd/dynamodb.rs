@@ -51,6 +51,12 @@ pub struct CostArgs {
     /// Runs of each single-item operation (a tenth as many of the 10-item ones), at least 10.
     #[arg(long, default_value_t = 100)]
     ops: usize,
+    /// Concurrent writers of the group write ceiling measurement (0 leaves it out).
+    #[arg(long, default_value_t = 16)]
+    writers: usize,
+    /// Writes of each of those writers.
+    #[arg(long, default_value_t = 16)]
+    writes: usize,
 }
 
 #[derive(Subcommand, Debug)]
@@ -145,18 +151,36 @@ mod enabled {
         let nonce = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let measured = pathdb_bench::dynamodb_cost::measure(&store, args.ops, nonce);
+        let measured =
+            pathdb_bench::dynamodb_cost::measure(&store, args.ops, nonce).and_then(|rows| {
+                let ceiling = (args.writers > 0)
+                    .then(|| {
+                        pathdb_bench::dynamodb_cost::ceiling(
+                            &store,
+                            args.writers,
+                            args.writes.max(1),
+                            nonce,
+                        )
+                    })
+                    .transpose()?;
+                Ok((rows, ceiling))
+            });
         let table = args.table.table_name()?;
         if made {
             drop(store);
             pathdb_dynamodb::delete_table(&backend(&args.table)?)
                 .with_context(|| format!("deleting the table {table} made for the run"))?;
         }
-        let rows = measured.context("measuring")?;
+        let (rows, ceiling) = measured.context("measuring")?;
         print!("{}", pathdb_bench::dynamodb_cost::render(&rows));
+        let bills = pathdb_bench::dynamodb_cost::bills(&rows)?;
+        print!("{}", pathdb_bench::dynamodb_cost::render_bills(&bills));
+        if let Some(ceiling) = ceiling {
+            print!("{}", pathdb_bench::dynamodb_cost::render_ceiling(&ceiling));
+        }
         if !made {
             println!(
-                "\nThe run wrote under the groups /cost-{nonce} and /cost-{nonce}-N of table {table}; \
+                "\nThe run wrote under the groups /cost-{nonce}, /cost-{nonce}-N and /ceiling-{nonce} of table {table}; \
                  they are left there."
             );
         }
