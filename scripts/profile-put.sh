@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Where the CPU of a durable put goes (docs/benchmarks.md, "The CPU cost of a durable put"), as a
+# new user measures it: a release `pathdb serve` over a fresh database of 10,000 bench items
+# (100 groups), and wrk PUTs of about 100-byte values to random items among them
+# (scripts/wrk/pathdb-put.lua; every put is durable: acknowledged after the journal's fdatasync).
+#
+#   scripts/profile-put.sh cpu [BIN]         # 30 s of wrk -t2 -c32: the server's user+system CPU
+#                                            # (from /proc) per put answered
+#   scripts/profile-put.sh callgrind [BIN]   # under valgrind's callgrind: instructions per put,
+#                                            # split by thread (HTTP workers, the commit thread)
+#                                            # and, inside them, planning and redb
+#   scripts/profile-put.sh flame [BIN]       # perf record of 30 s of wrk -t2 -c32, folded into
+#                                            # target/profile-put/put.svg with inferno
+#
+# BIN defaults to target/release/pathdb. Needs wrk, and valgrind (callgrind) or perf and
+# inferno-flamegraph (flame: `cargo install inferno`). Environment: DURATION (seconds of
+# measured load, default 30; callgrind 10), CONNECTIONS (default 32; callgrind 2). Writes into
+# target/profile-put/.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+what=${1:-}
+bin=${2:-$root/target/release/pathdb}
+out=$root/target/profile-put
+case $what in
+  cpu | callgrind | flame) ;;
+  *) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 2 ;;
+esac
+needs=(wrk curl)
+case $what in
+  callgrind) needs+=(valgrind callgrind_annotate) ;;
+  flame) needs+=(perf inferno-collapse-perf inferno-flamegraph) ;;
+esac
+for tool in "${needs[@]}"; do
+  command -v "$tool" >/dev/null || { echo "profile-put.sh $what: needs $tool" >&2; exit 1; }
+done
+[[ -x $bin ]] || { echo "profile-put.sh: no $bin (cargo build --release -p pathdb-cli)" >&2; exit 1; }
+
+mkdir -p "$out"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+url=http://127.0.0.1:$port
+db=$out/db
+rm -rf "$db" "$db".*
+serve=("$bin" serve --db "$db" --addr "127.0.0.1:$port" --no-ui)
+
+wait_ready() {
+  for _ in $(seq 1 600); do curl -sf -o /dev/null "$url/healthz" && return 0; sleep 0.2; done
+  echo "profile-put.sh: the server did not answer" >&2
+  return 1
+}
+
+# The items first, at full speed: `pathdb bench http` preloads /bench-<i % 100>/item-<i>.
+"${serve[@]}" >"$out/preload.log" 2>&1 &
+preload=$!
+wait_ready
+"$bin" bench http --url "$url" --duration 0.01 >/dev/null
+kill "$preload"
+wait "$preload" 2>/dev/null || true
+
+put_load() { # seconds connections threads
+  WRK_KEYS=10000 wrk -t"$3" -c"$2" -d"$1"s --latency -s "$root/scripts/wrk/pathdb-put.lua" "$url"
+}
+
+# utime + stime of a process, in clock ticks.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+case $what in
+  cpu)
+    duration=${DURATION:-30}
+    "${serve[@]}" >"$out/serve.log" 2>&1 &
+    server=$!
+    trap 'kill "$server" 2>/dev/null || true' EXIT
+    wait_ready
+    put_load 3 "${CONNECTIONS:-32}" 2 >/dev/null
+    before=$(ticks "$server")
+    put_load "$duration" "${CONNECTIONS:-32}" 2 >"$out/wrk.txt"
+    after=$(ticks "$server")
+    puts=$(awk '/requests in/ {print $1}' "$out/wrk.txt")
+    hz=$(getconf CLK_TCK)
+    awk -v t=$((after - before)) -v n="$puts" -v hz="$hz" -v d="$duration" 'BEGIN {
+      printf "cpu: %d puts in %d s (%.0f/s), %d ticks of server CPU: %.1f us per put\n",
+        n, d, n / d, t, t / hz / n * 1e6 }'
+    grep -E '^ +(50|99)%' "$out/wrk.txt" | sed 's/^ */latency p/'
+    ;;
+  callgrind)
+    rm -f "$out"/put.callgrind*
+    # One file per thread: the split below is by thread, then by function inside each.
+    valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out/put.callgrind" \
+      "${serve[@]}" >"$out/callgrind.log" 2>&1 &
+    server=$!
+    trap 'kill "$server" 2>/dev/null || true' EXIT
+    wait_ready
+    put_load 3 2 1 >/dev/null
+    callgrind_control -z "$server" >/dev/null 2>&1
+    puts=$(put_load "${DURATION:-10}" "${CONNECTIONS:-2}" 1 | awk '/requests in/ {print $1}')
+    callgrind_control -d "$server" >/dev/null 2>&1
+    sleep 1
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    trap - EXIT
+    python3 "$root/scripts/profile-put-split.py" "$puts" "$out"/put.callgrind.*-*
+    ;;
+  flame)
+    "${serve[@]}" >"$out/serve.log" 2>&1 &
+    server=$!
+    trap 'kill "$server" 2>/dev/null || true' EXIT
+    wait_ready
+    put_load 3 "${CONNECTIONS:-32}" 2 >/dev/null
+    duration=${DURATION:-30}
+    perf record -F 499 --call-graph dwarf,16384 -p "$server" -o "$out/perf.data" \
+      -- sleep "$duration" >/dev/null 2>&1 &
+    recorder=$!
+    before=$(ticks "$server")
+    put_load "$duration" "${CONNECTIONS:-32}" 2 >"$out/wrk.txt"
+    after=$(ticks "$server")
+    wait "$recorder" || true
+    puts=$(awk '/requests in/ {print $1}' "$out/wrk.txt")
+    us=$(awk -v t=$((after - before)) -v n="$puts" -v hz="$(getconf CLK_TCK)" \
+      'BEGIN { printf "%.2f", t / hz / n * 1e6 }')
+    perf script -i "$out/perf.data" 2>/dev/null | inferno-collapse-perf >"$out/put.folded"
+    # Frames narrower than a pixel left out: the file stays small enough for the docs.
+    inferno-flamegraph --minwidth 1 \
+      --title "pathdb serve: durable puts, wrk -t2 -c${CONNECTIONS:-32}, ${duration} s" \
+      <"$out/put.folded" >"$out/put.svg"
+    echo "flame: $out/put.svg ($puts puts in $duration s, $us us of server CPU per put)"
+    python3 "$root/scripts/profile-put-split.py" --folded "$us" "$out/put.folded"
+    ;;
+esac
