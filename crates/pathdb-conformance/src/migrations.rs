@@ -161,6 +161,47 @@ fn check_reads<B: Backend>(
                 item.path
             );
         }
+        // A filter reads the newest version, whatever version the page is answered in: items
+        // stamped before a step match by what the step made of them.
+        let (text, member, wanted) = match newest {
+            1 => ("has(value.name)", "name", None),
+            2 => ("value.tier == 'free'", "tier", Some(json!("free"))),
+            _ => ("value.status == 'sent'", "status", Some(json!("sent"))),
+        };
+        let mut request = ListRequest::new(path("/org-1"))
+            .filter(pathdb_store::Filter::compile(text).expect("a filter"));
+        request.versions = versions.clone();
+        request.limit = 1000;
+        let page = store.list(&request).expect("filtered list");
+        let matched: Vec<KeyPath> = page
+            .items
+            .iter()
+            .filter_map(|e| match e {
+                ListEntry::Item(item) => {
+                    assert_eq!(
+                        item.value.to_value(),
+                        want(&item.path),
+                        "filtered {}",
+                        item.path
+                    );
+                    Some(item.path.clone())
+                }
+                ListEntry::Node(_) => None,
+            })
+            .collect();
+        let expected: Vec<KeyPath> = paths
+            .iter()
+            .filter(|p| {
+                let (value, at) = &model[*p];
+                let current = translate(value, *at, newest, newest);
+                match &wanted {
+                    None => current.get(member).is_some(),
+                    Some(v) => current.get(member) == Some(v),
+                }
+            })
+            .cloned()
+            .collect();
+        assert_eq!(matched, expected, "filter {text} read in version {asked}");
         // The feed: the last put of each path, in the version asked.
         let mut last: BTreeMap<KeyPath, pathdb_store::Item> = BTreeMap::new();
         let mut since = *feed;

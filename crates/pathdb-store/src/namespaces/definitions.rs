@@ -270,24 +270,43 @@ pub(crate) fn item_in(
     item: &mut Item,
     versions: &SchemaVersions,
 ) -> Result<(), Error> {
-    let Some(compiled) = of_path(definitions, &item.path) else {
-        return Ok(());
+    if let Some((json, asked)) = text_in(
+        definitions,
+        &item.path,
+        item.value.as_str(),
+        item.schema_version,
+        versions,
+    )? {
+        if let Some(json) = json {
+            item.value = json;
+        }
+        item.schema_version = asked;
+    }
+    Ok(())
+}
+
+/// [`item_in`] on the parts of an item: the value `json` of the item at `path`, stamped
+/// `stored`, in the version `versions` asks of its namespace. `None`: no definition covers the
+/// path; else the value's new text (`None`: unchanged) and that version.
+///
+/// # Errors
+/// As [`item_in`].
+pub(crate) fn text_in(
+    definitions: &Definitions,
+    path: &KeyPath,
+    json: &str,
+    stored: u64,
+    versions: &SchemaVersions,
+) -> Result<Option<(Option<Json>, u64)>, Error> {
+    let Some(compiled) = of_path(definitions, path) else {
+        return Ok(None);
     };
     let asked = match versions.get(compiled.stored.namespace.as_str()) {
         Some(v) => compiled.speaks(v)?,
         None => compiled.newest(),
     };
-    if let Some(json) = compiled.translate(
-        &item.path,
-        item.value.as_str(),
-        item.schema_version,
-        Some(asked),
-        OnConflict::Replace,
-    )? {
-        item.value = json;
-    }
-    item.schema_version = asked;
-    Ok(())
+    let json = compiled.translate(path, json, stored, Some(asked), OnConflict::Replace)?;
+    Ok(Some((json, asked)))
 }
 
 /// Stored JSON text of the item at `path`, stamped `stored`, in its namespace's newest version

@@ -16,7 +16,7 @@ use crate::model::error::Error;
 use crate::model::item::Item;
 use crate::model::item::Json;
 use crate::model::item::Timestamp;
-use crate::namespaces::definitions::{Definitions, item_in};
+use crate::namespaces::definitions::{Definitions, newest_text, text_in};
 use crate::namespaces::versions::SchemaVersions;
 use crate::read::list::ListEntry;
 use crate::read::list::ListPage;
@@ -636,15 +636,24 @@ impl PageEntry for ListedEntry {
         let ListedEntry::Item(item) = self else {
             return false;
         };
-        if let Some(definitions) = migrations {
-            // Rare (an item stored before a migration): the owned item's own check.
-            let owned = item.clone().into_item();
-            return owned.matches_newest(filter, Some(definitions));
-        }
+        // The filter reads the newest version; only an item stamped before it is translated
+        // (rare: stored before a migration and not rewritten yet), the rest is read as stored.
+        let newest = match migrations {
+            Some(definitions) => match newest_text(
+                definitions,
+                &item.path.decode(),
+                item.value.as_str(),
+                item.schema_version,
+            ) {
+                Ok(newest) => newest,
+                Err(_) => return false,
+            },
+            None => None,
+        };
         let path = || item.alias.as_ref().unwrap_or(&item.path).decode();
         filter.matches(&Subject {
             path: &path,
-            value: item.value.as_str(),
+            value: newest.as_ref().unwrap_or(&item.value).as_str(),
             version: item.version,
             created_at: item.created_at.micros(),
             modified_at: item.modified_at.micros(),
@@ -672,10 +681,19 @@ impl PageEntry for ListedEntry {
         let ListedEntry::Item(listed) = self else {
             return Ok(());
         };
-        let mut item = listed.clone().into_item();
-        item_in(definitions, &mut item, versions)?;
-        listed.value = item.value;
-        listed.schema_version = item.schema_version;
+        // The value alone is translated: the rest of the entry stays where it is.
+        if let Some((json, asked)) = text_in(
+            definitions,
+            &listed.path.decode(),
+            listed.value.as_str(),
+            listed.schema_version,
+            versions,
+        )? {
+            if let Some(json) = json {
+                listed.value = json;
+            }
+            listed.schema_version = asked;
+        }
         Ok(())
     }
 
