@@ -20,13 +20,17 @@ from pathdb import (
     InvalidRequest,
     KeyPath,
     MigrationFailed,
+    NamespaceDefinition,
     PathDBError,
     Put,
+    Rewrite,
+    SchemaCheck,
+    SchemaViolation,
     UnknownSchemaVersion,
 )
 from pathdb._errors import error_for
 
-from .conftest import ADMIN_TOKEN, TOKEN, Server
+from .conftest import TOKEN, Server
 
 
 def item(path: str, value: Any, schema_version: Any = None) -> Dict[str, Any]:
@@ -134,15 +138,6 @@ STEPS = [
 ]
 
 
-def define(server: Server, namespace: str, definition: Dict[str, Any]) -> httpx.Response:
-    """A definition with `migrate` steps, which `put_namespace` does not take."""
-    return httpx.put(
-        f"{server.url}/v1/namespaces/{namespace}",
-        content=json.dumps(definition),
-        headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/json"},
-    )
-
-
 def test_a_version_1_client_beside_a_version_2_one(server: Server, admin: Client) -> None:
     ns = "ns_" + uuid.uuid4().hex[:12]
     admin.put_namespace(ns, schema=V1)
@@ -151,7 +146,7 @@ def test_a_version_1_client_beside_a_version_2_one(server: Server, admin: Client
         first = group.add(ns, 1)
         written = old.put(first, {"name": "Ada", "status": "shipped"})
         assert written.schema_version == 1
-        assert define(server, ns, {"schema": V2, "migrate": STEPS}).status_code == 200
+        assert admin.put_namespace(ns, schema=V2, migrate=STEPS).version == 2
         with Client(server.url, TOKEN) as new:
             got = new.get(first)
             assert got is not None and got.schema_version == 2
@@ -188,3 +183,149 @@ def test_a_version_1_client_beside_a_version_2_one(server: Server, admin: Client
     assert problems and all(isinstance(p, str) for p in problems)
     assert any("/plan" in p for p in problems)
     assert isinstance(incompatible.value, PathDBError)
+
+
+def definition(**members: Any) -> Dict[str, Any]:
+    """A definition as the server answers it, with `members` added."""
+    out: Dict[str, Any] = {
+        "namespace": "user",
+        "version": 2,
+        "created_at": 0,
+        "modified_at": 0,
+        "schema": None,
+        "history": None,
+        "description": None,
+        "aliases": [],
+    }
+    out.update(members)
+    return out
+
+
+def test_put_namespace_sends_migrate_formats_and_force() -> None:
+    sent: List[httpx.Request] = []
+    wire = definition(
+        migrate=STEPS,
+        formats="assert",
+        rewrite={"to": 2, "checked": 5, "rewritten": 4, "done": False},
+    )
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        if request.url.params.get("dry_run") == "true":
+            return httpx.Response(
+                200, json={"checked": 1, "violating": 0, "first": [], "problems": ["/plan ..."]}
+            )
+        return httpx.Response(200, json=wire)
+
+    steps = [dict(step) for step in STEPS]
+    with Client("http://db", transport=httpx.MockTransport(answer)) as c:
+        got = c.put_namespace("user", schema=V2, migrate=steps, formats="assert", force=True)
+        c.put_namespace("user", schema=V2)
+        c.put_namespace("user", schema=V2, migrate=[], force=False)  # no steps: left out
+        check = c.check_namespace("user", schema=V2, migrate=steps, formats="annotate")
+        with pytest.raises(TypeError, match="migrat"):
+            c.put_namespace("user", migrate=["rename /name"])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match="migrate"):
+            c.put_namespace("user", migrate={"op": "rename"})  # type: ignore[arg-type]
+    assert len(sent) == 4
+    bodies = [json.loads(r.content) for r in sent]
+    assert bodies[0] == {"schema": V2, "migrate": STEPS, "formats": "assert"}
+    assert bodies[1] == bodies[2] == {"schema": V2}
+    assert bodies[3] == {"schema": V2, "migrate": STEPS, "formats": "annotate"}
+    assert [dict(r.url.params) for r in sent] == [{"force": "true"}, {}, {}, {"dry_run": "true"}]
+    # What the server answers since migrations, read back.
+    assert (got.version, got.migrate, got.formats) == (2, STEPS, "assert")
+    assert got.rewrite == Rewrite(to=2, checked=5, rewritten=4, done=False)
+    assert check == SchemaCheck(checked=1, violating=0, first=[], problems=["/plan ..."])
+    # A server from before migrations leaves them out.
+    old = NamespaceDefinition.from_wire(definition())
+    assert (old.migrate, old.formats, old.rewrite) == ([], None, None)
+    assert NamespaceDefinition.from_wire(definition(rewrite=None, migrate=None)).rewrite is None
+    assert SchemaCheck(checked=0, violating=0, first=[]).problems == []
+
+    async def run() -> None:
+        async with AsyncClient("http://db", transport=httpx.MockTransport(answer)) as c:
+            await c.put_namespace("user", migrate=STEPS, formats="annotate", force=True)
+            assert (await c.check_namespace("user", migrate=STEPS)).problems == ["/plan ..."]
+
+    sent.clear()
+    asyncio.run(run())
+    assert [json.loads(r.content) for r in sent] == [
+        {"migrate": STEPS, "formats": "annotate"},
+        {"migrate": STEPS},
+    ]
+    assert [dict(r.url.params) for r in sent] == [{"force": "true"}, {"dry_run": "true"}]
+
+
+def test_migrate_and_force(server: Server, admin: Client) -> None:
+    ns = "ns_" + uuid.uuid4().hex[:12]
+    v1 = admin.put_namespace(ns, schema=V1)
+    assert (v1.version, v1.migrate, v1.formats) == (1, [], None)
+    group = KeyPath().add("t", uuid.uuid4())
+    path = group.add(ns, 1)
+    with Client(server.url, TOKEN) as writer:
+        assert writer.put(path, {"name": "Ada", "status": "new"}).schema_version == 1
+    rename = [{"op": "rename", "from": "/name", "to": "/full_name"}]
+    v2_schema = dict(V1, required=["full_name"])
+    v2_schema["properties"] = {
+        "full_name": {"type": "string"},
+        "status": V1["properties"]["status"],
+    }
+    v2 = admin.put_namespace(ns, schema=v2_schema, migrate=rename, if_version=1)
+    assert (v2.version, v2.migrate) == (2, rename)
+    stored = admin.get_namespace(ns)
+    assert stored is not None and stored.version == 2 and stored.migrate == rename
+    assert stored.rewrite is not None and stored.rewrite.to == 2
+    # The item written in version 1, read in both versions.
+    with Client(server.url, TOKEN, schema_versions={ns: 1}) as old, Client(
+        server.url, TOKEN, schema_versions={ns: 2}
+    ) as new:
+        in_1 = old.get(path)
+        assert in_1 is not None and (in_1.value, in_1.schema_version) == (
+            {"name": "Ada", "status": "new"},
+            1,
+        )
+        in_2 = new.get(path)
+        assert in_2 is not None and (in_2.value, in_2.schema_version) == (
+            {"full_name": "Ada", "status": "new"},
+            2,
+        )
+    # A new required member without an `add` step: incompatible, each problem named, in the dry
+    # run too (which stores nothing either way).
+    v3_schema = dict(v2_schema, required=["full_name", "plan"])
+    v3_schema["properties"] = dict(v2_schema["properties"], plan={"type": "string"})
+    check = admin.check_namespace(ns, schema=v3_schema)
+    assert (check.checked, check.violating) == (1, 1)
+    assert any("/plan" in p for p in check.problems), check.problems
+    with pytest.raises(IncompatibleSchema) as incompatible:
+        admin.put_namespace(ns, schema=v3_schema)
+    assert (incompatible.value.status, incompatible.value.code) == (409, "incompatible_schema")
+    assert incompatible.value.problems == check.problems
+    unchanged = admin.get_namespace(ns)
+    assert unchanged is not None and unchanged.version == 2
+    # `force` stores it all the same.
+    forced = admin.put_namespace(ns, schema=v3_schema, force=True)
+    assert (forced.version, forced.schema, forced.migrate) == (3, v3_schema, [])
+    # An invalid step is the caller's mistake.
+    with pytest.raises(InvalidRequest) as invalid:
+        admin.put_namespace(ns, schema=v3_schema, migrate=[{"op": "frob", "path": "/plan"}])
+    assert (invalid.value.status, invalid.value.code) == (400, "invalid_request")
+
+
+def test_formats(admin: Client, client: Client, group: KeyPath) -> None:
+    ns = "ns_" + uuid.uuid4().hex[:12]
+    mail: Dict[str, Any] = {"properties": {"mail": {"type": "string", "format": "email"}}}
+    annotated = admin.put_namespace(ns, schema=mail)
+    assert annotated.formats is None
+    client.put(group.add(ns, 1), {"mail": "notanemail"})  # 2020-12: an annotation
+    asserted = admin.put_namespace(ns, schema=mail, formats="assert")
+    assert asserted.formats == "assert"
+    fetched = admin.get_namespace(ns)
+    assert fetched is not None and fetched.formats == "assert"
+    assert admin.check_namespace(ns, schema=mail, formats="assert").violating == 1
+    assert admin.check_namespace(ns, schema=mail, formats="annotate").violating == 0
+    with pytest.raises(SchemaViolation):
+        client.put(group.add(ns, 2), {"mail": "notanemail"})
+    client.put(group.add(ns, 2), {"mail": "ada@example.com"})
+    with pytest.raises(InvalidRequest):
+        admin.put_namespace(ns, schema=mail, formats="frob")  # type: ignore[arg-type]

@@ -32,12 +32,14 @@ import {
   type DeleteChange,
   type Entry,
   type Fields,
+  type Formats,
   type GetManyOptions,
   type GetOptions,
   type IssuedToken,
   type Item,
   type ListAllOptions,
   type ListPageOptions,
+  type MigrationStep,
   type NamespaceDefinition,
   type NamespaceListOptions,
   type NamespaceOptions,
@@ -50,6 +52,7 @@ import {
   type PutNamespaceOptions,
   type PutOptions,
   type PutRoleOptions,
+  type Rewrite,
   type Role,
   type Rule,
   type Schema,
@@ -158,6 +161,25 @@ function definitionFromWire(body: Wire): NamespaceDefinition {
     modifiedAt: time(body.modified_at as number),
     createdAtMicros: body.created_at as number,
     modifiedAtMicros: body.modified_at as number,
+    // Since migrations; a server from before leaves them out.
+    migrate: Array.isArray(body.migrate)
+      ? (body.migrate as unknown[])
+          .filter((s): s is MigrationStep => typeof s === "object" && s !== null && !Array.isArray(s))
+          .map((s) => ({ ...s }))
+      : [],
+    formats: typeof body.formats === "string" ? (body.formats as Formats) : null,
+    rewrite: rewriteFromWire(body.rewrite),
+  };
+}
+
+function rewriteFromWire(body: unknown): Rewrite | null {
+  if (typeof body !== "object" || body === null || typeof (body as Wire).to !== "number") return null;
+  const r = body as Wire;
+  return {
+    to: r.to as number,
+    checked: (r.checked as number | undefined) ?? 0,
+    rewritten: (r.rewritten as number | undefined) ?? 0,
+    done: r.done === true,
   };
 }
 
@@ -262,7 +284,23 @@ function namespaceBody(options: NamespaceOptions): string {
   if (options.description !== undefined) body.description = options.description;
   // None: left out, which a server from before aliases also takes.
   if (options.aliases !== undefined && options.aliases.length > 0) body.aliases = options.aliases.map(aliasWire);
+  // None (or no steps): left out, which a server from before migrations also takes.
+  if (options.migrate !== undefined) {
+    if (!Array.isArray(options.migrate)) throw new TypeError(`migrate is an array of steps, not ${JSON.stringify(options.migrate)}`);
+    if (options.migrate.length > 0) body.migrate = options.migrate.map(stepWire);
+  }
+  if (options.formats !== undefined) {
+    if (typeof options.formats !== "string") throw new TypeError(`formats is "assert" or "annotate", not ${JSON.stringify(options.formats)}`);
+    body.formats = options.formats;
+  }
   return JSON.stringify(body);
+}
+
+function stepWire(step: MigrationStep): Wire {
+  if (typeof step !== "object" || step === null || Array.isArray(step)) {
+    throw new TypeError(`a migration step is an object ({ op: ... }), not ${JSON.stringify(step)}`);
+  }
+  return { ...step };
 }
 
 function aliasWire(template: AliasTemplate): { path: string } {
@@ -932,11 +970,19 @@ export class Client {
    * how many revisions a put with history keeps; `aliases` its alias templates (at most 8:
    * `"/email-{email}"`, see {@link AliasTemplate}), whose aliases every write keeps from now on, and
    * which the server builds for the items stored before (the definition's `aliases` tell their
-   * state; see {@link waitForAliases}). `mustNotExist` and `ifVersion` are conditions as on an
-   * item's `put` (the definition's `version`). Needs an `admin` token on a server with tokens (else
-   * `Forbidden`). Throws `InvalidRequest` with code `invalid_schema` for a schema that is not one
-   * (or needs a remote `$ref`), `invalid_request` for an invalid template, `ConditionFailed` for a
-   * condition that does not hold.
+   * state; see {@link waitForAliases}). `migrate` is the new version's migration steps from the
+   * previous version's values (at most 256, see {@link MigrationStep}: `{ op: "rename", from:
+   * "/name", to: "/full_name" }`, `add` with a `default`, `remove` with a `read_default`,
+   * `rename_value`): with them every version stays readable and writable (`schemaVersions`,
+   * docs/migrations.md); steps never carry over from the version before. `formats` is `"assert"`
+   * (check the schema's `format`s in every draft) or `"annotate"` (never). `force: true` stores a
+   * definition the server calls incompatible with the previous version (a new required member
+   * without an `add` step, say), which otherwise throws `IncompatibleSchema` with its `problems`.
+   * `mustNotExist` and `ifVersion` are conditions as on an item's `put` (the definition's
+   * `version`). Needs an `admin` token on a server with tokens (else `Forbidden`). Throws
+   * `InvalidRequest` with code `invalid_schema` for a schema that is not one (or needs a remote
+   * `$ref`), `invalid_request` for an invalid template or step, `ConditionFailed` for a condition
+   * that does not hold.
    */
   async putNamespace(namespace: string, options: PutNamespaceOptions = {}): Promise<NamespaceDefinition> {
     if (options.mustNotExist && options.ifVersion !== undefined) {
@@ -945,7 +991,9 @@ export class Client {
     const headers: Record<string, string> = { "Content-Type": "application/json" };
     if (options.mustNotExist) headers["If-None-Match"] = "*";
     if (options.ifVersion !== undefined) headers["If-Match"] = `"${options.ifVersion}"`;
-    const response = await this.#send({ method: "PUT", route: namespaceRoute(namespace), headers, body: namespaceBody(options) });
+    const params: Record<string, string> = {};
+    if (options.force) params.force = "true";
+    const response = await this.#send({ method: "PUT", route: namespaceRoute(namespace), params, headers, body: namespaceBody(options) });
     return definitionFromWire(await this.#json(response));
   }
 
@@ -1007,9 +1055,11 @@ export class Client {
 
   /**
    * A dry run of `putNamespace`: what the definition would say about the items of `namespace`
-   * already stored (how many it checked, how many violate it, the first 20), storing nothing; it
-   * refuses what `putNamespace` would (an invalid template, say). It reads every item of the
-   * namespace (on DynamoDB, a Scan). Needs an `admin` token, like `putNamespace`.
+   * already stored (how many it checked, how many violate it, the first 20, each read through the
+   * `migrate` steps first), storing nothing, and the `problems` that `putNamespace` would throw
+   * `IncompatibleSchema` for without `force` (a dry run is never refused for them); it refuses what
+   * `putNamespace` would (an invalid template or step, say). It reads every item of the namespace
+   * (on DynamoDB, a Scan). Needs an `admin` token, like `putNamespace`.
    */
   async checkNamespace(namespace: string, options: NamespaceOptions = {}): Promise<SchemaCheck> {
     const response = await this.#send({
@@ -1024,6 +1074,7 @@ export class Client {
       checked: body.checked as number,
       violating: body.violating as number,
       first: (body.first as Wire[]).map(violatingFromWire),
+      problems: Array.isArray(body.problems) ? (body.problems as unknown[]).filter((p): p is string => typeof p === "string") : [],
     };
   }
 

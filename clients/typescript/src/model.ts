@@ -328,12 +328,52 @@ export interface AliasBuild {
 export type AliasTemplate = string | { readonly path: string };
 
 /**
+ * A migration step of a namespace definition version (docs/migrations.md), as the wire has it: the
+ * changes from the previous version's values to this one's. Paths are JSON pointers:
+ *
+ * - `{ op: "rename", from: "/name", to: "/full_name" }`: a member renamed;
+ * - `{ op: "add", path: "/tier", default: "free" }`: a member added, older items get `default`;
+ * - `{ op: "remove", path: "/legacy", read_default: 0 }`: a member removed, older readers see
+ *   `read_default` (optional);
+ * - `{ op: "rename_value", path: "/status", from: "shipped", to: "sent" }`: a string value renamed.
+ *
+ * The client sends each step as given; the server checks them (`InvalidRequest`).
+ */
+export type MigrationStep = { readonly op: string; readonly [member: string]: unknown };
+
+/**
+ * How a definition treats the schema's `format`s: `assert` checks them (`email`, `date-time`, ...)
+ * in every draft, `annotate` never does; left out, as the schema's draft says (2020-12 and 2019-09:
+ * an annotation, not checked).
+ */
+export type Formats = "assert" | "annotate";
+
+/**
+ * Where the rewrite of a namespace's stored items stands (docs/migrations.md): a version with
+ * migration steps starts one, in the background, bringing every stored item to version `to`; it
+ * has read `checked` items of the namespace and rewritten `rewritten` of them, and is `done` when
+ * it has read them all. Items read the same whether or not they are rewritten.
+ */
+export interface Rewrite {
+  readonly to: number;
+  readonly checked: number;
+  readonly rewritten: number;
+  readonly done: boolean;
+}
+
+/**
  * What items of one namespace look like (the namespace of an item is its path's last element's:
  * `/user-7/post-2` is a `post`): its `schema` (null: any value), how many revisions a put with
  * history keeps (`history`, null: the server's default), a `description`, and its alias templates
  * with where their aliases stand (`aliases`: the definition's own, in its order, then those being
  * removed). `version` counts its changes (1, 2, ...): pass it as `ifVersion` to `putNamespace` or
- * `deleteNamespace` to change only what you read.
+ * `deleteNamespace` to change only what you read. It is also the definition's schema version, the
+ * one `schemaVersions` names and an item's `schemaVersion` counts (docs/migrations.md).
+ *
+ * Since migrations: `migrate`, the steps from the previous version's values to this one's (empty:
+ * none); `formats` (null: as the schema's draft says); and `rewrite`, where the background rewrite
+ * of stored items to the newest version with steps stands (`getNamespace` only; null when there
+ * has been none, or from an older server).
  */
 export interface NamespaceDefinition {
   readonly namespace: string;
@@ -346,6 +386,9 @@ export interface NamespaceDefinition {
   readonly modifiedAt: Date;
   readonly createdAtMicros: number;
   readonly modifiedAtMicros: number;
+  readonly migrate: MigrationStep[];
+  readonly formats: Formats | null;
+  readonly rewrite: Rewrite | null;
 }
 
 /** One page of namespace definitions, in name order; pass `nextPageToken` as `pageToken` to continue (null at the end). */
@@ -362,6 +405,15 @@ export interface NamespaceOptions {
   description?: string;
   /** Alias templates (at most 8), whose aliases every write keeps: `["/email-{email}"]`. */
   aliases?: readonly AliasTemplate[];
+  /**
+   * The new version's migration steps from the previous version's values (at most 256; see
+   * {@link MigrationStep}): `[{ op: "rename", from: "/name", to: "/full_name" }]`. With them every
+   * version stays readable and writable (`schemaVersions`, docs/migrations.md). Steps never carry
+   * over from the version before. Left out (or empty): none.
+   */
+  migrate?: readonly MigrationStep[];
+  /** `assert`: check the schema's `format`s in every draft; `annotate`: never. Left out: as the schema's draft says. */
+  formats?: Formats;
 }
 
 export interface WaitForAliasesOptions {
@@ -378,6 +430,12 @@ export interface PutNamespaceOptions extends NamespaceOptions {
   mustNotExist?: boolean;
   /** Only if the definition's version is this one (`If-Match`). */
   ifVersion?: number;
+  /**
+   * Store a definition the server calls incompatible with the previous version (a new required
+   * member without an `add` step, say; `force=true`), which otherwise throws `IncompatibleSchema`
+   * with its `problems`.
+   */
+  force?: boolean;
 }
 
 /**
@@ -392,13 +450,16 @@ export interface ViolatingItem {
 
 /**
  * What a schema would say about the items already stored (`checkNamespace`, a dry run that stores
- * nothing): how many items of the namespace it `checked`, how many are `violating` it, and the
- * `first` of those (at most 20).
+ * nothing): how many items of the namespace it `checked` (each read through the new version's
+ * `migrate` steps first), how many are `violating` it, the `first` of those (at most 20), and the
+ * `problems` that `putNamespace` would throw `IncompatibleSchema` for without `force` (empty: none,
+ * or a server from before migrations).
  */
 export interface SchemaCheck {
   readonly checked: number;
   readonly violating: number;
   readonly first: ViolatingItem[];
+  readonly problems: string[];
 }
 
 /**

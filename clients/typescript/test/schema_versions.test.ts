@@ -19,7 +19,10 @@ import {
   MigrationFailed,
   PathDBError,
   Put,
+  SchemaViolation,
   UnknownSchemaVersion,
+  type Formats,
+  type MigrationStep,
   type Schema,
 } from "../src/index.js";
 import { errorFor } from "../src/errors.js";
@@ -35,6 +38,16 @@ const wireItem = (path: string, value: unknown, schemaVersion?: number) => ({
   value,
   ...(schemaVersion !== undefined && { schema_version: schemaVersion }),
 });
+const wireDefinition = {
+  namespace: "user",
+  version: 2,
+  created_at: 0,
+  modified_at: 0,
+  schema: null,
+  history: null,
+  description: null,
+  aliases: [],
+};
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
 
 /** A `fetch` that records the `Schema-Version` of each request and answers as the routes the tests call do. */
@@ -79,6 +92,47 @@ describe("schema version requests", () => {
     for (const bad of [{ "user-x": 1 }, { "": 1 }, { user: 0 }, { user: 1.5 }, { user: "1" as unknown as number }]) {
       assert.throws(() => new Client("http://db", { schemaVersions: bad }), (e) => e instanceof RangeError && /schemaVersions/.test(e.message));
     }
+  });
+
+  test("putNamespace sends migrate, formats and force", async () => {
+    const sent: { url: URL; body: unknown }[] = [];
+    const wire = {
+      ...wireDefinition,
+      migrate: STEPS,
+      formats: "assert",
+      rewrite: { to: 2, checked: 5, rewritten: 4, done: false },
+    };
+    const answer = (async (url: string | URL | Request, init?: RequestInit) => {
+      const u = new URL(String(url));
+      sent.push({ url: u, body: JSON.parse(String(init?.body)) });
+      if (u.searchParams.get("dry_run") === "true") return json(200, { checked: 1, violating: 0, first: [], problems: ["/plan ...", 3] });
+      return json(200, wire);
+    }) as typeof fetch;
+    const c = new Client("http://db", { fetch: answer });
+    const got = await c.putNamespace("user", { schema: V2, migrate: STEPS, formats: "assert", force: true });
+    await c.putNamespace("user", { schema: V2 });
+    await c.putNamespace("user", { schema: V2, migrate: [], force: false }); // no steps: left out
+    const check = await c.checkNamespace("user", { schema: V2, migrate: STEPS, formats: "annotate" });
+    await assert.rejects(c.putNamespace("user", { migrate: ["rename /name" as unknown as MigrationStep] }), TypeError);
+    await assert.rejects(c.putNamespace("user", { migrate: { op: "rename" } as unknown as MigrationStep[] }), TypeError);
+    assert.deepEqual(
+      sent.map((r) => r.body),
+      [{ schema: V2, migrate: STEPS, formats: "assert" }, { schema: V2 }, { schema: V2 }, { schema: V2, migrate: STEPS, formats: "annotate" }],
+    );
+    assert.deepEqual(
+      sent.map((r) => r.url.search),
+      ["?force=true", "", "", "?dry_run=true"],
+    );
+    // What the server answers since migrations, read back.
+    assert.deepEqual([got.version, got.migrate, got.formats], [2, STEPS, "assert"]);
+    assert.deepEqual(got.rewrite, { to: 2, checked: 5, rewritten: 4, done: false });
+    assert.deepEqual(check, { checked: 1, violating: 0, first: [], problems: ["/plan ..."] });
+    // A server from before migrations leaves them out.
+    const older = new Client("http://db", { fetch: (async () => json(200, wireDefinition)) as typeof fetch });
+    const old = await older.putNamespace("user", {});
+    assert.deepEqual([old.migrate, old.formats, old.rewrite], [[], null, null]);
+    const oldCheck = new Client("http://db", { fetch: (async () => json(200, { checked: 0, violating: 0, first: [] })) as typeof fetch });
+    assert.deepEqual((await oldCheck.checkNamespace("user", {})).problems, []);
   });
 
   test("the error codes of migrations", () => {
@@ -132,17 +186,6 @@ describe("two versions against a server", () => {
     await server?.stop();
   });
 
-  /** A definition with `migrate` steps, which `putNamespace` does not take. */
-  async function define(namespace: string, definition: unknown): Promise<number> {
-    const response = await fetch(`${server.url}/v1/namespaces/${namespace}`, {
-      method: "PUT",
-      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, "Content-Type": "application/json" },
-      body: JSON.stringify(definition),
-    });
-    await response.body?.cancel();
-    return response.status;
-  }
-
   test("a version-1 client beside a version-2 one", async () => {
     const ns = "ns_" + randomUUID().replaceAll("-", "").slice(0, 12);
     const admin = new Client(server.url, { token: ADMIN_TOKEN });
@@ -151,7 +194,7 @@ describe("two versions against a server", () => {
     const old = new Client(server.url, { token: TOKEN, schemaVersions: { [ns]: 1 } });
     const first = g.add(ns, 1);
     assert.equal((await old.put<UserV1>(first, { name: "Ada", status: "shipped" })).schemaVersion, 1);
-    assert.equal(await define(ns, { schema: V2, migrate: STEPS }), 200);
+    assert.equal((await admin.putNamespace(ns, { schema: V2, migrate: STEPS })).version, 2);
     const fresh = new Client(server.url, { token: TOKEN });
     const got = await fresh.get<UserV2>(first);
     assert.deepEqual([got?.value, got?.schemaVersion], [{ full_name: "Ada", tier: "free", status: "sent" }, 2]);
@@ -178,5 +221,60 @@ describe("two versions against a server", () => {
     const incompatible = await rejects(admin.putNamespace(ns, { schema: v3 }), IncompatibleSchema);
     assert.ok(incompatible.problems.some((p) => p.includes("/plan")), String(incompatible.problems));
     assert.ok(incompatible instanceof PathDBError);
+  });
+
+  test("migrate and force", async () => {
+    const ns = "ns_" + randomUUID().replaceAll("-", "").slice(0, 12);
+    const admin = new Client(server.url, { token: ADMIN_TOKEN });
+    const v1 = await admin.putNamespace(ns, { schema: V1 });
+    assert.deepEqual([v1.version, v1.migrate, v1.formats], [1, [], null]);
+    const path = group().add(ns, 1);
+    const writer = new Client(server.url, { token: TOKEN });
+    assert.equal((await writer.put<UserV1>(path, { name: "Ada", status: "new" })).schemaVersion, 1);
+    const rename = [{ op: "rename", from: "/name", to: "/full_name" }];
+    const v2Schema = { ...V1, required: ["full_name"], properties: { full_name: { type: "string" }, status: { enum: ["new", "shipped"] } } };
+    const v2 = await admin.putNamespace(ns, { schema: v2Schema, migrate: rename, ifVersion: 1 });
+    assert.deepEqual([v2.version, v2.migrate], [2, rename]);
+    const stored = await admin.getNamespace(ns);
+    assert.deepEqual([stored?.version, stored?.migrate, stored?.rewrite?.to], [2, rename, 2]);
+    // The item written in version 1, read in both versions.
+    const old = new Client(server.url, { token: TOKEN, schemaVersions: { [ns]: 1 } });
+    const fresh = new Client(server.url, { token: TOKEN, schemaVersions: { [ns]: 2 } });
+    const in1 = await old.get(path);
+    assert.deepEqual([in1?.value, in1?.schemaVersion], [{ name: "Ada", status: "new" }, 1]);
+    const in2 = await fresh.get(path);
+    assert.deepEqual([in2?.value, in2?.schemaVersion], [{ full_name: "Ada", status: "new" }, 2]);
+    // A new required member without an `add` step: incompatible, each problem named, in the dry
+    // run too (which stores nothing either way).
+    const v3Schema = { ...v2Schema, required: ["full_name", "plan"], properties: { ...v2Schema.properties, plan: { type: "string" } } };
+    const check = await admin.checkNamespace(ns, { schema: v3Schema });
+    assert.deepEqual([check.checked, check.violating], [1, 1]);
+    assert.ok(check.problems.some((p) => p.includes("/plan")), String(check.problems));
+    const incompatible = await rejects(admin.putNamespace(ns, { schema: v3Schema }), IncompatibleSchema);
+    assert.deepEqual([incompatible.status, incompatible.code, incompatible.problems], [409, "incompatible_schema", check.problems]);
+    assert.equal((await admin.getNamespace(ns))?.version, 2);
+    // `force` stores it all the same.
+    const forced = await admin.putNamespace(ns, { schema: v3Schema, force: true });
+    assert.deepEqual([forced.version, forced.schema, forced.migrate], [3, v3Schema, []]);
+    // An invalid step is the caller's mistake.
+    const invalid = await rejects(admin.putNamespace(ns, { schema: v3Schema, migrate: [{ op: "frob", path: "/plan" }] }), InvalidRequest);
+    assert.deepEqual([invalid.status, invalid.code], [400, "invalid_request"]);
+  });
+
+  test("formats", async () => {
+    const ns = "ns_" + randomUUID().replaceAll("-", "").slice(0, 12);
+    const admin = new Client(server.url, { token: ADMIN_TOKEN });
+    const c = new Client(server.url, { token: TOKEN });
+    const g = group();
+    const mail: Schema = { properties: { mail: { type: "string", format: "email" } } };
+    assert.equal((await admin.putNamespace(ns, { schema: mail })).formats, null);
+    await c.put(g.add(ns, 1), { mail: "notanemail" }); // 2020-12: an annotation
+    assert.equal((await admin.putNamespace(ns, { schema: mail, formats: "assert" })).formats, "assert");
+    assert.equal((await admin.getNamespace(ns))?.formats, "assert");
+    assert.equal((await admin.checkNamespace(ns, { schema: mail, formats: "assert" })).violating, 1);
+    assert.equal((await admin.checkNamespace(ns, { schema: mail, formats: "annotate" })).violating, 0);
+    await rejects(c.put(g.add(ns, 2), { mail: "notanemail" }), SchemaViolation);
+    await c.put(g.add(ns, 2), { mail: "ada@example.com" });
+    await rejects(admin.putNamespace(ns, { schema: mail, formats: "frob" as Formats }), InvalidRequest);
   });
 });

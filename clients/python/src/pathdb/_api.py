@@ -57,12 +57,14 @@ from ._keypath import KeyPath, PathLike, _check_namespace, format_id, to_path
 from ._model import (
     AliasTemplate,
     Fields,
+    Formats,
     Change,
     ChangePage,
     Entry,
     IdKind,
     IssuedToken,
     Item,
+    MigrationStep,
     NamespaceDefinition,
     NamespacePage,
     Op,
@@ -83,6 +85,7 @@ from ._model import (
     create_target,
     entry_from_wire,
     fields_param,
+    migration_steps,
     _micros,
     rule_wire,
 )
@@ -455,6 +458,9 @@ class _Api:
         must_not_exist: bool,
         if_version: Optional[int],
         dry_run: bool,
+        migrate: Optional[Sequence[MigrationStep]],
+        formats: Optional[Formats],
+        force: bool,
     ) -> _Request:
         if must_not_exist and if_version is not None:
             raise ValueError("give at most one of must_not_exist and if_version")
@@ -467,6 +473,15 @@ class _Api:
             definition["description"] = description
         if aliases:  # none: left out, which a server from before aliases also takes
             definition["aliases"] = [{"path": alias_template(a)} for a in aliases]
+        # None (and no steps): left out, which a server from before migrations also takes.
+        if migrate is not None:
+            steps = migration_steps(migrate)
+            if steps:
+                definition["migrate"] = steps
+        if formats is not None:
+            if not isinstance(formats, str):
+                raise TypeError(f'formats is "assert" or "annotate", not {formats!r:.80}')
+            definition["formats"] = formats
         request = _Request(
             "PUT",
             _Api.namespace_route(namespace),
@@ -478,6 +493,7 @@ class _Api:
         if if_version is not None:
             request.headers["If-Match"] = f'"{int(if_version)}"'
         _flag(request.params, "dry_run", dry_run)
+        _flag(request.params, "force", force)
         return request
 
     @staticmethod
@@ -553,6 +569,7 @@ class _Api:
             checked=int(body["checked"]),
             violating=int(body["violating"]),
             first=[ViolatingItem.from_wire(i) for i in body["first"]],
+            problems=[p for p in body.get("problems") or [] if isinstance(p, str)],
         )
 
     @staticmethod

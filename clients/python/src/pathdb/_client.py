@@ -56,9 +56,11 @@ from ._model import (
     Change,
     Fields,
     ChangePage,
+    Formats,
     IdKind,
     IssuedToken,
     Item,
+    MigrationStep,
     NamespaceDefinition,
     NamespacePage,
     Node,
@@ -712,6 +714,9 @@ class Client(_Base):
         aliases: Optional[Sequence[AliasTemplate]] = None,
         must_not_exist: bool = False,
         if_version: Optional[int] = None,
+        migrate: Optional[Sequence[MigrationStep]] = None,
+        formats: Optional[Formats] = None,
+        force: bool = False,
     ) -> NamespaceDefinition:
         """Creates or replaces the definition of `namespace` (it replaces all of it: what is
         not given is removed), and returns it. `schema` is a JSON Schema (draft 2020-12 unless
@@ -721,13 +726,32 @@ class Client(_Base):
         `aliases` its alias templates (at most 8: `"/email-{email}"`, see `AliasTemplate`),
         whose aliases every write keeps from now on, and which the server builds for the items
         stored before (the definition's `aliases` tell their state; see `wait_for_aliases`).
-        `must_not_exist` and `if_version` are conditions as on an item's `put` (the
-        definition's `version`). Needs an `admin` token on a server with tokens (else
-        `Forbidden`). Raises `InvalidRequest` with code `invalid_schema` for a schema that is
-        not one (or needs a remote `$ref`), `invalid_request` for an invalid template,
-        `ConditionFailed` for a condition that does not hold."""
+        `migrate` is the new version's migration steps from the previous version's values (at
+        most 256, see `MigrationStep`: `{"op": "rename", "from": "/name", "to":
+        "/full_name"}`, `add` with a `default`, `remove` with a `read_default`,
+        `rename_value`): with them every version stays readable and writable
+        (`schema_versions`, docs/migrations.md); steps never carry over from the version
+        before. `formats` is `"assert"` (check the schema's `format`s in every draft) or
+        `"annotate"` (never). `force=True` stores a definition the server calls incompatible
+        with the previous version (a new required member without an `add` step, say), which
+        otherwise raises `IncompatibleSchema` with its `problems`. `must_not_exist` and
+        `if_version` are conditions as on an item's `put` (the definition's `version`). Needs
+        an `admin` token on a server with tokens (else `Forbidden`). Raises `InvalidRequest`
+        with code `invalid_schema` for a schema that is not one (or needs a remote `$ref`),
+        `invalid_request` for an invalid template or step, `ConditionFailed` for a condition
+        that does not hold."""
         request = _Api.put_namespace(
-            namespace, schema, history, description, aliases, must_not_exist, if_version, False
+            namespace,
+            schema,
+            history,
+            description,
+            aliases,
+            must_not_exist,
+            if_version,
+            False,
+            migrate,
+            formats,
+            force,
         )
         return self._call(request, _Api.definition)
 
@@ -745,14 +769,28 @@ class Client(_Base):
         history: Optional[int] = None,
         description: Optional[str] = None,
         aliases: Optional[Sequence[AliasTemplate]] = None,
+        migrate: Optional[Sequence[MigrationStep]] = None,
+        formats: Optional[Formats] = None,
     ) -> SchemaCheck:
         """A dry run of `put_namespace`: what the definition would say about the items of
-        `namespace` already stored (how many it checked, how many violate it, the first 20),
-        storing nothing; it refuses what `put_namespace` would (an invalid template, say). It
-        reads every item of the namespace (on DynamoDB, a Scan). Needs an `admin` token, like
-        `put_namespace`."""
+        `namespace` already stored (how many it checked, how many violate it, the first 20,
+        each read through the `migrate` steps first), storing nothing, and the `problems`
+        that `put_namespace` would raise `IncompatibleSchema` for without `force` (a dry run is
+        never refused for them); it refuses what `put_namespace` would (an invalid template or
+        step, say). It reads every item of the namespace (on DynamoDB, a Scan). Needs an
+        `admin` token, like `put_namespace`."""
         request = _Api.put_namespace(
-            namespace, schema, history, description, aliases, False, None, True
+            namespace,
+            schema,
+            history,
+            description,
+            aliases,
+            False,
+            None,
+            True,
+            migrate,
+            formats,
+            False,
         )
         return self._call(request, _Api.schema_check)
 
@@ -1352,10 +1390,23 @@ class AsyncClient(_Base):
         aliases: Optional[Sequence[AliasTemplate]] = None,
         must_not_exist: bool = False,
         if_version: Optional[int] = None,
+        migrate: Optional[Sequence[MigrationStep]] = None,
+        formats: Optional[Formats] = None,
+        force: bool = False,
     ) -> NamespaceDefinition:
         """See `Client.put_namespace`."""
         request = _Api.put_namespace(
-            namespace, schema, history, description, aliases, must_not_exist, if_version, False
+            namespace,
+            schema,
+            history,
+            description,
+            aliases,
+            must_not_exist,
+            if_version,
+            False,
+            migrate,
+            formats,
+            force,
         )
         return await self._call(request, _Api.definition)
 
@@ -1371,10 +1422,22 @@ class AsyncClient(_Base):
         history: Optional[int] = None,
         description: Optional[str] = None,
         aliases: Optional[Sequence[AliasTemplate]] = None,
+        migrate: Optional[Sequence[MigrationStep]] = None,
+        formats: Optional[Formats] = None,
     ) -> SchemaCheck:
         """See `Client.check_namespace`."""
         request = _Api.put_namespace(
-            namespace, schema, history, description, aliases, False, None, True
+            namespace,
+            schema,
+            history,
+            description,
+            aliases,
+            False,
+            None,
+            True,
+            migrate,
+            formats,
+            False,
         )
         return await self._call(request, _Api.schema_check)
 

@@ -698,6 +698,63 @@ class AliasBuild:
         )
 
 
+MigrationStep = Mapping[str, Any]
+"""A migration step of a namespace definition version (docs/migrations.md), as the wire has it:
+the changes from the previous version's values to this one's. Paths are JSON pointers:
+
+- `{"op": "rename", "from": "/name", "to": "/full_name"}`: a member renamed;
+- `{"op": "add", "path": "/tier", "default": "free"}`: a member added, older items get
+  `default`;
+- `{"op": "remove", "path": "/legacy", "read_default": 0}`: a member removed, older readers see
+  `read_default` (optional);
+- `{"op": "rename_value", "path": "/status", "from": "shipped", "to": "sent"}`: a string value
+  renamed.
+
+The client sends each step as given; the server checks them (`InvalidRequest`)."""
+
+Formats = Literal["assert", "annotate"]
+"""How a definition treats the schema's `format`s: `assert` checks them (`email`, `date-time`,
+...) in every draft, `annotate` never does; left out, as the schema's draft says (2020-12 and
+2019-09: an annotation, not checked)."""
+
+
+def migration_steps(steps: Sequence[MigrationStep]) -> List[Dict[str, Any]]:
+    """The steps as they go on the wire: each a mapping (`{"op": ...}`), copied."""
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence):
+        raise TypeError(f"migrate is a list of steps, not {steps!r:.80}")
+    out: List[Dict[str, Any]] = []
+    for step in steps:
+        if not isinstance(step, Mapping):
+            raise TypeError(f'a migration step is a mapping ({{"op": ...}}), not {step!r:.80}')
+        out.append(dict(step))
+    return out
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """Where the rewrite of a namespace's stored items stands (docs/migrations.md): a version
+    with migration steps starts one, in the background, bringing every stored item to version
+    `to`; it has read `checked` items of the namespace and rewritten `rewritten` of them, and is
+    `done` when it has read them all. Items read the same whether or not they are rewritten."""
+
+    to: int
+    checked: int
+    rewritten: int
+    done: bool
+
+    @classmethod
+    def from_wire(cls, body: Any) -> Optional[Rewrite]:
+        """A rewrite from its JSON shape; None for none (a server from before migrations)."""
+        if not isinstance(body, Mapping) or body.get("to") is None:
+            return None
+        return cls(
+            to=int(body["to"]),
+            checked=int(body.get("checked") or 0),
+            rewritten=int(body.get("rewritten") or 0),
+            done=body.get("done") is True,
+        )
+
+
 @dataclass(frozen=True)
 class NamespaceDefinition:
     """What items of one namespace look like (the namespace of an item is its path's last
@@ -706,7 +763,14 @@ class NamespaceDefinition:
     `description`, and its alias templates with where their aliases stand (`aliases`: the
     definition's own, in its order, then those being removed; `templates` is the first part, as
     `put_namespace` takes it). `version` counts its changes (1, 2, ...): pass it as
-    `if_version` to `put_namespace` or `delete_namespace` to change only what you read."""
+    `if_version` to `put_namespace` or `delete_namespace` to change only what you read. It is
+    also the definition's schema version, the one `schema_versions` names and an `Item`'s
+    `schema_version` counts (docs/migrations.md).
+
+    Since migrations: `migrate`, the steps from the previous version's values to this one's
+    (empty: none); `formats`, `"assert"` or `"annotate"` (None: as the schema's draft says); and
+    `rewrite`, where the background rewrite of stored items to the newest version with steps
+    stands (`get_namespace` only; None when there has been none, or from an older server)."""
 
     namespace: str
     version: int
@@ -716,14 +780,20 @@ class NamespaceDefinition:
     created_at: datetime
     modified_at: datetime
     aliases: List[AliasBuild] = field(default_factory=list)
+    migrate: List[Dict[str, Any]] = field(default_factory=list)
+    formats: Optional[str] = None
+    rewrite: Optional[Rewrite] = None
 
     @classmethod
     def from_wire(cls, body: Mapping[str, Any]) -> NamespaceDefinition:
-        """A definition from its JSON shape."""
+        """A definition from its JSON shape (the members since migrations may be absent)."""
         created = _time(body["created_at"])
         modified = _time(body["modified_at"])
         assert created is not None and modified is not None
         history = body.get("history")
+        migrate = body.get("migrate")
+        steps = migrate if isinstance(migrate, list) else []
+        formats = body.get("formats")
         return cls(
             namespace=str(body["namespace"]),
             version=int(body["version"]),
@@ -733,6 +803,9 @@ class NamespaceDefinition:
             created_at=created,
             modified_at=modified,
             aliases=[AliasBuild.from_wire(a) for a in body.get("aliases") or []],
+            migrate=[dict(s) for s in steps if isinstance(s, Mapping)],
+            formats=formats if isinstance(formats, str) else None,
+            rewrite=Rewrite.from_wire(body.get("rewrite")),
         )
 
     @property
@@ -770,12 +843,15 @@ class NamespacePage:
 @dataclass(frozen=True)
 class SchemaCheck:
     """What a schema would say about the items already stored (`check_namespace`, a dry run
-    that stores nothing): how many items of the namespace it `checked`, how many are
-    `violating` it, and the `first` of those (at most 20)."""
+    that stores nothing): how many items of the namespace it `checked` (each read through the
+    new version's `migrate` steps first), how many are `violating` it, the `first` of those (at
+    most 20), and the `problems` that `put_namespace` would refuse the definition for without
+    `force=True` (`IncompatibleSchema`; empty: none, or a server from before migrations)."""
 
     checked: int
     violating: int
     first: List[ViolatingItem]
+    problems: List[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
