@@ -103,6 +103,17 @@ fn define<B: Backend>(store: &Store<B>, definition: Definition) {
         .unwrap_or_else(|e| panic!("define: {e}"));
 }
 
+/// The items of a listing page (its nodes left out).
+fn items_of(page: &pathdb_store::ListPage) -> Vec<&pathdb_store::Item> {
+    page.items
+        .iter()
+        .filter_map(|e| match e {
+            ListEntry::Item(item) => Some(item),
+            ListEntry::Node(_) => None,
+        })
+        .collect()
+}
+
 /// Every item of `model` read in every version through a get, get_many, a listing and the
 /// feed equals the model's translation of what was written.
 fn check_reads<B: Backend>(
@@ -144,14 +155,7 @@ fn check_reads<B: Backend>(
         request.versions = versions.clone();
         request.limit = 1000;
         let page = store.list(&request).expect("list");
-        let listed: Vec<_> = page
-            .items
-            .iter()
-            .filter_map(|e| match e {
-                ListEntry::Item(item) => Some(item),
-                ListEntry::Node(_) => None,
-            })
-            .collect();
+        let listed = items_of(&page);
         assert_eq!(listed.len(), paths.len());
         for item in listed {
             assert_eq!(
@@ -173,22 +177,16 @@ fn check_reads<B: Backend>(
         request.versions = versions.clone();
         request.limit = 1000;
         let page = store.list(&request).expect("filtered list");
-        let matched: Vec<KeyPath> = page
-            .items
-            .iter()
-            .filter_map(|e| match e {
-                ListEntry::Item(item) => {
-                    assert_eq!(
-                        item.value.to_value(),
-                        want(&item.path),
-                        "filtered {}",
-                        item.path
-                    );
-                    Some(item.path.clone())
-                }
-                ListEntry::Node(_) => None,
-            })
-            .collect();
+        let mut matched = Vec::new();
+        for item in items_of(&page) {
+            assert_eq!(
+                item.value.to_value(),
+                want(&item.path),
+                "filtered {}",
+                item.path
+            );
+            matched.push(item.path.clone());
+        }
         let expected: Vec<KeyPath> = paths
             .iter()
             .filter(|p| {

@@ -35,20 +35,25 @@ async fn speaking(
         .await
 }
 
-async fn two_versions() -> TestServer {
+/// A server where `items` (path, value) were written in version 1, before version 2.
+async fn written_before_version_2(items: &[(&str, &str)]) -> TestServer {
     let server = TestServer::new();
     server
         .put("/v1/namespaces/user", &v1().to_string())
         .await
         .expect(201);
-    server
-        .put_item("/user-1", r#"{"name": "Ada", "status": "shipped"}"#)
-        .await;
+    for (path, value) in items {
+        server.put_item(path, value).await;
+    }
     server
         .put("/v1/namespaces/user", &v2().to_string())
         .await
         .expect(200);
     server
+}
+
+async fn two_versions() -> TestServer {
+    written_before_version_2(&[("/user-1", r#"{"name": "Ada", "status": "shipped"}"#)]).await
 }
 
 #[tokio::test]
@@ -297,21 +302,11 @@ async fn versions_stay_readable_and_the_rewrite_reports_progress() {
 
 #[tokio::test]
 async fn filters_read_the_newest_version_of_items_stored_before_it() {
-    let server = TestServer::new();
-    server
-        .put("/v1/namespaces/user", &v1().to_string())
-        .await
-        .expect(201);
-    server
-        .put_item("/team-1/user-1", r#"{"name": "Ada", "status": "shipped"}"#)
-        .await;
-    server
-        .put_item("/team-1/user-2", r#"{"name": "Bob", "status": "new"}"#)
-        .await;
-    server
-        .put("/v1/namespaces/user", &v2().to_string())
-        .await
-        .expect(200);
+    let server = written_before_version_2(&[
+        ("/team-1/user-1", r#"{"name": "Ada", "status": "shipped"}"#),
+        ("/team-1/user-2", r#"{"name": "Bob", "status": "new"}"#),
+    ])
+    .await;
     // `sent` and `tier` exist only in version 2: stored in version 1 and not rewritten yet,
     // user-1 matches by what the steps make of it, whichever version the page speaks.
     let filter = "value.status%20%3D%3D%20%22sent%22%20%26%26%20value.tier%20%3D%3D%20%22free%22";
