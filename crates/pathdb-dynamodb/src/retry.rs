@@ -163,6 +163,9 @@ where
         .as_service_error()
         .and_then(|e| e.code())
         .map(str::to_owned);
+    // No credentials is not a fault of the endpoint: asking again finds none again.
+    let no_credentials =
+        matches!(error, SdkError::DispatchFailure(_)) && missing_credentials(&error);
     let class = match &error {
         SdkError::ServiceError(service) => {
             if code.as_deref().is_some_and(|c| THROTTLING.contains(&c)) {
@@ -178,8 +181,7 @@ where
             }
         }
         SdkError::DispatchFailure(failure) => {
-            // No credentials is not a fault of the endpoint: asking again finds none again.
-            if failure.is_user() || missing_credentials(&error) {
+            if failure.is_user() || no_credentials {
                 Class::Rejected
             } else if never_connected(&error) {
                 Class::Refused
@@ -192,7 +194,7 @@ where
         _ => Class::Rejected,
     };
     let detail = match &error {
-        _ if missing_credentials(&error) => format!(
+        _ if no_credentials => format!(
             "{what}: no AWS credentials: none in the environment (AWS_ACCESS_KEY_ID and \
              AWS_SECRET_ACCESS_KEY), the profile files or the instance metadata service. Set \
              them; a local endpoint (moto, DynamoDB Local) takes any pair, e.g. \
