@@ -13,11 +13,18 @@ use std::process::Output;
 /// `UnknownOperationException`, as dynalite answers `TransactWriteItems`. Lives as long as the
 /// test process.
 fn endpoint_without_transactions() -> String {
+    loopback_endpoint(answer_unknown_operation)
+}
+
+/// A loopback port whose every connection `handle` takes, on a thread of its own; its URL. Lives
+/// as long as the test process.
+fn loopback_endpoint(handle: impl Fn(TcpStream) + Clone + Send + 'static) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
     let url = format!("http://{}", listener.local_addr().expect("bound address"));
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || answer_unknown_operation(stream));
+            let handle = handle.clone();
+            std::thread::spawn(move || handle(stream));
         }
     });
     url
@@ -122,17 +129,12 @@ fn serve_refuses_dynalite() {
     assert_refused(&serve(&endpoint));
 }
 
-/// A loopback port that accepts connections and counts them, answering nothing. Lives as long
-/// as the test process.
+/// A loopback port that counts the connections it accepts, answering nothing.
 fn counting_endpoint() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
-    let url = format!("http://{}", listener.local_addr().expect("bound address"));
     let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = std::sync::Arc::clone(&count);
-    std::thread::spawn(move || {
-        for _stream in listener.incoming() {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
+    let url = loopback_endpoint(move |_stream| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     });
     (url, count)
 }
