@@ -708,6 +708,49 @@ def test_version_history_and_an_item_read_in_an_older_schema_version():
     by_id("cancel").click()
 
 
+def test_a_new_version_with_migration_steps_and_an_incompatible_one_saved_anyway():
+    v1 = {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}
+    v2 = {"type": "object", "required": ["full_name"], "properties": {"full_name": {"type": "string"}}}
+    v3 = {"type": "object", "required": ["full_name", "plan"],
+          "properties": {"full_name": {"type": "string"}, "plan": {"type": "string"}}}
+    api("PUT", "/v1/namespaces/client", {"schema": v1}, token=ADMIN)
+    api("PUT", "/v1/items/client-1", {"name": "Ada"})
+    sign_in(ADMIN)
+    open_page("/ui/.namespaces/client")
+    wait.until(lambda d: by_id("ns-version").text == "1")
+    schema, steps = shown("ns-schema"), shown("ns-migrate")
+    # Steps that are not JSON are refused beside them; nothing is sent.
+    steps.send_keys("[{")
+    by_id("ns-check").click()
+    assert "the migration steps are not JSON" in shown("ns-migrate-error").text, by_id("ns-migrate-error").text
+    # Version 2 renames `name`: the dry run finds nothing incompatible, and the item reads renamed.
+    schema.clear()
+    schema.send_keys(json.dumps(v2))
+    steps.clear()
+    steps.send_keys(json.dumps([{"op": "rename", "from": "/name", "to": "/full_name"}]))
+    by_id("ns-check").click()
+    shown("ns-dry-run")
+    assert not by_id("ns-dry-run-problems").is_displayed() and by_id("ns-save").text == "Save as version 2"
+    by_id("ns-save").click()
+    wait.until(lambda d: by_id("ns-version").text == "2")
+    assert by_id("ns-migrate").get_attribute("value") == "", "steps belong to the version they led to"
+    assert api("GET", "/v1/items/client-1")["value"] == {"full_name": "Ada"}
+    # Version 3 requires a new member and says nothing of it: listed, and saved only anyway.
+    schema = by_id("ns-schema")
+    schema.clear()
+    schema.send_keys(json.dumps(v3))
+    by_id("ns-check").click()
+    problems = shown("ns-dry-run-problems")
+    assert "plan" in problems.text, problems.text
+    assert by_id("ns-save").text == "Save as version 3 anyway", by_id("ns-save").text
+    screenshot("namespace-incompatible")
+    by_id("ns-save").click()
+    wait.until(lambda d: by_id("ns-version").text == "3")
+    assert not by_id("ns-dry-run").is_displayed()
+    assert api("GET", "/v1/namespaces/client")["version"] == 3
+    sign_in(RW)
+
+
 def ensure_accounts():
     """Three accounts, and the definition of `account` with two alias templates, built (once)."""
     if status_of("GET", "/v1/namespaces/account") == 200:

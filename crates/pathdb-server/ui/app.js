@@ -30,6 +30,7 @@ const state = {
   nsPage: 0,
   ns: null, // {name, def}: the definition the editor opened (def null: not defined yet)
   nsPending: null, // the body a dry run checked, which "Save" sends
+  nsForce: false, // the dry run found the body incompatible: "Save anyway" forces it
   viol: null, // {name, token, checked, found}: the violations view's scan so far
   alias: null, // the alias path the item was read through (its URL's path), or null
   itemDef: null, // the definition of the item's namespace (its alias templates), or null
@@ -2004,6 +2005,7 @@ async function reloadVersions(name) {
 function showDefinition(name, def) {
   state.ns = { name, def };
   state.nsPending = null;
+  state.nsForce = false;
   $("ns-name").textContent = name;
   $("ns-version").textContent = def ? def.version : "— (not defined)";
   $("ns-created").textContent = def ? when(def.created_at) : "—";
@@ -2013,13 +2015,17 @@ function showDefinition(name, def) {
   $("ns-history").value = def?.history ?? "";
   $("ns-schema").value = def && def.schema != null ? pretty(def.schema) : "";
   $("ns-aliases-text").value = currentTemplates(def).map((b) => b.path).join("\n");
-  for (const id of ["ns-description", "ns-history", "ns-schema", "ns-aliases-text"]) $(id).readOnly = !state.admin;
+  // Steps belong to the version they lead to: a new version starts with none.
+  $("ns-migrate").value = "";
+  $("ns-formats").value = def?.formats ?? "";
+  for (const id of ["ns-description", "ns-history", "ns-schema", "ns-aliases-text", "ns-migrate"]) $(id).readOnly = !state.admin;
+  $("ns-formats").disabled = !state.admin;
   showBuilds(name, def ? def.aliases : []);
   $("ns-violations-link").href = nsHref(name, true);
   $("ns-violations-link").parentElement.hidden = !def || def.schema == null;
   $("ns-delete").hidden = !def;
   $("ns-check").textContent = def ? "Check and save…" : "Check and create…";
-  for (const id of ["ns-dry-run", "ns-conflict", "ns-saved", "ns-schema-error", "ns-aliases-error"]) $(id).hidden = true;
+  for (const id of ["ns-dry-run", "ns-conflict", "ns-saved", "ns-schema-error", "ns-aliases-error", "ns-migrate-error"]) $(id).hidden = true;
 }
 
 /** Whether an alias build or removal is under way (its progress moves on by itself). */
@@ -2196,6 +2202,11 @@ async function retryBuild(name, template, button) {
   }
 }
 
+function showMigrateError(message) {
+  $("ns-migrate-error").textContent = message;
+  $("ns-migrate-error").hidden = false;
+}
+
 function showSchemaError(message) {
   $("ns-schema-error").textContent = message;
   $("ns-schema-error").hidden = false;
@@ -2227,14 +2238,36 @@ function definitionBody() {
     .map((line) => line.trim())
     .filter(Boolean)
     .map((path) => ({ path }));
+  const steps = $("ns-migrate").value.trim();
+  if (steps) {
+    let migrate;
+    try {
+      migrate = JSON.parse(steps);
+    } catch (e) {
+      throw new MigrateError("Not saved: the migration steps are not JSON: " + e.message);
+    }
+    if (!Array.isArray(migrate) || !migrate.every(isObject))
+      throw new MigrateError('Not saved: the migration steps are a JSON array of steps such as {"op": "rename", "from": "/a", "to": "/b"}');
+    if (migrate.length > 0) body.migrate = migrate;
+  }
+  if ($("ns-formats").value) body.formats = $("ns-formats").value;
   return body;
 }
+
+/** What is wrong with the migration steps the editor holds (shown beside them). */
+class MigrateError extends Error {}
 
 /** A refused definition: what is wrong with its templates beside them, the schema's beside it,
  * anything else in the panel. */
 function showDefinitionError(e) {
   if (e instanceof ApiError && e.code === "invalid_schema") {
     showSchemaError("Not saved: the schema is invalid: " + e.message);
+  } else if (e instanceof ApiError && e.code === "incompatible_schema") {
+    // Saved without a dry run's word (someone changed the definition between): say what breaks.
+    showProblems(e.details?.problems || [e.message]);
+    $("ns-dry-run").hidden = false;
+  } else if (e instanceof ApiError && e.code === "invalid_request" && /\b(migration|step)/.test(e.message)) {
+    showMigrateError("Not saved: " + e.message.replace(/^invalid request: /, ""));
   } else if (e instanceof ApiError && e.code === "invalid_request" && /\balias/.test(e.message)) {
     $("ns-aliases-error").textContent = "Not saved: " + e.message.replace(/^invalid request: /, "");
     $("ns-aliases-error").hidden = false;
@@ -2252,12 +2285,13 @@ async function checkNamespace(event) {
   event.preventDefault();
   if (!state.admin) return; // (Enter in a read-only field)
   clearError();
-  for (const id of ["ns-dry-run", "ns-conflict", "ns-saved", "ns-schema-error", "ns-aliases-error"]) $(id).hidden = true;
+  for (const id of ["ns-dry-run", "ns-conflict", "ns-saved", "ns-schema-error", "ns-aliases-error", "ns-migrate-error"]) $(id).hidden = true;
   let body;
   try {
     body = definitionBody();
   } catch (e) {
-    showSchemaError(e.message);
+    if (e instanceof MigrateError) showMigrateError(e.message);
+    else showSchemaError(e.message);
     return;
   }
   const name = state.ns.name;
@@ -2298,10 +2332,22 @@ function showDryRun(result, body) {
   });
   $("ns-dry-run-aliases").replaceChildren(...changes);
   $("ns-dry-run-aliases").hidden = changes.length === 0;
-  const def = state.ns.def;
-  $("ns-save").textContent = def ? `Save as version ${def.version + 1}` : "Create the definition";
+  showProblems(result.problems || []);
   $("ns-dry-run").hidden = false;
   $("ns-save").focus();
+}
+
+/**
+ * What the new version breaks for clients of the current one (a dry run's `problems`, or a 409
+ * `incompatible_schema`): listed, and "Save" becomes "Save anyway", which forces it.
+ */
+function showProblems(problems) {
+  state.nsForce = problems.length > 0;
+  $("ns-dry-run-problem-list").replaceChildren(...problems.map((p) => el("li", "", p)));
+  $("ns-dry-run-problems").hidden = problems.length === 0;
+  const def = state.ns.def;
+  const save = def ? `Save as version ${def.version + 1}` : "Create the definition";
+  $("ns-save").textContent = state.nsForce ? `${save} anyway` : save;
 }
 
 /** An item that a schema refuses: its path (a link to it) and its violations. */
@@ -2325,7 +2371,7 @@ async function saveNamespace(version = state.ns.def ? state.ns.def.version : nul
   clearError();
   $("ns-save").disabled = true;
   try {
-    const reply = await api("PUT", nsUrl(name), {
+    const reply = await api("PUT", nsUrl(name) + (state.nsForce ? "?force=true" : ""), {
       body: JSON.stringify(body),
       headers: version === null ? { "If-None-Match": "*" } : { "If-Match": `"${version}"` },
       allow: [412],
@@ -2355,6 +2401,7 @@ function definitionAsBody(def) {
   body.history = def.history ?? null;
   body.description = def.description ?? null;
   body.aliases = currentTemplates(def).map((b) => ({ path: b.path }));
+  if (def.formats != null) body.formats = def.formats;
   return body;
 }
 
