@@ -94,17 +94,25 @@ def folded(us_per_put, path):
                 if t == thread and any(pattern.search(fr) for fr in frames):
                     parts[(t, part)] = parts.get((t, part), 0) + n
     print(f"{us_per_put:.1f} us of server CPU per put, {total:,} samples\n")
-    print("| thread | part | share of the server's CPU | us per put |")
-    print("| --- | --- | ---: | ---: |")
+    table(
+        "share of the server's CPU | us per put",
+        threads,
+        parts,
+        lambda n: f"{n / total:.1%} | {n / total * us_per_put:.1f}",
+    )
+
+
+def table(columns, threads, parts, cells):
+    """The Markdown table of `threads` and their `parts` (counts), each count shown by `cells`."""
+    print(f"| thread | part | {columns} |")
+    print("| --- | --- |" + " ---: |" * (columns.count("|") + 1))
     for thread in ("HTTP workers", "commit thread", "other"):
         if thread not in threads:
             continue
-        share = threads[thread] / total
-        print(f"| {thread} | all of it | {share:.1%} | {share * us_per_put:.1f} |")
+        print(f"| {thread} | all of it | {cells(threads[thread])} |")
         for (t, part), count in parts.items():
             if t == thread:
-                share = count / total
-                print(f"| | {part} | {share:.1%} | {share * us_per_put:.1f} |")
+                print(f"| | {part} | {cells(count)} |")
 
 
 def main():
@@ -131,15 +139,7 @@ def main():
                 parts[(thread, part)] = parts.get((thread, part), 0) + max(matching)
     every = sum(threads.values())
     print(f"{puts} puts, {every // max(puts, 1):,} instructions per put\n")
-    print("| thread | part | instructions per put |")
-    print("| --- | --- | ---: |")
-    for thread in ("HTTP workers", "commit thread", "other"):
-        if thread not in threads:
-            continue
-        print(f"| {thread} | all of it | {threads[thread] // max(puts, 1):,} |")
-        for (t, part), count in parts.items():
-            if t == thread:
-                print(f"| | {part} | {count // max(puts, 1):,} |")
+    table("instructions per put", threads, parts, lambda n: f"{n // max(puts, 1):,}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 use crate::pathdb_command;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::Output;
+use std::process::{Command, Output};
 
 /// A DynamoDB endpoint that knows no operation: every request is answered 400
 /// `UnknownOperationException`, as dynalite answers `TransactWriteItems`. Lives as long as the
@@ -77,7 +77,13 @@ fn answer_unknown_operation(stream: TcpStream) {
 
 /// `pathdb serve --backend dynamodb` on `endpoint`: it must exit by itself (it never listens).
 fn serve(endpoint: &str) -> Output {
-    pathdb_command()
+    serve_command(endpoint).output().expect("pathdb runs")
+}
+
+/// The command [`serve`] runs.
+fn serve_command(endpoint: &str) -> Command {
+    let mut command = pathdb_command();
+    command
         .args([
             "serve",
             "--backend",
@@ -91,9 +97,8 @@ fn serve(endpoint: &str) -> Output {
             "--region",
             "us-east-1",
         ])
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("pathdb runs")
+        .env("RUST_LOG", "warn");
+    command
 }
 
 fn assert_refused(out: &Output) {
@@ -147,19 +152,19 @@ fn no_credentials_is_said_plainly_and_not_retried() {
     let (endpoint, connections) = counting_endpoint();
     let home = tempfile::tempdir().expect("a temporary HOME");
     let missing = home.path().join("none");
-    for args in [
-        vec!["dynamodb", "create-table", "--table", "t"],
-        vec![
-            "serve",
-            "--backend",
-            "dynamodb",
-            "--addr",
-            "127.0.0.1:0",
-            "--table",
-            "t",
-        ],
-    ] {
-        let mut command = pathdb_command();
+    let mut create_table = pathdb_command();
+    create_table.args([
+        "dynamodb",
+        "create-table",
+        "--table",
+        "t",
+        "--endpoint",
+        &endpoint,
+        "--region",
+        "us-east-1",
+    ]);
+    for mut command in [create_table, serve_command(&endpoint)] {
+        let args: Vec<_> = command.get_args().map(|a| a.to_owned()).collect();
         for name in [
             "AWS_ACCESS_KEY_ID",
             "AWS_SECRET_ACCESS_KEY",
@@ -172,8 +177,6 @@ fn no_credentials_is_said_plainly_and_not_retried() {
             command.env_remove(name);
         }
         let out = command
-            .args(&args)
-            .args(["--endpoint", &endpoint, "--region", "us-east-1"])
             .env("HOME", home.path())
             .env("AWS_CONFIG_FILE", &missing)
             .env("AWS_SHARED_CREDENTIALS_FILE", &missing)
