@@ -62,10 +62,17 @@ pub struct Injected {
 }
 
 /// A backend that fails reads and writes at random (seeded) points while [`Faulty::set_on`].
+///
+/// The first write while on is refused and the first one applied after that loses its answer,
+/// whatever the dice say: the writers' interleaving decides which roll meets which call (the
+/// store may also gather several writes into one backend write), so a short run could
+/// otherwise meet neither kind.
 pub struct Faulty<B> {
     inner: B,
     rates: FaultRates,
     on: AtomicBool,
+    refused_once: AtomicBool,
+    lost_once: AtomicBool,
     rng: Mutex<Rng>,
     reads: AtomicU64,
     refused: AtomicU64,
@@ -79,6 +86,8 @@ impl<B: Backend> Faulty<B> {
             inner,
             rates,
             on: AtomicBool::new(false),
+            refused_once: AtomicBool::new(false),
+            lost_once: AtomicBool::new(false),
             rng: Mutex::new(Rng(seed | 1)),
             reads: AtomicU64::new(0),
             refused: AtomicU64::new(0),
@@ -116,6 +125,11 @@ impl<B: Backend> Faulty<B> {
                 .unwrap_or(false)
     }
 
+    /// True once, for the first call while on, if this kind of fault is injected at all.
+    fn first_time(&self, once: &AtomicBool, rate: u64) -> bool {
+        rate > 0 && self.on.load(Ordering::SeqCst) && !once.swap(true, Ordering::SeqCst)
+    }
+
     fn read_fault(&self) -> Result<(), StorageError> {
         if self.roll(self.rates.read) {
             self.reads.fetch_add(1, Ordering::SeqCst);
@@ -131,14 +145,19 @@ impl<B: Backend> Faulty<B> {
         &self,
         write: impl FnOnce() -> Result<(), WriteError>,
     ) -> Result<(), WriteError> {
-        if self.roll(self.rates.refuse_write) {
+        if self.first_time(&self.refused_once, self.rates.refuse_write)
+            || self.roll(self.rates.refuse_write)
+        {
             self.refused.fetch_add(1, Ordering::SeqCst);
             return Err(StorageError::msg("injected: the write was refused")
                 .with_kind(StorageErrorKind::Unavailable)
                 .into());
         }
         let result = write();
-        if result.is_ok() && self.roll(self.rates.lose_answer) {
+        if result.is_ok()
+            && (self.first_time(&self.lost_once, self.rates.lose_answer)
+                || self.roll(self.rates.lose_answer))
+        {
             self.lost.fetch_add(1, Ordering::SeqCst);
             return Err(
                 StorageError::msg("injected: the answer to a committed write was lost")
