@@ -6,7 +6,7 @@
 //! batch commits ([`WriteOp::Append`]), so concurrent writers never conflict over the log.
 
 use crate::backend::{Direction, Key, Reader, Record, WriteBatch, WriteOp};
-use crate::encoding::changelog::{Change, ENTRY_BUDGET, Entry, Logged, corrupt, logged};
+use crate::encoding::changelog::{Change, ENTRY_BUDGET, EntryWriter};
 use crate::encoding::layout;
 use crate::model::error::Error;
 use crate::write::plan::{Context, Plan, PlannedChange};
@@ -64,7 +64,8 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
                 .is_multiple_of(TRIM_EVERY),
         };
         let owner = list[0].change.key().clone();
-        let mut parts: Vec<Vec<Logged<'_>>> = vec![Vec::new()];
+        let mut entries: Vec<Vec<u8>> = Vec::new();
+        let mut entry = EntryWriter::new();
         let mut size = 0;
         for planned in list {
             // The before image goes in the change's own record when both fit one entry (an
@@ -76,22 +77,15 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
             let change = change_size(&planned.change);
             let fits = change + image <= ENTRY_BUDGET;
             let bytes = change + if fits { image } else { 0 };
-            let l = logged(&planned.change)?.with_before(planned.before.as_ref(), fits)?;
-            let current = parts.last_mut().expect("parts is never empty");
-            if !current.is_empty() && size + bytes > ENTRY_BUDGET {
-                parts.push(Vec::new());
+            if !entry.is_empty() && size + bytes > ENTRY_BUDGET {
+                entries.push(std::mem::replace(&mut entry, EntryWriter::new()).finish(false));
                 size = 0;
             }
             size += bytes;
-            parts.last_mut().expect("parts is never empty").push(l);
+            entry.push(&planned.change, planned.before.as_ref(), fits);
         }
-        let count = parts.len();
-        for (i, changes) in parts.into_iter().enumerate() {
-            let entry = Entry {
-                changes,
-                end: i + 1 == count,
-                images: true,
-            };
+        entries.push(entry.finish(true));
+        for value in entries {
             batch.ops.push(WriteOp::Append {
                 log: layout::change_log(&partition),
                 record: Record {
@@ -99,7 +93,7 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
                     created_at: now,
                     modified_at: now,
                     expires_at: None,
-                    value: serde_json::to_vec(&entry).map_err(corrupt)?,
+                    value,
                 },
             });
             owners.push(owner.clone());
