@@ -110,26 +110,105 @@ impl Json {
     }
 }
 
-/// Drops whitespace outside strings from valid JSON text.
+/// Drops whitespace outside strings from valid JSON text. Byte by byte, copying the runs between
+/// dropped bytes: the bytes that matter here (whitespace, `"`, `\\`) are ASCII, which never
+/// occurs inside a multi-byte UTF-8 character, so every cut is at a character boundary. (Char by
+/// char, pushing each, cost about 40 instructions a byte, most of a put's body parse.)
 fn minify(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let (mut in_string, mut escaped) = (false, false);
-    for c in text.chars() {
+    // The start of the bytes not copied yet.
+    let mut run = 0;
+    for (i, &b) in text.as_bytes().iter().enumerate() {
         if in_string {
-            out.push(c);
             if escaped {
                 escaped = false;
-            } else if c == '\\' {
+            } else if b == b'\\' {
                 escaped = true;
-            } else if c == '"' {
+            } else if b == b'"' {
                 in_string = false;
             }
-        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
-            in_string = c == '"';
-            out.push(c);
+        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            out.push_str(&text[run..i]);
+            run = i + 1;
+        } else if b == b'"' {
+            in_string = true;
         }
     }
+    out.push_str(&text[run..]);
     out
+}
+
+#[cfg(test)]
+mod minify_tests {
+    use super::minify;
+    use proptest::prelude::*;
+
+    /// The char-by-char version the byte version replaced: the reference.
+    fn by_chars(text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let (mut in_string, mut escaped) = (false, false);
+        for c in text.chars() {
+            if in_string {
+                out.push(c);
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == '"' {
+                    in_string = false;
+                }
+            } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+                in_string = c == '"';
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn keeps_strings_and_drops_the_rest() {
+        let text = "{ \"a b\" : [ 1 ,\t\"\\\" x\" ,\n\"é 😀\\\\\" ] }\r\n";
+        assert_eq!(minify(text), "{\"a b\":[1,\"\\\" x\",\"é 😀\\\\\"]}");
+        assert_eq!(minify(text), by_chars(text));
+    }
+
+    proptest! {
+        /// Pretty-printed JSON of any shape, with escapes and non-ASCII text in its strings,
+        /// minifies as the char version did, and to serde_json's compact text.
+        #[test]
+        fn matches_the_char_version(value in json(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&value).unwrap()
+            } else {
+                serde_json::to_string(&value).unwrap()
+            };
+            prop_assert_eq!(minify(&text), by_chars(&text));
+            prop_assert_eq!(minify(&text), serde_json::to_string(&value).unwrap());
+        }
+
+        /// Any text at all (valid JSON or not) gives the same as the char version.
+        #[test]
+        fn matches_the_char_version_on_any_text(text in "[ \t\n\r\"\\\\a-zé😀{}\\[\\],:]{0,40}") {
+            prop_assert_eq!(minify(&text), by_chars(&text));
+        }
+    }
+
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            "[ a-z\"\\\\\t\n\u{1}é😀]{0,8}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::btree_map("[ a-z\"]{1,3}", inner, 0..4)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
 }
 
 impl fmt::Display for Json {
