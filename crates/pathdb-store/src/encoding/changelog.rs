@@ -911,20 +911,7 @@ mod tests {
         }
 
         fn json() -> impl Strategy<Value = Json> {
-            let leaf = prop_oneof![
-                Just(serde_json::Value::Null),
-                any::<bool>().prop_map(serde_json::Value::from),
-                any::<i64>().prop_map(serde_json::Value::from),
-                "[a-z\"\\\\\u{1}é😀]{0,8}".prop_map(serde_json::Value::from),
-            ];
-            leaf.prop_recursive(2, 8, 3, |inner| {
-                prop_oneof![
-                    prop::collection::vec(inner.clone(), 0..3).prop_map(serde_json::Value::from),
-                    prop::collection::btree_map("[a-z]{1,3}", inner, 0..3)
-                        .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
-                ]
-            })
-            .prop_map(|v| Json::from_value(&v))
+            crate::model::item::minify_tests::json().prop_map(|v| Json::from_value(&v))
         }
 
         fn item() -> impl Strategy<Value = Item> {

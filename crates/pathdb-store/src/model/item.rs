@@ -140,7 +140,7 @@ fn minify(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod minify_tests {
+pub(crate) mod minify_tests {
     use super::minify;
     use proptest::prelude::*;
 
@@ -194,7 +194,9 @@ mod minify_tests {
         }
     }
 
-    fn json() -> impl Strategy<Value = serde_json::Value> {
+    /// JSON of any shape, with escapes, control characters, whitespace and non-ASCII text in
+    /// its strings and member names (also the change log writer's test, encoding/changelog.rs).
+    pub(crate) fn json() -> impl Strategy<Value = serde_json::Value> {
         let leaf = prop_oneof![
             Just(serde_json::Value::Null),
             any::<bool>().prop_map(serde_json::Value::from),
