@@ -168,3 +168,57 @@ fn a_store_closed_on_a_full_disk_opens_read_only() {
         );
     }
 }
+
+/// One put per open, as the CLI writes, into a disk that fills with a little room left (from a
+/// few KB to more than a checkpoint writes): every put either fails as "disk full" or is
+/// acknowledged, and however it ends, the file closes cleanly, so that a read-only open reads
+/// every acknowledged put.
+#[test]
+fn puts_that_each_open_the_file_leave_it_readable_when_the_disk_fills() {
+    for room in [0u64, 64 << 10, 300 << 10, 1 << 20] {
+        let Some(fs) = Tmpfs::mount_or_skip(16) else {
+            return;
+        };
+        let db: PathBuf = fs.path().join("full.pathdb");
+        let options = options();
+        let put = |n: usize| -> Result<(), Error> {
+            let store = Store::open(&db, FileOptions::default(), options.clone())?;
+            store.put(&at(n), value(n), PutOptions::default()).map(drop)
+        };
+        put(0).unwrap();
+        let filler = fs.path().join("filler");
+        fill(&filler);
+        let len = std::fs::metadata(&filler).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&filler)
+            .unwrap()
+            .set_len(len.saturating_sub(room))
+            .unwrap();
+        let mut acknowledged = vec![0];
+        let mut full = None;
+        for n in 1..10_000 {
+            match put(n) {
+                Ok(()) => acknowledged.push(n),
+                Err(e) => {
+                    full = Some(e);
+                    break;
+                }
+            }
+        }
+        let full = full.expect("the disk never filled");
+        assert!(
+            matches!(&full, Error::Storage(e) if e.kind() == StorageErrorKind::Full),
+            "{room} bytes left: {full}"
+        );
+        let read_only = Store::open_read_only(&db, FileOptions::default(), options.clone())
+            .unwrap_or_else(|e| panic!("{room} bytes left, {} puts: {e}", acknowledged.len()));
+        for n in &acknowledged {
+            assert_eq!(
+                read_only.get(&at(*n)).unwrap().map(|i| i.value),
+                Some(value(*n)),
+                "{room} bytes left: item {n}"
+            );
+        }
+    }
+}

@@ -39,6 +39,7 @@ use super::file_format::{
 };
 use super::file_read::{FileReader, TableReader, decode_version, encode_record, storage};
 use super::journal::{self, Change, Journal};
+use super::reserved::Margin;
 use super::tap::CommitTap;
 use super::{
     Backend, BackupPoint, PendingWrite, Replan, WriteBatch, WriteCompleter, WriteError, WriteOp,
@@ -109,6 +110,8 @@ struct Writable {
     cache_size: Option<usize>,
     /// `None` while the file is being reopened.
     db: RwLock<Option<Arc<redb::Database>>>,
+    /// The space the file keeps past its end for checkpoints (see [`super::reserved`]).
+    margin: Mutex<Arc<Margin>>,
     health: Mutex<Health>,
     /// Signalled when a recovery ends, for readers waiting on it.
     recovered: Condvar,
@@ -141,7 +144,7 @@ impl FileBackend {
     /// The file cannot be opened (in use by another process, not a PathDB file, I/O).
     pub fn open(path: impl AsRef<Path>, options: FileOptions) -> Result<FileBackend, StorageError> {
         let path = path.as_ref();
-        let db = open_writable(path, options.cache_size)?;
+        let (db, margin) = open_writable(path, options.cache_size)?;
         let id = init(&db)?;
         let mut journal = Journal::open(path, id).map_err(|e| {
             StorageError::io(
@@ -157,6 +160,7 @@ impl FileBackend {
             path: path.to_owned(),
             cache_size: options.cache_size,
             db: RwLock::new(Some(Arc::new(db))),
+            margin: Mutex::new(margin),
             health: Mutex::new(Health::default()),
             recovered: Condvar::new(),
             latest: Mutex::new(Latest::default()),
@@ -282,14 +286,27 @@ fn committer_loop(
         }
         let started = Instant::now();
         let results = match (file.fault(), file.current()) {
+            (None, Some(_)) if let Err(e) = file.room() => group
+                .iter()
+                .map(|_| Err(WriteError::Storage(e.clone())))
+                .collect(),
             (None, Some(db)) => {
-                let results = commit_group(&db, &mut journal, &mut group, durability);
+                let mut refused = false;
+                let results = commit_group(
+                    file,
+                    &db,
+                    &mut journal,
+                    &mut group,
+                    durability,
+                    &mut refused,
+                );
                 // Before any writer is answered: a reader opened after an acknowledgement
                 // must see the write.
                 file.invalidate_snapshot();
-                if let Some(Err(WriteError::Storage(e))) = results
-                    .iter()
-                    .find(|r| matches!(r, Err(WriteError::Storage(_))))
+                if !refused
+                    && let Some(Err(WriteError::Storage(e))) = results
+                        .iter()
+                        .find(|r| matches!(r, Err(WriteError::Storage(_))))
                 {
                     // redb refuses every later transaction on this handle: reopen it.
                     file.set_fault(e.clone());
@@ -349,6 +366,16 @@ impl Writable {
         self.db.read().ok().and_then(|db| db.clone())
     }
 
+    /// Whether the file can take a write and still keep the room its checkpoints need: on a
+    /// disk too full for that, writes are refused before anything is written (checkpoints and
+    /// the clean close go on, in the room kept).
+    fn room(&self) -> Result<(), StorageError> {
+        let margin = Arc::clone(&self.margin.lock().unwrap_or_else(PoisonError::into_inner));
+        margin
+            .check()
+            .map_err(|e| StorageError::io("keep room for the checkpoints", &e))
+    }
+
     /// Why writes fail, while they do.
     fn fault(&self) -> Option<StorageError> {
         self.health.lock().ok().and_then(|h| h.fault.clone())
@@ -403,7 +430,10 @@ impl Writable {
         let deadline = Instant::now() + REOPEN_WAIT;
         let db = loop {
             match open_writable(&self.path, self.cache_size) {
-                Ok(db) => break Arc::new(db),
+                Ok((db, margin)) => {
+                    *self.margin.lock().unwrap_or_else(PoisonError::into_inner) = margin;
+                    break Arc::new(db);
+                }
                 Err(e) if e.kind() == StorageErrorKind::InUse && Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(5));
                 }
@@ -514,10 +544,12 @@ fn probe(db: &redb::Database, journal: &mut Journal) -> Result<(), StorageError>
 /// Applies every batch whose conditions hold in one transaction, and commits it through the
 /// journal or, for a large one or a checkpoint, durably; returns one result per batch.
 fn commit_group(
+    file: &Writable,
     db: &redb::Database,
     journal: &mut Journal,
     group: &mut [Job],
     durability: Durability,
+    refused: &mut bool,
 ) -> Vec<Result<(), WriteError>> {
     let size = group.len();
     let fail_all = |e: StorageError| -> Vec<Result<(), WriteError>> {
@@ -558,6 +590,12 @@ fn commit_group(
     if journal.record_is_empty() {
         // Every batch's condition failed: nothing to commit.
         return results;
+    }
+    if let Err(e) = file.room() {
+        // The group grew the file into the room kept for checkpoints: refuse it before
+        // anything is committed. The handle is sound; nothing to recover.
+        *refused = true;
+        return fail_all(e);
     }
     let record = journal.record_len();
     let journaled = journal.len() + record as u64 <= JOURNAL_CAPACITY
@@ -731,10 +769,11 @@ impl Backend for FileBackend {
     /// Not ready while writes fail (a full disk, an I/O error): the cause, until a commit
     /// succeeds again.
     fn ready(&self) -> Result<(), StorageError> {
-        if let Engine::ReadWrite(file) = &self.db
-            && let Some(fault) = file.fault()
-        {
-            return Err(fault.context("writes are failing"));
+        if let Engine::ReadWrite(file) = &self.db {
+            if let Some(fault) = file.fault() {
+                return Err(fault.context("writes are failing"));
+            }
+            file.room().map_err(|e| e.context("writes are refused"))?;
         }
         self.reader().map(|_| ())
     }

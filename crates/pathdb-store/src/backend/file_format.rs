@@ -3,9 +3,11 @@
 
 use super::file_read::storage;
 use super::journal::{self, Change, Journal};
+use super::reserved::Margin;
 use crate::model::error::{StorageError, StorageErrorKind};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub(super) const DATA: TableDefinition<(&[u8], &[u8]), &[u8]> = TableDefinition::new("pathdb_data");
@@ -44,11 +46,12 @@ pub(super) const RECOVERY_GAP: Duration = Duration::from_millis(100);
 /// file's lock, so the file cannot be reopened before).
 pub(super) const REOPEN_WAIT: Duration = Duration::from_secs(2);
 
-/// Opens (and, after a crash or a failed commit, repairs) a read-write file.
+/// Opens (and, after a crash or a failed commit, repairs) a read-write file, with the margin
+/// its writes must leave for checkpoints ([`super::reserved`]).
 pub(super) fn open_writable(
     path: &Path,
     cache_size: Option<usize>,
-) -> Result<redb::Database, StorageError> {
+) -> Result<(redb::Database, Arc<Margin>), StorageError> {
     let mut builder = redb::Database::builder();
     if let Some(bytes) = cache_size {
         builder.set_cache_size(bytes);
@@ -59,9 +62,11 @@ pub(super) fn open_writable(
             redb::DatabaseError::Storage(redb::StorageError::Io(e)),
         )
     })?;
-    builder
+    let margin = file.margin();
+    let db = builder
         .create_with_backend(file)
-        .map_err(|e| open_error(path, e))
+        .map_err(|e| open_error(path, e))?;
+    Ok((db, margin))
 }
 
 /// The error for a file redb cannot open, marked [`StorageErrorKind::InUse`] when another

@@ -49,7 +49,7 @@ impl FileLoader {
             .create_new(true)
             .open(path)
             .map_err(|e| StorageError::io(format!("cannot create {}", path.display()), &e))?;
-        let db = open_writable(path, None)?;
+        let (db, _) = open_writable(path, None)?;
         init(&db)?;
         Ok(FileLoader {
             db: Some(db),

@@ -9,12 +9,27 @@
 //!
 //! Growing with `posix_fallocate` first makes the growth itself fail on a full disk, before
 //! anything is written, and every page redb believes free is backed by real space.
+//!
+//! That is not enough on its own: a write that fits is acknowledged, and the checkpoint after
+//! it, or the one that closes the file, may still need to grow it, on a disk that is now full.
+//! That checkpoint failed, the file was left needing its journal replayed, and read-only opens
+//! refused it. So the file also keeps a [`MARGIN`] allocated past its end (Linux's
+//! `fallocate` with `FALLOC_FL_KEEP_SIZE`: the blocks are the file's, its length does not
+//! change), which redb's growth uses first. When the margin cannot be kept whole, the
+//! [`Margin`] says so, and the committer refuses writes as "disk full" until it can: what is
+//! left of the margin is for the checkpoints and the clean close.
 
 use redb::StorageBackend;
 use redb::backends::FileBackend;
 use std::fs::File;
 use std::io;
 use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Space kept allocated past the end of the file: more than a checkpoint of a full journal
+/// (4 MiB of records) grows the file by, and than the commit that closes it does.
+pub(super) const MARGIN: u64 = 8 << 20;
 
 /// A [`FileBackend`] whose growth is reserved on the disk before redb uses it.
 #[derive(Debug)]
@@ -23,10 +38,73 @@ pub(super) struct Reserved {
     /// The same open file, for `posix_fallocate`.
     #[cfg_attr(not(unix), allow(dead_code))]
     file: File,
+    margin: Arc<Margin>,
+}
+
+/// The space kept past the end of the file, and whether it is whole; shared with the committer.
+#[derive(Debug)]
+pub(super) struct Margin {
+    /// The same open file, for `fallocate`.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    file: File,
+    short: AtomicBool,
+}
+
+impl Margin {
+    /// Keeps [`MARGIN`] allocated past `len`, and says whether it could.
+    #[cfg(target_os = "linux")]
+    fn keep(&self, len: u64) -> bool {
+        use std::os::fd::AsRawFd;
+        let whole = match (libc::off_t::try_from(len), libc::off_t::try_from(MARGIN)) {
+            // SAFETY: the descriptor is open for as long as `self.file` lives; fallocate reads
+            // nothing from memory.
+            (Ok(offset), Ok(extra)) => match unsafe {
+                libc::fallocate(
+                    self.file.as_raw_fd(),
+                    libc::FALLOC_FL_KEEP_SIZE,
+                    offset,
+                    extra,
+                )
+            } {
+                0 => true,
+                _ => !matches!(
+                    io::Error::last_os_error().raw_os_error(),
+                    Some(libc::ENOSPC | libc::EDQUOT)
+                ),
+            },
+            _ => true,
+        };
+        self.short.store(!whole, Ordering::Release);
+        whole
+    }
+
+    /// Elsewhere there is no margin: the growth's own reservation is what there is.
+    #[cfg(not(target_os = "linux"))]
+    fn keep(&self, _len: u64) -> bool {
+        true
+    }
+
+    /// Tries again to keep the margin whole (space may have been freed); `Err`: the disk is
+    /// too full to keep it, and writes should wait.
+    pub(super) fn check(&self) -> io::Result<()> {
+        if !self.short.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let len = self.file.metadata()?.len();
+        if self.keep(len) {
+            Ok(())
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "no room left past the file for the checkpoints it needs",
+            ))
+        }
+    }
 }
 
 impl Reserved {
-    /// Opens (creating if needed) the file at `path`, as redb's `Builder::create` does.
+    /// Opens (creating if needed) the file at `path`, as redb's `Builder::create` does, and
+    /// keeps the margin past its end if the disk has room for it.
     pub(super) fn open(path: &std::path::Path) -> io::Result<Reserved> {
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -35,7 +113,21 @@ impl Reserved {
             .truncate(false)
             .open(path)?;
         let inner = FileBackend::new(file.try_clone()?).map_err(io::Error::other)?;
-        Ok(Reserved { inner, file })
+        let margin = Arc::new(Margin {
+            file: file.try_clone()?,
+            short: AtomicBool::new(false),
+        });
+        margin.keep(file.metadata()?.len());
+        Ok(Reserved {
+            inner,
+            file,
+            margin,
+        })
+    }
+
+    /// The margin, for the committer to check before it takes a write.
+    pub(super) fn margin(&self) -> Arc<Margin> {
+        Arc::clone(&self.margin)
     }
 
     #[cfg(unix)]
@@ -78,7 +170,9 @@ impl StorageBackend for Reserved {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.reserve(len)?;
-        self.inner.set_len(len)
+        self.inner.set_len(len)?;
+        self.margin.keep(len);
+        Ok(())
     }
 
     fn sync_data(&self) -> io::Result<()> {
