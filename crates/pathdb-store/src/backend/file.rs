@@ -286,6 +286,9 @@ fn committer_loop(
         }
         let started = Instant::now();
         let results = match (file.fault(), file.current()) {
+            // Refused before redb sees it: applying it could eat into the room kept, or grow the
+            // file past it and fail as a fault, with a reopen. `commit_group` checks again after
+            // applying, for the group that used the room up.
             (None, Some(_)) if let Err(e) = file.room() => group
                 .iter()
                 .map(|_| Err(WriteError::Storage(e.clone())))
