@@ -5,7 +5,8 @@
 //! wraps every route separately, boxing once more: on a get, the layers cost more server CPU
 //! than the handler and the store together (docs/benchmarks.md, "HTTP server", issue 12). Here a
 //! [`Check`] looks at the request before the service it wraps and at the response after it, in
-//! a future that is part of the wrapping one, and allocates nothing of its own; and the layers
+//! a future that is part of the wrapping one, and allocates nothing of its own (but for
+//! [`ReadToEnd`], on requests with a body); and the layers
 //! are composed into as few `Router::layer`s as their routes allow (see `crate::app`).
 
 use crate::auth::{self, Auth, Resolution};
@@ -13,13 +14,16 @@ use crate::error::{ApiError, ServerFailure};
 use crate::media;
 use crate::origin::{self, OriginPolicy};
 use crate::{MAX_HEADER_BYTES, telemetry};
+use axum::body::HttpBody;
 use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use hyper::body::{Frame, SizeHint};
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 use tower::util::Oneshot;
@@ -207,17 +211,17 @@ pub(crate) fn token_auth((_, token): &ApiChecks) -> &Auth {
 
 /// The checks on every request, before any route, in one pass over its headers: the size of
 /// the headers (431), the `Host` and `Origin` (403, see [`origin`]), and `Connection: close` on
-/// a refusal that leaves a request body unread.
+/// an answer that leaves a request body unread.
 #[derive(Clone)]
 pub(crate) struct Edge {
     pub(crate) policy: OriginPolicy,
 }
 
 impl Check for Edge {
-    /// Whether the request has a body.
-    type Memo = bool;
+    /// Whether the request's body was read to its end, if it has one.
+    type Memo = Option<Arc<AtomicBool>>;
 
-    fn before(&self, request: &mut Request) -> (bool, Option<Response>) {
+    fn before(&self, request: &mut Request) -> (Self::Memo, Option<Response>) {
         let mut size = 0;
         let (mut host, mut origin, mut content_length) = (None, None, None);
         let mut chunked = false;
@@ -240,37 +244,74 @@ impl Check for Edge {
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|n| n != "0");
         // Headers together larger than MAX_HEADER_BYTES: 431, before anything looks at them.
-        if size > MAX_HEADER_BYTES {
-            let refusal = ApiError::new(
+        let refusal = if size > MAX_HEADER_BYTES {
+            Some(ApiError::new(
                 StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
                 "too_large",
                 format!("headers exceed {MAX_HEADER_BYTES} bytes"),
-            );
-            return (has_body, Some(refusal.into_response()));
+            ))
+        } else {
+            let host = host
+                .and_then(|h| h.to_str().ok())
+                .or_else(|| request.uri().authority().map(|a| a.as_str()));
+            origin::refusal(&self.policy, host, origin)
         }
-        let host = host
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| request.uri().authority().map(|a| a.as_str()));
-        let refusal = origin::refusal(&self.policy, host, origin);
-        (has_body, refusal.map(IntoResponse::into_response))
+        .map(IntoResponse::into_response);
+        let read = has_body.then(|| Arc::new(AtomicBool::new(false)));
+        if let Some(read) = read.as_ref().filter(|_| refusal.is_none()) {
+            let body = std::mem::take(request.body_mut());
+            *request.body_mut() = axum::body::Body::new(ReadToEnd {
+                inner: body,
+                read: Arc::clone(read),
+            });
+        }
+        (read, refusal)
     }
 
-    /// A request refused before its body was read (401, 403, 408, 413, 415, 431) leaves that
-    /// body on the connection, so hyper closes it after the answer: the answer says so
-    /// (`Connection: close`), or a client would send its next request on a connection that is
-    /// already gone. (The statuses of the checks inside this one count too: auth, the media
-    /// type, the body limit and the timeout.)
-    fn after(has_body: bool, response: &mut Response) {
-        if has_body
-            && matches!(
-                response.status().as_u16(),
-                401 | 403 | 408 | 413 | 415 | 431
-            )
-        {
+    /// An answer given before the request's body was read to its end (a refusal by a check, an
+    /// extractor or a handler: 401, 404, a full import queue, a bad import line) leaves the rest
+    /// of that body on the connection, and hyper closes it after the answer unless it can drain
+    /// it at once. The answer says so (`Connection: close`), or a client would send its next
+    /// request on a connection that may already be gone.
+    fn after(read: Self::Memo, response: &mut Response) {
+        if read.is_some_and(|read| !read.load(Ordering::Relaxed)) {
             response
                 .headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
+    }
+}
+
+/// A request body that notes when it has been read to its end (for [`Edge`]). The only
+/// allocations a check makes (the flag, and the boxed body), and only for requests with a body.
+struct ReadToEnd {
+    inner: axum::body::Body,
+    read: Arc<AtomicBool>,
+}
+
+impl HttpBody for ReadToEnd {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
+        // Collecting stops at the last frame when the body says it ended (a Content-Length
+        // body), without asking for the `None` after it.
+        if frame.is_none() || self.inner.is_end_stream() {
+            self.read.store(true, Ordering::Relaxed);
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 

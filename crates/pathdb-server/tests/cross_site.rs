@@ -293,4 +293,33 @@ async fn a_refused_request_with_a_body_closes_its_connection() {
     let reply = server.get("/v1/items/u-1/p-1").await;
     assert_eq!(reply.status.as_u16(), 401);
     assert!(reply.headers.get("connection").is_none());
+
+    // Whatever refuses it: an extractor's bad query, a route that takes no body, a handler.
+    let mut server = TestServer::with_tokens(&[("rw", Scope::ReadWrite)]);
+    server.use_token("rw");
+    let length = [("content-length", "1")];
+    let reply = server
+        .call(Method::PUT, "/v1/items/u-1/p-1?ttl_seconds=x", &length, "1")
+        .await;
+    assert_eq!(reply.status.as_u16(), 400);
+    assert_eq!(reply.headers["connection"], "close");
+    let reply = server.call(Method::PUT, "/v1/nowhere", &length, "1").await;
+    assert_eq!(reply.status.as_u16(), 404);
+    assert_eq!(reply.headers["connection"], "close");
+    // A body read to its end leaves nothing: the connection stays open, whatever the answer.
+    let reply = server
+        .call(Method::PUT, "/v1/items/u-1/p-1", &length, "1")
+        .await;
+    assert_eq!(reply.status.as_u16(), 201);
+    assert!(reply.headers.get("connection").is_none());
+    let reply = server
+        .call(
+            Method::PUT,
+            "/v1/items/u-1/p-1",
+            &[("content-length", "1"), ("if-match", "\"9\"")],
+            "1",
+        )
+        .await;
+    assert_eq!(reply.status.as_u16(), 412, "{}", reply.text());
+    assert!(reply.headers.get("connection").is_none());
 }
