@@ -282,8 +282,8 @@ impl Check for Edge {
     }
 }
 
-/// A request body that notes when it has been read to its end (for [`Edge`]). The only
-/// allocations a check makes (the flag, and the boxed body), and only for requests with a body.
+/// A request body that notes when it has been read to its end (for [`Edge`]). It costs two
+/// allocations (the flag, and the boxed body), only on requests with a body.
 struct ReadToEnd {
     inner: axum::body::Body,
     read: Arc<AtomicBool>,

@@ -35,17 +35,14 @@ pub(super) const MARGIN: u64 = 8 << 20;
 #[derive(Debug)]
 pub(super) struct Reserved {
     inner: FileBackend,
-    /// The same open file, for `posix_fallocate`.
-    #[cfg_attr(not(unix), allow(dead_code))]
-    file: File,
     margin: Arc<Margin>,
 }
 
 /// The space kept past the end of the file, and whether it is whole; shared with the committer.
 #[derive(Debug)]
 pub(super) struct Margin {
-    /// The same open file, for `fallocate`.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    /// The same open file, for `fallocate` and the growth's `posix_fallocate`.
+    #[cfg_attr(not(unix), allow(dead_code))]
     file: File,
     short: AtomicBool,
 }
@@ -112,17 +109,14 @@ impl Reserved {
             .create(true)
             .truncate(false)
             .open(path)?;
+        let len = file.metadata()?.len();
         let inner = FileBackend::new(file.try_clone()?).map_err(io::Error::other)?;
         let margin = Arc::new(Margin {
-            file: file.try_clone()?,
+            file,
             short: AtomicBool::new(false),
         });
-        margin.keep(file.metadata()?.len());
-        Ok(Reserved {
-            inner,
-            file,
-            margin,
-        })
+        margin.keep(len);
+        Ok(Reserved { inner, margin })
     }
 
     /// The margin, for the committer to check before it takes a write.
@@ -143,9 +137,9 @@ impl Reserved {
         ) else {
             return Err(io::Error::from(io::ErrorKind::FileTooLarge));
         };
-        // SAFETY: the descriptor is open for as long as `self.file` lives; posix_fallocate
-        // reads nothing from memory.
-        match unsafe { libc::posix_fallocate(self.file.as_raw_fd(), offset, extra) } {
+        // SAFETY: the descriptor is open for as long as `self.margin.file` lives;
+        // posix_fallocate reads nothing from memory.
+        match unsafe { libc::posix_fallocate(self.margin.file.as_raw_fd(), offset, extra) } {
             0 => Ok(()),
             // File systems that cannot reserve space (some network ones) grow sparse as before.
             libc::EOPNOTSUPP | libc::EINVAL => Ok(()),
