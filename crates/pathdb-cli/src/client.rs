@@ -186,6 +186,8 @@ struct DefinitionIn {
     migrate: Vec<serde_json::Value>,
     #[serde(default)]
     formats: Option<String>,
+    #[serde(default)]
+    changes: Option<bool>,
 }
 
 /// A template and its build, as the server answers it.
@@ -261,6 +263,7 @@ impl From<DefinitionIn> for NamespaceDefinition {
                 formats: d
                     .formats
                     .and_then(|f| serde_json::from_value(serde_json::Value::String(f)).ok()),
+                changes: d.changes,
             },
         }
     }

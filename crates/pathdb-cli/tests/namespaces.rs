@@ -101,6 +101,14 @@ fn session(target: &[&str], dir: &Path) -> Vec<(i32, String, String)> {
         &["ns", "rm", "person"],
         &["ns", "rm", "person"],
         &["ns", "ls"],
+        // A namespace whose groups keep no change log (docs/changes.md).
+        &["ns", "set", "session", "--no-changes"],
+        &["ns", "get", "session"],
+        &["--json", "ns", "get", "session"],
+        &["--json", "put", "/session-1/a-1", r#"{"a": 1}"#],
+        &["watch", "/session-1", "--count", "1"],
+        &["ns", "rm", "session"],
+        &["ns", "set", "session", "--description", "sessions"],
     ];
     steps.iter().map(|args| run(target, args)).collect()
 }
@@ -117,6 +125,24 @@ fn ns_commands_print_the_same_on_a_file_and_through_a_server() {
         assert_eq!(l.1, r.1, "step {i}: stdout");
     }
     let status = |i: usize| local[i].0;
+    // Without a change log: shown, written, not followed, not undone.
+    assert_eq!(status(22), 0, "{:?}", local[22]);
+    assert!(local[23].1.contains("changes:     none"), "{}", local[23].1);
+    assert!(
+        local[24].1.contains(r#""changes":false"#),
+        "{}",
+        local[24].1
+    );
+    assert_eq!(status(25), 0, "{:?}", local[25]);
+    for refused in [&local[26], &remote[26]] {
+        assert_ne!(refused.0, 0, "{refused:?}");
+        assert!(refused.2.contains("keeps no change log"), "{refused:?}");
+    }
+    for refused in [&local[27], &remote[27]] {
+        assert_ne!(refused.0, 0, "{refused:?}");
+        assert!(refused.2.contains("cannot be undone"), "{refused:?}");
+    }
+    assert_eq!(status(28), 0, "{:?}", local[28]);
     assert_eq!(status(2), 0, "{:?}", local[2]);
     assert!(local[2].1.contains("defined namespace person (version 1)"));
     assert!(

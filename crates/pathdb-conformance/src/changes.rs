@@ -668,3 +668,296 @@ pub fn generated_ids<H: Harness>(harness: &H) {
         Err(Error::InvalidRequest(_))
     ));
 }
+
+/// Every row a backend holds in the group of `group` (items, tombstones, change log entries).
+fn rows_in_group<B: Backend>(store: &Store<B>, group: &str) -> usize {
+    use pathdb_store::backend::{Direction, Reader, SortRange};
+    use std::ops::Bound;
+    let all = SortRange {
+        start: Bound::Unbounded,
+        end: Bound::Unbounded,
+    };
+    store
+        .backend()
+        .reader()
+        .expect("reader")
+        .scan(
+            &path(group).partition_key(),
+            &all,
+            Direction::Forward,
+            10_000,
+        )
+        .expect("scan")
+        .len()
+}
+
+#[track_caller]
+fn assert_no_change_log<T: std::fmt::Debug>(result: Result<T, Error>, what: &str) {
+    match result {
+        Err(Error::InvalidRequest(message)) if message.contains("keeps no change log") => {}
+        other => {
+            panic!("{what}: expected the refusal of a group without a change log, got {other:?}")
+        }
+    }
+}
+
+/// A namespace defined with `"changes": false` (docs/changes.md, "Groups without a change
+/// log"): its groups' writes append no log entry, and keep every other guarantee (versions
+/// never reused, conditions, all-or-nothing transactions with logged groups, expiry); the
+/// group has no feed, no listing token, no listing checks; a logged group beside it, and a
+/// path of that namespace below another group, stay exact; the setting cannot be undone.
+///
+/// Writes there are planned on what the store knows (write/known.rs), here on every backend: a
+/// guess the store got wrong (a transaction wrote the item meanwhile, other writers race) costs
+/// a second try, never a wrong version or a wrong answer to a condition.
+pub fn groups_without_a_change_log<H: Harness>(harness: &H) {
+    let (clock, mut options) = manual_options();
+    options.known_records = Some(1 << 20);
+    let store = harness.open(options);
+    let store: &Store<H::Backend> = &store;
+    let put_as = |at: &str, n: i64, condition: Option<pathdb_store::Condition>| {
+        store.put(
+            &path(at),
+            value(n),
+            PutOptions {
+                condition,
+                ..PutOptions::default()
+            },
+        )
+    };
+    // A group written while it still logged: its feed's token, taken before the definition.
+    put_as("/session-9/a-1", 1, None).unwrap();
+    let old_token = store.changes_token(&path("/session-9")).unwrap();
+    let unlogged = pathdb_store::Definition {
+        changes: Some(false),
+        ..pathdb_store::Definition::default()
+    };
+    store.define_namespace("session", unlogged, None).unwrap();
+    let logged_rows = rows_in_group(store, "/session-9");
+
+    // Versions go on across puts, a delete and a re-create; conditions hold as anywhere.
+    for n in 1..=3 {
+        assert_eq!(put_as("/session-1/a-1", n, None).unwrap().version, n as u64);
+    }
+    store.delete(&path("/session-1/a-1"), None).unwrap();
+    assert_eq!(store.get(&path("/session-1/a-1")).unwrap(), None);
+    let created = put_as(
+        "/session-1/a-1",
+        5,
+        Some(pathdb_store::Condition::MustNotExist),
+    )
+    .unwrap();
+    assert_eq!(
+        created.version, 5,
+        "a re-created item continues its versions"
+    );
+    super::assert_condition_failed(
+        put_as(
+            "/session-1/a-1",
+            6,
+            Some(pathdb_store::Condition::IfVersion(3)),
+        ),
+        "/session-1/a-1",
+        pathdb_store::Condition::IfVersion(3),
+        Some(5),
+    );
+    super::assert_condition_failed(
+        put_as(
+            "/session-1/a-1",
+            6,
+            Some(pathdb_store::Condition::MustNotExist),
+        ),
+        "/session-1/a-1",
+        pathdb_store::Condition::MustNotExist,
+        Some(5),
+    );
+    // What the store knows goes stale: a transaction (planned on a read, not on what is
+    // known) writes the item. A put then guessing version 5 fails that guess and tries again
+    // on a read; a condition the guess fails but the item meets holds.
+    store
+        .transact(Transaction::new().put(path("/session-1/a-1"), value(7), PutOptions::default()))
+        .unwrap();
+    assert_eq!(put_as("/session-1/a-1", 8, None).unwrap().version, 7);
+    store
+        .transact(Transaction::new().put(path("/session-1/a-1"), value(9), PutOptions::default()))
+        .unwrap();
+    let held = put_as(
+        "/session-1/a-1",
+        10,
+        Some(pathdb_store::Condition::IfVersion(8)),
+    )
+    .unwrap();
+    assert_eq!(held.version, 9);
+    assert_eq!(
+        store.get(&path("/session-1/a-1")).unwrap().unwrap().value,
+        value(10)
+    );
+    // Racing writers, each knowing only its own writes: every put takes a version of its own.
+    let racers = super::concurrency::race(|w| {
+        (0..5)
+            .map(|i| {
+                put_as("/session-1/a-1", (w * 10 + i) as i64, None)
+                    .unwrap()
+                    .version
+            })
+            .collect::<Vec<u64>>()
+    });
+    let mut versions: Vec<u64> = racers.into_iter().flatten().collect();
+    versions.sort_unstable();
+    let first = 10;
+    let expected: Vec<u64> = (first..first + versions.len() as u64).collect();
+    assert_eq!(versions, expected, "every racing put took its own version");
+    // Read-modify-write under contention stays linearizable: each writer reads the counter
+    // and puts it back one higher on the version it read (its own guess is often stale).
+    put_as("/session-1/counter-1", 0, None).unwrap();
+    super::concurrency::race(|_| {
+        for _ in 0..5 {
+            loop {
+                let read = store.get(&path("/session-1/counter-1")).unwrap().unwrap();
+                let n =
+                    serde_json::from_str::<serde_json::Value>(read.value.as_str()).unwrap()["n"]
+                        .as_i64()
+                        .unwrap();
+                match put_as(
+                    "/session-1/counter-1",
+                    n + 1,
+                    Some(pathdb_store::Condition::IfVersion(read.version)),
+                ) {
+                    Ok(_) => break,
+                    Err(Error::ConditionFailed { .. }) => continue,
+                    Err(e) => panic!("increment: {e}"),
+                }
+            }
+        }
+    });
+    let counter = store.get(&path("/session-1/counter-1")).unwrap().unwrap();
+    let writers = super::concurrency::WRITERS as i64;
+    assert_eq!(counter.value, value(5 * writers), "no increment lost");
+    assert_eq!(
+        counter.version,
+        1 + 5 * writers as u64,
+        "one version per increment"
+    );
+    // Deletes are planned on what is known too; versions go on after them.
+    store.delete(&path("/session-1/a-1"), None).unwrap();
+    let next = expected.last().copied().unwrap_or(first) + 2;
+    assert_eq!(put_as("/session-1/a-1", 1, None).unwrap().version, next);
+    put_as("/session-1/a-2", 1, None).unwrap();
+    // Three items, and nothing else: no log entry was written.
+    assert_eq!(rows_in_group(store, "/session-1"), 3, "rows of /session-1");
+
+    // No feed, no token, no listing check; the listing itself is served, without a token.
+    let group = path("/session-1");
+    assert_no_change_log(store.changes(&group, None, 10), "changes");
+    assert_no_change_log(store.changes_token(&group), "changes_token");
+    assert_no_change_log(
+        store.wait_changes(
+            &path("/session-9"),
+            &old_token,
+            10,
+            Duration::from_millis(1),
+        ),
+        "a token taken while the group logged",
+    );
+    let page = store.list(&ListRequest::new(group.clone())).unwrap();
+    assert_eq!(page.items.len(), 3);
+    assert_eq!(
+        page.changes_token, None,
+        "a listing of a group without a log"
+    );
+    assert_no_change_log(
+        store.transaction(|tx| tx.list(&ListRequest::new(group.clone()))),
+        "a listing inside a transaction",
+    );
+    // A write to the old group after the definition adds no row either.
+    put_as("/session-9/a-1", 2, None).unwrap();
+    assert_eq!(rows_in_group(store, "/session-9"), logged_rows);
+
+    // A transaction across a logged and an unlogged group: all or nothing, and the logged
+    // group's feed has exactly its change.
+    let user = path("/user-1");
+    let since = store.changes_token(&user).unwrap();
+    let failed = store.transact(
+        Transaction::new()
+            .put(path("/user-1/a-1"), value(1), PutOptions::default())
+            .put(
+                path("/session-1/a-2"),
+                value(2),
+                PutOptions {
+                    condition: Some(pathdb_store::Condition::IfVersion(7)),
+                    ..PutOptions::default()
+                },
+            ),
+    );
+    assert!(
+        matches!(&failed, Err(Error::ConditionFailed { path: p, .. }) if p.to_string() == "/session-1/a-2"),
+        "{failed:?}"
+    );
+    assert_eq!(store.get(&path("/user-1/a-1")).unwrap(), None);
+    store
+        .transact(
+            Transaction::new()
+                .put(path("/user-1/a-1"), value(1), PutOptions::default())
+                .put(path("/session-1/a-2"), value(2), PutOptions::default())
+                // A path of the namespace below a logged group is logged with its group.
+                .put(path("/user-1/session-3"), value(3), PutOptions::default()),
+        )
+        .unwrap();
+    assert_eq!(
+        store.get(&path("/session-1/a-2")).unwrap().unwrap().version,
+        2
+    );
+    let page = store.changes(&user, Some(&since), 100).unwrap();
+    let changed: Vec<String> = page
+        .changes
+        .iter()
+        .map(|c| c.change.path().to_string())
+        .collect();
+    assert_eq!(changed, ["/user-1/a-1", "/user-1/session-3"]);
+
+    // Expiry: swept like any item, and the version survives the sweep.
+    let expiring = PutOptions {
+        expires: Some(Expiry::After(Duration::from_secs(1))),
+        ..PutOptions::default()
+    };
+    store
+        .put(&path("/session-2/t-1"), value(1), expiring)
+        .unwrap();
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(store.sweep_expired().unwrap(), 1);
+    assert_eq!(store.get(&path("/session-2/t-1")).unwrap(), None);
+    // The sweep's tombstone keeps version 1 (an expiry is not a write of its own).
+    assert_eq!(put_as("/session-2/t-1", 2, None).unwrap().version, 2);
+
+    // Once off, the log stays off: neither a definition that logs nor a removal is stored.
+    let current = store.namespace("session").unwrap().expect("defined");
+    assert_no_change_log_kept(store.define_namespace(
+        "session",
+        pathdb_store::Definition::default(),
+        None,
+    ));
+    assert_no_change_log_kept(store.delete_namespace("session", None));
+    // Any other change keeps it off.
+    let described = pathdb_store::Definition {
+        description: Some("sessions".into()),
+        changes: Some(false),
+        ..pathdb_store::Definition::default()
+    };
+    store
+        .define_namespace(
+            "session",
+            described,
+            Some(pathdb_store::Condition::IfVersion(current.version)),
+        )
+        .unwrap();
+    put_as("/session-1/a-3", 1, None).unwrap();
+    assert_eq!(rows_in_group(store, "/session-1"), 4, "rows of /session-1");
+}
+
+#[track_caller]
+fn assert_no_change_log_kept<T: std::fmt::Debug>(result: Result<T, Error>) {
+    match result {
+        Err(Error::InvalidRequest(message)) if message.contains("cannot be undone") => {}
+        other => panic!("expected the log to stay off, got {other:?}"),
+    }
+}

@@ -7,7 +7,7 @@ use pathdb_store::{Condition, Error, Item, PutOptions, Store, Transaction, TxRes
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-const WRITERS: usize = 8;
+pub(crate) const WRITERS: usize = 8;
 
 fn must_not_exist() -> PutOptions {
     PutOptions {

@@ -290,6 +290,7 @@ pub async fn put<B: Backend>(
             .collect(),
         migrate,
         formats,
+        changes: body.changes,
     };
     let force = q.force.unwrap_or(false);
     if q.dry_run == Some(true) {

@@ -953,6 +953,11 @@ pub struct DefinitionOut {
     /// `assert`: `format` is checked; `annotate`: never; absent: as the schema's draft says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub formats: Option<String>,
+    /// `false`: the groups of this namespace (paths whose first element is of it) keep no
+    /// change log, so they have no change feed, listing `changes_token` or listing checks;
+    /// absent: they keep one (docs/changes.md, "Groups without a change log").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<bool>,
     /// The rewrite of stored items to this version, when it has steps (in
     /// `GET /v1/namespaces/{ns}` only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1032,6 +1037,7 @@ impl DefinitionOut {
                 pathdb_store::Formats::Assert => "assert".to_owned(),
                 pathdb_store::Formats::Annotate => "annotate".to_owned(),
             }),
+            changes: d.definition.changes,
             rewrite: None,
         }
     }
@@ -1102,6 +1108,13 @@ pub struct DefinitionIn {
     #[serde(default)]
     #[schema(pattern = "^(assert|annotate)$")]
     pub formats: Option<String>,
+    /// `false`: the groups of this namespace (paths whose first element is of it, such as
+    /// `/session-7/...` for `session`) keep no change log: a write there is the item alone (on
+    /// DynamoDB one conditional `PutItem`, no transaction), and the group has no change feed,
+    /// listing `changes_token` or listing checks. Once `false`, it cannot be set back or the
+    /// definition deleted (docs/changes.md, "Groups without a change log").
+    #[serde(default)]
+    pub changes: Option<bool>,
 }
 
 /// An alias template in a namespace definition.

@@ -360,3 +360,55 @@ async fn a_null_value_reaches_every_follower_of_its_group() {
     assert_eq!(live[0].1["item"]["path"], "/n-1/a-3");
     assert!(live[0].1["item"]["value"].is_null());
 }
+
+/// A namespace defined with `"changes": false` (docs/changes.md, "Groups without a change
+/// log"): its groups are written and listed as any, but have no feed and no listing token, and
+/// the setting is shown and cannot be undone.
+#[tokio::test]
+async fn a_group_without_a_change_log_has_no_feed() {
+    let server = TestServer::new();
+    let defined = server
+        .put("/v1/namespaces/session", r#"{"changes": false}"#)
+        .await
+        .expect(201);
+    assert_eq!(defined["changes"], json!(false), "{defined}");
+    let item = server.put_item("/session-1/a-1", r#"{"a":1}"#).await;
+    assert_eq!(item["version"], 1);
+    let item = server.put_item("/session-1/a-1", r#"{"a":2}"#).await;
+    assert_eq!(item["version"], 2);
+    let refused = server
+        .get("/v1/changes/session-1")
+        .await
+        .expect_error(400, "invalid_request");
+    assert!(refused.contains("keeps no change log"), "{refused}");
+    let listing = server.get("/v1/list/session-1").await.expect(200);
+    assert_eq!(
+        listing["items"].as_array().map(Vec::len),
+        Some(1),
+        "{listing}"
+    );
+    assert!(
+        listing.get("changes_token").is_none_or(Value::is_null),
+        "{listing}"
+    );
+    // Another group's feed is untouched.
+    server.put_item("/u-1/session-1", r#"{"a":1}"#).await;
+    assert!(!position(&server, "/u-1").await.is_empty());
+    // Once off, it stays off.
+    server
+        .put("/v1/namespaces/session", r#"{"description": "sessions"}"#)
+        .await
+        .expect_error(400, "invalid_request");
+    server
+        .delete("/v1/namespaces/session")
+        .await
+        .expect_error(400, "invalid_request");
+    let kept = server
+        .put(
+            "/v1/namespaces/session",
+            r#"{"description": "sessions", "changes": false}"#,
+        )
+        .await
+        .expect(200);
+    assert_eq!(kept["changes"], json!(false), "{kept}");
+}

@@ -117,6 +117,12 @@ pub struct SetArgs {
     /// without it, as the schema's draft says (not checked in 2020-12).
     #[arg(long, value_name = "MODE", value_parser = ["assert", "annotate"])]
     formats: Option<String>,
+    /// The groups of this namespace (paths whose first element is of it) keep no change log:
+    /// a write there is the item alone, and the group has no change feed, listing
+    /// `changes_token` or listing checks. Cannot be undone (docs/changes.md, "Groups without
+    /// a change log").
+    #[arg(long)]
+    no_changes: bool,
 }
 
 #[derive(Args, Debug)]
@@ -199,6 +205,9 @@ pub fn run(db: &dyn Db, cmd: NsCommand, out: super::Output) -> Result<()> {
             if let Some(mode) = &args.formats {
                 definition.formats =
                     serde_json::from_value(serde_json::Value::String(mode.clone()))?;
+            }
+            if args.no_changes {
+                definition.changes = Some(false);
             }
             if !args.aliases.is_empty() || args.no_aliases {
                 definition.aliases = args
@@ -480,6 +489,7 @@ pub fn definition_json(d: &NamespaceDefinition) -> serde_json::Value {
         "aliases": d.definition.aliases,
         "migrate": d.definition.migrate,
         "formats": d.definition.formats,
+        "changes": d.definition.changes,
     })
 }
 
@@ -496,6 +506,9 @@ fn print_definition(out: &mut impl Write, d: &NamespaceDefinition, json: bool) -
         .history
         .map_or("off".to_owned(), |n| format!("{n} revisions"));
     writeln!(out, "history:     {history}")?;
+    if !def.keeps_changes() {
+        writeln!(out, "changes:     none (its groups keep no change log)")?;
+    }
     if let Some(text) = &def.description {
         writeln!(out, "description: {text}")?;
     }

@@ -64,7 +64,17 @@ pub struct StoreOptions {
     /// definitions may be when a write starts: a definition another server changed applies
     /// here within this time. Where this store is the only writer, its copy is always current.
     pub definitions_refresh: Duration,
+    /// Bytes of records this store remembers to plan a put or delete in a group without a
+    /// change log without reading the item first (write/known.rs: on DynamoDB one request and
+    /// no read unit instead of two requests); 0: always read. `None`:
+    /// [`DEFAULT_KNOWN_RECORDS`] where a point read is a request
+    /// ([`Backend::fast_point_reads`](crate::backend::Backend::fast_point_reads) is false),
+    /// 0 where it is local and costs less than remembering.
+    pub known_records: Option<usize>,
 }
+
+/// [`StoreOptions::known_records`] where point reads are requests: 32 MiB.
+pub const DEFAULT_KNOWN_RECORDS: usize = 32 << 20;
 
 /// [`StoreOptions::definitions_refresh`] by default: 1 second.
 pub const DEFAULT_DEFINITIONS_REFRESH: Duration = Duration::from_secs(1);
@@ -80,6 +90,7 @@ impl Default for StoreOptions {
             sweep_interval: Some(Duration::from_secs(1)),
             change_retention: DEFAULT_CHANGE_RETENTION,
             definitions_refresh: DEFAULT_DEFINITIONS_REFRESH,
+            known_records: None,
         }
     }
 }
@@ -91,6 +102,7 @@ impl std::fmt::Debug for StoreOptions {
             .field("sweep_interval", &self.sweep_interval)
             .field("change_retention", &self.change_retention)
             .field("definitions_refresh", &self.definitions_refresh)
+            .field("known_records", &self.known_records)
             .finish_non_exhaustive()
     }
 }

@@ -50,6 +50,21 @@ pub struct Definition {
     /// annotation in 2020-12 and 2019-09, checked in drafts 7, 6 and 4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub formats: Option<Formats>,
+    /// Whether the groups of this namespace (the paths whose first element is of it, such as
+    /// `/session-7/...` for `session`) keep a change log; `None`: they do. `Some(false)`: a
+    /// write there appends no log entry, so it is the item alone (one conditional `PutItem` on
+    /// DynamoDB), and the group has no change feed, no listing `changes_token` and no listing
+    /// checks (docs/changes.md, "Groups without a change log"). Once `false`, it stays: logging
+    /// again would leave a gap that no token could see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<bool>,
+}
+
+impl Definition {
+    /// Whether the groups of this namespace keep a change log ([`Definition::changes`]).
+    pub fn keeps_changes(&self) -> bool {
+        self.changes != Some(false)
+    }
 }
 
 /// What a definition's schema does with `format` ([`Definition::formats`]).
@@ -328,6 +343,33 @@ pub(crate) fn newest_text(
 
 /// Every definition, by namespace.
 pub(crate) type Definitions = BTreeMap<String, Arc<Compiled>>;
+
+/// Fails with [`Error::InvalidRequest`] when the group of `path` keeps no change log
+/// ([`group_logged`]): what a change feed, its token or a listing check needs.
+pub(crate) fn no_change_log(definitions: &Definitions, path: &KeyPath) -> Result<(), Error> {
+    if group_logged(definitions, path) {
+        Ok(())
+    } else {
+        Err(no_change_log_error(path))
+    }
+}
+
+/// The refusal of [`no_change_log`].
+pub(crate) fn no_change_log_error(path: &KeyPath) -> Error {
+    Error::InvalidRequest(format!(
+        "the group of {path} keeps no change log (its namespace {:?} is defined with \
+         \"changes\": false): it has no change feed and no listing checks",
+        path.group().namespace().as_str()
+    ))
+}
+
+/// Whether the group of `path` (its first element) keeps a change log: its namespace's
+/// [`Definition::changes`].
+pub(crate) fn group_logged(definitions: &Definitions, path: &KeyPath) -> bool {
+    definitions
+        .get(path.group().namespace().as_str())
+        .is_none_or(|c| c.stored.definition.keeps_changes())
+}
 
 /// The store's copy of the definitions (see the module's documentation).
 pub(crate) struct Namespaces {

@@ -13,7 +13,7 @@ use crate::encoding::token::{Kind, TokenKey};
 use crate::filter::{Fields, Filter, Readable, Subject};
 use crate::model::error::Error;
 use crate::model::item::Item;
-use crate::namespaces::definitions::{Definitions, item_in, newest_text};
+use crate::namespaces::definitions::{Definitions, group_logged, item_in, newest_text};
 use crate::namespaces::versions::SchemaVersions;
 use crate::read::list_check::{ListCheck, ListRange};
 use pathdb_keys::KeyPath;
@@ -608,6 +608,8 @@ pub(crate) fn list_with<B: Backend, E: PageEntry>(
     // following from this token may repeat a change the listing already shows, never miss
     // one.
     let changes_token = match (&request.page_token, want) {
+        // A group without a change log has nothing to follow the listing by.
+        (None, Want::Entries) if !group_logged(definitions, prefix) => None,
         (None, Want::Entries) => Some(crate::feed::reader::listing_token(
             backend.shared(),
             tokens,

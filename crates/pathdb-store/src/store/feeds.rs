@@ -6,6 +6,7 @@ use crate::feed::reader::Filtered;
 use crate::feed::reader::{SHARED_POLL, position, read, wait};
 use crate::filter::{Filter, Readable};
 use crate::model::error::Error;
+use crate::namespaces::definitions::no_change_log;
 use crate::namespaces::versions::SchemaVersions;
 use crate::read::list::migrations;
 use crate::store::Store;
@@ -19,6 +20,7 @@ impl<B: Backend> Store<B> {
     /// # Errors
     /// Storage failures.
     pub fn changes_token(&self, prefix: &KeyPath) -> Result<ChangeToken, Error> {
+        no_change_log(self.definitions()?.as_ref(), prefix)?;
         let reader = self.db.backend.reader()?;
         position(&self.db.tokens, &reader, &prefix.partition_key())
     }
@@ -31,6 +33,8 @@ impl<B: Backend> Store<B> {
     /// but outside `prefix` are read and skipped: `next_token` moves past them.
     ///
     /// # Errors
+    /// [`Error::InvalidRequest`] for a group whose namespace keeps no change log
+    /// ([`Definition::changes`](crate::Definition::changes));
     /// [`Error::ChangesExpired`] when changes after `since` are older than the retention window
     /// (or the token is ahead of this database); [`Error::InvalidChangeToken`] for a token of
     /// another group or database, or an altered one; [`Error::InvalidRequest`] for a limit
@@ -66,6 +70,7 @@ impl<B: Backend> Store<B> {
         let reader = db.backend.reader()?;
         let retention = db.options.change_retention;
         let definitions = self.definitions()?;
+        no_change_log(&definitions, prefix)?;
         let filter = filter.map(|(filter, readable)| Filtered {
             filter,
             readable,

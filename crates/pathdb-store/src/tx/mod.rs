@@ -160,8 +160,8 @@ impl<'a> Tx<'a> {
     /// remain below it.
     ///
     /// # Errors
-    /// A page token of a listing whose first page this transaction did not read
-    /// ([`Error::InvalidRequest`]); as [`Store::list`](crate::store::Store::list).
+    /// A page token of a listing whose first page this transaction did not read, or a listing
+    /// in a group that keeps no change log ([`Error::InvalidRequest`]); as [`Store::list`](crate::store::Store::list).
     pub fn list(&mut self, request: &ListRequest) -> Result<ListPage, Error> {
         let mut page = self.store.list(request)?;
         let range = request.range();
@@ -173,6 +173,13 @@ impl<'a> Tx<'a> {
         let check = match (known, &request.page_token, page.changes_token) {
             // A listing read again keeps its first token: the older one checks more.
             (Some(known), _, _) => &mut self.lists[known],
+            // The commit's check reads the group's change log: a first page without a token is
+            // a group without one, which a transaction cannot list (never left unchecked).
+            (None, None, None) => {
+                return Err(crate::namespaces::definitions::no_change_log_error(
+                    &request.prefix,
+                ));
+            }
             (None, None, Some(token)) => {
                 let mut check = request.check(token);
                 check.seen = Some(BTreeMap::new());

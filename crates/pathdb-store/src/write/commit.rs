@@ -5,13 +5,14 @@
 //! operations, definitions, the sweeper, imports, subtree jobs, alias builds, the set-up an open
 //! writes) commits here: this is the only module that calls `Backend::write`.
 
-use crate::backend::{Backend, Reader, Replan, WriteBatch, WriteError};
+use crate::backend::{Backend, Key, Reader, Record, Replan, WriteBatch, WriteError, WriteOp};
 use crate::encoding::changelog::TrimSchedule;
 use crate::encoding::token::TokenKey;
 use crate::feed::waiters::{ChangedGroups, Waiters};
 use crate::model::error::{Error, StorageError};
-use crate::model::options::StoreOptions;
+use crate::model::options::{DEFAULT_KNOWN_RECORDS, StoreOptions};
 use crate::namespaces::definitions::Namespaces;
+use crate::write::known::{Guessed, Known, guessable};
 use crate::write::ops::{TxOp, TxResult};
 use crate::write::pipeline::{backoff, check_batch_size, check_ops, plan};
 use crate::write::plan::{Plan, Settings};
@@ -86,6 +87,8 @@ pub(crate) struct Db<B> {
     plans: AtomicU64,
     /// When each group's change log next needs trimming (stages/changelog.rs).
     trims: TrimSchedule,
+    /// The records writes in groups without a change log are planned on (write/known.rs).
+    pub(crate) known: Known,
 }
 
 impl<B: Backend> Db<B> {
@@ -96,8 +99,18 @@ impl<B: Backend> Db<B> {
         namespaces: Namespaces,
         tokens: TokenKey,
     ) -> Db<B> {
+        let known = Known::new(
+            options
+                .known_records
+                .unwrap_or(if backend.fast_point_reads() {
+                    0
+                } else {
+                    DEFAULT_KNOWN_RECORDS
+                }),
+        );
         Db {
             backend,
+            known,
             options,
             namespaces,
             waiters: Waiters::new(),
@@ -165,6 +178,42 @@ impl<B: Backend> Db<B> {
     fn plan(&self, ops: &[TxOp]) -> Result<Plan, Error> {
         self.plan_on(&self.backend.reader()?, ops)
     }
+
+    /// The item `ops` may be planned on what is known at ([`guessable`]), if this store plans
+    /// on what it knows.
+    fn guessable(&self, ops: &[TxOp]) -> Result<Option<Key>, Error> {
+        if !self.known.enabled() {
+            return Ok(None);
+        }
+        let definitions = self.namespaces.current(&self.backend.reader()?)?;
+        Ok(guessable(ops, &definitions))
+    }
+
+    /// Plans `ops` with the read of `key` answered by what is known; the key, when the plan
+    /// rests on that guess. A plan the guess fails (the caller's condition, a patch of no
+    /// item) is made again on a read: a guess never answers for the store.
+    fn plan_guessing(&self, ops: &[TxOp], key: &Key) -> Result<(Plan, Option<Key>), Error> {
+        let reader = self.backend.reader()?;
+        let guessed = Guessed {
+            inner: &reader,
+            key,
+            guess: self.known.guess(key),
+        };
+        match self.plan_on(&guessed, ops) {
+            Ok(plan) => Ok((plan, Some(key.clone()))),
+            Err(_) => Ok((self.plan_on(&reader, ops)?, None)),
+        }
+    }
+}
+
+/// The record `batch` puts at `key` (a tombstone too), if it does.
+fn written_at(batch: &WriteBatch, key: &Key) -> Option<Record> {
+    batch.ops.iter().find_map(|op| match op {
+        WriteOp::Put {
+            key: at, record, ..
+        } if at == key => Some(record.clone()),
+        _ => None,
+    })
 }
 
 /// Results per operation, and whether each found a live item at its path.
@@ -199,8 +248,18 @@ struct Replanned {
 pub(crate) fn execute<B: Backend>(db: &Arc<Db<B>>, ops: &[TxOp]) -> Result<Outcome, Error> {
     check_ops(ops, db.now())?;
     let mut attempt = 0u32;
+    // The item a plan may take from what is known (write/known.rs): only the first attempt;
+    // once a guess met another state, every plan reads.
+    let mut guessing = db.guessable(ops)?;
     loop {
-        let plan = db.plan(ops)?;
+        let (plan, guessed) = match guessing.take() {
+            Some(key) => db.plan_guessing(ops, &key)?,
+            None => (db.plan(ops)?, None),
+        };
+        // What the batch writes at the guessed item, for the store to know once it commits.
+        let learned = guessed
+            .as_ref()
+            .map(|key| (key.clone(), written_at(&plan.batch, key)));
         let mut groups = ChangedGroups::of(&plan.batch);
         let replanned = Arc::new(Mutex::new(Replanned::default()));
         let written = db
@@ -214,6 +273,15 @@ pub(crate) fn execute<B: Backend>(db: &Arc<Db<B>>, ops: &[TxOp]) -> Result<Outco
         // Either the first plan's batch or a replanned one committed: wake both's groups (a
         // replanned create may have picked another new group).
         groups.merge(replanned_groups);
+        if let Some((key, record)) = &learned {
+            match (&written, &replanned, record) {
+                // Committed as planned: what it wrote is known.
+                (Ok(()), None, Some(record)) => db.known.learn(key, record),
+                // Anything else (a failed guess, a plan made again inside the commit, a write
+                // whose outcome is unknown): forget, and read next time.
+                _ => db.known.forget(key),
+            }
+        }
         match sent(written, Some((&db.waiters, groups)))? {
             Sent::Committed => {
                 return Ok(match replanned {

@@ -54,6 +54,17 @@ pub(crate) fn write_definition<B: Backend>(
                 .map(|r| from_record(namespace, r))
                 .transpose()?
                 .flatten();
+            if let Some(before) = &before
+                && !before.definition.keeps_changes()
+                && after.as_ref().is_none_or(|a| a.definition.keeps_changes())
+            {
+                return Err(Error::InvalidRequest(format!(
+                    "namespace {namespace:?} keeps no change log (\"changes\": false), and that \
+                     cannot be undone: its groups' writes since have no log entries, so a feed or \
+                     a listing check resumed across them would miss changes unseen \
+                     (docs/changes.md, \"Groups without a change log\")"
+                )));
+            }
             let (old, new) = (templates(before.as_ref()), templates(after.as_ref()));
             let mut ops = definition_changed(reader, namespace, &old, &new, db.now())?;
             // Every version is kept, so that it stays readable and its steps apply; one with

@@ -5,6 +5,8 @@
 //! - `stages/`: the stages, each adding its writes for one concern to the `Plan`, and
 //!   `pipeline`: [`pipeline::plan`] runs them in their order for a list of operations (and
 //!   `plan_subtree` for a batch of a subtree job), with the limits every write checks first;
+//! - `known`: the records a write in a group without a change log may be planned on instead
+//!   of a read (`Known`), and which operations may;
 //! - `commit`: the only caller of `Backend::write`; it sends a batch, wakes the feeds it
 //!   changed, and plans again after a concurrent change (`execute` for operations);
 //! - the writes that are not one list of operations, each planned on the same stages and sent
@@ -21,6 +23,7 @@ pub(crate) mod ops;
 pub(crate) mod plan;
 pub(crate) mod stages;
 pub(crate) mod pipeline;
+pub(crate) mod known;
 pub(crate) mod commit;
 pub(crate) mod system;
 pub(crate) mod transact;

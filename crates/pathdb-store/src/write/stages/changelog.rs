@@ -9,6 +9,7 @@ use crate::backend::{Direction, Key, Reader, Record, WriteBatch, WriteOp};
 use crate::encoding::changelog::{Change, ENTRY_BUDGET, EntryWriter};
 use crate::encoding::layout;
 use crate::model::error::Error;
+use crate::namespaces::definitions::group_logged;
 use crate::write::plan::{Context, Plan, PlannedChange};
 use pathdb_keys::KeyPath;
 
@@ -46,7 +47,13 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
 ) -> Result<(), Error> {
     let now = ctx.now;
     let mut groups: Vec<(Vec<u8>, Vec<&PlannedChange>)> = Vec::new();
-    for change in changes {
+    let definitions = ctx.definitions()?;
+    // A group whose namespace keeps no change log gets no entry (and no trimming: it appends
+    // nothing that could expire).
+    for change in changes
+        .iter()
+        .filter(|c| group_logged(definitions, c.change.key()))
+    {
         let partition = change.change.key().partition_key();
         match groups.iter_mut().find(|(p, _)| *p == partition) {
             Some((_, list)) => list.push(change),

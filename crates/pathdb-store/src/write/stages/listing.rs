@@ -19,6 +19,7 @@ use crate::encoding::layout;
 use crate::feed::reader;
 use crate::feed::reader::Filtered;
 use crate::model::error::Error;
+use crate::namespaces::definitions::no_change_log;
 use crate::namespaces::versions::SchemaVersions;
 use crate::read::list::migrations;
 use crate::read::list_check::ListCheck;
@@ -47,6 +48,7 @@ pub(crate) fn stage<R: Reader + ?Sized>(
     let mut margin: HashMap<KeyPath, Change> = HashMap::new();
     let mut since = token;
     let definitions = ctx.definitions()?;
+    no_change_log(definitions, &check.range.prefix)?;
     loop {
         let (page, at_end) = reader::read_to(
             ctx.reader,
