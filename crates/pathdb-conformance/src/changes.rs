@@ -838,6 +838,20 @@ pub fn groups_without_a_change_log<H: Harness>(harness: &H) {
         1 + 5 * writers as u64,
         "one version per increment"
     );
+    // A delete of an item this store did not write (a transaction did) is not answered from
+    // the guess that it is absent.
+    store
+        .transact(Transaction::new().put(path("/session-3/b-1"), value(1), PutOptions::default()))
+        .unwrap();
+    assert!(
+        store
+            .delete(&path("/session-3/b-1"), None)
+            .unwrap()
+            .is_some(),
+        "it was there"
+    );
+    assert_eq!(store.get(&path("/session-3/b-1")).unwrap(), None);
+    assert_eq!(put_as("/session-3/b-1", 2, None).unwrap().version, 3);
     // Deletes are planned on what is known too; versions go on after them.
     store.delete(&path("/session-1/a-1"), None).unwrap();
     let next = expected.last().copied().unwrap_or(first) + 2;

@@ -627,6 +627,119 @@ fn random_faults_lose_nothing_and_duplicate_nothing() {
     assert!(injected.total_faults() > 0);
 }
 
+/// Puts in a group without a change log, planned on what the store knows (one `PutItem`
+/// each, no read first), while the proxy injects every fault kind: each writer overwrites its
+/// own item and creates new ones. A put answered "committed" took exactly the version after
+/// the last one it saw; none is applied twice (a version never skips past what the writes
+/// explain), and every acknowledged new item reads back.
+#[test]
+fn lost_answers_without_a_change_log_are_never_applied_twice() {
+    let _quiet = crate::quiet_moto();
+    const WRITERS: usize = 3;
+    const OPS: usize = 16;
+    let Some(f) = faulty(test_budget()) else {
+        return;
+    };
+    let quiet = pathdb_store::Definition {
+        changes: Some(false),
+        ..pathdb_store::Definition::default()
+    };
+    f.store
+        .define_namespace("quiet", quiet, None)
+        .expect("defined");
+    f.proxy.fail_randomly(23, 0.3, &every_fault(), None);
+    type Report = (usize, usize, usize, Vec<u64>, Vec<String>);
+    let results: Vec<Report> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let store = &f.store;
+                scope.spawn(move || {
+                    let own = path(&format!("/quiet-1/own-{w}"));
+                    let (mut applied_at_most, mut unknown, mut failed) = (0, 0, 0);
+                    let (mut versions, mut created) = (Vec::new(), Vec::new());
+                    for i in 0..OPS {
+                        let value = json(&format!(r#"{{"w":{w},"i":{i}}}"#));
+                        let at = if i % 2 == 0 {
+                            own.clone()
+                        } else {
+                            path(&format!("/quiet-1/new-{w}-{i}"))
+                        };
+                        match store.put(&at, value, PutOptions::default()) {
+                            Ok(item) => {
+                                if at == own {
+                                    applied_at_most += 1;
+                                    versions.push(item.version);
+                                } else {
+                                    created.push(at.to_string());
+                                }
+                            }
+                            Err(e)
+                                if storage_kind(&e) == Some(StorageErrorKind::OutcomeUnknown) =>
+                            {
+                                if at == own {
+                                    applied_at_most += 1;
+                                }
+                                unknown += 1;
+                            }
+                            Err(_) => failed += 1,
+                        }
+                    }
+                    (applied_at_most, unknown, failed, versions, created)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("writer finishes"))
+            .collect()
+    });
+    f.proxy.clear();
+    std::thread::sleep(SLOW + Duration::from_millis(300));
+    for (w, (applied_at_most, unknown, failed, versions, _)) in results.iter().enumerate() {
+        // Acknowledged puts of the writer's own item took increasing versions, and the item's
+        // version now counts no more puts than were acknowledged or left unknown.
+        assert!(
+            versions.windows(2).all(|v| v[0] < v[1]),
+            "writer {w}: {versions:?}"
+        );
+        let now = f
+            .store
+            .get(&path(&format!("/quiet-1/own-{w}")))
+            .expect("read")
+            .map_or(0, |item| item.version);
+        assert!(
+            now >= versions.last().copied().unwrap_or(0) && now <= *applied_at_most as u64,
+            "writer {w}: version {now}, acknowledged {versions:?}, at most {applied_at_most} applied"
+        );
+        eprintln!(
+            "writer {w}: own item at version {now}, acknowledged versions {versions:?}, {unknown} unknown, {failed} failed"
+        );
+    }
+    // Every acknowledged new item is there, with its value.
+    for (w, (.., created)) in results.iter().enumerate() {
+        for at in created {
+            let i = at.rsplit('-').next().unwrap_or_default();
+            assert_eq!(
+                value_at(&f.store, at),
+                Some(format!(r#"{{"w":{w},"i":{i}}}"#)),
+                "{at}"
+            );
+        }
+    }
+    let injected = f.proxy.injected();
+    let settled = f.metrics.counts().settled;
+    eprintln!(
+        "faults injected: {} ({:?}); lost answers settled by reading: {settled}",
+        injected.total_faults(),
+        injected.faults
+    );
+    assert!(injected.total_faults() > 0);
+    assert!(
+        settled > 0,
+        "some answers were lost, and settled by reading the item"
+    );
+}
+
 /// The shared fault-injection run (`pathdb_conformance::fault_injection`, the one memory and
 /// file pass in pathdb-store's tests/faults.rs) on DynamoDB: `Faulty` refuses writes before they
 /// reach the backend, loses the answers of writes that committed, and fails reads; the run

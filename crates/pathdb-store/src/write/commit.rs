@@ -200,10 +200,23 @@ impl<B: Backend> Db<B> {
             guess: self.known.guess(key),
         };
         match self.plan_on(&guessed, ops) {
-            Ok(plan) => Ok((plan, Some(key.clone()))),
-            Err(_) => Ok((self.plan_on(&reader, ops)?, None)),
+            // Only a write the backend checks against the guess rests on it: a plan that writes
+            // nothing there (a delete of what it guessed absent) would answer from the guess.
+            Ok(plan) if checks(&plan.batch, key) => Ok((plan, Some(key.clone()))),
+            _ => Ok((self.plan_on(&reader, ops)?, None)),
         }
     }
+}
+
+/// Whether `batch` writes at `key` on a condition (the backend checks what the plan read).
+fn checks(batch: &WriteBatch, key: &Key) -> bool {
+    batch.ops.iter().any(|op| match op {
+        WriteOp::Put {
+            key: at, expect, ..
+        }
+        | WriteOp::Delete { key: at, expect } => at == key && expect.is_some(),
+        _ => false,
+    })
 }
 
 /// The record `batch` puts at `key` (a tombstone too), if it does.

@@ -61,7 +61,9 @@ impl Known {
     /// `record` was committed at `key`.
     pub(crate) fn learn(&self, key: &Key, record: &Record) {
         let size = cost(key, record);
-        if size > self.budget / 64 {
+        // An expiring record is left to a read: the sweeper replaces it with a tombstone of
+        // the same version, which a guess could not tell from it.
+        if record.expires_at.is_some() || size > self.budget / 64 {
             // One large record would push out many small ones: leave it to a read.
             self.forget(key);
             return;
@@ -253,6 +255,16 @@ mod tests {
         known.learn(&key(7), &record(2, 1));
         known.learn(&key(7), &record(3, 2000));
         assert_eq!(known.guess(&key(7)), None);
+        // Nor is an expiring one.
+        known.learn(&key(8), &record(2, 1));
+        known.learn(
+            &key(8),
+            &Record {
+                expires_at: Some(5),
+                ..record(3, 1)
+            },
+        );
+        assert_eq!(known.guess(&key(8)), None);
         assert!(!Known::new(0).enabled());
     }
 }
