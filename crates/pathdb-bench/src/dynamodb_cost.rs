@@ -21,6 +21,21 @@ pub const VALUE_BYTES: usize = 500;
 /// eight, chosen at random), a commit may; after this many the chance that none has is 1e-7.
 const WARM_UP: usize = 128;
 
+/// The row of a put of a new path in a group without a change log.
+const UNLOGGED_NEW: &str = "put of a new path in a group without a change log";
+/// The row of an update in a group without a change log: its bill is measured from it.
+const UNLOGGED_UPDATE: &str = "put of an existing path in a group without a change log (update)";
+/// What a write in a group without a change log buys over the hand-built design.
+const UNLOGGED_BUYS: &str = "versions and ETags that are never reused, conditions; no change feed, listing token or listing check in the group (its namespace is defined with \"changes\": false)";
+
+/// The definition of a namespace whose groups keep no change log.
+fn unlogged_definition() -> pathdb_store::Definition {
+    pathdb_store::Definition {
+        changes: Some(false),
+        ..pathdb_store::Definition::default()
+    }
+}
+
 /// The cost of one operation, `ops` times.
 #[derive(Clone, Debug)]
 pub struct Row {
@@ -178,6 +193,35 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
                 .put(&items[i], value(i + 1)?, PutOptions::default())
                 .map(drop)
         },
+    )?;
+    // A group whose namespace keeps no change log (docs/changes.md, "Groups without a change
+    // log"): a write is its item alone.
+    let unlogged = format!("nolog{nonce}");
+    store.define_namespace(&unlogged, unlogged_definition(), None)?;
+    let quiet: Vec<KeyPath> = (0..ops)
+        .map(|i| path(format!("/{unlogged}-1/item-{i}")))
+        .collect::<Result<_, _>>()?;
+    run(UNLOGGED_NEW, ops, put_item, UNLOGGED_BUYS, &mut |i| {
+        store
+            .put(&quiet[i], value(i)?, PutOptions::default())
+            .map(drop)
+    })?;
+    run(UNLOGGED_UPDATE, ops, put_item, UNLOGGED_BUYS, &mut |i| {
+        store
+            .put(&quiet[i], value(i + 1)?, PutOptions::default())
+            .map(drop)
+    })?;
+    run(
+        "delete in a group without a change log",
+        ops,
+        HandBuilt {
+            requests: "1 DeleteItem",
+            read_units: 0.0,
+            write_units: 1.0,
+            streams: None,
+        },
+        "the tombstone that keeps the path's last version (a conditional PutItem)",
+        &mut |i| store.delete(&quiet[i], None).map(drop),
     )?;
     run(
         "patch (merge patch of one member)",
@@ -565,9 +609,15 @@ pub fn bills(rows: &[Row]) -> Result<Vec<Bill>, Error> {
         ))
     };
     let (update_writes, update_reads) = per_op("put of an existing path (update)")?;
+    let (quiet_writes, quiet_reads) = per_op(UNLOGGED_UPDATE)?;
     let (_, get_reads) = per_op("get")?;
     Ok(vec![
         Bill::new("PathDB", (update_writes, update_reads, get_reads), 0.0),
+        Bill::new(
+            "PathDB, in groups without a change log",
+            (quiet_writes, quiet_reads, get_reads),
+            0.0,
+        ),
         Bill::new(
             "hand-built with a change feed (DynamoDB Streams)",
             (1.0, 0.0, 1.0),
@@ -612,6 +662,8 @@ pub fn render_bills(bills: &[Bill]) -> String {
 /// What one group's small writes take of its partition, measured under concurrency.
 #[derive(Clone, Copy, Debug)]
 pub struct Ceiling {
+    /// Whether the group keeps a change log.
+    pub logged: bool,
     /// Concurrent writers, each updating an item of its own in the one group.
     pub writers: usize,
     /// Writes committed.
@@ -642,6 +694,8 @@ impl Ceiling {
 /// A group's write ceiling by the capacity model: `writers` threads each update an item of
 /// their own `writes` times, all in one new group named from `nonce`, with values of about 100
 /// bytes (a small write: under 1 KB with its change). Group commit shares rounds among them.
+/// `logged`: a group that keeps a change log; otherwise one whose namespace is defined with
+/// `"changes": false` ([`measure`] defines it).
 ///
 /// # Errors
 /// A write failed.
@@ -650,10 +704,17 @@ pub fn ceiling(
     writers: usize,
     writes: usize,
     nonce: u64,
+    logged: bool,
 ) -> Result<Ceiling, Error> {
     let small = |n: usize| Json::parse(&format!(r#"{{"n":{n},"text":"{}"}}"#, "x".repeat(80)));
+    let group = if logged {
+        format!("/ceiling-{nonce}")
+    } else {
+        store.define_namespace(&format!("nologc{nonce}"), unlogged_definition(), None)?;
+        format!("/nologc{nonce}-1")
+    };
     let paths: Vec<KeyPath> = (0..writers)
-        .map(|w| path(format!("/ceiling-{nonce}/item-{w}")))
+        .map(|w| path(format!("{group}/item-{w}")))
         .collect::<Result<_, _>>()?;
     for p in &paths {
         store.put(p, small(0)?, PutOptions::default())?;
@@ -679,6 +740,7 @@ pub fn ceiling(
     })?;
     let spent = metrics.counts().since(&before);
     Ok(Ceiling {
+        logged,
         writers,
         writes: (writers * writes) as u64,
         requests: spent.writes + spent.transactions,
@@ -687,21 +749,30 @@ pub fn ceiling(
     })
 }
 
-/// The ceiling as a Markdown table.
-pub fn render_ceiling(c: &Ceiling) -> String {
-    format!(
-        "\nOne group's small writes ({} writers, each updating its own item, about 100-byte values), \
+/// The ceilings as a Markdown table, a row each.
+pub fn render_ceilings(ceilings: &[Ceiling]) -> String {
+    let writers = ceilings.first().map_or(0, |c| c.writers);
+    let mut out = format!(
+        "\nOne group's small writes ({writers} writers, each updating its own item, about 100-byte values), \
          by the capacity model:\n\n\
-         | writes | write requests | writes per request | write units per write | of which the change log's | the group's writes per second at {} units |\n\
-         | ---: | ---: | ---: | ---: | ---: | ---: |\n\
-         | {} | {} | {} | {} | {} | {:.0} |\n",
-        c.writers,
-        PARTITION_WRITE_UNITS,
-        c.writes,
-        c.requests,
-        trim(c.writes as f64 / c.requests.max(1) as f64),
-        trim(c.units_per_write()),
-        trim(c.log_units as f64 / c.writes as f64),
-        c.writes_per_second(),
-    )
+         | group | writes | write requests | writes per request | write units per write | of which the change log's | the group's writes per second at {PARTITION_WRITE_UNITS} units |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+    );
+    for c in ceilings {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {:.0} |\n",
+            if c.logged {
+                "with a change log"
+            } else {
+                "without a change log"
+            },
+            c.writes,
+            c.requests,
+            trim(c.writes as f64 / c.requests.max(1) as f64),
+            trim(c.units_per_write()),
+            trim(c.log_units as f64 / c.writes as f64),
+            c.writes_per_second(),
+        ));
+    }
+    out
 }

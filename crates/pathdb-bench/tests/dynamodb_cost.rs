@@ -80,6 +80,26 @@ fn what_operations_cost() {
             "{name}"
         );
     }
+    // In a group without a change log a put, new or not, and a delete are one conditional
+    // write of the item alone: no read, no transaction, no log entry (the process wrote each
+    // path before it updates or deletes it, so it knows the version).
+    for name in [
+        "put of a new path in a group without a change log",
+        "put of an existing path in a group without a change log (update)",
+        "delete in a group without a change log",
+    ] {
+        let r = row(name);
+        assert_eq!(
+            (r.requests_per_op(), r.by_kind().as_str()),
+            (1.0, "1 PutItem/DeleteItem"),
+            "{name}"
+        );
+        assert_eq!(
+            (r.spent.model_read_units, r.spent.model_write_units),
+            (0.0, 10),
+            "{name}"
+        );
+    }
     let create = row("create with a generated id (uuid)");
     assert_eq!(
         (create.requests_per_op(), create.by_kind().as_str()),
@@ -134,11 +154,14 @@ fn what_operations_cost() {
         "{bills:?}"
     );
     assert!(dynamodb_cost::render_bills(&bills).contains("| PathDB | 6 | 1, 1 |"));
+    // Without a change log an update is the hand-built design's one write unit, and no read.
+    let quiet = dollars("PathDB, in groups without");
+    assert!((quiet - without).abs() < 0.01, "{bills:?}");
 
     // A group's small writes: group commit shares rounds among 4 writers, and every unit is
     // counted, the log's apart. Today each item is written in a transaction (2 units), and the
     // round's entry adds its share.
-    let ceiling = dynamodb_cost::ceiling(&store, 4, 4, 1).expect("measured");
+    let ceiling = dynamodb_cost::ceiling(&store, 4, 4, 1, true).expect("measured");
     assert_eq!(ceiling.writes, 16);
     assert!(
         (1..=16).contains(&ceiling.requests),
@@ -153,4 +176,13 @@ fn what_operations_cost() {
         (ceiling.writes_per_second() - 1000.0 / ceiling.units_per_write()).abs() < 1e-9,
         "{ceiling:?}"
     );
+
+    // Without a change log each small write is its item's one unit, in a request of its own.
+    let quiet = dynamodb_cost::ceiling(&store, 4, 4, 1, false).expect("measured");
+    assert_eq!(
+        (quiet.writes, quiet.requests, quiet.units, quiet.log_units),
+        (16, 16, 16, 0),
+        "{quiet:?}"
+    );
+    assert!((quiet.writes_per_second() - 1000.0).abs() < 1e-9);
 }

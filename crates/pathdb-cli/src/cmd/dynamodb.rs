@@ -153,17 +153,23 @@ mod enabled {
             .map_or(0, |d| d.as_secs());
         let measured =
             pathdb_bench::dynamodb_cost::measure(&store, args.ops, nonce).and_then(|rows| {
-                let ceiling = (args.writers > 0)
-                    .then(|| {
-                        pathdb_bench::dynamodb_cost::ceiling(
-                            &store,
-                            args.writers,
-                            args.writes.max(1),
-                            nonce,
-                        )
-                    })
-                    .transpose()?;
-                Ok((rows, ceiling))
+                let ceilings = if args.writers > 0 {
+                    [true, false]
+                        .into_iter()
+                        .map(|logged| {
+                            pathdb_bench::dynamodb_cost::ceiling(
+                                &store,
+                                args.writers,
+                                args.writes.max(1),
+                                nonce,
+                                logged,
+                            )
+                        })
+                        .collect::<Result<Vec<_>, _>>()?
+                } else {
+                    Vec::new()
+                };
+                Ok((rows, ceilings))
             });
         let table = args.table.table_name()?;
         if made {
@@ -171,17 +177,21 @@ mod enabled {
             pathdb_dynamodb::delete_table(&backend(&args.table)?)
                 .with_context(|| format!("deleting the table {table} made for the run"))?;
         }
-        let (rows, ceiling) = measured.context("measuring")?;
+        let (rows, ceilings) = measured.context("measuring")?;
         print!("{}", pathdb_bench::dynamodb_cost::render(&rows));
         let bills = pathdb_bench::dynamodb_cost::bills(&rows)?;
         print!("{}", pathdb_bench::dynamodb_cost::render_bills(&bills));
-        if let Some(ceiling) = ceiling {
-            print!("{}", pathdb_bench::dynamodb_cost::render_ceiling(&ceiling));
+        if !ceilings.is_empty() {
+            print!(
+                "{}",
+                pathdb_bench::dynamodb_cost::render_ceilings(&ceilings)
+            );
         }
         if !made {
             println!(
-                "\nThe run wrote under the groups /cost-{nonce}, /cost-{nonce}-N and /ceiling-{nonce} of table {table}; \
-                 they are left there."
+                "\nThe run wrote under the groups /cost-{nonce}, /cost-{nonce}-N, /ceiling-{nonce}, \
+                 /nolog{nonce}-1 and /nologc{nonce}-1 of table {table}, and defined the namespaces \
+                 acct{nonce}, user{nonce}, nolog{nonce} and nologc{nonce}; they are left there."
             );
         }
         Ok(())
