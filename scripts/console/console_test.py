@@ -672,6 +672,37 @@ def test_namespace_schema_editor_and_a_save_refused_by_the_schema():
     assert not by_id("ns-check").is_displayed() and by_id("ns-schema").get_attribute("readonly") is not None
 
 
+def test_a_namespace_without_a_change_log_stays_so_when_edited():
+    # docs/changes.md, "Groups without a change log": set in the editor, then kept by every
+    # later save of it (the server refuses a definition that drops it).
+    sign_in(ADMIN)
+    open_page("/ui/.namespaces")
+    shown("ns-list-view")
+    by_id("ns-new-name").send_keys("cart")
+    by_id("ns-new-open").click()
+    wait.until(lambda d: d.current_url.endswith("/ui/.namespaces/cart"))
+    box = shown("ns-no-changes")
+    assert not box.is_selected() and box.is_enabled()
+    box.click()
+    by_id("ns-check").click()
+    shown("ns-dry-run")
+    by_id("ns-save").click()
+    wait.until(lambda d: by_id("ns-version").text == "1")
+    assert api("GET", "/v1/namespaces/cart")["changes"] is False
+    box = by_id("ns-no-changes")
+    assert box.is_selected() and not box.is_enabled(), "once off, it cannot be turned back on here"
+    by_id("ns-description").send_keys("Carts: nobody follows them")
+    by_id("ns-check").click()
+    shown("ns-dry-run")
+    by_id("ns-save").click()
+    wait.until(lambda d: by_id("ns-version").text == "2")
+    stored = api("GET", "/v1/namespaces/cart")
+    assert stored["changes"] is False and stored["description"] == "Carts: nobody follows them", stored
+    # Its groups are written as any, and have no feed.
+    api("PUT", "/v1/items/cart-1/line-1", {"sku": 7})
+    assert status_of("GET", "/v1/changes/cart-1") == 400
+
+
 def test_version_history_and_an_item_read_in_an_older_schema_version():
     # Version 1, an item stored in it, then version 2 renaming `name` (the rewrite of the stored
     # item starts in the background; reads in either version do not wait for it).

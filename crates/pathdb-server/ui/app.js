@@ -2020,6 +2020,9 @@ function showDefinition(name, def) {
   $("ns-formats").value = def?.formats ?? "";
   for (const id of ["ns-description", "ns-history", "ns-schema", "ns-aliases-text", "ns-migrate"]) $(id).readOnly = !state.admin;
   $("ns-formats").disabled = !state.admin;
+  // Once off, the change log stays off (the server refuses a definition that turns it on).
+  $("ns-no-changes").checked = def?.changes === false;
+  $("ns-no-changes").disabled = !state.admin || def?.changes === false;
   showBuilds(name, def ? def.aliases : []);
   $("ns-violations-link").href = nsHref(name, true);
   $("ns-violations-link").parentElement.hidden = !def || def.schema == null;
@@ -2251,6 +2254,7 @@ function definitionBody() {
     if (migrate.length > 0) body.migrate = migrate;
   }
   if ($("ns-formats").value) body.formats = $("ns-formats").value;
+  if ($("ns-no-changes").checked) body.changes = false;
   return body;
 }
 
@@ -2402,6 +2406,7 @@ function definitionAsBody(def) {
   body.description = def.description ?? null;
   body.aliases = currentTemplates(def).map((b) => ({ path: b.path }));
   if (def.formats != null) body.formats = def.formats;
+  if (def.changes === false) body.changes = false;
   return body;
 }
 
