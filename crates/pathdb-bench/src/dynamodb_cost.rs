@@ -211,6 +211,28 @@ pub fn measure(store: &Store<DynamoBackend>, ops: usize, nonce: u64) -> Result<V
             .put(&quiet[i], value(i + 1)?, PutOptions::default())
             .map(drop)
     })?;
+    // Another writer (here a transaction of two items, which is planned on a read and teaches
+    // this process nothing) changes each item: what this process knows is stale, and its next
+    // put guesses wrong once.
+    let elsewhere = path(format!("/{unlogged}-2/item-0"))?;
+    for (i, at) in quiet.iter().enumerate() {
+        store.transact(
+            Transaction::new()
+                .put(at.clone(), value(i + 2)?, PutOptions::default())
+                .put(elsewhere.clone(), value(i)?, PutOptions::default()),
+        )?;
+    }
+    run(
+        "put of a path another writer changed since (a wrong guess) in a group without a change log",
+        ops,
+        put_item,
+        "as an update; the failed conditional write (1 write unit) and a read before the second",
+        &mut |i| {
+            store
+                .put(&quiet[i], value(i + 3)?, PutOptions::default())
+                .map(drop)
+        },
+    )?;
     run(
         "delete in a group without a change log",
         ops,

@@ -100,6 +100,19 @@ fn what_operations_cost() {
             "{name}"
         );
     }
+    // A guess gone stale (another writer changed the item): the failed write, a read, the
+    // write again; the process knows the item after.
+    let wrong = row(
+        "put of a path another writer changed since (a wrong guess) in a group without a change log",
+    );
+    assert_eq!(
+        (wrong.requests_per_op(), wrong.by_kind().as_str()),
+        (3.0, "1 GetItem + 2 PutItem/DeleteItem")
+    );
+    assert_eq!(
+        (wrong.spent.model_read_units, wrong.spent.model_write_units),
+        (10.0, 20)
+    );
     let create = row("create with a generated id (uuid)");
     assert_eq!(
         (create.requests_per_op(), create.by_kind().as_str()),

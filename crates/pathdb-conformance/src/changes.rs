@@ -771,16 +771,21 @@ pub fn groups_without_a_change_log<H: Harness>(harness: &H) {
         pathdb_store::Condition::MustNotExist,
         Some(5),
     );
-    // What the store knows goes stale: a transaction (planned on a read, not on what is
-    // known) writes the item. A put then guessing version 5 fails that guess and tries again
-    // on a read; a condition the guess fails but the item meets holds.
-    store
-        .transact(Transaction::new().put(path("/session-1/a-1"), value(7), PutOptions::default()))
-        .unwrap();
+    // What the store knows goes stale: a transaction of two items (planned on a read, and
+    // teaching the store nothing) writes the item. A put then guessing version 5 fails that
+    // guess and tries again on a read; a condition the guess fails but the item meets holds.
+    let behind_its_back = |n: i64| {
+        store
+            .transact(
+                Transaction::new()
+                    .put(path("/session-1/a-1"), value(n), PutOptions::default())
+                    .put(path("/session-4/x-1"), value(n), PutOptions::default()),
+            )
+            .unwrap();
+    };
+    behind_its_back(7);
     assert_eq!(put_as("/session-1/a-1", 8, None).unwrap().version, 7);
-    store
-        .transact(Transaction::new().put(path("/session-1/a-1"), value(9), PutOptions::default()))
-        .unwrap();
+    behind_its_back(9);
     let held = put_as(
         "/session-1/a-1",
         10,
@@ -841,7 +846,11 @@ pub fn groups_without_a_change_log<H: Harness>(harness: &H) {
     // A delete of an item this store did not write (a transaction did) is not answered from
     // the guess that it is absent.
     store
-        .transact(Transaction::new().put(path("/session-3/b-1"), value(1), PutOptions::default()))
+        .transact(
+            Transaction::new()
+                .put(path("/session-3/b-1"), value(1), PutOptions::default())
+                .put(path("/session-4/x-2"), value(1), PutOptions::default()),
+        )
         .unwrap();
     assert!(
         store

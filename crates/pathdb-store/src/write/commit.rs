@@ -189,10 +189,10 @@ impl<B: Backend> Db<B> {
         Ok(guessable(ops, &definitions))
     }
 
-    /// Plans `ops` with the read of `key` answered by what is known; the key, when the plan
-    /// rests on that guess. A plan the guess fails (the caller's condition, a patch of no
-    /// item) is made again on a read: a guess never answers for the store.
-    fn plan_guessing(&self, ops: &[TxOp], key: &Key) -> Result<(Plan, Option<Key>), Error> {
+    /// Plans `ops` with the read of `key` answered by what is known. A plan the guess fails
+    /// (the caller's condition, a delete of what it guessed absent) is made again on a read: a
+    /// guess never answers for the store.
+    fn plan_guessing(&self, ops: &[TxOp], key: &Key) -> Result<Plan, Error> {
         let reader = self.backend.reader()?;
         let guessed = Guessed {
             inner: &reader,
@@ -202,8 +202,8 @@ impl<B: Backend> Db<B> {
         match self.plan_on(&guessed, ops) {
             // Only a write the backend checks against the guess rests on it: a plan that writes
             // nothing there (a delete of what it guessed absent) would answer from the guess.
-            Ok(plan) if checks(&plan.batch, key) => Ok((plan, Some(key.clone()))),
-            _ => Ok((self.plan_on(&reader, ops)?, None)),
+            Ok(plan) if checks(&plan.batch, key) => Ok(plan),
+            _ => self.plan_on(&reader, ops),
         }
     }
 }
@@ -261,18 +261,19 @@ struct Replanned {
 pub(crate) fn execute<B: Backend>(db: &Arc<Db<B>>, ops: &[TxOp]) -> Result<Outcome, Error> {
     check_ops(ops, db.now())?;
     let mut attempt = 0u32;
-    // The item a plan may take from what is known (write/known.rs): only the first attempt;
-    // once a guess met another state, every plan reads.
-    let mut guessing = db.guessable(ops)?;
+    // The item a plan may take from what is known (write/known.rs). Only the first attempt
+    // guesses (once a guess met another state, every plan reads), and what any attempt
+    // commits there is known after.
+    let known_item = db.guessable(ops)?;
+    let mut guessing = known_item.is_some();
     loop {
-        let (plan, guessed) = match guessing.take() {
-            Some(key) => db.plan_guessing(ops, &key)?,
-            None => (db.plan(ops)?, None),
+        let plan = match &known_item {
+            Some(key) if std::mem::take(&mut guessing) => db.plan_guessing(ops, key)?,
+            _ => db.plan(ops)?,
         };
-        // What the batch writes at the guessed item, for the store to know once it commits.
-        let learned = guessed
+        let learned = known_item
             .as_ref()
-            .map(|key| (key.clone(), written_at(&plan.batch, key)));
+            .map(|key| (key, written_at(&plan.batch, key)));
         let mut groups = ChangedGroups::of(&plan.batch);
         let replanned = Arc::new(Mutex::new(Replanned::default()));
         let written = db
@@ -290,8 +291,8 @@ pub(crate) fn execute<B: Backend>(db: &Arc<Db<B>>, ops: &[TxOp]) -> Result<Outco
             match (&written, &replanned, record) {
                 // Committed as planned: what it wrote is known.
                 (Ok(()), None, Some(record)) => db.known.learn(key, record),
-                // Anything else (a failed guess, a plan made again inside the commit, a write
-                // whose outcome is unknown): forget, and read next time.
+                // Anything else (a failed condition, a plan made again inside the commit, a
+                // write whose outcome is unknown): forget, and read next time.
                 _ => db.known.forget(key),
             }
         }
