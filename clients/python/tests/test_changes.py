@@ -1,6 +1,6 @@
-"""The change feed (`changes`, `watch`, a listing's `changes_token`) and creates with generated ids
-(`create`, `Create` in transactions), against a real `pathdb serve` (see conftest.py), and the
-answers a real server cannot easily give (410) against scripted ones."""
+"""The change feed (`changes`, `watch`, a listing's `changes_token`, groups without one) and
+creates with generated ids (`create`, `Create` in transactions), against a real `pathdb serve`
+(see conftest.py), and the answers a real server cannot easily give (410) against scripted ones."""
 
 from __future__ import annotations
 
@@ -189,6 +189,26 @@ def test_invalid_and_foreign_change_tokens(client: Client, group: KeyPath) -> No
     assert raised.value.code == "invalid_request"
     with pytest.raises(ValueError):
         client.watch(group, wait=0)  # it would poll without a pause
+
+
+def test_a_group_without_a_change_log(admin: Client, client: Client) -> None:
+    # A namespace of its own: definitions apply to the whole database, and this one stays.
+    ns = "session_" + uuid.uuid4().hex[:12]
+    assert admin.put_namespace(ns, changes=False).changes is False
+    session = KeyPath().add(ns, 1)
+    client.put(session.add("cart", 1), {"items": 2})
+    fetched = admin.get_namespace(ns)
+    assert fetched is not None and fetched.changes is False
+    with pytest.raises(InvalidRequest) as raised:
+        client.changes(session)
+    assert (raised.value.status, raised.value.code) == (400, "invalid_request")
+    assert "keeps no change log" in raised.value.message
+    assert client.list_page(session).changes_token is None
+    # For good: a definition without it, or none, would leave a gap in the group's log.
+    with pytest.raises(InvalidRequest, match="cannot be undone"):
+        admin.put_namespace(ns)
+    with pytest.raises(InvalidRequest, match="cannot be undone"):
+        admin.delete_namespace(ns)
 
 
 def test_sequence_ids_count_up_and_are_never_reused(client: Client, group: KeyPath) -> None:

@@ -201,11 +201,12 @@ def definition(**members: Any) -> Dict[str, Any]:
     return out
 
 
-def test_put_namespace_sends_migrate_formats_and_force() -> None:
+def test_put_namespace_sends_migrate_formats_changes_and_force() -> None:
     sent: List[httpx.Request] = []
     wire = definition(
         migrate=STEPS,
         formats="assert",
+        changes=False,
         rewrite={"to": 2, "checked": 5, "rewritten": 4, "done": False},
     )
 
@@ -219,39 +220,43 @@ def test_put_namespace_sends_migrate_formats_and_force() -> None:
 
     steps = [dict(step) for step in STEPS]
     with Client("http://db", transport=httpx.MockTransport(answer)) as c:
-        got = c.put_namespace("user", schema=V2, migrate=steps, formats="assert", force=True)
+        got = c.put_namespace(
+            "user", schema=V2, migrate=steps, formats="assert", changes=False, force=True
+        )
         c.put_namespace("user", schema=V2)
         c.put_namespace("user", schema=V2, migrate=[], force=False)  # no steps: left out
-        check = c.check_namespace("user", schema=V2, migrate=steps, formats="annotate")
+        check = c.check_namespace("user", schema=V2, migrate=steps, formats="annotate", changes=False)
         with pytest.raises(TypeError, match="migrat"):
             c.put_namespace("user", migrate=["rename /name"])  # type: ignore[list-item]
         with pytest.raises(TypeError, match="migrate"):
             c.put_namespace("user", migrate={"op": "rename"})  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="changes"):
+            c.put_namespace("user", changes="false")  # type: ignore[arg-type]
     assert len(sent) == 4
     bodies = [json.loads(r.content) for r in sent]
-    assert bodies[0] == {"schema": V2, "migrate": STEPS, "formats": "assert"}
+    assert bodies[0] == {"schema": V2, "migrate": STEPS, "formats": "assert", "changes": False}
     assert bodies[1] == bodies[2] == {"schema": V2}
-    assert bodies[3] == {"schema": V2, "migrate": STEPS, "formats": "annotate"}
+    assert bodies[3] == {"schema": V2, "migrate": STEPS, "formats": "annotate", "changes": False}
     assert [dict(r.url.params) for r in sent] == [{"force": "true"}, {}, {}, {"dry_run": "true"}]
     # What the server answers since migrations, read back.
-    assert (got.version, got.migrate, got.formats) == (2, STEPS, "assert")
+    assert (got.version, got.migrate, got.formats, got.changes) == (2, STEPS, "assert", False)
     assert got.rewrite == Rewrite(to=2, checked=5, rewritten=4, done=False)
     assert check == SchemaCheck(checked=1, violating=0, first=[], problems=["/plan ..."])
     # A server from before migrations leaves them out.
     old = NamespaceDefinition.from_wire(definition())
-    assert (old.migrate, old.formats, old.rewrite) == ([], None, None)
+    assert (old.migrate, old.formats, old.rewrite, old.changes) == ([], None, None, None)
     assert NamespaceDefinition.from_wire(definition(rewrite=None, migrate=None)).rewrite is None
     assert SchemaCheck(checked=0, violating=0, first=[]).problems == []
 
     async def run() -> None:
         async with AsyncClient("http://db", transport=httpx.MockTransport(answer)) as c:
-            await c.put_namespace("user", migrate=STEPS, formats="annotate", force=True)
+            await c.put_namespace("user", migrate=STEPS, formats="annotate", changes=False, force=True)
             assert (await c.check_namespace("user", migrate=STEPS)).problems == ["/plan ..."]
 
     sent.clear()
     asyncio.run(run())
     assert [json.loads(r.content) for r in sent] == [
-        {"migrate": STEPS, "formats": "annotate"},
+        {"migrate": STEPS, "formats": "annotate", "changes": False},
         {"migrate": STEPS},
     ]
     assert [dict(r.url.params) for r in sent] == [{"force": "true"}, {"dry_run": "true"}]

@@ -169,6 +169,7 @@ function definitionFromWire(body: Wire): NamespaceDefinition {
       : [],
     formats: typeof body.formats === "string" ? (body.formats as Formats) : null,
     rewrite: rewriteFromWire(body.rewrite),
+    changes: typeof body.changes === "boolean" ? body.changes : null,
   };
 }
 
@@ -292,6 +293,11 @@ function namespaceBody(options: NamespaceOptions): string {
   if (options.formats !== undefined) {
     if (typeof options.formats !== "string") throw new TypeError(`formats is "assert" or "annotate", not ${JSON.stringify(options.formats)}`);
     body.formats = options.formats;
+  }
+  // None: left out (the groups keep a change log), which a server from before also takes.
+  if (options.changes !== undefined) {
+    if (typeof options.changes !== "boolean") throw new TypeError(`changes is a boolean, not ${JSON.stringify(options.changes)}`);
+    body.changes = options.changes;
   }
   return JSON.stringify(body);
 }
@@ -975,7 +981,12 @@ export class Client {
    * "/name", to: "/full_name" }`, `add` with a `default`, `remove` with a `read_default`,
    * `rename_value`): with them every version stays readable and writable (`schemaVersions`,
    * docs/migrations.md); steps never carry over from the version before. `formats` is `"assert"`
-   * (check the schema's `format`s in every draft) or `"annotate"` (never). `force: true` stores a
+   * (check the schema's `format`s in every draft) or `"annotate"` (never). `changes: false` keeps no
+   * change log for the groups of the namespace (the paths whose first element is of it:
+   * `/session-7/...` for `session`): a write there is the item alone (on DynamoDB one `PutItem`),
+   * and the group has no change feed (`changes` throws `InvalidRequest`), no listing `changesToken`
+   * and no listing checks; it is for good: a definition without it, or `deleteNamespace`, then
+   * throws `InvalidRequest` (docs/changes.md, "Groups without a change log"). `force: true` stores a
    * definition the server calls incompatible with the previous version (a new required member
    * without an `add` step, say), which otherwise throws `IncompatibleSchema` with its `problems`.
    * `mustNotExist` and `ifVersion` are conditions as on an item's `put` (the definition's
@@ -999,7 +1010,8 @@ export class Client {
 
   /**
    * Removes the definition of `namespace` (its items stay, unchecked from now on): true, or false
-   * when there was none. Needs an `admin` token; throws `ConditionFailed` if `ifVersion` does not hold.
+   * when there was none. Needs an `admin` token; throws `ConditionFailed` if `ifVersion` does not hold,
+   * `InvalidRequest` for a definition with `changes: false` (for good: see `putNamespace`).
    */
   async deleteNamespace(namespace: string, options: { ifVersion?: number } = {}): Promise<boolean> {
     const headers: Record<string, string> = {};

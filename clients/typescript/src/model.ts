@@ -374,6 +374,10 @@ export interface Rewrite {
  * none); `formats` (null: as the schema's draft says); and `rewrite`, where the background rewrite
  * of stored items to the newest version with steps stands (`getNamespace` only; null when there
  * has been none, or from an older server).
+ *
+ * `changes` is false when the groups of the namespace (the paths whose first element is of it)
+ * keep no change log, for good (docs/changes.md, "Groups without a change log"); null when they
+ * keep one (true if the definition says so explicitly; null from an older server).
  */
 export interface NamespaceDefinition {
   readonly namespace: string;
@@ -389,6 +393,7 @@ export interface NamespaceDefinition {
   readonly migrate: MigrationStep[];
   readonly formats: Formats | null;
   readonly rewrite: Rewrite | null;
+  readonly changes: boolean | null;
 }
 
 /** One page of namespace definitions, in name order; pass `nextPageToken` as `pageToken` to continue (null at the end). */
@@ -414,6 +419,14 @@ export interface NamespaceOptions {
   migrate?: readonly MigrationStep[];
   /** `assert`: check the schema's `format`s in every draft; `annotate`: never. Left out: as the schema's draft says. */
   formats?: Formats;
+  /**
+   * `false`: the groups of the namespace (the paths whose first element is of it: `/session-7/...`
+   * for `session`) keep no change log, so a write there is the item alone (on DynamoDB one
+   * `PutItem`), and the group has no change feed, listing `changesToken` or listing checks. For
+   * good: a definition without it is then refused, as is `deleteNamespace` (docs/changes.md,
+   * "Groups without a change log"). Left out: they keep one.
+   */
+  changes?: boolean;
 }
 
 export interface WaitForAliasesOptions {

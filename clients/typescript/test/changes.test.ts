@@ -1,10 +1,11 @@
 /**
- * The change feed (`changes`, `watch`, a listing's `changesToken`) and creates with generated ids
- * (`create`, `Create` in transactions) against a real `pathdb serve`, and the answers a real
- * server cannot easily give (410) against scripted ones.
+ * The change feed (`changes`, `watch`, a listing's `changesToken`, groups without one) and creates
+ * with generated ids (`create`, `Create` in transactions) against a real `pathdb serve`, and the
+ * answers a real server cannot easily give (410) against scripted ones.
  */
 
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import {
@@ -24,7 +25,7 @@ import {
   type Item,
   type Page,
 } from "../src/index.js";
-import { TOKEN, startServer, type Server } from "./server.js";
+import { ADMIN_TOKEN, TOKEN, startServer, type Server } from "./server.js";
 import { group, rejects } from "./helpers.js";
 
 let server: Server;
@@ -185,6 +186,23 @@ describe("change feed", () => {
     const tooLong = await rejects(db.changes(g, { since: foreign, waitSeconds: 61 }), InvalidRequest);
     assert.equal(tooLong.code, "invalid_request");
     assert.throws(() => db.watch(g, { waitSeconds: 0 }), RangeError); // it would poll without a pause
+  });
+
+  test("a group without a change log", async () => {
+    // A namespace of its own: definitions apply to the whole database, and this one stays.
+    const ns = "session_" + randomUUID().replaceAll("-", "").slice(0, 12);
+    const admin = new Client(server.url, { token: ADMIN_TOKEN });
+    assert.equal((await admin.putNamespace(ns, { changes: false })).changes, false);
+    const session = new KeyPath().add(ns, 1);
+    await db.put(session.add("cart", 1), { items: 2 });
+    assert.equal((await admin.getNamespace(ns))?.changes, false);
+    const refused = await rejects(db.changes(session), InvalidRequest);
+    assert.deepEqual([refused.status, refused.code], [400, "invalid_request"]);
+    assert.match(refused.message, /keeps no change log/);
+    assert.equal((await db.listPage(session)).changesToken, null);
+    // For good: a definition without it, or none, would leave a gap in the group's log.
+    assert.match((await rejects(admin.putNamespace(ns, {}), InvalidRequest)).message, /cannot be undone/);
+    assert.match((await rejects(admin.deleteNamespace(ns), InvalidRequest)).message, /cannot be undone/);
   });
 });
 

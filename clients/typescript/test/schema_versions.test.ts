@@ -94,12 +94,13 @@ describe("schema version requests", () => {
     }
   });
 
-  test("putNamespace sends migrate, formats and force", async () => {
+  test("putNamespace sends migrate, formats, changes and force", async () => {
     const sent: { url: URL; body: unknown }[] = [];
     const wire = {
       ...wireDefinition,
       migrate: STEPS,
       formats: "assert",
+      changes: false,
       rewrite: { to: 2, checked: 5, rewritten: 4, done: false },
     };
     const answer = (async (url: string | URL | Request, init?: RequestInit) => {
@@ -109,28 +110,34 @@ describe("schema version requests", () => {
       return json(200, wire);
     }) as typeof fetch;
     const c = new Client("http://db", { fetch: answer });
-    const got = await c.putNamespace("user", { schema: V2, migrate: STEPS, formats: "assert", force: true });
+    const got = await c.putNamespace("user", { schema: V2, migrate: STEPS, formats: "assert", changes: false, force: true });
     await c.putNamespace("user", { schema: V2 });
     await c.putNamespace("user", { schema: V2, migrate: [], force: false }); // no steps: left out
-    const check = await c.checkNamespace("user", { schema: V2, migrate: STEPS, formats: "annotate" });
+    const check = await c.checkNamespace("user", { schema: V2, migrate: STEPS, formats: "annotate", changes: false });
     await assert.rejects(c.putNamespace("user", { migrate: ["rename /name" as unknown as MigrationStep] }), TypeError);
     await assert.rejects(c.putNamespace("user", { migrate: { op: "rename" } as unknown as MigrationStep[] }), TypeError);
+    await assert.rejects(c.putNamespace("user", { changes: "false" as unknown as boolean }), TypeError);
     assert.deepEqual(
       sent.map((r) => r.body),
-      [{ schema: V2, migrate: STEPS, formats: "assert" }, { schema: V2 }, { schema: V2 }, { schema: V2, migrate: STEPS, formats: "annotate" }],
+      [
+        { schema: V2, migrate: STEPS, formats: "assert", changes: false },
+        { schema: V2 },
+        { schema: V2 },
+        { schema: V2, migrate: STEPS, formats: "annotate", changes: false },
+      ],
     );
     assert.deepEqual(
       sent.map((r) => r.url.search),
       ["?force=true", "", "", "?dry_run=true"],
     );
     // What the server answers since migrations, read back.
-    assert.deepEqual([got.version, got.migrate, got.formats], [2, STEPS, "assert"]);
+    assert.deepEqual([got.version, got.migrate, got.formats, got.changes], [2, STEPS, "assert", false]);
     assert.deepEqual(got.rewrite, { to: 2, checked: 5, rewritten: 4, done: false });
     assert.deepEqual(check, { checked: 1, violating: 0, first: [], problems: ["/plan ..."] });
     // A server from before migrations leaves them out.
     const older = new Client("http://db", { fetch: (async () => json(200, wireDefinition)) as typeof fetch });
     const old = await older.putNamespace("user", {});
-    assert.deepEqual([old.migrate, old.formats, old.rewrite], [[], null, null]);
+    assert.deepEqual([old.migrate, old.formats, old.rewrite, old.changes], [[], null, null, null]);
     const oldCheck = new Client("http://db", { fetch: (async () => json(200, { checked: 0, violating: 0, first: [] })) as typeof fetch });
     assert.deepEqual((await oldCheck.checkNamespace("user", {})).problems, []);
   });

@@ -460,6 +460,7 @@ class _Api:
         dry_run: bool,
         migrate: Optional[Sequence[MigrationStep]],
         formats: Optional[Formats],
+        changes: Optional[bool],
         force: bool,
     ) -> _Request:
         if must_not_exist and if_version is not None:
@@ -482,6 +483,11 @@ class _Api:
             if not isinstance(formats, str):
                 raise TypeError(f'formats is "assert" or "annotate", not {formats!r:.80}')
             definition["formats"] = formats
+        # None: left out (the groups keep a change log), which a server from before also takes.
+        if changes is not None:
+            if not isinstance(changes, bool):
+                raise TypeError(f"changes is a bool, not {changes!r:.80}")
+            definition["changes"] = changes
         request = _Request(
             "PUT",
             _Api.namespace_route(namespace),

@@ -716,6 +716,7 @@ class Client(_Base):
         if_version: Optional[int] = None,
         migrate: Optional[Sequence[MigrationStep]] = None,
         formats: Optional[Formats] = None,
+        changes: Optional[bool] = None,
         force: bool = False,
     ) -> NamespaceDefinition:
         """Creates or replaces the definition of `namespace` (it replaces all of it: what is
@@ -732,14 +733,19 @@ class Client(_Base):
         `rename_value`): with them every version stays readable and writable
         (`schema_versions`, docs/migrations.md); steps never carry over from the version
         before. `formats` is `"assert"` (check the schema's `format`s in every draft) or
-        `"annotate"` (never). `force=True` stores a definition the server calls incompatible
-        with the previous version (a new required member without an `add` step, say), which
-        otherwise raises `IncompatibleSchema` with its `problems`. `must_not_exist` and
-        `if_version` are conditions as on an item's `put` (the definition's `version`). Needs
-        an `admin` token on a server with tokens (else `Forbidden`). Raises `InvalidRequest`
-        with code `invalid_schema` for a schema that is not one (or needs a remote `$ref`),
-        `invalid_request` for an invalid template or step, `ConditionFailed` for a condition
-        that does not hold."""
+        `"annotate"` (never). `changes=False` keeps no change log for the groups of the
+        namespace (the paths whose first element is of it: `/session-7/...` for `session`): a
+        write there is the item alone (on DynamoDB one `PutItem`), and the group has no change
+        feed (`changes` raises `InvalidRequest`), no listing `changes_token` and no listing
+        checks; it is for good: a definition without it, or `delete_namespace`, then raises
+        `InvalidRequest` (docs/changes.md, "Groups without a change log"). `force=True` stores a
+        definition the server calls incompatible with the previous version (a new required
+        member without an `add` step, say), which otherwise raises `IncompatibleSchema` with its
+        `problems`. `must_not_exist` and `if_version` are conditions as on an item's `put` (the
+        definition's `version`). Needs an `admin` token on a server with tokens (else
+        `Forbidden`). Raises `InvalidRequest` with code `invalid_schema` for a schema that is
+        not one (or needs a remote `$ref`), `invalid_request` for an invalid template or step,
+        `ConditionFailed` for a condition that does not hold."""
         request = _Api.put_namespace(
             namespace,
             schema,
@@ -751,6 +757,7 @@ class Client(_Base):
             False,
             migrate,
             formats,
+            changes,
             force,
         )
         return self._call(request, _Api.definition)
@@ -758,7 +765,8 @@ class Client(_Base):
     def delete_namespace(self, namespace: str, *, if_version: Optional[int] = None) -> bool:
         """Removes the definition of `namespace` (its items stay, unchecked from now on):
         True, or False when there was none. Needs an `admin` token; raises `ConditionFailed`
-        if `if_version` does not hold."""
+        if `if_version` does not hold, `InvalidRequest` for a definition with `changes=False`
+        (for good: see `put_namespace`)."""
         return self._call(_Api.delete_namespace(namespace, if_version), _Api.deleted)
 
     def check_namespace(
@@ -771,6 +779,7 @@ class Client(_Base):
         aliases: Optional[Sequence[AliasTemplate]] = None,
         migrate: Optional[Sequence[MigrationStep]] = None,
         formats: Optional[Formats] = None,
+        changes: Optional[bool] = None,
     ) -> SchemaCheck:
         """A dry run of `put_namespace`: what the definition would say about the items of
         `namespace` already stored (how many it checked, how many violate it, the first 20,
@@ -790,6 +799,7 @@ class Client(_Base):
             True,
             migrate,
             formats,
+            changes,
             False,
         )
         return self._call(request, _Api.schema_check)
@@ -1392,6 +1402,7 @@ class AsyncClient(_Base):
         if_version: Optional[int] = None,
         migrate: Optional[Sequence[MigrationStep]] = None,
         formats: Optional[Formats] = None,
+        changes: Optional[bool] = None,
         force: bool = False,
     ) -> NamespaceDefinition:
         """See `Client.put_namespace`."""
@@ -1406,6 +1417,7 @@ class AsyncClient(_Base):
             False,
             migrate,
             formats,
+            changes,
             force,
         )
         return await self._call(request, _Api.definition)
@@ -1424,6 +1436,7 @@ class AsyncClient(_Base):
         aliases: Optional[Sequence[AliasTemplate]] = None,
         migrate: Optional[Sequence[MigrationStep]] = None,
         formats: Optional[Formats] = None,
+        changes: Optional[bool] = None,
     ) -> SchemaCheck:
         """See `Client.check_namespace`."""
         request = _Api.put_namespace(
@@ -1437,6 +1450,7 @@ class AsyncClient(_Base):
             True,
             migrate,
             formats,
+            changes,
             False,
         )
         return await self._call(request, _Api.schema_check)

@@ -770,7 +770,11 @@ class NamespaceDefinition:
     Since migrations: `migrate`, the steps from the previous version's values to this one's
     (empty: none); `formats`, `"assert"` or `"annotate"` (None: as the schema's draft says); and
     `rewrite`, where the background rewrite of stored items to the newest version with steps
-    stands (`get_namespace` only; None when there has been none, or from an older server)."""
+    stands (`get_namespace` only; None when there has been none, or from an older server).
+
+    `changes` is False when the groups of the namespace (the paths whose first element is of it)
+    keep no change log, for good (docs/changes.md, "Groups without a change log"); None when
+    they keep one (True if the definition says so explicitly; None from an older server)."""
 
     namespace: str
     version: int
@@ -783,6 +787,7 @@ class NamespaceDefinition:
     migrate: List[Dict[str, Any]] = field(default_factory=list)
     formats: Optional[str] = None
     rewrite: Optional[Rewrite] = None
+    changes: Optional[bool] = None
 
     @classmethod
     def from_wire(cls, body: Mapping[str, Any]) -> NamespaceDefinition:
@@ -794,6 +799,7 @@ class NamespaceDefinition:
         migrate = body.get("migrate")
         steps = migrate if isinstance(migrate, list) else []
         formats = body.get("formats")
+        changes = body.get("changes")
         return cls(
             namespace=str(body["namespace"]),
             version=int(body["version"]),
@@ -806,6 +812,7 @@ class NamespaceDefinition:
             migrate=[dict(s) for s in steps if isinstance(s, Mapping)],
             formats=formats if isinstance(formats, str) else None,
             rewrite=Rewrite.from_wire(body.get("rewrite")),
+            changes=changes if isinstance(changes, bool) else None,
         )
 
     @property
