@@ -394,7 +394,14 @@ async fn a_group_without_a_change_log_has_no_feed() {
     // Another group's feed is untouched.
     server.put_item("/u-1/session-1", r#"{"a":1}"#).await;
     assert!(!position(&server, "/u-1").await.is_empty());
-    // Once off, it stays off.
+    // Once off, it stays off: refused by the dry run as by the save.
+    server
+        .put(
+            "/v1/namespaces/session?dry_run=true",
+            r#"{"description": "sessions"}"#,
+        )
+        .await
+        .expect_error(400, "invalid_request");
     server
         .put("/v1/namespaces/session", r#"{"description": "sessions"}"#)
         .await

@@ -607,3 +607,65 @@ fn a_listing_check_on_a_shared_backend_ignores_the_margin_it_has_seen() {
     assert_eq!(runs, 1);
     assert!(store.get(&path("/u-1/order-3")).unwrap().is_some());
 }
+
+/// One in-memory database that two stores write, as two servers write one DynamoDB table
+/// (`shared`), each with a copy of the namespace definitions it reads again only hourly here.
+struct TwoServers(Arc<InMemoryBackend>);
+
+impl Backend for TwoServers {
+    type Reader<'a> = <InMemoryBackend as Backend>::Reader<'a>;
+
+    fn reader(&self) -> Result<Self::Reader<'_>, StorageError> {
+        self.0.reader()
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
+        self.0.write(batch)
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+}
+
+/// A server whose copy of the definitions predates `"changes": false` (docs/changes.md, "Groups
+/// without a change log") still lists the group in a transaction, but its commit reads the
+/// definition as stored and refuses the listing check: the other server's writes there, which
+/// no log entry shows, cannot slip past it.
+#[test]
+fn a_listing_check_is_refused_by_a_server_whose_copy_still_logs() {
+    let shared = Arc::new(InMemoryBackend::new());
+    let open = || {
+        let options = StoreOptions {
+            sweep_interval: None,
+            definitions_refresh: Duration::from_secs(3600),
+            ..StoreOptions::default()
+        };
+        Store::new(TwoServers(Arc::clone(&shared)), options).unwrap()
+    };
+    let (a, b) = (open(), open());
+    a.put(&path("/acct-1/a-1"), value(1), PutOptions::default())
+        .unwrap();
+    // b reads the definitions (none) with its first write.
+    b.put(&path("/other-1/x-1"), value(1), PutOptions::default())
+        .unwrap();
+    let switched = AtomicBool::new(false);
+    let result = b.transaction(|tx| {
+        let page = tx.list(&ListRequest::new(path("/acct-1")))?;
+        if !switched.swap(true, Ordering::SeqCst) {
+            // Meanwhile, on the other server: the group stops logging, and is written.
+            let off = pathdb_store::Definition {
+                changes: Some(false),
+                ..pathdb_store::Definition::default()
+            };
+            a.define_namespace("acct", off, None).unwrap();
+            a.put(&path("/acct-1/a-2"), value(2), PutOptions::default())
+                .unwrap();
+        }
+        Ok(page.items.len())
+    });
+    match result {
+        Err(Error::InvalidRequest(message)) if message.contains("keeps no change log") => {}
+        other => panic!("expected the listing check refused, got {other:?}"),
+    }
+}

@@ -191,7 +191,9 @@ mod enabled {
             println!(
                 "\nThe run wrote under the groups /cost-{nonce}, /cost-{nonce}-N, /ceiling-{nonce}, \
                  /nolog{nonce}-1 and /nologc{nonce}-1 of table {table}, and defined the namespaces \
-                 acct{nonce}, user{nonce}, nolog{nonce} and nologc{nonce}; they are left there."
+                 acct{nonce}, user{nonce}, nolog{nonce} and nologc{nonce}; they are left there \
+                 (nolog{nonce} and nologc{nonce} keep no change log, a definition that cannot be \
+                 deleted)."
             );
         }
         Ok(())

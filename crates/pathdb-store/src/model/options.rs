@@ -67,9 +67,10 @@ pub struct StoreOptions {
     /// Bytes of records this store remembers to plan a put or delete in a group without a
     /// change log without reading the item first (write/known.rs: on DynamoDB one request and
     /// no read unit instead of two requests); 0: always read. `None`:
-    /// [`DEFAULT_KNOWN_RECORDS`] where a point read is a request
-    /// ([`Backend::fast_point_reads`](crate::backend::Backend::fast_point_reads) is false),
-    /// 0 where it is local and costs less than remembering.
+    /// [`DEFAULT_KNOWN_RECORDS`] unless the backend's point reads are known to be fast
+    /// ([`Backend::fast_point_reads`](crate::backend::Backend::fast_point_reads): the embedded
+    /// file, where a read costs less than remembering), so on DynamoDB and on the in-memory
+    /// reference.
     pub known_records: Option<usize>,
 }
 

@@ -344,6 +344,25 @@ pub(crate) fn newest_text(
 /// Every definition, by namespace.
 pub(crate) type Definitions = BTreeMap<String, Arc<Compiled>>;
 
+/// Fails with [`Error::InvalidRequest`] when `new` (`None`: the definition's removal) would
+/// log again the groups of `namespace`, whose definition `current` keeps no change log: that
+/// would leave a gap in their logs that no token could see.
+pub(crate) fn log_stays_off(
+    namespace: &str,
+    current: &Definition,
+    new: Option<&Definition>,
+) -> Result<(), Error> {
+    if current.keeps_changes() || new.is_some_and(|n| !n.keeps_changes()) {
+        return Ok(());
+    }
+    Err(Error::InvalidRequest(format!(
+        "namespace {namespace:?} keeps no change log (\"changes\": false), and that cannot be \
+         undone: its groups' writes since have no log entries, so a feed or a listing check \
+         resumed across them would miss changes unseen (docs/changes.md, \"Groups without a \
+         change log\")"
+    )))
+}
+
 /// Fails with [`Error::InvalidRequest`] when the group of `path` keeps no change log
 /// ([`group_logged`]): what a change feed, its token or a listing check needs.
 pub(crate) fn no_change_log(definitions: &Definitions, path: &KeyPath) -> Result<(), Error> {
@@ -639,6 +658,9 @@ pub(crate) fn check_change(
     current: Option<&NamespaceDefinition>,
     new: &Definition,
 ) -> Result<Vec<String>, Error> {
+    if let Some(current) = current {
+        log_stays_off(&current.namespace, &current.definition, Some(new))?;
+    }
     let steps = compile_steps(&new.migrate)?;
     let Some(current) = current else {
         if steps.is_empty() {

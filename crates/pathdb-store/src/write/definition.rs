@@ -7,7 +7,7 @@
 use crate::backend::{Backend, WriteOp};
 use crate::encoding::layout;
 use crate::model::error::{Condition, Error};
-use crate::namespaces::definitions::{NamespaceDefinition, from_record};
+use crate::namespaces::definitions::{NamespaceDefinition, from_record, log_stays_off};
 use crate::write::alias_builds::definition_changed;
 use crate::write::commit::Db;
 use crate::write::rewrite::start_op;
@@ -54,16 +54,12 @@ pub(crate) fn write_definition<B: Backend>(
                 .map(|r| from_record(namespace, r))
                 .transpose()?
                 .flatten();
-            if let Some(before) = &before
-                && !before.definition.keeps_changes()
-                && after.as_ref().is_none_or(|a| a.definition.keeps_changes())
-            {
-                return Err(Error::InvalidRequest(format!(
-                    "namespace {namespace:?} keeps no change log (\"changes\": false), and that \
-                     cannot be undone: its groups' writes since have no log entries, so a feed or \
-                     a listing check resumed across them would miss changes unseen \
-                     (docs/changes.md, \"Groups without a change log\")"
-                )));
+            if let Some(before) = &before {
+                log_stays_off(
+                    namespace,
+                    &before.definition,
+                    after.as_ref().map(|a| &a.definition),
+                )?;
             }
             let (old, new) = (templates(before.as_ref()), templates(after.as_ref()));
             let mut ops = definition_changed(reader, namespace, &old, &new, db.now())?;

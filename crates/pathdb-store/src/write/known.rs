@@ -100,7 +100,8 @@ fn cost(key: &Key, record: &Record) -> usize {
 
 /// The item `ops` writes, when they may be planned on what is known: one put (not asking for
 /// history) or one delete, of an item in a group without a change log, whose namespace has no
-/// aliases and keeps no history.
+/// aliases, keeps no history and has no migration steps (a namespace's rewrite to its newest
+/// version rewrites items in place at the same version: write/rewrite.rs).
 pub(crate) fn guessable(ops: &[TxOp], definitions: &Definitions) -> Option<Key> {
     let path = match ops {
         [TxOp::Put { path, options, .. }] if !options.history => path,
@@ -111,7 +112,9 @@ pub(crate) fn guessable(ops: &[TxOp], definitions: &Definitions) -> Option<Key> 
         return None;
     }
     if let Some(compiled) = definitions.get(path.last().namespace().as_str())
-        && (!compiled.aliases.is_empty() || compiled.stored.definition.history.is_some())
+        && (!compiled.aliases.is_empty()
+            || compiled.stored.definition.history.is_some()
+            || compiled.chain.has_steps())
     {
         return None;
     }

@@ -19,7 +19,7 @@ use crate::encoding::layout;
 use crate::feed::reader;
 use crate::feed::reader::Filtered;
 use crate::model::error::Error;
-use crate::namespaces::definitions::no_change_log;
+use crate::namespaces::definitions::{from_record, no_change_log, no_change_log_error};
 use crate::namespaces::versions::SchemaVersions;
 use crate::read::list::migrations;
 use crate::read::list_check::ListCheck;
@@ -109,6 +109,22 @@ pub(crate) fn stage<R: Reader + ?Sized>(
     // Generated: its failure is not the caller's (nothing in range is known to have changed),
     // so the store plans again.
     plan.push(write, &check.range.prefix, true);
+    // The log must be kept until the commit: a definition that stops it in between (on this
+    // server, or on another whose copy this one has not read yet) fails the batch, and the
+    // plan made again refuses the check.
+    let namespace = check.range.prefix.group().namespace();
+    let key = layout::namespace_key(namespace.as_str());
+    let stored = ctx.reader.get(&key)?;
+    if let Some(record) = &stored
+        && from_record(namespace.as_str(), record)?.is_some_and(|d| !d.definition.keeps_changes())
+    {
+        return Err(no_change_log_error(&check.range.prefix));
+    }
+    let fence = WriteOp::Check {
+        key,
+        expect: Expect::as_read(stored.as_ref()),
+    };
+    plan.push(fence, &check.range.prefix, true);
     Ok(())
 }
 
