@@ -12,7 +12,7 @@ use crate::feed::waiters::{ChangedGroups, Waiters};
 use crate::model::error::{Error, StorageError};
 use crate::model::options::{DEFAULT_KNOWN_RECORDS, StoreOptions};
 use crate::namespaces::definitions::Namespaces;
-use crate::write::known::{Guessed, Known, guessable};
+use crate::write::known::{Guessed, Known, guessable, single_item};
 use crate::write::ops::{TxOp, TxResult};
 use crate::write::pipeline::{backoff, check_batch_size, check_ops, plan};
 use crate::write::plan::{Plan, Settings};
@@ -182,7 +182,8 @@ impl<B: Backend> Db<B> {
     /// The item `ops` may be planned on what is known at ([`guessable`]), if this store plans
     /// on what it knows.
     fn guessable(&self, ops: &[TxOp]) -> Result<Option<Key>, Error> {
-        if !self.known.enabled() {
+        // Transactions and other operations need no definitions read here.
+        if !self.known.enabled() || single_item(ops).is_none() {
             return Ok(None);
         }
         let definitions = self.namespaces.current(&self.backend.reader()?)?;

@@ -20,6 +20,7 @@ use crate::backend::{Direction, Key, Reader, Record, RecordView, SortRange};
 use crate::model::error::StorageError;
 use crate::namespaces::definitions::{Definitions, group_logged};
 use crate::write::ops::TxOp;
+use pathdb_keys::KeyPath;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::{Mutex, PoisonError};
@@ -103,11 +104,7 @@ fn cost(key: &Key, record: &Record) -> usize {
 /// aliases, keeps no history and has no migration steps (a namespace's rewrite to its newest
 /// version rewrites items in place at the same version: write/rewrite.rs).
 pub(crate) fn guessable(ops: &[TxOp], definitions: &Definitions) -> Option<Key> {
-    let path = match ops {
-        [TxOp::Put { path, options, .. }] if !options.history => path,
-        [TxOp::Delete { path, .. }] => path,
-        _ => return None,
-    };
+    let path = single_item(ops)?;
     if group_logged(definitions, path) {
         return None;
     }
@@ -122,6 +119,16 @@ pub(crate) fn guessable(ops: &[TxOp], definitions: &Definitions) -> Option<Key> 
         partition: path.partition_key(),
         sort: path.sort_key(),
     })
+}
+
+/// The path of the one item `ops` write, when they are a put (not asking for history) or a
+/// delete of it: what [`guessable`] looks at before it needs the definitions.
+pub(crate) fn single_item(ops: &[TxOp]) -> Option<&KeyPath> {
+    match ops {
+        [TxOp::Put { path, options, .. }] if !options.history => Some(path),
+        [TxOp::Delete { path, .. }] => Some(path),
+        _ => None,
+    }
 }
 
 /// A reader whose read of one key answers a guess; every other read goes to `inner`.
