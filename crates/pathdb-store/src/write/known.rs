@@ -16,13 +16,12 @@
 //! fails on a guess (its caller's own condition, say) is likewise made again on a read before
 //! it answers.
 
-use crate::backend::{Direction, Key, Reader, Record, RecordView, SortRange};
+use crate::backend::{Direction, Key, Reader, Record, SortRange};
 use crate::model::error::StorageError;
 use crate::namespaces::definitions::{Definitions, group_logged};
 use crate::write::ops::TxOp;
 use pathdb_keys::KeyPath;
 use std::collections::HashMap;
-use std::ops::ControlFlow;
 use std::sync::{Mutex, PoisonError};
 
 /// The records a store remembers, up to a budget of bytes.
@@ -131,7 +130,9 @@ pub(crate) fn single_item(ops: &[TxOp]) -> Option<&KeyPath> {
     }
 }
 
-/// A reader whose read of one key answers a guess; every other read goes to `inner`.
+/// A reader whose read of one key answers a guess; every other read goes to `inner`. The
+/// reads of several keys at once take the trait's defaults, one `get` each: a plan of one put
+/// or delete without aliases reads only its item.
 pub(crate) struct Guessed<'a, R: ?Sized> {
     pub(crate) inner: &'a R,
     pub(crate) key: &'a Key,
@@ -147,14 +148,6 @@ impl<R: Reader + ?Sized> Reader for Guessed<'_, R> {
         }
     }
 
-    fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Record>>, StorageError> {
-        self.answer(keys, |keys| self.inner.get_many(keys))
-    }
-
-    fn get_batch(&self, keys: &[Key]) -> Result<Vec<Option<Record>>, StorageError> {
-        self.answer(keys, |keys| self.inner.get_batch(keys))
-    }
-
     fn scan(
         &self,
         partition: &[u8],
@@ -163,18 +156,6 @@ impl<R: Reader + ?Sized> Reader for Guessed<'_, R> {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Record)>, StorageError> {
         self.inner.scan(partition, range, direction, limit)
-    }
-
-    fn scan_each(
-        &self,
-        partition: &[u8],
-        range: &SortRange,
-        direction: Direction,
-        limit: usize,
-        visit: &mut dyn FnMut(&[u8], RecordView<'_>) -> ControlFlow<()>,
-    ) -> Result<(), StorageError> {
-        self.inner
-            .scan_each(partition, range, direction, limit, visit)
     }
 
     fn scan_all(
@@ -187,36 +168,6 @@ impl<R: Reader + ?Sized> Reader for Guessed<'_, R> {
 
     fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError> {
         self.inner.partitions(after, limit)
-    }
-
-    fn skipped(&self) -> u64 {
-        self.inner.skipped()
-    }
-}
-
-impl<R: Reader + ?Sized> Guessed<'_, R> {
-    /// The guess at its key, the rest read from `inner` in one call.
-    fn answer(
-        &self,
-        keys: &[Key],
-        read: impl FnOnce(&[Key]) -> Result<Vec<Option<Record>>, StorageError>,
-    ) -> Result<Vec<Option<Record>>, StorageError> {
-        if !keys.contains(self.key) {
-            return read(keys);
-        }
-        let rest: Vec<Key> = keys.iter().filter(|k| *k != self.key).cloned().collect();
-        let mut read = read(&rest)?.into_iter();
-        keys.iter()
-            .map(|k| {
-                if k == self.key {
-                    Ok(self.guess.clone())
-                } else {
-                    read.next().ok_or_else(|| {
-                        StorageError::msg("a read returned fewer records than asked")
-                    })
-                }
-            })
-            .collect()
     }
 }
 
