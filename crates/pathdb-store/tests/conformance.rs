@@ -8,6 +8,18 @@ mod file {
     pathdb_conformance::conformance_tests!(pathdb_conformance::TempFile::default());
 }
 
+/// The file backend checkpointing every few commits: most writes commit while a checkpoint
+/// runs beside the committer, and are read through the overlay until it is done
+/// (backend/overlay.rs).
+mod checkpointing {
+    pathdb_conformance::conformance_tests!(pathdb_conformance::TempFile {
+        file: pathdb_store::backend::FileOptions {
+            checkpoint_bytes: Some(4 << 10),
+            ..pathdb_store::backend::FileOptions::default()
+        }
+    });
+}
+
 /// The file backend with the continuous archive on: every workload again, and the archive
 /// restored at its end equals the file (pathdb_conformance::ArchivedTempFile).
 mod archived {

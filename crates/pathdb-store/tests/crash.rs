@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 const CHILD_ENV: &str = "PATHDB_CRASH_CHILD";
 /// Number of kill-and-reopen rounds.
 const ROUNDS_ENV: &str = "PATHDB_CRASH_ROUNDS";
+/// Set in the child's environment on every other round: it checkpoints every few commits, so
+/// that the kill often lands while a checkpoint runs beside the committer.
+const CHECKPOINT_ENV: &str = "PATHDB_CRASH_CHECKPOINT_BYTES";
 const WRITERS: u64 = 3;
 /// Single puts of one writer rotate over this many items, so most are overwrites.
 const KEYS: u64 = 4;
@@ -62,7 +65,13 @@ fn child_writer() {
     let Some(db) = std::env::var_os(CHILD_ENV) else {
         return;
     };
-    let store = Store::open(&db, FileOptions::default(), options()).expect("child: open");
+    let file = FileOptions {
+        checkpoint_bytes: std::env::var(CHECKPOINT_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok()),
+        ..FileOptions::default()
+    };
+    let store = Store::open(&db, file, options()).expect("child: open");
     let stdout = Mutex::new(std::io::stdout());
     let started = Instant::now();
     std::thread::scope(|s| {
@@ -140,7 +149,7 @@ fn acknowledged_writes_survive_sigkill() {
     for round in 0..rounds {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("crash.redb");
-        let acks = run_and_kill(&db);
+        let acks = run_and_kill(&db, round % 2 == 1);
         verify(&db, &acks).unwrap_or_else(|e| panic!("round {round}: {e}"));
         verified += acks.len();
     }
@@ -150,14 +159,18 @@ fn acknowledged_writes_survive_sigkill() {
 
 /// Starts the child, lets it acknowledge a random number of writes, then SIGKILLs it a random
 /// moment later (mid-commit, mostly); returns every acknowledgement it printed.
-fn run_and_kill(db: &Path) -> Vec<Ack> {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "crash::child_writer",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+fn run_and_kill(db: &Path, checkpointing: bool) -> Vec<Ack> {
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    child.args([
+        "crash::child_writer",
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    if checkpointing {
+        child.env(CHECKPOINT_ENV, "2048");
+    }
+    let mut child = child
         .env(CHILD_ENV, db)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -360,11 +373,14 @@ fn a_copy_taken_while_open_replays_its_journal() {
     }
     let copy = dir.path().join("copy.redb");
     std::fs::copy(&db, &copy).unwrap();
-    std::fs::copy(
-        dir.path().join("live.redb-journal"),
-        dir.path().join("copy.redb-journal"),
-    )
-    .unwrap();
+    // Both journal files: commits made while a checkpoint ran are in the second.
+    for suffix in ["-journal", "-journal2"] {
+        std::fs::copy(
+            dir.path().join(format!("live.redb{suffix}")),
+            dir.path().join(format!("copy.redb{suffix}")),
+        )
+        .unwrap();
+    }
     drop(store);
     let refused = Store::open_read_only(&copy, FileOptions::default(), options())
         .err()

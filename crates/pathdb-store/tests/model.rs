@@ -895,6 +895,23 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases(256) / 12))]
+
+    /// A checkpoint every few commits: most operations meet one running beside the committer,
+    /// and read and write through its overlay (backend/overlay.rs).
+    #[test]
+    fn file_checkpointing_often_matches_model(ops in prop::collection::vec(op(), 1..60)) {
+        let harness = TempFile {
+            file: pathdb_store::backend::FileOptions {
+                checkpoint_bytes: Some(1 << 10),
+                ..pathdb_store::backend::FileOptions::default()
+            },
+        };
+        run(&harness, &ops)?;
+    }
+}
+
 /// The model generates no creates: every operation names its path.
 fn fixed_path(op: &TxOp) -> &KeyPath {
     op.path().expect("the model generates no creates")

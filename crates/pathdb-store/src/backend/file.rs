@@ -32,17 +32,20 @@
 //! a writer.
 
 use super::file_format::{
-    CHECKPOINT_EVERY, CHECKPOINT_IDLE, DATA, JOURNAL_CAPACITY, JOURNAL_ID, JOURNAL_RECORD_MAX,
-    JOURNALED, MAX_GROUP, META, PROBE, PROBE_BYTES, RECOVERY_GAP, RECOVERY_INTERVAL, REOPEN_WAIT,
-    begin_write, check_format_read_only, check_journal_read_only, checkpoint, commit_durably, init,
-    number, open_error, open_writable, replay,
+    CHECKPOINT_EVERY, CHECKPOINT_IDLE, CHECKPOINT_POLL, DATA, JOURNAL_CAPACITY, JOURNAL_ID,
+    JOURNAL_RECORD_MAX, JOURNALED, MAX_GROUP, META, PROBE, PROBE_BYTES, RECOVERY_GAP,
+    RECOVERY_INTERVAL, REOPEN_WAIT, begin_write, check_format_read_only, check_journal_read_only,
+    checkpoint, commit_durably, init, meta_value, number, open_error, open_writable, replay,
 };
-use super::file_read::{FileReader, TableReader, decode_version, encode_record, storage};
+use super::file_read::{FileReader, TableReader, storage};
+use super::file_record::{decode_version, encode_record};
 use super::journal::{self, Change, Journal};
+use super::overlay::{Merged, Overlay, View};
 use super::reserved::Margin;
 use super::tap::CommitTap;
 use super::{
-    Backend, BackupPoint, PendingWrite, Replan, WriteBatch, WriteCompleter, WriteError, WriteOp,
+    Backend, BackupPoint, PendingWrite, Reader, Replan, WriteBatch, WriteCompleter, WriteError,
+    WriteOp,
 };
 use crate::model::error::StorageError;
 use crate::model::error::StorageErrorKind;
@@ -74,6 +77,15 @@ pub struct FileOptions {
     pub cache_size: Option<usize>,
     /// Receives every commit (the continuous archive); see [`CommitTap`].
     pub tap: Option<Arc<dyn CommitTap>>,
+    /// How many bytes of commits the journal takes before a checkpoint puts them into the
+    /// file; `None` keeps the default, 4 MiB. Smaller: shorter checkpoints, more of them.
+    pub checkpoint_bytes: Option<u64>,
+}
+
+impl FileOptions {
+    fn checkpoint_bytes(&self) -> u64 {
+        self.checkpoint_bytes.unwrap_or(JOURNAL_CAPACITY)
+    }
 }
 
 struct Job {
@@ -127,6 +139,9 @@ struct Latest {
     /// Counts the commits and reopens that made the shared snapshot stale.
     generation: u64,
     snapshot: Option<FileReader>,
+    /// While a checkpoint runs beside the committer: the commits made meanwhile, and the last
+    /// of them that writers were answered for (readers see up to it).
+    overlay: Option<(Arc<Overlay>, u64)>,
 }
 
 #[derive(Default)]
@@ -169,7 +184,7 @@ impl FileBackend {
         let committer_file = Arc::clone(&writable);
         let committer = std::thread::Builder::new()
             .name("pathdb-commit".into())
-            .spawn(move || committer_loop(&committer_file, journal, &jobs, options.durability))
+            .spawn(move || committer_loop(&committer_file, journal, &jobs, &options))
             .map_err(|e| StorageError::new("cannot start the commit thread", e))?;
         Ok(FileBackend {
             db: Engine::ReadWrite(writable),
@@ -237,11 +252,17 @@ fn committer_loop(
     file: &Writable,
     mut journal: Journal,
     jobs: &mpsc::Receiver<Job>,
-    durability: Durability,
+    options: &FileOptions,
 ) {
+    let durability = options.durability;
     let mut last_recovery = Instant::now();
+    // A checkpoint running beside the committer, if one is.
+    let mut running: Option<Running> = None;
     loop {
-        let wait = if file.fault().is_some() {
+        let wait = if running.is_some() {
+            // Poll: the overlay goes into redb as soon as the checkpoint is done.
+            Some(CHECKPOINT_POLL)
+        } else if file.fault().is_some() {
             Some(RECOVERY_INTERVAL)
         } else if journal.len() > 0 {
             Some(CHECKPOINT_IDLE)
@@ -259,21 +280,35 @@ fn committer_loop(
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             },
         };
+        if running.as_ref().is_some_and(Running::is_done)
+            && let Some(done) = running.take()
+            && let Err(e) = finish_checkpoint(file, &mut journal, done)
+        {
+            file.set_fault(e);
+            file.recover(&mut journal);
+            last_recovery = Instant::now();
+        }
         if file.fault().is_some() && (first.is_none() || last_recovery.elapsed() >= RECOVERY_GAP) {
+            abandon(file, running.take());
             file.recover(&mut journal);
             last_recovery = Instant::now();
         }
         let Some(first) = first else {
             // Writes paused: put what the journal holds into the file.
-            if file.fault().is_none()
+            if running.is_none()
+                && file.fault().is_none()
                 && journal.len() > 0
                 && let Some(db) = file.current()
-                && let Err(e) = checkpoint(&db, &mut journal)
             {
-                file.set_fault(e);
-                drop(db);
-                file.recover(&mut journal);
-                last_recovery = Instant::now();
+                match start_checkpoint(file, &db, &mut journal) {
+                    Ok(started) => running = started,
+                    Err(e) => {
+                        file.set_fault(e);
+                        drop(db);
+                        file.recover(&mut journal);
+                        last_recovery = Instant::now();
+                    }
+                }
             }
             continue;
         };
@@ -295,27 +330,68 @@ fn committer_loop(
                 .collect(),
             (None, Some(db)) => {
                 let mut refused = false;
-                let results = commit_group(
-                    file,
-                    &db,
-                    &mut journal,
-                    &mut group,
-                    durability,
-                    &mut refused,
-                );
+                let mut beside = None;
+                if let Some(checkpoint) = &running {
+                    beside = commit_beside(
+                        file,
+                        checkpoint,
+                        &mut journal,
+                        &mut group,
+                        durability,
+                        &mut refused,
+                    );
+                    if beside.is_none() {
+                        // Too large for the journal: it waits for the checkpoint, and is a
+                        // durable commit of its own.
+                        if let Some(done) = running.take()
+                            && let Err(e) = finish_checkpoint(file, &mut journal, done)
+                        {
+                            beside = Some(
+                                group
+                                    .iter()
+                                    .map(|_| Err(WriteError::Storage(e.clone())))
+                                    .collect(),
+                            );
+                        }
+                    }
+                }
+                let results = match beside {
+                    Some(results) => results,
+                    None => {
+                        commit_group(file, &db, &mut journal, &mut group, options, &mut refused)
+                    }
+                };
                 // Before any writer is answered: a reader opened after an acknowledgement
                 // must see the write.
                 file.invalidate_snapshot();
-                if !refused
-                    && let Some(Err(WriteError::Storage(e))) = results
-                        .iter()
-                        .find(|r| matches!(r, Err(WriteError::Storage(_))))
-                {
+                let failed = results
+                    .iter()
+                    .find_map(|r| match r {
+                        Err(WriteError::Storage(e)) => Some(e.clone()),
+                        _ => None,
+                    })
+                    .filter(|_| !refused);
+                if let Some(e) = failed {
                     // redb refuses every later transaction on this handle: reopen it.
-                    file.set_fault(e.clone());
+                    file.set_fault(e);
                     drop(db);
+                    abandon(file, running.take());
                     file.recover(&mut journal);
                     last_recovery = Instant::now();
+                } else if running.is_none()
+                    && (journal.len() >= options.checkpoint_bytes()
+                        || journal.age() >= CHECKPOINT_EVERY)
+                {
+                    match start_checkpoint(file, &db, &mut journal) {
+                        Ok(started) => running = started,
+                        Err(e) => {
+                            // The writers were answered by the journal; the file is reopened.
+                            file.set_fault(e);
+                            drop(db);
+                            file.recover(&mut journal);
+                            last_recovery = Instant::now();
+                        }
+                    }
                 }
                 results
             }
@@ -341,11 +417,193 @@ fn committer_loop(
             }
         }
     }
+    if let Some(done) = running.take()
+        && let Err(e) = finish_checkpoint(file, &mut journal, done)
+    {
+        file.set_fault(e);
+    }
     // Leave the file closed cleanly if space came back, so that read-only opens accept it.
     if file.fault().is_some() {
         file.recover(&mut journal);
     }
     close(file, journal);
+}
+
+/// A checkpoint running on a thread of its own (a durable redb commit of what the journal's
+/// other file holds), and the commits made beside it ([`super::overlay`]).
+struct Running {
+    thread: JoinHandle<Result<(), StorageError>>,
+    overlay: Arc<Overlay>,
+    /// The snapshot the checkpoint began from: the commits beside it are checked against it,
+    /// with the overlay merged over it.
+    base: FileReader,
+    /// The last commit the checkpoint holds.
+    covers: u64,
+    started: Instant,
+}
+
+impl Running {
+    fn is_done(&self) -> bool {
+        self.thread.is_finished()
+    }
+}
+
+/// Whether a commit's record of `record` bytes goes to the journal: a large one (an import) is
+/// made durable in the file itself, where it is written once instead of twice.
+fn fits_journal(record: usize, durability: Durability) -> bool {
+    durability == Durability::Relaxed || record <= JOURNAL_RECORD_MAX
+}
+
+/// Starts a checkpoint: beside the committer, when the journal's other file holds nothing redb
+/// lacks durably (`Some`), else here, as the committer's own durable commit (`None`).
+fn start_checkpoint(
+    file: &Writable,
+    db: &Arc<redb::Database>,
+    journal: &mut Journal,
+) -> Result<Option<Running>, StorageError> {
+    if !journal.can_rotate() {
+        // A replay left commits in both files: one durable commit frees both.
+        checkpoint(db, journal)?;
+        return Ok(None);
+    }
+    // The tap must hold every commit durably before the journal can let them go.
+    journal.sync_tap();
+    let (base, _) = snapshot(db.as_ref(), None)?;
+    let covers = journal.rotate();
+    let overlay = Arc::new(Overlay::default());
+    file.update_latest(|slot| *slot = Some((Arc::clone(&overlay), covers)));
+    let db = Arc::clone(db);
+    let thread = std::thread::Builder::new()
+        .name("pathdb-checkpoint".into())
+        .spawn(move || {
+            let mut txn = begin_write(&db)?;
+            number(&mut txn, covers, redb::Durability::Immediate)?;
+            txn.set_quick_repair(true);
+            txn.commit().map_err(|e| storage("checkpoint")(e.into()))
+        })
+        .map_err(|e| StorageError::new("cannot start a checkpoint thread", e));
+    match thread {
+        Ok(thread) => Ok(Some(Running {
+            thread,
+            overlay,
+            base,
+            covers,
+            started: Instant::now(),
+        })),
+        Err(e) => {
+            file.update_latest(|slot| *slot = None);
+            Err(e)
+        }
+    }
+}
+
+/// Waits for a running checkpoint and writes the commits made beside it into redb, in one
+/// commit (non-durable: the journal holds them); then readers read redb alone again.
+fn finish_checkpoint(
+    file: &Writable,
+    journal: &mut Journal,
+    running: Running,
+) -> Result<(), StorageError> {
+    let Running {
+        thread,
+        overlay,
+        base,
+        covers,
+        started,
+    } = running;
+    drop(base);
+    thread
+        .join()
+        .unwrap_or_else(|_| Err(StorageError::msg("the checkpoint thread panicked")))?;
+    metrics::histogram!("pathdb_checkpoint_seconds").record(started.elapsed());
+    journal.checkpointed(covers);
+    if !overlay.is_empty() {
+        let db = file
+            .current()
+            .ok_or_else(|| StorageError::msg("the database is being reopened"))?;
+        let mut txn = begin_write(&db)?;
+        {
+            let mut table = txn
+                .open_table(DATA)
+                .map_err(|e| storage("open data table")(e.into()))?;
+            for ((partition, sort), value) in overlay.newest() {
+                match value {
+                    Some(value) => table.set(&partition, &sort, &value)?,
+                    None => Rows::remove(&mut table, &partition, &sort)?,
+                }
+            }
+        }
+        number(&mut txn, journal.last(), redb::Durability::None)?;
+        txn.commit().map_err(|e| storage("commit")(e.into()))?;
+    }
+    file.update_latest(|slot| *slot = None);
+    Ok(())
+}
+
+/// Lets a checkpoint go after a failure: the reopen that follows replays what it covered.
+fn abandon(file: &Writable, running: Option<Running>) {
+    if let Some(running) = running {
+        drop(running.base);
+        let _ = running.thread.join();
+        file.update_latest(|slot| *slot = None);
+    }
+}
+
+/// Commits a group while a checkpoint holds redb: applied to the overlay over the checkpoint's
+/// snapshot, made durable by the journal alone, and published to readers before its writers
+/// are answered. `None`: the group is too large for the journal and must wait for the
+/// checkpoint (nothing of it was kept).
+fn commit_beside(
+    file: &Writable,
+    running: &Running,
+    journal: &mut Journal,
+    group: &mut [Job],
+    durability: Durability,
+    refused: &mut bool,
+) -> Option<Vec<Result<(), WriteError>>> {
+    let size = group.len();
+    let fail_all = |e: StorageError| -> Vec<Result<(), WriteError>> {
+        (0..size)
+            .map(|_| Err(WriteError::Storage(e.clone())))
+            .collect()
+    };
+    let seq = journal.next();
+    let mut rows = Beside {
+        base: &running.base,
+        view: View {
+            overlay: Arc::clone(&running.overlay),
+            after: running.covers,
+            upto: u64::MAX,
+        },
+        seq,
+    };
+    journal.begin();
+    let results = match apply_group(&mut rows, group, journal) {
+        Ok(results) => results,
+        Err(e) => {
+            running.overlay.retract(seq);
+            return Some(fail_all(e));
+        }
+    };
+    if journal.record_is_empty() {
+        return Some(results);
+    }
+    if !fits_journal(journal.record_len(), durability) {
+        running.overlay.retract(seq);
+        return None;
+    }
+    if let Err(e) = file.room() {
+        running.overlay.retract(seq);
+        *refused = true;
+        return Some(fail_all(e));
+    }
+    if let Err(e) = journal.append(durability == Durability::Immediate) {
+        running.overlay.retract(seq);
+        return Some(fail_all(StorageError::io("write the journal", &e)));
+    }
+    file.publish(seq);
+    journal.tap_commit();
+    Some(results)
 }
 
 /// Checkpoints and removes the journal, so that the closed database is its one file. If the
@@ -429,7 +687,8 @@ impl Writable {
         if let Ok(mut db) = self.db.write() {
             db.take();
         }
-        self.invalidate_snapshot();
+        // The replay below puts whatever an overlay held into redb.
+        self.update_latest(|overlay| *overlay = None);
         let deadline = Instant::now() + REOPEN_WAIT;
         let db = loop {
             match open_writable(&self.path, self.cache_size) {
@@ -457,14 +716,14 @@ impl Writable {
     /// A snapshot opened while a commit landed is not shared (its generation is old): it may
     /// predate the commit.
     fn snapshot(&self) -> Result<FileReader, StorageError> {
-        let generation = {
+        let (generation, overlay) = {
             let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(shared) = &latest.snapshot {
                 return Ok(shared.clone());
             }
-            latest.generation
+            (latest.generation, latest.overlay.clone())
         };
-        let fresh = self.open_snapshot()?;
+        let fresh = self.open_snapshot(overlay)?;
         let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
         if latest.generation == generation && latest.snapshot.is_none() {
             latest.snapshot = Some(fresh.clone());
@@ -474,8 +733,14 @@ impl Writable {
 
     /// The shared snapshot is stale: a commit landed, or the handle is being replaced.
     fn invalidate_snapshot(&self) {
+        self.update_latest(|_| {});
+    }
+
+    /// Changes what readers pair their snapshots with, and makes the shared one stale.
+    fn update_latest(&self, change: impl FnOnce(&mut Option<(Arc<Overlay>, u64)>)) {
         let stale = {
             let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+            change(&mut latest.overlay);
             latest.generation += 1;
             latest.snapshot.take()
         };
@@ -483,14 +748,32 @@ impl Writable {
         drop(stale);
     }
 
+    /// Readers see the overlay's commits up to `seq` (its writers are about to be answered).
+    fn publish(&self, seq: u64) {
+        self.update_latest(|overlay| {
+            if let Some((_, published)) = overlay {
+                *published = seq;
+            }
+        });
+    }
+
+    /// The overlay and its last published commit, for a reader pairing them with a snapshot.
+    fn overlay(&self) -> Option<(Arc<Overlay>, u64)> {
+        let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        latest.overlay.clone()
+    }
+
     /// A new snapshot, waiting (a little) for a recovery when the handle is broken or being
     /// replaced, so that reads go on across a write failure.
-    fn open_snapshot(&self) -> Result<FileReader, StorageError> {
+    fn open_snapshot(
+        &self,
+        overlay: Option<(Arc<Overlay>, u64)>,
+    ) -> Result<FileReader, StorageError> {
         let mut waited = false;
         loop {
             let seen = self.health.lock().map(|h| h.recoveries).unwrap_or(0);
             let result = match self.current() {
-                Some(db) => snapshot(db.as_ref()),
+                Some(db) => snapshot(db.as_ref(), overlay.clone()).map(|(reader, _)| reader),
                 None => Err(self
                     .fault()
                     .unwrap_or_else(|| StorageError::msg("the database is being reopened"))),
@@ -514,17 +797,48 @@ impl Writable {
     }
 }
 
-/// A read transaction on the data table.
-fn snapshot(db: &impl ReadableDatabase) -> Result<FileReader, StorageError> {
+/// A read transaction on the data table, with `overlay` (the commits a running checkpoint
+/// keeps out of redb, up to the last published) merged over it where the snapshot lacks them.
+/// Also the number of the last commit the reader sees, where it was read (with an overlay, or
+/// for `backup`).
+fn snapshot(
+    db: &impl ReadableDatabase,
+    overlay: Option<(Arc<Overlay>, u64)>,
+) -> Result<(FileReader, Option<u64>), StorageError> {
     let txn = db
         .begin_read()
         .map_err(|e| storage("begin read")(e.into()))?;
     let table = txn
         .open_table(DATA)
         .map_err(|e| storage("open data table")(e.into()))?;
-    Ok(FileReader {
-        table: Arc::new(table),
-    })
+    let Some((overlay, upto)) = overlay else {
+        return Ok((
+            FileReader {
+                table: Arc::new(table),
+                overlay: None,
+            },
+            None,
+        ));
+    };
+    // Paired by number: a snapshot taken after the overlay's commits reached redb holds them.
+    let holds = txn
+        .open_table(META)
+        .map_err(|e| storage("open meta table")(e.into()))?
+        .get(JOURNALED)
+        .map_err(|e| storage("read meta")(e.into()))?
+        .map_or(0, |g| g.value());
+    let view = (holds < upto).then_some(View {
+        overlay,
+        after: holds,
+        upto,
+    });
+    Ok((
+        FileReader {
+            table: Arc::new(table),
+            overlay: view,
+        },
+        Some(holds.max(upto)),
+    ))
 }
 
 /// A durable commit of [`PROBE_BYTES`]: whether writes work on this handle. A small one is not
@@ -551,7 +865,7 @@ fn commit_group(
     db: &redb::Database,
     journal: &mut Journal,
     group: &mut [Job],
-    durability: Durability,
+    options: &FileOptions,
     refused: &mut bool,
 ) -> Vec<Result<(), WriteError>> {
     let size = group.len();
@@ -565,31 +879,17 @@ fn commit_group(
         Err(e) => return fail_all(e),
     };
     journal.begin();
-    let mut results = Vec::with_capacity(group.len());
-    {
+    let results = {
         let mut table = match txn.open_table(DATA) {
             Ok(t) => t,
             Err(e) => return fail_all(storage("open data table")(e.into())),
         };
-        for job in group.iter_mut() {
-            let mut result = apply(&mut table, &job.batch, journal);
-            if let (Ok(Err(WriteError::ConditionFailed { .. })), Some(replan)) =
-                (&result, job.replan.as_mut())
-            {
-                // It lost a race to a batch before it here: plan it again on top of that one,
-                // in this commit, instead of in a commit of its own.
-                if let Some(batch) = replan(&TableReader(&table)) {
-                    metrics::counter!("pathdb_commit_replans").increment(1);
-                    result = apply(&mut table, &batch, journal);
-                }
-            }
-            match result {
-                Ok(r) => results.push(r),
-                // A half-applied batch cannot be undone inside the transaction: abort all.
-                Err(e) => return fail_all(e),
-            }
+        match apply_group(&mut table, group, journal) {
+            Ok(results) => results,
+            // A half-applied batch cannot be undone inside the transaction: abort all.
+            Err(e) => return fail_all(e),
         }
-    }
+    };
     if journal.record_is_empty() {
         // Every batch's condition failed: nothing to commit.
         return results;
@@ -601,9 +901,12 @@ fn commit_group(
         return fail_all(e);
     }
     let record = journal.record_len();
-    let journaled = journal.len() + record as u64 <= JOURNAL_CAPACITY
-        && journal.age() < CHECKPOINT_EVERY
-        && (durability == Durability::Relaxed || record <= JOURNAL_RECORD_MAX);
+    let durability = options.durability;
+    let room = journal.len() + record as u64 <= options.checkpoint_bytes()
+        && journal.age() < CHECKPOINT_EVERY;
+    // A journal past its size or age is checkpointed beside the committer after this commit
+    // (see `committer_loop`) when it can be; otherwise this commit is the checkpoint.
+    let journaled = fits_journal(record, durability) && (room || journal.can_rotate());
     if !journaled {
         journal.skip();
         let committed = commit_durably(txn, journal);
@@ -636,23 +939,127 @@ fn commit_group(
     }
 }
 
+/// Where a group's batches are applied: redb's write transaction, or, while a checkpoint holds
+/// it, the overlay over the snapshot the checkpoint began from ([`Beside`]).
+trait Rows {
+    /// The version of the record under `key`, if any.
+    fn version(&self, key: &super::Key) -> Result<Option<u64>, StorageError>;
+    /// The number of the newest entry of the log whose entries lie in `first..=last`; 0: none.
+    fn log_end(&self, partition: &[u8], first: &[u8], last: &[u8]) -> Result<u64, StorageError>;
+    fn set(&mut self, partition: &[u8], sort: &[u8], value: &[u8]) -> Result<(), StorageError>;
+    fn remove(&mut self, partition: &[u8], sort: &[u8]) -> Result<(), StorageError>;
+    /// Plans a batch again on what these rows hold now.
+    fn replan(&self, replan: &mut Replan) -> Option<WriteBatch>;
+}
+
+impl Rows for redb::Table<'_, (&'static [u8], &'static [u8]), &'static [u8]> {
+    fn version(&self, key: &super::Key) -> Result<Option<u64>, StorageError> {
+        self.get((key.partition.as_slice(), key.sort.as_slice()))
+            .map_err(|e| storage("read")(e.into()))?
+            .map(|g| decode_version(g.value()))
+            .transpose()
+    }
+
+    fn log_end(&self, partition: &[u8], first: &[u8], last: &[u8]) -> Result<u64, StorageError> {
+        match self
+            .range((partition, first)..=(partition, last))
+            .map_err(|e| storage("read")(e.into()))?
+            .next_back()
+        {
+            Some(entry) => {
+                let (key, _) = entry.map_err(|e| storage("read")(e.into()))?;
+                Ok(super::log_number(key.value().1).unwrap_or(0))
+            }
+            None => Ok(0),
+        }
+    }
+
+    fn set(&mut self, partition: &[u8], sort: &[u8], value: &[u8]) -> Result<(), StorageError> {
+        self.insert((partition, sort), value)
+            .map(drop)
+            .map_err(|e| storage("write")(e.into()))
+    }
+
+    fn remove(&mut self, partition: &[u8], sort: &[u8]) -> Result<(), StorageError> {
+        redb::Table::remove(self, (partition, sort))
+            .map(drop)
+            .map_err(|e| storage("delete")(e.into()))
+    }
+
+    fn replan(&self, replan: &mut Replan) -> Option<WriteBatch> {
+        replan(&TableReader(self))
+    }
+}
+
+/// The rows of commit `seq`, made while a checkpoint holds redb: read through the overlay over
+/// the checkpoint's snapshot, written to the overlay.
+struct Beside<'a> {
+    base: &'a FileReader,
+    view: View,
+    seq: u64,
+}
+
+impl Beside<'_> {
+    fn reader(&self) -> Merged<'_, FileReader> {
+        Merged {
+            base: self.base,
+            view: &self.view,
+        }
+    }
+}
+
+impl Rows for Beside<'_> {
+    fn version(&self, key: &super::Key) -> Result<Option<u64>, StorageError> {
+        Ok(self.reader().get(key)?.map(|r| r.version))
+    }
+
+    fn log_end(&self, partition: &[u8], first: &[u8], last: &[u8]) -> Result<u64, StorageError> {
+        let mut end = 0;
+        let range = super::SortRange {
+            start: std::ops::Bound::Included(first.to_vec()),
+            end: std::ops::Bound::Included(last.to_vec()),
+        };
+        self.reader().scan_each(
+            partition,
+            &range,
+            super::Direction::Reverse,
+            1,
+            &mut |sort, _| {
+                end = super::log_number(sort).unwrap_or(0);
+                std::ops::ControlFlow::Break(())
+            },
+        )?;
+        Ok(end)
+    }
+
+    fn set(&mut self, partition: &[u8], sort: &[u8], value: &[u8]) -> Result<(), StorageError> {
+        self.view
+            .overlay
+            .set(self.seq, partition, sort, Some(Arc::from(value)));
+        Ok(())
+    }
+
+    fn remove(&mut self, partition: &[u8], sort: &[u8]) -> Result<(), StorageError> {
+        self.view.overlay.set(self.seq, partition, sort, None);
+        Ok(())
+    }
+
+    fn replan(&self, replan: &mut Replan) -> Option<WriteBatch> {
+        replan(&self.reader())
+    }
+}
+
 /// Checks a batch's conditions, then applies it. `Ok(Err(..))`: a condition failed, nothing written.
 /// Each change goes to the journal's record too.
 fn apply(
-    table: &mut redb::Table<(&[u8], &[u8]), &[u8]>,
+    rows: &mut impl Rows,
     batch: &WriteBatch,
     journal: &mut Journal,
 ) -> Result<Result<(), WriteError>, StorageError> {
     for (index, op) in batch.ops.iter().enumerate() {
         if let Some(expect) = op.expect() {
-            let key = op.key();
-            let current = table
-                .get((key.partition.as_slice(), key.sort.as_slice()))
-                .map_err(|e| storage("read")(e.into()))?
-                .map(|g| decode_version(g.value()))
-                .transpose()?;
-            let holds = expect.holds(current);
-            if !holds {
+            let current = rows.version(op.key())?;
+            if !expect.holds(current) {
                 return Ok(Err(WriteError::ConditionFailed { index }));
             }
         }
@@ -662,9 +1069,7 @@ fn apply(
             WriteOp::Put { key, record, .. } => {
                 let (partition, sort) = (key.partition.as_slice(), key.sort.as_slice());
                 let value = encode_record(record);
-                table
-                    .insert((partition, sort), value.as_slice())
-                    .map_err(|e| storage("write")(e.into()))?;
+                rows.set(partition, sort, &value)?;
                 journal.push(Change::Set {
                     partition,
                     sort,
@@ -673,31 +1078,17 @@ fn apply(
             }
             WriteOp::Delete { key, .. } => {
                 let (partition, sort) = (key.partition.as_slice(), key.sort.as_slice());
-                table
-                    .remove((partition, sort))
-                    .map_err(|e| storage("delete")(e.into()))?;
+                rows.remove(partition, sort)?;
                 journal.push(Change::Remove { partition, sort });
             }
             WriteOp::Check { .. } => {}
             WriteOp::Append { log, record } => {
                 let (first, last) = super::log_bounds(&log.sort);
                 let p = log.partition.as_slice();
-                let n = match table
-                    .range((p, first.as_slice())..=(p, last.as_slice()))
-                    .map_err(|e| storage("read")(e.into()))?
-                    .next_back()
-                {
-                    Some(entry) => {
-                        let (key, _) = entry.map_err(|e| storage("read")(e.into()))?;
-                        super::log_number(key.value().1).unwrap_or(0)
-                    }
-                    None => 0,
-                };
+                let n = rows.log_end(p, &first, &last)?;
                 let sort = super::log_entry(&log.sort, n + 1);
                 let value = encode_record(record);
-                table
-                    .insert((p, sort.as_slice()), value.as_slice())
-                    .map_err(|e| storage("write")(e.into()))?;
+                rows.set(p, &sort, &value)?;
                 journal.push(Change::Set {
                     partition: p,
                     sort: &sort,
@@ -707,6 +1098,29 @@ fn apply(
         }
     }
     Ok(Ok(()))
+}
+
+/// Applies every batch of a group, one after another, to `rows`; a batch that loses a race to
+/// one before it is planned again on top of it, in this commit, instead of in a commit of its
+/// own. `Err`: a batch was half applied, which nothing inside the commit can undo.
+fn apply_group(
+    rows: &mut impl Rows,
+    group: &mut [Job],
+    journal: &mut Journal,
+) -> Result<Vec<Result<(), WriteError>>, StorageError> {
+    let mut results = Vec::with_capacity(group.len());
+    for job in group.iter_mut() {
+        let mut result = apply(rows, &job.batch, journal)?;
+        if let (Err(WriteError::ConditionFailed { .. }), Some(replan)) =
+            (&result, job.replan.as_mut())
+            && let Some(batch) = rows.replan(replan)
+        {
+            metrics::counter!("pathdb_commit_replans").increment(1);
+            result = apply(rows, &batch, journal)?;
+        }
+        results.push(result);
+    }
+    Ok(results)
 }
 
 impl Backend for FileBackend {
@@ -719,47 +1133,36 @@ impl Backend for FileBackend {
     fn reader(&self) -> Result<FileReader, StorageError> {
         match &self.db {
             Engine::ReadWrite(file) => file.snapshot(),
-            Engine::ReadOnly(db) => snapshot(db),
+            Engine::ReadOnly(db) => snapshot(db, None).map(|(reader, _)| reader),
         }
     }
 
-    /// A snapshot and, read in the same transaction, the number of its last commit.
+    /// A snapshot and the number of its last commit, read in the same transaction (with the
+    /// commits a running checkpoint keeps out of redb merged in, up to the last answered).
     fn backup_reader(&self) -> Result<(FileReader, BackupPoint), StorageError> {
-        let read = |db: &dyn Fn() -> Result<redb::ReadTransaction, redb::TransactionError>| {
-            let txn = db().map_err(|e| storage("begin read")(e.into()))?;
-            let meta = txn
-                .open_table(META)
-                .map_err(|e| storage("open meta table")(e.into()))?;
-            let value = |key: &str| -> Result<Option<u64>, StorageError> {
-                Ok(meta
-                    .get(key)
-                    .map_err(|e| storage("read meta")(e.into()))?
-                    .map(|g| g.value()))
-            };
+        fn read(
+            db: &impl ReadableDatabase,
+            overlay: Option<(Arc<Overlay>, u64)>,
+        ) -> Result<(FileReader, BackupPoint), StorageError> {
+            // An empty overlay when there is none: the snapshot's number is read all the same.
+            let overlay = overlay.unwrap_or_else(|| (Arc::new(Overlay::default()), 0));
+            let (reader, commit) = snapshot(db, Some(overlay))?;
             let point = BackupPoint {
-                commit: Some(value(JOURNALED)?.unwrap_or(0)),
+                commit: Some(commit.unwrap_or(0)),
                 snapshot: true,
-                database: value(JOURNAL_ID)?,
+                database: meta_value(db, JOURNAL_ID)?,
             };
-            let table = txn
-                .open_table(DATA)
-                .map_err(|e| storage("open data table")(e.into()))?;
-            Ok((
-                FileReader {
-                    table: Arc::new(table),
-                },
-                point,
-            ))
-        };
+            Ok((reader, point))
+        }
         match &self.db {
             Engine::ReadWrite(file) => {
                 let db = file.current().ok_or_else(|| {
                     file.fault()
                         .unwrap_or_else(|| StorageError::msg("the database is being reopened"))
                 })?;
-                read(&|| db.begin_read())
+                read(db.as_ref(), file.overlay())
             }
-            Engine::ReadOnly(db) => read(&|| db.begin_read()),
+            Engine::ReadOnly(db) => read(db, None),
         }
     }
 

@@ -27,6 +27,9 @@ pub(super) const JOURNAL_CAPACITY: u64 = 4 << 20;
 pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(10);
 /// When writes stop for this long, a checkpoint: an idle database is all in its file.
 pub(super) const CHECKPOINT_IDLE: Duration = Duration::from_secs(1);
+/// How often the committer looks whether a checkpoint running beside it is done, when no
+/// write comes to wake it.
+pub(super) const CHECKPOINT_POLL: Duration = Duration::from_millis(1);
 /// Where a recovery proves that writes work again (see `probe`); only files that had a failed
 /// commit have it.
 pub(super) const PROBE: TableDefinition<&str, &[u8]> = TableDefinition::new("pathdb_probe");

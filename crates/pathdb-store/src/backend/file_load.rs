@@ -7,7 +7,8 @@
 //! only when it is complete, so a failed restore leaves nothing a server could open.
 
 use super::file_format::{DATA, begin_write, init, number, open_writable};
-use super::file_read::{decode_record, encode_record, storage};
+use super::file_read::storage;
+use super::file_record::{decode_record, encode_record};
 use super::journal::{self, Change};
 use super::{Key, Record};
 use crate::model::error::StorageError;

@@ -2,6 +2,8 @@
 //! write transaction's table that the committer checks conditions with, and the record's bytes
 //! in the table.
 
+use super::file_record::{decode_record, view_record};
+use super::overlay::{Merged, View};
 use super::{Direction, Key, Reader, Record, RecordView, SortRange};
 use crate::model::error::{StorageError, StorageErrorKind};
 use redb::ReadableTable;
@@ -30,6 +32,21 @@ pub(super) type ValueGuard<'a> = redb::AccessGuard<'a, &'static [u8]>;
 #[derive(Clone)]
 pub struct FileReader {
     pub(super) table: Arc<DataTable>,
+    /// The commits a checkpoint running beside the committer keeps out of redb for now, which
+    /// this snapshot lacks ([`super::overlay`]).
+    pub(super) overlay: Option<View>,
+}
+
+impl FileReader {
+    /// Runs `read` on the snapshot, with the overlay merged over it where there is one.
+    #[inline]
+    fn with<T>(&self, read: impl FnOnce(&dyn Reader) -> T) -> T {
+        let table = TableReader(&*self.table);
+        match &self.overlay {
+            None => read(&table),
+            Some(view) => read(&Merged { base: &table, view }),
+        }
+    }
 }
 
 /// The data table as a read transaction opened it.
@@ -37,7 +54,7 @@ pub(super) type DataTable = redb::ReadOnlyTable<(&'static [u8], &'static [u8]), 
 
 impl Reader for FileReader {
     fn get(&self, key: &Key) -> Result<Option<Record>, StorageError> {
-        TableReader(&*self.table).get(key)
+        self.with(|r| r.get(key))
     }
 
     fn scan(
@@ -47,7 +64,7 @@ impl Reader for FileReader {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Record)>, StorageError> {
-        TableReader(&*self.table).scan(partition, range, direction, limit)
+        self.with(|r| r.scan(partition, range, direction, limit))
     }
 
     fn scan_each(
@@ -58,7 +75,7 @@ impl Reader for FileReader {
         limit: usize,
         visit: &mut dyn FnMut(&[u8], RecordView<'_>) -> ControlFlow<()>,
     ) -> Result<(), StorageError> {
-        TableReader(&*self.table).scan_each(partition, range, direction, limit, visit)
+        self.with(|r| r.scan_each(partition, range, direction, limit, visit))
     }
 
     fn scan_all(
@@ -66,11 +83,11 @@ impl Reader for FileReader {
         after: Option<&Key>,
         limit: usize,
     ) -> Result<Vec<(Key, Record)>, StorageError> {
-        TableReader(&*self.table).scan_all(after, limit)
+        self.with(|r| r.scan_all(after, limit))
     }
 
     fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError> {
-        TableReader(&*self.table).partitions(after, limit)
+        self.with(|r| r.partitions(after, limit))
     }
 }
 
@@ -205,50 +222,4 @@ impl<T: ReadableTable<(&'static [u8], &'static [u8]), &'static [u8]>> Reader
         }
         Ok(out)
     }
-}
-
-/// `[version u64][created i64][modified i64][has_expiry u8][expires i64][value...]`, little endian.
-const HEADER: usize = 8 + 8 + 8 + 1 + 8;
-
-pub(crate) fn encode_record(r: &Record) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + r.value.len());
-    out.extend_from_slice(&r.version.to_le_bytes());
-    out.extend_from_slice(&r.created_at.to_le_bytes());
-    out.extend_from_slice(&r.modified_at.to_le_bytes());
-    out.push(u8::from(r.expires_at.is_some()));
-    out.extend_from_slice(&r.expires_at.unwrap_or(0).to_le_bytes());
-    out.extend_from_slice(&r.value);
-    out
-}
-
-pub(super) fn field(bytes: &[u8], at: usize) -> [u8; 8] {
-    let mut f = [0; 8];
-    f.copy_from_slice(&bytes[at..at + 8]);
-    f
-}
-
-pub(super) fn decode_version(bytes: &[u8]) -> Result<u64, StorageError> {
-    if bytes.len() < HEADER {
-        return Err(StorageError::msg("corrupt record: too short"));
-    }
-    Ok(u64::from_le_bytes(field(bytes, 0)))
-}
-
-pub(crate) fn decode_record(bytes: &[u8]) -> Result<Record, StorageError> {
-    view_record(bytes).map(|r| r.to_record())
-}
-
-pub(super) fn view_record(bytes: &[u8]) -> Result<RecordView<'_>, StorageError> {
-    let version = decode_version(bytes)?;
-    Ok(RecordView {
-        version,
-        created_at: i64::from_le_bytes(field(bytes, 8)),
-        modified_at: i64::from_le_bytes(field(bytes, 16)),
-        expires_at: match bytes[24] {
-            0 => None,
-            1 => Some(i64::from_le_bytes(field(bytes, 25))),
-            _ => return Err(StorageError::msg("corrupt record: bad expiry flag")),
-        },
-        value: &bytes[HEADER..],
-    })
 }

@@ -57,14 +57,29 @@ pub(super) enum Change<'a> {
     Remove { partition: &'a [u8], sort: &'a [u8] },
 }
 
-/// The journal, owned by the committer.
-pub(super) struct Journal {
+/// One of the journal's two files.
+struct Side {
     file: File,
     path: PathBuf,
+    /// Where the file's next record goes (for the side not appended to: where its records end).
+    end: u64,
+    /// The number of the newest record the file holds since it was last started over; 0: none.
+    newest: u64,
+}
+
+/// The journal, owned by the committer: two files, appended to one at a time.
+///
+/// A checkpoint that runs beside the committer (backend/overlay.rs) covers the commits of one
+/// file while the next commits go to the other ([`Journal::rotate`]); a file is started over only
+/// once a durable redb commit holds every record it has.
+pub(super) struct Journal {
+    sides: [Side; 2],
+    /// The side appended to.
+    active: usize,
     /// The database's id, in the file header.
     id: u64,
-    /// Where the next record goes.
-    end: u64,
+    /// The last commit redb's last durable commit holds, as far as this journal knows.
+    durable: u64,
     /// The sequence number of the last journaled commit.
     last: u64,
     /// When the oldest record since the journal last started over was appended.
@@ -77,87 +92,90 @@ pub(super) struct Journal {
     tap: Option<Arc<dyn CommitTap>>,
 }
 
-/// The journal's file for the database file at `db`.
+/// The journal's first file for the database file at `db`.
 pub(super) fn path_for(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
     name.push("-journal");
     PathBuf::from(name)
 }
 
+/// The journal's files for the database file at `db`: `<db>-journal` and `<db>-journal2`.
+pub(super) fn paths_for(db: &Path) -> [PathBuf; 2] {
+    let first = path_for(db);
+    let mut second = first.clone().into_os_string();
+    second.push("2");
+    [first, PathBuf::from(second)]
+}
+
 impl Journal {
     /// Opens (creating if needed) the journal of the database at `db`, whose id is `id`. A
     /// journal of another database is emptied. [`Journal::pending`] must come next.
     pub(super) fn open(db: &Path, id: u64) -> io::Result<Journal> {
-        let path = path_for(db);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)?;
+        let [first, second] = paths_for(db);
         let mut journal = Journal {
-            file,
-            path,
+            sides: [Side::open(first, id)?, Side::open(second, id)?],
+            active: 0,
             id,
-            end: FILE_HEADER,
+            durable: 0,
             last: 0,
             first: None,
             record: Vec::new(),
             time: 0,
             tap: None,
         };
-        let mut header = Vec::with_capacity(FILE_HEADER as usize);
-        io::Read::read_to_end(&mut io::Read::take(&journal.file, FILE_HEADER), &mut header)?;
-        if !belongs(&header, id) {
-            // A new journal, or another database's: none of its records may follow our header.
-            journal.file.set_len(0)?;
-            journal.write_header()?;
-            journal.file.sync_data()?;
-            sync_directory(&journal.path)?;
-        }
+        journal.active = 0;
         Ok(journal)
     }
 
     /// The payloads of the journaled commits after commit `applied` (the file's last durable
     /// one), in order and at most up to commit `upto`, to replay. Appends go after them; what
-    /// follows them in the file (a torn record, records of an abandoned history, a record whose
-    /// writers were told it failed) is cut off, so that no later replay can reach it.
+    /// follows them in either file (a torn record, records of an abandoned history, a record
+    /// whose writers were told it failed) is cut off, so that no later replay can reach it.
     pub(super) fn pending(&mut self, applied: u64, upto: Option<u64>) -> io::Result<Vec<Vec<u8>>> {
-        let bytes = std::fs::read(&self.path)?;
-        let mut records = pending(&bytes, self.id, applied);
+        let bytes = [
+            std::fs::read(&self.sides[0].path)?,
+            std::fs::read(&self.sides[1].path)?,
+        ];
+        let mut found = replayable(&bytes, self.id, applied);
         if let Some(upto) = upto {
-            records.truncate(usize::try_from(upto.saturating_sub(applied)).unwrap_or(usize::MAX));
+            found.truncate(usize::try_from(upto.saturating_sub(applied)).unwrap_or(usize::MAX));
         }
-        let end = FILE_HEADER
-            + records
-                .iter()
-                .map(|r| (RECORD_HEADER + r.len()) as u64)
-                .sum::<u64>();
-        if (bytes.len() as u64) > end {
-            self.file.set_len(end)?;
-            self.file.sync_data()?;
+        let mut ends = [FILE_HEADER; 2];
+        let mut newest = [0; 2];
+        for (n, (side, _, end)) in found.iter().enumerate() {
+            ends[*side] = *end;
+            newest[*side] = applied + 1 + n as u64;
         }
-        self.last = applied + records.len() as u64;
-        self.end = end;
-        Ok(records)
+        for (side, end) in self.sides.iter_mut().zip(ends) {
+            if (side.file.metadata()?.len()) > end {
+                side.file.set_len(end)?;
+                side.file.sync_data()?;
+            }
+            side.end = end;
+        }
+        for (side, newest) in self.sides.iter_mut().zip(newest) {
+            side.newest = newest;
+        }
+        self.active = found.last().map_or(0, |(side, _, _)| *side);
+        self.durable = applied;
+        self.last = applied + found.len() as u64;
+        Ok(found
+            .into_iter()
+            .map(|(side, range, _)| bytes[side][range].to_vec())
+            .collect())
     }
 
     /// Whether the journal at `db`'s side holds commits that database `id`, durable up to
     /// commit `applied`, lacks. Reads only.
     pub(super) fn has_pending(db: &Path, id: u64, applied: u64) -> io::Result<bool> {
-        match std::fs::read(path_for(db)) {
-            Ok(bytes) => Ok(!pending(&bytes, id, applied).is_empty()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        let read = |path: &Path| match std::fs::read(path) {
+            Ok(bytes) => Ok(bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
             Err(e) => Err(e),
-        }
-    }
-
-    /// Writes the file header, so that records follow it.
-    fn write_header(&mut self) -> io::Result<()> {
-        let mut header = [0u8; FILE_HEADER as usize];
-        header[..8].copy_from_slice(MAGIC);
-        header[8..].copy_from_slice(&self.id.to_le_bytes());
-        write_at(&self.file, &header, 0)
+        };
+        let [first, second] = paths_for(db);
+        let bytes = [read(&first)?, read(&second)?];
+        Ok(!replayable(&bytes, id, applied).is_empty())
     }
 
     /// The sequence number of the last commit.
@@ -165,17 +183,45 @@ impl Journal {
         self.last
     }
 
-    /// Bytes the records since the last checkpoint take.
+    /// Bytes the records in the file appended to take.
     pub(super) fn len(&self) -> u64 {
-        self.end - FILE_HEADER
+        self.sides[self.active].end - FILE_HEADER
     }
 
     /// After a durable redb commit that holds every commit up to [`Journal::last`]: the records
     /// are no longer needed, and the next one goes to the start. Their bytes stay until
     /// overwritten; their sequence numbers keep a replay from taking them.
     pub(super) fn restart(&mut self) {
-        self.end = FILE_HEADER;
+        self.durable = self.last;
+        for side in &mut self.sides {
+            side.newest = 0;
+        }
+        self.sides[self.active].end = FILE_HEADER;
         self.first = None;
+    }
+
+    /// Whether the file not appended to holds only commits redb holds durably: a checkpoint
+    /// beside the committer may begin ([`Journal::rotate`]).
+    pub(super) fn can_rotate(&self) -> bool {
+        self.sides[1 - self.active].newest <= self.durable
+    }
+
+    /// Turns appends to the other file, started over, and returns the last commit of the file
+    /// left: what the checkpoint beginning now covers. That file stays as it is until
+    /// [`Journal::checkpointed`].
+    pub(super) fn rotate(&mut self) -> u64 {
+        debug_assert!(self.can_rotate());
+        self.active = 1 - self.active;
+        let side = &mut self.sides[self.active];
+        side.end = FILE_HEADER;
+        side.newest = 0;
+        self.first = None;
+        self.last
+    }
+
+    /// A durable redb commit holds every commit up to `covers`.
+    pub(super) fn checkpointed(&mut self, covers: u64) {
+        self.durable = self.durable.max(covers);
     }
 
     /// How long the oldest record not yet checkpointed has waited.
@@ -287,11 +333,13 @@ impl Journal {
         self.record[0..4].copy_from_slice(&payload_len.to_le_bytes());
         self.record[4..8].copy_from_slice(&crc.to_le_bytes());
         self.record[8..16].copy_from_slice(&seq.to_le_bytes());
-        let written = write_at(&self.file, &self.record, self.end)
-            .and_then(|()| if sync { self.file.sync_data() } else { Ok(()) });
+        let side = &mut self.sides[self.active];
+        let written = write_at(&side.file, &self.record, side.end)
+            .and_then(|()| if sync { side.file.sync_data() } else { Ok(()) });
         match written {
             Ok(()) => {
-                self.end += self.record.len() as u64;
+                side.end += self.record.len() as u64;
+                side.newest = seq;
                 self.last = seq;
                 self.first.get_or_insert_with(Instant::now);
                 Ok(())
@@ -299,7 +347,7 @@ impl Journal {
             Err(e) => {
                 // A failed sync may still have put the record on the disk: cut it off so that
                 // a replay never takes a commit whose writers were told it failed.
-                self.cut(self.end);
+                side.cut(side.end);
                 Err(e)
             }
         }
@@ -308,11 +356,57 @@ impl Journal {
     /// Takes back the last record, appended but whose redb commit failed.
     pub(super) fn retract(&mut self) {
         let len = self.record.len() as u64;
-        if self.end >= FILE_HEADER + len && self.last > 0 {
-            self.end -= len;
+        let side = &mut self.sides[self.active];
+        if side.end >= FILE_HEADER + len && self.last > 0 && side.newest == self.last {
+            side.end -= len;
             self.last -= 1;
-            self.cut(self.end);
+            side.newest = if side.end == FILE_HEADER {
+                0
+            } else {
+                self.last
+            };
+            side.cut(side.end);
         }
+    }
+
+    /// Removes the journal's files after a checkpoint that left them empty (a clean close): a
+    /// closed database is its one file again.
+    pub(super) fn remove(self) -> io::Result<()> {
+        for side in self.sides {
+            drop(side.file);
+            std::fs::remove_file(&side.path)?;
+        }
+        Ok(())
+    }
+}
+
+impl Side {
+    /// Opens (creating if needed) one of the journal's files; another database's is emptied.
+    fn open(path: PathBuf, id: u64) -> io::Result<Side> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
+        let mut header = Vec::with_capacity(FILE_HEADER as usize);
+        io::Read::read_to_end(&mut io::Read::take(&file, FILE_HEADER), &mut header)?;
+        if !belongs(&header, id) {
+            // A new journal, or another database's: none of its records may follow our header.
+            file.set_len(0)?;
+            let mut header = [0u8; FILE_HEADER as usize];
+            header[..8].copy_from_slice(MAGIC);
+            header[8..].copy_from_slice(&id.to_le_bytes());
+            write_at(&file, &header, 0)?;
+            file.sync_data()?;
+            sync_directory(&path)?;
+        }
+        Ok(Side {
+            file,
+            path,
+            end: FILE_HEADER,
+            newest: 0,
+        })
     }
 
     /// Cuts the file at `at` (best effort: the disk may be failing). Shortening a file takes no
@@ -321,13 +415,6 @@ impl Journal {
     /// that failed.
     fn cut(&self, at: u64) {
         let _ = self.file.set_len(at).and_then(|()| self.file.sync_data());
-    }
-
-    /// Removes the journal file after a checkpoint that left it empty (a clean close): a closed
-    /// database is its one file again.
-    pub(super) fn remove(self) -> io::Result<()> {
-        drop(self.file);
-        std::fs::remove_file(&self.path)
     }
 }
 
@@ -367,17 +454,23 @@ pub(super) fn changes(payload: &[u8]) -> Option<Vec<Change<'_>>> {
     Some(out)
 }
 
-/// The payloads of the records after commit `applied`, in order, from a journal file's bytes;
-/// nothing if the file belongs to another database.
-fn pending(bytes: &[u8], id: u64, applied: u64) -> Vec<Vec<u8>> {
+/// A record found in a journal file: its number, where its payload lies, and where it ends.
+struct Found {
+    seq: u64,
+    payload: std::ops::Range<usize>,
+    end: u64,
+}
+
+/// The records a journal file's bytes hold from its header on, each numbered one after the
+/// one before, up to the first that is torn, fails its checksum or breaks the numbering (the
+/// older records a started-over file still has after its new ones); nothing if the file
+/// belongs to another database.
+fn chain(bytes: &[u8], id: u64) -> Vec<Found> {
+    let mut out: Vec<Found> = Vec::new();
     if !belongs(bytes, id) {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    let mut at = FILE_HEADER as usize;
-    let Some(mut expected) = applied.checked_add(1) else {
         return out;
-    };
+    }
+    let mut at = FILE_HEADER as usize;
     while let Some(head) = at
         .checked_add(RECORD_HEADER)
         .and_then(|head_end| bytes.get(at..head_end))
@@ -394,12 +487,47 @@ fn pending(bytes: &[u8], id: u64, applied: u64) -> Vec<Vec<u8>> {
         else {
             break;
         };
-        if seq != expected || checksum(seq, payload) != crc || changes(payload).is_none() {
+        let follows = out
+            .last()
+            .is_none_or(|last| last.seq.checked_add(1) == Some(seq));
+        if !follows || checksum(seq, payload) != crc || changes(payload).is_none() {
             break;
         }
-        out.push(payload.to_vec());
         at = start + len;
-        let Some(next) = expected.checked_add(1) else {
+        out.push(Found {
+            seq,
+            payload: start..at,
+            end: at as u64,
+        });
+    }
+    out
+}
+
+/// The records after commit `applied`, in order, from the bytes of the journal's two files:
+/// for each, the file it is in, where its payload lies there, and where it ends. They start in
+/// whichever file begins with commit `applied + 1` and may go on in the other.
+fn replayable(
+    files: &[Vec<u8>; 2],
+    id: u64,
+    applied: u64,
+) -> Vec<(usize, std::ops::Range<usize>, u64)> {
+    let chains = [chain(&files[0], id), chain(&files[1], id)];
+    let mut out = Vec::new();
+    let mut used = [false; 2];
+    let Some(mut expected) = applied.checked_add(1) else {
+        return out;
+    };
+    // A file started over begins with the commit after the durable one it followed, so a
+    // file whose first record is not the one expected holds only older (or abandoned) ones.
+    while let Some(side) =
+        (0..2).find(|&s| !used[s] && chains[s].first().is_some_and(|f| f.seq == expected))
+    {
+        used[side] = true;
+        let chain = &chains[side];
+        for found in chain {
+            out.push((side, found.payload.clone(), found.end));
+        }
+        let Some(next) = chain.last().and_then(|l| l.seq.checked_add(1)) else {
             break;
         };
         expected = next;

@@ -2,8 +2,8 @@
 //! conditional write batches. Everything else (item metadata, history, conditions on user
 //! semantics, page tokens, TTL, limits) lives above it in [`crate::store::Store`], written once:
 //! a backend never knows items, paths or JSON. `mod.rs` holds the traits; `memory.rs` the
-//! reference backend; `file.rs`, `file_format.rs`, `file_read.rs` and `journal.rs` the embedded
-//! one.
+//! reference backend; `file.rs`, `file_format.rs`, `file_read.rs`, `file_record.rs`,
+//! `journal.rs` and `overlay.rs` (the commits made while a checkpoint runs) the embedded one.
 //!
 //! The shape is what both an embedded B-tree and DynamoDB offer without faking: a key is a
 //! partition key plus a sort key (DynamoDB's PK/SK; one redb tuple key), range scans stay inside
@@ -16,6 +16,8 @@ mod tap;
 mod journal;
 mod reserved;
 mod memory;
+mod file_record;
+mod overlay;
 mod file_read;
 mod file_format;
 mod file;
@@ -23,7 +25,7 @@ mod file_load;
 
 pub use file::{Durability, FileBackend, FileOptions};
 pub use file_load::FileLoader;
-pub(crate) use file_read::{decode_record, encode_record};
+pub(crate) use file_record::{decode_record, encode_record};
 pub use journal::commit_time;
 pub use memory::InMemoryBackend;
 pub use pending::{PendingWrite, WriteCompleter};

@@ -170,3 +170,81 @@ fn another_databases_journal_is_cleared_not_replayed() {
     assert!(replayed(&db, 2, 0).is_empty());
     assert!(replayed(&db, 1, 0).is_empty());
 }
+
+#[test]
+fn a_replay_goes_on_from_one_file_into_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut journal = fresh(&db, 1, 0);
+    commit(&mut journal, vec![set(b"p", b"1", b"")]);
+    commit(&mut journal, vec![set(b"p", b"2", b"")]);
+    // A checkpoint of commits 1-2 begins: commit 3 goes to the other file.
+    assert!(journal.can_rotate());
+    assert_eq!(journal.rotate(), 2);
+    commit(&mut journal, vec![set(b"p", b"3", b"")]);
+    // The checkpoint is not done: the first file may not be started over yet.
+    assert!(!journal.can_rotate());
+    let [first, second] = paths_for(&db);
+    let both = [
+        std::fs::read(&first).unwrap(),
+        std::fs::read(&second).unwrap(),
+    ];
+
+    // A crash before the checkpoint: all three, in order, from both files.
+    let replay = replayed(&db, 1, 0);
+    assert_eq!(replay.len(), 3);
+    assert_eq!(changes(&replay[2]).unwrap(), vec![set(b"p", b"3", b"")]);
+    // After it: the second file's alone.
+    std::fs::write(&first, &both[0]).unwrap();
+    std::fs::write(&second, &both[1]).unwrap();
+    let replay = replayed(&db, 1, 2);
+    assert_eq!(replay.len(), 1);
+    assert_eq!(changes(&replay[0]).unwrap(), vec![set(b"p", b"3", b"")]);
+
+    // The checkpoint done, the next one turns back to the first file, starting it over.
+    journal.checkpointed(2);
+    assert!(journal.can_rotate());
+    assert_eq!(journal.rotate(), 3);
+    commit(&mut journal, vec![set(b"p", b"4", b"")]);
+    drop(journal);
+    let replay = replayed(&db, 1, 2);
+    assert_eq!(
+        replay.len(),
+        2,
+        "commit 3 from the second file, then 4 from the first"
+    );
+    assert_eq!(changes(&replay[1]).unwrap(), vec![set(b"p", b"4", b"")]);
+    // A file whose first record is not the next commit holds nothing to replay.
+    assert!(replayed(&db, 1, 1).is_empty());
+}
+
+#[test]
+fn a_torn_first_record_in_the_other_file_ends_the_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut journal = fresh(&db, 1, 0);
+    commit(&mut journal, vec![set(b"p", b"1", b"")]);
+    journal.rotate();
+    commit(&mut journal, vec![set(b"p", b"2", b"value")]);
+    drop(journal);
+    let second = paths_for(&db)[1].clone();
+    let bytes = std::fs::read(&second).unwrap();
+    std::fs::write(&second, &bytes[..bytes.len() - 1]).unwrap();
+    let mut reopened = Journal::open(&db, 1).unwrap();
+    assert_eq!(reopened.pending(0, None).unwrap().len(), 1);
+    assert_eq!(reopened.last(), 1);
+    // The torn record was cut off, and appends go on after commit 1, in its file.
+    assert_eq!(
+        std::fs::metadata(&second).unwrap().len(),
+        FILE_HEADER,
+        "the torn record is cut off"
+    );
+    commit(&mut reopened, vec![set(b"p", b"2", b"again")]);
+    drop(reopened);
+    let replay = replayed(&db, 1, 0);
+    assert_eq!(replay.len(), 2);
+    assert_eq!(
+        changes(&replay[1]).unwrap(),
+        vec![set(b"p", b"2", b"again")]
+    );
+}
