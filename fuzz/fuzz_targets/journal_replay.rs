@@ -1,6 +1,7 @@
 //! The file backend's commit journal, as a crash or a bad disk may leave it: arbitrary bytes
-//! after a valid journal header, beside a cleanly closed database. Opening never panics; when
-//! it succeeds, reads work, and closing leaves one file that a read-only open accepts.
+//! after a valid journal header in each of its two files (the input's first two bytes, little
+//! endian, say how many of the rest go to the first), beside a cleanly closed database. Opening never panics; when it succeeds,
+//! reads work, and closing leaves one file that a read-only open accepts.
 
 #![no_main]
 
@@ -43,8 +44,18 @@ fuzz_target!(|data: &[u8]| {
     let base = base();
     let db = base.dir.join("case.redb");
     let journal = base.dir.join("case.redb-journal");
+    let second = base.dir.join("case.redb-journal2");
+    let (first_part, second_part) = match data {
+        [low, high, rest @ ..] => {
+            rest.split_at(usize::from(u16::from_le_bytes([*low, *high])).min(rest.len()))
+        }
+        _ => (data, &[][..]),
+    };
     std::fs::write(&db, &base.database).expect("write the database");
-    std::fs::write(&journal, [base.header.as_slice(), data].concat()).expect("write the journal");
+    std::fs::write(&journal, [base.header.as_slice(), first_part].concat())
+        .expect("write the journal");
+    std::fs::write(&second, [base.header.as_slice(), second_part].concat())
+        .expect("write the journal's second file");
     let Ok(backend) = FileBackend::open(&db, FileOptions::default()) else {
         return;
     };
@@ -52,7 +63,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = reader.scan_all(None, 100);
     drop(reader);
     drop(backend);
-    assert!(!journal.exists(), "a clean close removes the journal");
+    assert!(
+        !journal.exists() && !second.exists(),
+        "a clean close removes the journal"
+    );
     FileBackend::open_read_only(&db, FileOptions::default())
         .expect("a closed database opens read-only");
 });
