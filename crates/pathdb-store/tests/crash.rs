@@ -24,7 +24,7 @@ const ROUNDS_ENV: &str = "PATHDB_CRASH_ROUNDS";
 /// Set in the child's environment on every other round: it checkpoints every few commits, so
 /// that the kill often lands while a checkpoint runs beside the committer.
 const CHECKPOINT_ENV: &str = "PATHDB_CRASH_CHECKPOINT_BYTES";
-const WRITERS: u64 = 3;
+const WRITERS: u64 = 4;
 /// Single puts of one writer rotate over this many items, so most are overwrites.
 const KEYS: u64 = 4;
 
