@@ -289,7 +289,7 @@ fn committer_loop(
             last_recovery = Instant::now();
         }
         if file.fault().is_some() && (first.is_none() || last_recovery.elapsed() >= RECOVERY_GAP) {
-            abandon(file, running.take());
+            abandon(running.take());
             file.recover(&mut journal);
             last_recovery = Instant::now();
         }
@@ -332,17 +332,21 @@ fn committer_loop(
                 let mut refused = false;
                 let mut beside = None;
                 if let Some(checkpoint) = &running {
-                    beside = commit_beside(
-                        file,
-                        checkpoint,
-                        &mut journal,
-                        &mut group,
-                        durability,
-                        &mut refused,
-                    );
+                    // The overlay holds at most a full journal file of commits: what the room
+                    // kept past the file allows for when they go into redb.
+                    if journal.len() < options.checkpoint_bytes() {
+                        beside = commit_beside(
+                            file,
+                            checkpoint,
+                            &mut journal,
+                            &mut group,
+                            durability,
+                            &mut refused,
+                        );
+                    }
                     if beside.is_none() {
-                        // Too large for the journal: it waits for the checkpoint, and is a
-                        // durable commit of its own.
+                        // Too large for the journal, or the overlay is full: it waits for the
+                        // checkpoint, and commits as usual.
                         if let Some(done) = running.take()
                             && let Err(e) = finish_checkpoint(file, &mut journal, done)
                         {
@@ -375,7 +379,7 @@ fn committer_loop(
                     // redb refuses every later transaction on this handle: reopen it.
                     file.set_fault(e);
                     drop(db);
-                    abandon(file, running.take());
+                    abandon(running.take());
                     file.recover(&mut journal);
                     last_recovery = Instant::now();
                 } else if running.is_none()
@@ -540,12 +544,13 @@ fn finish_checkpoint(
     Ok(())
 }
 
-/// Lets a checkpoint go after a failure: the reopen that follows replays what it covered.
-fn abandon(file: &Writable, running: Option<Running>) {
+/// Lets a checkpoint go after a failure: the reopen that follows replays what it covered and
+/// what was committed beside it. The overlay stays until then: readers on the old handle
+/// still need it to see the commits it holds (the reopen drops it with the handle).
+fn abandon(running: Option<Running>) {
     if let Some(running) = running {
         drop(running.base);
         let _ = running.thread.join();
-        file.update_latest(|slot| *slot = None);
     }
 }
 

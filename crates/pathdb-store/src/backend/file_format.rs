@@ -129,14 +129,16 @@ pub(super) fn check_journal_read_only(
         return Ok(());
     };
     let applied = meta_value(db, JOURNALED)?.unwrap_or(0);
-    let journal = journal::path_for(path);
+    let [journal, second] = journal::paths_for(path);
     match Journal::has_pending(path, id, applied) {
         Ok(false) => Ok(()),
         Ok(true) => Err(StorageError::msg(format!(
-            "database file {} was not closed cleanly (a crash?): {} holds commits that only a \
-             read-write open applies; open it read-write once (any write does it), then read again",
+            "database file {} was not closed cleanly (a crash?): its journal ({} and {}) holds \
+             commits that only a read-write open applies; open it read-write once (any write \
+             does it), then read again",
             path.display(),
-            journal.display()
+            journal.display(),
+            second.display()
         ))),
         Err(e) => Err(StorageError::io(
             format!("cannot read {}", journal.display()),
