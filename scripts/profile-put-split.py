@@ -8,8 +8,8 @@ The second form splits the server's CPU time per put (measured from /proc by the
 the share of perf's samples in each thread and part.
 
 FILE is one callgrind output per thread (valgrind --separate-threads=yes). Each thread is named
-by what it runs: the commit thread runs the store's commit loop, an HTTP worker runs hyper;
-the rest (the sweeper, the archive, idle runtime threads) are "other". Inside them, a part's
+by what it runs: the commit thread runs the store's commit loop, a checkpoint thread the
+checkpoint it starts, an HTTP worker runs hyper; the rest (the sweeper, the archive, idle runtime threads) are "other". Inside them, a part's
 instructions are the inclusive cost of the functions that begin it (callgrind_annotate
 --inclusive=yes), divided by PUTS. Prints a Markdown table, instructions per put.
 """
@@ -28,6 +28,8 @@ PARTS = [
     ("commit thread", "the redb commit (pages, checksums, freed-page lists)", r"redb::transactions::WriteTransaction::commit(_with)?$"),
     ("commit thread", "the journal (encode and append; fdatasync is a system call)", r"pathdb_store::backend::journal::Journal::"),
     ("commit thread", "checkpoints (durable redb commits: the dirty pages written)", r"pathdb_store::backend::file_format::(commit_durably|checkpoint)"),
+    ("commit thread", "the commits made beside a checkpoint, into redb", r"pathdb_store::backend::file::finish_checkpoint"),
+    ("checkpoint thread", "checkpoints (durable redb commits: the dirty pages written)", r"redb::transactions::WriteTransaction::commit(_with)?$"),
 ]
 
 
@@ -64,6 +66,10 @@ def kind(functions):
         return "commit thread"
     if "hyper::" in names:
         return "HTTP workers"
+    # Since checkpoints run beside the committer (crates/pathdb-store/src/backend/overlay.rs),
+    # each on a thread of its own, whose closure callgrind names only by its file.
+    if "redb::transactions::WriteTransaction::commit" in names:
+        return "checkpoint thread"
     return "other"
 
 
@@ -83,6 +89,8 @@ def folded(us_per_put, path):
                 thread = "commit thread"
             elif "hyper::" in stack or frames[0].startswith("tokio"):
                 thread = "HTTP workers"
+            elif frames[0].startswith("pathdb-checkpo") or "WriteTransaction::commit" in stack:
+                thread = "checkpoint thread"
             else:
                 thread = "other"
             threads[thread] = threads.get(thread, 0) + n
@@ -106,7 +114,7 @@ def table(columns, threads, parts, cells):
     """The Markdown table of `threads` and their `parts` (counts), each count shown by `cells`."""
     print(f"| thread | part | {columns} |")
     print("| --- | --- |" + " ---: |" * (columns.count("|") + 1))
-    for thread in ("HTTP workers", "commit thread", "other"):
+    for thread in ("HTTP workers", "commit thread", "checkpoint thread", "other"):
         if thread not in threads:
             continue
         print(f"| {thread} | all of it | {cells(threads[thread])} |")
