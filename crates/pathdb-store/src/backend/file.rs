@@ -300,15 +300,7 @@ fn committer_loop(
                 && journal.len() > 0
                 && let Some(db) = file.current()
             {
-                match start_checkpoint(file, &db, &mut journal) {
-                    Ok(started) => running = started,
-                    Err(e) => {
-                        file.set_fault(e);
-                        drop(db);
-                        file.recover(&mut journal);
-                        last_recovery = Instant::now();
-                    }
-                }
+                running = begin_checkpoint(file, db, &mut journal, &mut last_recovery);
             }
             continue;
         };
@@ -386,16 +378,7 @@ fn committer_loop(
                     && (journal.len() >= options.checkpoint_bytes()
                         || journal.age() >= CHECKPOINT_EVERY)
                 {
-                    match start_checkpoint(file, &db, &mut journal) {
-                        Ok(started) => running = started,
-                        Err(e) => {
-                            // The writers were answered by the journal; the file is reopened.
-                            file.set_fault(e);
-                            drop(db);
-                            file.recover(&mut journal);
-                            last_recovery = Instant::now();
-                        }
-                    }
+                    running = begin_checkpoint(file, db, &mut journal, &mut last_recovery);
                 }
                 results
             }
@@ -497,6 +480,26 @@ fn start_checkpoint(
         Err(e) => {
             file.update_latest(|slot| *slot = None);
             Err(e)
+        }
+    }
+}
+
+/// [`start_checkpoint`], where a failure is a fault like a failed commit's: the file is reopened
+/// (the writers before were answered by the journal, which the reopen replays).
+fn begin_checkpoint(
+    file: &Writable,
+    db: Arc<redb::Database>,
+    journal: &mut Journal,
+    last_recovery: &mut Instant,
+) -> Option<Running> {
+    match start_checkpoint(file, &db, journal) {
+        Ok(started) => started,
+        Err(e) => {
+            file.set_fault(e);
+            drop(db);
+            file.recover(journal);
+            *last_recovery = Instant::now();
+            None
         }
     }
 }

@@ -113,12 +113,7 @@ impl<T: ReadableTable<(&'static [u8], &'static [u8]), &'static [u8]>> Reader
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Record)>, StorageError> {
-        let mut out = Vec::with_capacity(limit.min(1024));
-        self.scan_each(partition, range, direction, limit, &mut |sort, record| {
-            out.push((sort.to_vec(), record.to_record()));
-            ControlFlow::Continue(())
-        })?;
-        Ok(out)
+        super::scan_by_each(self, partition, range, direction, limit)
     }
 
     fn scan_each(

@@ -421,6 +421,23 @@ pub struct BackupPoint {
 /// Plans a batch again from the state a failed batch met; see [`Backend::write_replanning`].
 pub type Replan = Box<dyn FnMut(&dyn Reader) -> Option<WriteBatch> + Send>;
 
+/// [`Reader::scan`] for a reader whose [`Reader::scan_each`] is its own: the entries it lends,
+/// copied out.
+pub(crate) fn scan_by_each(
+    reader: &(impl Reader + ?Sized),
+    partition: &[u8],
+    range: &SortRange,
+    direction: Direction,
+    limit: usize,
+) -> Result<Vec<(Vec<u8>, Record)>, StorageError> {
+    let mut out = Vec::with_capacity(limit.min(1024));
+    reader.scan_each(partition, range, direction, limit, &mut |sort, record| {
+        out.push((sort.to_vec(), record.to_record()));
+        ControlFlow::Continue(())
+    })?;
+    Ok(out)
+}
+
 /// Reads from one consistent view of a backend.
 pub trait Reader {
     /// The record under `key`.

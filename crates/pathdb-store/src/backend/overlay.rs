@@ -181,12 +181,7 @@ impl<R: Reader> Reader for Merged<'_, R> {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Record)>, StorageError> {
-        let mut out = Vec::new();
-        self.scan_each(partition, range, direction, limit, &mut |sort, record| {
-            out.push((sort.to_vec(), record.to_record()));
-            ControlFlow::Continue(())
-        })?;
-        Ok(out)
+        super::scan_by_each(self, partition, range, direction, limit)
     }
 
     fn scan_each(
