@@ -316,10 +316,7 @@ fn committer_loop(
             // Refused before redb sees it: applying it could eat into the room kept, or grow the
             // file past it and fail as a fault, with a reopen. `commit_group` checks again after
             // applying, for the group that used the room up.
-            (None, Some(_)) if let Err(e) = file.room() => group
-                .iter()
-                .map(|_| Err(WriteError::Storage(e.clone())))
-                .collect(),
+            (None, Some(_)) if let Err(e) = file.room() => all_failed(group.len(), &e),
             (None, Some(db)) => {
                 let mut refused = false;
                 let mut beside = None;
@@ -342,12 +339,7 @@ fn committer_loop(
                         if let Some(done) = running.take()
                             && let Err(e) = finish_checkpoint(file, &mut journal, done)
                         {
-                            beside = Some(
-                                group
-                                    .iter()
-                                    .map(|_| Err(WriteError::Storage(e.clone())))
-                                    .collect(),
-                            );
+                            beside = Some(all_failed(group.len(), &e));
                         }
                     }
                 }
@@ -385,10 +377,7 @@ fn committer_loop(
             (fault, _) => {
                 let e =
                     fault.unwrap_or_else(|| StorageError::msg("the database is being reopened"));
-                group
-                    .iter()
-                    .map(|_| Err(WriteError::Storage(e.clone())))
-                    .collect()
+                all_failed(group.len(), &e)
             }
         };
         // Through the `metrics` facade: free unless the application installs a recorder.
@@ -433,6 +422,13 @@ impl Running {
     fn is_done(&self) -> bool {
         self.thread.is_finished()
     }
+}
+
+/// The same failure for each of a group's `size` batches.
+fn all_failed(size: usize, e: &StorageError) -> Vec<Result<(), WriteError>> {
+    (0..size)
+        .map(|_| Err(WriteError::Storage(e.clone())))
+        .collect()
 }
 
 /// Whether a commit's record of `record` bytes goes to the journal: a large one (an import) is
@@ -570,11 +566,7 @@ fn commit_beside(
     refused: &mut bool,
 ) -> Option<Vec<Result<(), WriteError>>> {
     let size = group.len();
-    let fail_all = |e: StorageError| -> Vec<Result<(), WriteError>> {
-        (0..size)
-            .map(|_| Err(WriteError::Storage(e.clone())))
-            .collect()
-    };
+    let fail_all = |e: StorageError| all_failed(size, &e);
     let seq = journal.next();
     let mut rows = Beside {
         base: &running.base,
@@ -877,11 +869,7 @@ fn commit_group(
     refused: &mut bool,
 ) -> Vec<Result<(), WriteError>> {
     let size = group.len();
-    let fail_all = |e: StorageError| -> Vec<Result<(), WriteError>> {
-        (0..size)
-            .map(|_| Err(WriteError::Storage(e.clone())))
-            .collect()
-    };
+    let fail_all = |e: StorageError| all_failed(size, &e);
     let mut txn = match begin_write(db) {
         Ok(t) => t,
         Err(e) => return fail_all(e),
