@@ -5,7 +5,7 @@
 //! and nothing else. [`ROUNDS_ENV`] sets the number of rounds (default 20).
 
 use pathdb_keys::KeyPath;
-use pathdb_store::backend::FileOptions;
+use pathdb_store::backend::{FileBackend, FileOptions};
 use pathdb_store::{
     Condition, Item, Json, ListEntry, ListRequest, PutOptions, Store, StoreOptions, Transaction,
 };
@@ -356,6 +356,59 @@ fn a_closed_database_is_one_file() {
             Some(value(seq))
         );
     }
+}
+
+/// A commit too large for the journal (over 1 MiB: an import's batch) is a durable redb commit
+/// of its own. The journaled commits before it are in the overlay, not yet in redb: it is
+/// checked against them and lands after them, and the file then holds both.
+#[test]
+fn a_commit_too_large_for_the_journal_lands_after_the_journaled_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("big.redb");
+    let store = Store::open(&db, FileOptions::default(), options()).unwrap();
+    for seq in 0..5 {
+        store
+            .put(&single(2, seq), value(seq), PutOptions::default())
+            .unwrap();
+    }
+    store
+        .put(&single(2, 0), value(100), PutOptions::default())
+        .unwrap();
+    let pad = Json::parse(&format!(r#"{{"pad":"{}"}}"#, "x".repeat(300_000))).unwrap();
+    let mut tx = Transaction::new().put(
+        single(2, 0),
+        value(200),
+        PutOptions {
+            condition: Some(Condition::IfVersion(2)),
+            ..PutOptions::default()
+        },
+    );
+    for n in 0..4 {
+        tx = tx.put(single(3, n), pad.clone(), PutOptions::default());
+    }
+    store.transact(tx).unwrap();
+    let check = |store: &Store<FileBackend>| {
+        let first = store.get(&single(2, 0)).unwrap().unwrap();
+        assert_eq!((first.version, first.value), (3, value(200)));
+        for seq in 1..5 {
+            let item = store.get(&single(2, seq)).unwrap().unwrap();
+            assert_eq!(item.value, value(seq));
+        }
+        for n in 0..4 {
+            assert_eq!(store.get(&single(3, n)).unwrap().unwrap().value, pad);
+        }
+    };
+    check(&store);
+    store
+        .put(&single(2, 9), value(9), PutOptions::default())
+        .unwrap();
+    drop(store);
+    let read_only = Store::open_read_only(&db, FileOptions::default(), options()).unwrap();
+    check(&read_only);
+    assert_eq!(
+        read_only.get(&single(2, 9)).unwrap().map(|i| i.value),
+        Some(value(9))
+    );
 }
 
 /// The file and its journal copied while the store is open are what a crash leaves: a

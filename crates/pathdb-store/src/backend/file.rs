@@ -1,18 +1,21 @@
 //! The embedded backend: one redb file, with group commit.
 //!
 //! redb allows one write transaction at a time and a durable commit costs about two fsyncs, so
-//! concurrent writers hand their batches to one committer thread, which applies every batch
-//! waiting in the queue inside one write transaction and acknowledges them all after its single
-//! commit. Each batch's conditions are checked against the state that includes the batches
-//! before it in the same transaction, and a batch whose condition fails writes nothing, so
-//! grouping changes throughput, never outcomes.
+//! concurrent writers hand their batches to one committer thread, which checks and applies every
+//! batch waiting in the queue as one commit and acknowledges them all after it. Each batch's
+//! conditions are checked against the state that includes the batches before it in the same
+//! commit, and a batch whose condition fails writes nothing, so grouping changes throughput,
+//! never outcomes.
 //!
 //! A small commit is made durable by the commit journal ([`super::journal`]): one append and one
-//! `fdatasync` of the rows it changed, after which redb commits it without a flush. Large commits
-//! (imports), and a checkpoint when the journal has grown (or after a while, or when writes stop
-//! for a moment), are durable redb commits, which leave the journal empty. Opening the file
-//! replays the journal's commits that redb's last durable commit lacks; a clean close
-//! checkpoints and removes the journal, so a closed database is one file.
+//! `fdatasync` of the rows it changed. redb runs behind the journal: the rows go to an overlay
+//! that readers merge over their redb snapshot ([`super::overlay`]), and a checkpoint on a
+//! thread of its own puts them into redb in one durable commit when a journal file is full (or
+//! after a while, or when writes stop for a moment), while the committer goes on into the
+//! journal's other file. Large commits (imports) are durable redb commits of their own, after
+//! the overlay's rows. Opening the file replays the journal's commits that redb's last durable
+//! commit lacks; a clean close puts the overlay into redb and removes the journal, so a closed
+//! database is one file.
 //!
 //! Quick-repair is on for durable commits: each also saves the allocator state, so that opening
 //! the file after a crash does not walk the whole file (about 1 s per 0.5 GB without it). A
@@ -40,7 +43,7 @@ use super::file_format::{
 use super::file_read::{FileReader, TableReader, storage};
 use super::file_record::{decode_version, encode_record};
 use super::journal::{self, Change, Journal};
-use super::overlay::{Merged, Overlay, View};
+use super::overlay::{Merged, Overlay, Row, View};
 use super::reserved::Margin;
 use super::tap::CommitTap;
 use super::{
@@ -254,13 +257,14 @@ fn committer_loop(
     jobs: &mpsc::Receiver<Job>,
     options: &FileOptions,
 ) {
-    let durability = options.durability;
     let mut last_recovery = Instant::now();
     // A checkpoint running beside the committer, if one is.
     let mut running: Option<Running> = None;
+    // The commits journaled that redb does not hold yet; `None` until the handle is sound.
+    let mut behind: Option<Behind> = None;
     loop {
         let wait = if running.is_some() {
-            // Poll: the overlay goes into redb as soon as the checkpoint is done.
+            // Poll: the checkpoint's rows leave the overlay as soon as it is done.
             Some(CHECKPOINT_POLL)
         } else if file.fault().is_some() {
             Some(RECOVERY_INTERVAL)
@@ -282,14 +286,20 @@ fn committer_loop(
         };
         if running.as_ref().is_some_and(Running::is_done)
             && let Some(done) = running.take()
-            && let Err(e) = finish_checkpoint(file, &mut journal, done)
+            && let Err(e) = finish_checkpoint(file, &mut journal, done, &mut behind)
         {
-            file.set_fault(e);
-            file.recover(&mut journal);
-            last_recovery = Instant::now();
+            fail(
+                file,
+                &mut journal,
+                &mut running,
+                &mut behind,
+                &mut last_recovery,
+                e,
+            );
         }
         if file.fault().is_some() && (first.is_none() || last_recovery.elapsed() >= RECOVERY_GAP) {
             abandon(running.take());
+            behind = None;
             file.recover(&mut journal);
             last_recovery = Instant::now();
         }
@@ -300,7 +310,17 @@ fn committer_loop(
                 && journal.len() > 0
                 && let Some(db) = file.current()
             {
-                running = begin_checkpoint(file, db, &mut journal, &mut last_recovery);
+                match start_checkpoint(file, &db, &mut journal, &mut behind) {
+                    Ok(started) => running = started,
+                    Err(e) => fail(
+                        file,
+                        &mut journal,
+                        &mut running,
+                        &mut behind,
+                        &mut last_recovery,
+                        e,
+                    ),
+                }
             }
             continue;
         };
@@ -313,42 +333,21 @@ fn committer_loop(
         }
         let started = Instant::now();
         let results = match (file.fault(), file.current()) {
-            // Refused before redb sees it: applying it could eat into the room kept, or grow the
-            // file past it and fail as a fault, with a reopen. `commit_group` checks again after
-            // applying, for the group that used the room up.
+            // Refused before anything is journaled: its rows could eat into the room kept for
+            // the checkpoint that puts them into redb.
             (None, Some(_)) if let Err(e) = file.room() => all_failed(group.len(), &e),
             (None, Some(db)) => {
                 let mut refused = false;
-                let mut beside = None;
-                if let Some(checkpoint) = &running {
-                    // The overlay holds at most a full journal file of commits: what the room
-                    // kept past the file allows for when they go into redb.
-                    if journal.len() < options.checkpoint_bytes() {
-                        beside = commit_beside(
-                            file,
-                            checkpoint,
-                            &mut journal,
-                            &mut group,
-                            durability,
-                            &mut refused,
-                        );
-                    }
-                    if beside.is_none() {
-                        // Too large for the journal, or the overlay is full: it waits for the
-                        // checkpoint, and commits as usual.
-                        if let Some(done) = running.take()
-                            && let Err(e) = finish_checkpoint(file, &mut journal, done)
-                        {
-                            beside = Some(all_failed(group.len(), &e));
-                        }
-                    }
-                }
-                let results = match beside {
-                    Some(results) => results,
-                    None => {
-                        commit_group(file, &db, &mut journal, &mut group, options, &mut refused)
-                    }
-                };
+                let results = commit(
+                    file,
+                    &db,
+                    &mut journal,
+                    &mut group,
+                    options,
+                    &mut running,
+                    &mut behind,
+                    &mut refused,
+                );
                 // Before any writer is answered: a reader opened after an acknowledgement
                 // must see the write.
                 file.invalidate_snapshot();
@@ -360,17 +359,33 @@ fn committer_loop(
                     })
                     .filter(|_| !refused);
                 if let Some(e) = failed {
-                    // redb refuses every later transaction on this handle: reopen it.
-                    file.set_fault(e);
                     drop(db);
-                    abandon(running.take());
-                    file.recover(&mut journal);
-                    last_recovery = Instant::now();
+                    fail(
+                        file,
+                        &mut journal,
+                        &mut running,
+                        &mut behind,
+                        &mut last_recovery,
+                        e,
+                    );
                 } else if running.is_none()
                     && (journal.len() >= options.checkpoint_bytes()
                         || journal.age() >= CHECKPOINT_EVERY)
                 {
-                    running = begin_checkpoint(file, db, &mut journal, &mut last_recovery);
+                    match start_checkpoint(file, &db, &mut journal, &mut behind) {
+                        Ok(started) => running = started,
+                        Err(e) => {
+                            drop(db);
+                            fail(
+                                file,
+                                &mut journal,
+                                &mut running,
+                                &mut behind,
+                                &mut last_recovery,
+                                e,
+                            );
+                        }
+                    }
                 }
                 results
             }
@@ -394,25 +409,129 @@ fn committer_loop(
         }
     }
     if let Some(done) = running.take()
-        && let Err(e) = finish_checkpoint(file, &mut journal, done)
+        && let Err(e) = finish_checkpoint(file, &mut journal, done, &mut behind)
     {
         file.set_fault(e);
     }
     // Leave the file closed cleanly if space came back, so that read-only opens accept it.
     if file.fault().is_some() {
+        behind = None;
         file.recover(&mut journal);
     }
-    close(file, journal);
+    close(file, journal, behind.as_ref());
 }
 
-/// A checkpoint running on a thread of its own (a durable redb commit of what the journal's
-/// other file holds), and the commits made beside it ([`super::overlay`]).
+/// Reopens the file after a failure: its replay puts every journaled commit into redb, so
+/// the overlay starts over.
+fn fail(
+    file: &Writable,
+    journal: &mut Journal,
+    running: &mut Option<Running>,
+    behind: &mut Option<Behind>,
+    last_recovery: &mut Instant,
+    e: StorageError,
+) {
+    file.set_fault(e);
+    abandon(running.take());
+    behind.take();
+    file.recover(journal);
+    *last_recovery = Instant::now();
+}
+
+/// Commits a group: through the journal into the overlay ([`commit_beside`]), or, for a group
+/// too large for the journal, durably into redb itself ([`commit_direct`]).
+#[allow(clippy::too_many_arguments)]
+fn commit(
+    file: &Writable,
+    db: &Arc<redb::Database>,
+    journal: &mut Journal,
+    group: &mut [Job],
+    options: &FileOptions,
+    running: &mut Option<Running>,
+    behind: &mut Option<Behind>,
+    refused: &mut bool,
+) -> Vec<Result<(), WriteError>> {
+    let size = group.len();
+    let fail_all = |e: StorageError| all_failed(size, &e);
+    if journal.len() >= options.checkpoint_bytes() {
+        // The journal's file is full, and so the overlay: the checkpoint of the other file must
+        // be done before this one's can begin.
+        if let Some(done) = running.take()
+            && let Err(e) = finish_checkpoint(file, journal, done, behind)
+        {
+            return fail_all(e);
+        }
+        match start_checkpoint(file, db, journal, behind) {
+            Ok(started) => *running = started,
+            Err(e) => return fail_all(e),
+        }
+    }
+    let current = match behind {
+        Some(current) => current,
+        None => match Behind::new(file, db, journal) {
+            Ok(fresh) => behind.insert(fresh),
+            Err(e) => return fail_all(e),
+        },
+    };
+    if let Some(results) = commit_beside(file, current, journal, group, options.durability, refused)
+    {
+        return results;
+    }
+    // Too large for the journal: into redb, after the overlay's rows.
+    if let Some(done) = running.take()
+        && let Err(e) = finish_checkpoint(file, journal, done, behind)
+    {
+        return fail_all(e);
+    }
+    let Some(current) = behind.as_ref() else {
+        return fail_all(StorageError::msg("the database is being reopened"));
+    };
+    let (results, committed) = commit_direct(file, db, journal, group, current, refused);
+    if committed {
+        // redb holds the overlay's rows now: start a new one.
+        *behind = None;
+    }
+    results
+}
+
+/// The commits journaled and answered that redb does not hold yet: an overlay over a snapshot
+/// of redb, which new commits are checked against, and which a checkpoint puts into redb.
+struct Behind {
+    overlay: Arc<Overlay>,
+    /// redb as of commit `holds`.
+    base: FileReader,
+    holds: u64,
+}
+
+impl Behind {
+    /// An empty overlay over redb as it is, which then holds every journaled commit; readers
+    /// pair their snapshots with it from now on.
+    fn new(
+        file: &Writable,
+        db: &redb::Database,
+        journal: &mut Journal,
+    ) -> Result<Behind, StorageError> {
+        if !journal.can_rotate() {
+            // A replay left commits in both files: one durable commit frees both, so that
+            // checkpoints can turn the journal from file to file again.
+            checkpoint(db, journal)?;
+        }
+        let holds = journal.last();
+        let (base, _) = snapshot(db, None)?;
+        let overlay = Arc::new(Overlay::default());
+        file.update_latest(|slot| *slot = Some((Arc::clone(&overlay), holds)));
+        Ok(Behind {
+            overlay,
+            base,
+            holds,
+        })
+    }
+}
+
+/// A checkpoint running on a thread of its own: the overlay's rows of the journal's other file,
+/// put into redb in one durable commit.
 struct Running {
     thread: JoinHandle<Result<(), StorageError>>,
-    overlay: Arc<Overlay>,
-    /// The snapshot the checkpoint began from: the commits beside it are checked against it,
-    /// with the overlay merged over it.
-    base: FileReader,
     /// The last commit the checkpoint holds.
     covers: u64,
     started: Instant,
@@ -437,109 +556,105 @@ fn fits_journal(record: usize, durability: Durability) -> bool {
     durability == Durability::Relaxed || record <= JOURNAL_RECORD_MAX
 }
 
-/// Starts a checkpoint: beside the committer, when the journal's other file holds nothing redb
-/// lacks durably (`Some`), else here, as the committer's own durable commit (`None`).
+/// Starts a checkpoint beside the committer: appends turn to the journal's other file, and a
+/// thread puts the overlay's rows of the file left into redb, durably. `None`: nothing to put.
 fn start_checkpoint(
     file: &Writable,
     db: &Arc<redb::Database>,
     journal: &mut Journal,
+    behind: &mut Option<Behind>,
 ) -> Result<Option<Running>, StorageError> {
-    if !journal.can_rotate() {
-        // A replay left commits in both files: one durable commit frees both.
-        checkpoint(db, journal)?;
+    let current = match behind {
+        Some(current) => current,
+        None => behind.insert(Behind::new(file, db, journal)?),
+    };
+    if journal.len() == 0 || !journal.can_rotate() {
         return Ok(None);
     }
     // The tap must hold every commit durably before the journal can let them go.
     journal.sync_tap();
-    let (base, _) = snapshot(db.as_ref(), None)?;
     let covers = journal.rotate();
-    let overlay = Arc::new(Overlay::default());
-    file.update_latest(|slot| *slot = Some((Arc::clone(&overlay), covers)));
+    let (overlay, layer) = current.overlay.rotated();
+    current.overlay = Arc::new(overlay);
+    let overlay = Arc::clone(&current.overlay);
+    file.update_latest(|slot| {
+        let published = slot.as_ref().map_or(covers, |(_, published)| *published);
+        *slot = Some((overlay, published));
+    });
     let db = Arc::clone(db);
     let thread = std::thread::Builder::new()
         .name("pathdb-checkpoint".into())
         .spawn(move || {
+            let rows = layer.rows();
             let mut txn = begin_write(&db)?;
+            {
+                let mut table = txn
+                    .open_table(DATA)
+                    .map_err(|e| storage("open data table")(e.into()))?;
+                put_rows(&mut table, rows)?;
+            }
             number(&mut txn, covers, redb::Durability::Immediate)?;
             txn.set_quick_repair(true);
             txn.commit().map_err(|e| storage("checkpoint")(e.into()))
         })
-        .map_err(|e| StorageError::new("cannot start a checkpoint thread", e));
-    match thread {
-        Ok(thread) => Ok(Some(Running {
-            thread,
-            overlay,
-            base,
-            covers,
-            started: Instant::now(),
-        })),
-        Err(e) => {
-            file.update_latest(|slot| *slot = None);
-            Err(e)
-        }
-    }
+        .map_err(|e| StorageError::new("cannot start a checkpoint thread", e))?;
+    Ok(Some(Running {
+        thread,
+        covers,
+        started: Instant::now(),
+    }))
 }
 
-/// [`start_checkpoint`], where a failure is a fault like a failed commit's: the file is reopened
-/// (the writers before were answered by the journal, which the reopen replays).
-fn begin_checkpoint(
-    file: &Writable,
-    db: Arc<redb::Database>,
-    journal: &mut Journal,
-    last_recovery: &mut Instant,
-) -> Option<Running> {
-    match start_checkpoint(file, &db, journal) {
-        Ok(started) => started,
-        Err(e) => {
-            file.set_fault(e);
-            drop(db);
-            file.recover(journal);
-            *last_recovery = Instant::now();
-            None
+/// Writes rows of the overlay into redb's data table.
+fn put_rows(
+    table: &mut redb::Table<'_, (&'static [u8], &'static [u8]), &'static [u8]>,
+    rows: Vec<Row>,
+) -> Result<(), StorageError> {
+    for ((partition, sort), value) in rows {
+        match value {
+            Some(value) => table.set(&partition, &sort, &value)?,
+            None => Rows::remove(table, &partition, &sort)?,
         }
     }
+    Ok(())
 }
 
-/// Waits for a running checkpoint and writes the commits made beside it into redb, in one
-/// commit (non-durable: the journal holds them); then readers read redb alone again.
+/// Waits for a running checkpoint; then the overlay drops the layer it put into redb (readers
+/// with an older snapshot keep the overlay they hold).
 fn finish_checkpoint(
     file: &Writable,
     journal: &mut Journal,
     running: Running,
+    behind: &mut Option<Behind>,
 ) -> Result<(), StorageError> {
     let Running {
         thread,
-        overlay,
-        base,
         covers,
         started,
     } = running;
-    drop(base);
     thread
         .join()
         .unwrap_or_else(|_| Err(StorageError::msg("the checkpoint thread panicked")))?;
     metrics::histogram!("pathdb_checkpoint_seconds").record(started.elapsed());
     journal.checkpointed(covers);
-    if !overlay.is_empty() {
-        let db = file
-            .current()
-            .ok_or_else(|| StorageError::msg("the database is being reopened"))?;
-        let mut txn = begin_write(&db)?;
-        {
-            let mut table = txn
-                .open_table(DATA)
-                .map_err(|e| storage("open data table")(e.into()))?;
-            for ((partition, sort), value) in overlay.newest() {
-                match value {
-                    Some(value) => table.set(&partition, &sort, &value)?,
-                    None => Rows::remove(&mut table, &partition, &sort)?,
-                }
-            }
-        }
-        number(&mut txn, journal.last(), redb::Durability::None)?;
-        txn.commit().map_err(|e| storage("commit")(e.into()))?;
-    }
-    file.update_latest(|slot| *slot = None);
+    let db = file
+        .current()
+        .ok_or_else(|| StorageError::msg("the database is being reopened"))?;
+    let Some(current) = behind.as_mut() else {
+        return Ok(());
+    };
+    // A snapshot taken now holds every commit up to `covers`.
+    let (base, _) = snapshot(db.as_ref(), None)?;
+    let overlay = Arc::new(current.overlay.settled());
+    file.update_latest(|slot| {
+        let published = slot.as_ref().map_or(covers, |(_, published)| *published);
+        *slot = Some((Arc::clone(&overlay), published));
+    });
+    *current = Behind {
+        overlay,
+        base,
+        holds: covers,
+    };
     Ok(())
 }
 
@@ -548,18 +663,17 @@ fn finish_checkpoint(
 /// still need it to see the commits it holds (the reopen drops it with the handle).
 fn abandon(running: Option<Running>) {
     if let Some(running) = running {
-        drop(running.base);
         let _ = running.thread.join();
     }
 }
 
-/// Commits a group while a checkpoint holds redb: applied to the overlay over the checkpoint's
-/// snapshot, made durable by the journal alone, and published to readers before its writers
-/// are answered. `None`: the group is too large for the journal and must wait for the
-/// checkpoint (nothing of it was kept).
+/// Commits a group through the journal alone: checked against the overlay over redb's
+/// snapshot, applied to the overlay, made durable by the journal, and published to readers
+/// before its writers are answered. `None`: the group is too large for the journal (nothing of
+/// it was kept).
 fn commit_beside(
     file: &Writable,
-    running: &Running,
+    behind: &Behind,
     journal: &mut Journal,
     group: &mut [Job],
     durability: Durability,
@@ -569,10 +683,10 @@ fn commit_beside(
     let fail_all = |e: StorageError| all_failed(size, &e);
     let seq = journal.next();
     let mut rows = Beside {
-        base: &running.base,
+        base: &behind.base,
         view: View {
-            overlay: Arc::clone(&running.overlay),
-            after: running.covers,
+            overlay: Arc::clone(&behind.overlay),
+            after: behind.holds,
             upto: u64::MAX,
         },
         seq,
@@ -581,7 +695,7 @@ fn commit_beside(
     let results = match apply_group(&mut rows, group, journal) {
         Ok(results) => results,
         Err(e) => {
-            running.overlay.retract(seq);
+            behind.overlay.retract(seq);
             return Some(fail_all(e));
         }
     };
@@ -589,16 +703,16 @@ fn commit_beside(
         return Some(results);
     }
     if !fits_journal(journal.record_len(), durability) {
-        running.overlay.retract(seq);
+        behind.overlay.retract(seq);
         return None;
     }
     if let Err(e) = file.room() {
-        running.overlay.retract(seq);
+        behind.overlay.retract(seq);
         *refused = true;
         return Some(fail_all(e));
     }
     if let Err(e) = journal.append(durability == Durability::Immediate) {
-        running.overlay.retract(seq);
+        behind.overlay.retract(seq);
         return Some(fail_all(StorageError::io("write the journal", &e)));
     }
     file.publish(seq);
@@ -606,13 +720,76 @@ fn commit_beside(
     Some(results)
 }
 
+/// Commits a group too large for the journal (an import) durably in redb itself, after the
+/// overlay's rows, in the same transaction: no checkpoint may be running. Also whether it
+/// committed (and so redb holds the overlay's rows).
+fn commit_direct(
+    file: &Writable,
+    db: &redb::Database,
+    journal: &mut Journal,
+    group: &mut [Job],
+    behind: &Behind,
+    refused: &mut bool,
+) -> (Vec<Result<(), WriteError>>, bool) {
+    let size = group.len();
+    let fail_all = |e: StorageError| (all_failed(size, &e), false);
+    let txn = match begin_write(db) {
+        Ok(t) => t,
+        Err(e) => return fail_all(e),
+    };
+    journal.begin();
+    let results = {
+        let mut table = match txn.open_table(DATA) {
+            Ok(t) => t,
+            Err(e) => return fail_all(storage("open data table")(e.into())),
+        };
+        if let Err(e) = put_rows(&mut table, behind.overlay.newest()) {
+            return fail_all(e);
+        }
+        match apply_group(&mut table, group, journal) {
+            Ok(results) => results,
+            // A half-applied batch cannot be undone inside the transaction: abort all.
+            Err(e) => return fail_all(e),
+        }
+    };
+    if journal.record_is_empty() {
+        // Every batch's condition failed: nothing to commit.
+        return (results, false);
+    }
+    if let Err(e) = file.room() {
+        *refused = true;
+        return fail_all(e);
+    }
+    journal.skip();
+    let committed = commit_durably(txn, journal);
+    journal.settle(committed.is_ok());
+    match committed {
+        Ok(()) => (results, true),
+        Err(e) => fail_all(e),
+    }
+}
+
 /// Checkpoints and removes the journal, so that the closed database is its one file. If the
 /// checkpoint fails the journal stays, and the next read-write open replays it.
-fn close(file: &Writable, mut journal: Journal) {
+fn close(file: &Writable, mut journal: Journal, behind: Option<&Behind>) {
     let Some(db) = file.current() else { return };
-    if journal.len() > 0
-        && let Err(e) = checkpoint(&db, &mut journal)
-    {
+    let flushed = begin_write(&db).and_then(|txn| {
+        if let Some(behind) = behind {
+            let mut table = txn
+                .open_table(DATA)
+                .map_err(|e| storage("open data table")(e.into()))?;
+            put_rows(&mut table, behind.overlay.newest())?;
+            drop(table);
+        }
+        if journal.len() > 0
+            || !journal.can_rotate()
+            || behind.is_some_and(|b| !b.overlay.is_empty())
+        {
+            commit_durably(txn, &mut journal)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = flushed {
         tracing::warn!(error = %e, "closing: the journal stays for the next open to replay");
         return;
     }
@@ -797,8 +974,8 @@ impl Writable {
     }
 }
 
-/// A read transaction on the data table, with `overlay` (the commits a running checkpoint
-/// keeps out of redb, up to the last published) merged over it where the snapshot lacks them.
+/// A read transaction on the data table, with `overlay` (the commits redb does not hold yet,
+/// up to the last published) merged over it where the snapshot lacks them.
 /// Also the number of the last commit the reader sees, where it was read (with an overlay, or
 /// for `backup`).
 fn snapshot(
@@ -858,85 +1035,8 @@ fn probe(db: &redb::Database, journal: &mut Journal) -> Result<(), StorageError>
     commit_durably(txn, journal)
 }
 
-/// Applies every batch whose conditions hold in one transaction, and commits it through the
-/// journal or, for a large one or a checkpoint, durably; returns one result per batch.
-fn commit_group(
-    file: &Writable,
-    db: &redb::Database,
-    journal: &mut Journal,
-    group: &mut [Job],
-    options: &FileOptions,
-    refused: &mut bool,
-) -> Vec<Result<(), WriteError>> {
-    let size = group.len();
-    let fail_all = |e: StorageError| all_failed(size, &e);
-    let mut txn = match begin_write(db) {
-        Ok(t) => t,
-        Err(e) => return fail_all(e),
-    };
-    journal.begin();
-    let results = {
-        let mut table = match txn.open_table(DATA) {
-            Ok(t) => t,
-            Err(e) => return fail_all(storage("open data table")(e.into())),
-        };
-        match apply_group(&mut table, group, journal) {
-            Ok(results) => results,
-            // A half-applied batch cannot be undone inside the transaction: abort all.
-            Err(e) => return fail_all(e),
-        }
-    };
-    if journal.record_is_empty() {
-        // Every batch's condition failed: nothing to commit.
-        return results;
-    }
-    if let Err(e) = file.room() {
-        // The group grew the file into the room kept for checkpoints: refuse it before
-        // anything is committed. The handle is sound; nothing to recover.
-        *refused = true;
-        return fail_all(e);
-    }
-    let record = journal.record_len();
-    let durability = options.durability;
-    let room = journal.len() + record as u64 <= options.checkpoint_bytes()
-        && journal.age() < CHECKPOINT_EVERY;
-    // A journal past its size or age is checkpointed beside the committer after this commit
-    // (see `committer_loop`) when it can be; otherwise this commit is the checkpoint.
-    let journaled = fits_journal(record, durability) && (room || journal.can_rotate());
-    if !journaled {
-        journal.skip();
-        let committed = commit_durably(txn, journal);
-        journal.settle(committed.is_ok());
-        return match committed {
-            Ok(()) => results,
-            Err(e) => fail_all(e),
-        };
-    }
-    if let Err(e) = number(&mut txn, journal.next(), redb::Durability::None) {
-        return fail_all(e);
-    }
-    // The journal first: readers see the commit only once it is durable.
-    if let Err(e) = journal.append(durability == Durability::Immediate) {
-        drop(txn);
-        // The commits before this one are in redb's memory and the journal; put them in the
-        // file, so that the reopen this failure sets off has nothing to replay.
-        let _ = checkpoint(db, journal);
-        return fail_all(StorageError::io("write the journal", &e));
-    }
-    match txn.commit() {
-        Ok(()) => {
-            journal.tap_commit();
-            results
-        }
-        Err(e) => {
-            journal.retract();
-            fail_all(storage("commit")(e.into()))
-        }
-    }
-}
-
-/// Where a group's batches are applied: redb's write transaction, or, while a checkpoint holds
-/// it, the overlay over the snapshot the checkpoint began from ([`Beside`]).
+/// Where a group's batches are applied: the overlay over a snapshot of redb ([`Beside`]), or,
+/// for a group too large for the journal, redb's write transaction.
 trait Rows {
     /// The version of the record under `key`, if any.
     fn version(&self, key: &super::Key) -> Result<Option<u64>, StorageError>;
@@ -987,8 +1087,8 @@ impl Rows for redb::Table<'_, (&'static [u8], &'static [u8]), &'static [u8]> {
     }
 }
 
-/// The rows of commit `seq`, made while a checkpoint holds redb: read through the overlay over
-/// the checkpoint's snapshot, written to the overlay.
+/// The rows of commit `seq`: read through the overlay over a snapshot of redb, written to the
+/// overlay.
 struct Beside<'a> {
     base: &'a FileReader,
     view: View,
@@ -1006,7 +1106,18 @@ impl Beside<'_> {
 
 impl Rows for Beside<'_> {
     fn version(&self, key: &super::Key) -> Result<Option<u64>, StorageError> {
-        Ok(self.reader().get(key)?.map(|r| r.version))
+        // The version alone, from the record's head: no copy of the value.
+        match self.view.get(&key.partition, &key.sort) {
+            Some(Some(bytes)) => decode_version(&bytes).map(Some),
+            Some(None) => Ok(None),
+            None => self
+                .base
+                .table
+                .get((key.partition.as_slice(), key.sort.as_slice()))
+                .map_err(|e| storage("read")(e.into()))?
+                .map(|g| decode_version(g.value()))
+                .transpose(),
+        }
     }
 
     fn log_end(&self, partition: &[u8], first: &[u8], last: &[u8]) -> Result<u64, StorageError> {
@@ -1134,7 +1245,7 @@ impl Backend for FileBackend {
     }
 
     /// A snapshot and the number of its last commit, read in the same transaction (with the
-    /// commits a running checkpoint keeps out of redb merged in, up to the last answered).
+    /// commits redb does not hold yet merged in, up to the last answered).
     fn backup_reader(&self) -> Result<(FileReader, BackupPoint), StorageError> {
         fn read(
             db: &impl ReadableDatabase,

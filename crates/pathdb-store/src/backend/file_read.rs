@@ -32,8 +32,8 @@ pub(super) type ValueGuard<'a> = redb::AccessGuard<'a, &'static [u8]>;
 #[derive(Clone)]
 pub struct FileReader {
     pub(super) table: Arc<DataTable>,
-    /// The commits a checkpoint running beside the committer keeps out of redb for now, which
-    /// this snapshot lacks ([`super::overlay`]).
+    /// The commits journaled but not yet in redb that this snapshot lacks
+    /// ([`super::overlay`]).
     pub(super) overlay: Option<View>,
 }
 

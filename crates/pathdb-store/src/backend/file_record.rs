@@ -1,5 +1,5 @@
-//! A record's bytes in the embedded backend's table (and its journal, and the overlay of a
-//! running checkpoint): a fixed header, then the value.
+//! A record's bytes in the embedded backend's table (and its journal, and the overlay of the
+//! commits redb does not hold yet): a fixed header, then the value.
 
 use super::{Record, RecordView};
 use crate::model::error::StorageError;

@@ -353,22 +353,6 @@ impl Journal {
         }
     }
 
-    /// Takes back the last record, appended but whose redb commit failed.
-    pub(super) fn retract(&mut self) {
-        let len = self.record.len() as u64;
-        let side = &mut self.sides[self.active];
-        if side.end >= FILE_HEADER + len && self.last > 0 && side.newest == self.last {
-            side.end -= len;
-            self.last -= 1;
-            side.newest = if side.end == FILE_HEADER {
-                0
-            } else {
-                self.last
-            };
-            side.cut(side.end);
-        }
-    }
-
     /// Removes the journal's files after a checkpoint that left them empty (a clean close): a
     /// closed database is its one file again.
     pub(super) fn remove(self) -> io::Result<()> {

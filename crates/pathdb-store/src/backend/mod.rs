@@ -3,7 +3,7 @@
 //! semantics, page tokens, TTL, limits) lives above it in [`crate::store::Store`], written once:
 //! a backend never knows items, paths or JSON. `mod.rs` holds the traits; `memory.rs` the
 //! reference backend; `file.rs`, `file_format.rs`, `file_read.rs`, `file_record.rs`,
-//! `journal.rs` and `overlay.rs` (the commits made while a checkpoint runs) the embedded one.
+//! `journal.rs` and `overlay.rs` (the commits redb does not hold yet) the embedded one.
 //!
 //! The shape is what both an embedded B-tree and DynamoDB offer without faking: a key is a
 //! partition key plus a sort key (DynamoDB's PK/SK; one redb tuple key), range scans stay inside

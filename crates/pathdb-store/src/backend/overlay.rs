@@ -1,13 +1,15 @@
-//! The commits made while redb checkpoints: rows journaled and acknowledged, not in redb yet.
+//! The commits journaled and answered that redb does not hold yet.
 //!
-//! A checkpoint (a durable redb commit of every page dirtied since the last one) holds redb's
-//! only write transaction for as long as the pages take to reach the disk: 20-30 ms under load
-//! on this project's machine, and every write queued behind it used to wait that long (the
-//! tail of a put, docs/benchmarks.md). So the committer runs the checkpoint on a thread of its
-//! own and goes on committing through the journal alone: each such commit's rows go here,
-//! numbered by their journal commit, and readers merge them over their redb snapshot. When the
-//! checkpoint is done the committer writes the rows into redb in one commit and the overlay is
-//! dropped.
+//! redb stays behind the journal: a commit is checked against a snapshot of redb with this
+//! overlay merged over it, its rows go here (numbered by their journal commit) and into the
+//! journal, whose `fdatasync` makes it durable, and readers merge the rows over their redb
+//! snapshot. Nothing goes into redb per commit. A redb commit costs its pages, checksums and
+//! freed-page lists whether it holds one put or a hundred, and a durable one (a checkpoint)
+//! held redb's only write transaction for 20-30 ms, which every write queued behind it used to
+//! wait (the tail of a put, docs/benchmarks.md). Instead, when a journal file is full, a
+//! checkpoint on a thread of its own puts the overlay's rows of that file into redb in one
+//! durable commit, while the committer goes on into the other file; once it is done the
+//! committer starts an overlay of the commits made meanwhile, and drops the rest.
 //!
 //! A reader pairs the overlay with its snapshot by commit number: it takes the rows numbered
 //! after the last commit its snapshot holds (`META`'s `journal`, read in the snapshot's own
@@ -26,18 +28,121 @@ use std::sync::{Arc, PoisonError, RwLock};
 type Value = Option<Arc<[u8]>>;
 /// A row of the data table: partition and sort key.
 type RowKey = (Vec<u8>, Vec<u8>);
+/// A row and its newest value, as redb takes it.
+pub(super) type Row = (RowKey, Value);
 /// Every value commits gave a row, oldest first, each with its commit's number.
 type Versions = Vec<(u64, Value)>;
 
-/// Rows committed since the checkpoint began, each with every value a commit gave it.
+/// The rows redb lacks: the commits since the last checkpoint began (`newer`), and, while one
+/// runs, those it puts into redb (`older`). A checkpoint's layer is not written to once it
+/// begins, so the checkpoint reads it without holding up the commits going into the newer one,
+/// and once it is done the overlay drops the layer whole, without copying what is left.
+/// Readers that paired an older snapshot with the two layers keep both.
 #[derive(Default)]
 pub(super) struct Overlay {
-    rows: RwLock<BTreeMap<RowKey, Versions>>,
+    newer: Arc<Layer>,
+    older: Option<Arc<Layer>>,
 }
 
 impl Overlay {
     /// Commit `seq` (the newest, or the same as the newest) set the row to `value`.
     pub(super) fn set(&self, seq: u64, partition: &[u8], sort: &[u8], value: Value) {
+        self.newer.set(seq, partition, sort, value);
+    }
+
+    /// Takes back every row commit `seq` set: it was not journaled, and nobody saw it.
+    pub(super) fn retract(&self, seq: u64) {
+        self.newer.retract(seq);
+    }
+
+    /// The overlay as a checkpoint of its commits so far begins: those in a layer of their own,
+    /// which the checkpoint reads, and a new one for the commits after them.
+    pub(super) fn rotated(&self) -> (Overlay, Arc<Layer>) {
+        debug_assert!(self.older.is_none(), "one checkpoint at a time");
+        let overlay = Overlay {
+            newer: Arc::default(),
+            older: Some(Arc::clone(&self.newer)),
+        };
+        (overlay, Arc::clone(&self.newer))
+    }
+
+    /// The overlay once the checkpoint is done: redb holds the older layer's rows.
+    pub(super) fn settled(&self) -> Overlay {
+        Overlay {
+            newer: Arc::clone(&self.newer),
+            older: None,
+        }
+    }
+
+    /// The newest value of every row, in key order: what redb takes to hold every commit here.
+    pub(super) fn newest(&self) -> Vec<Row> {
+        let newer = self.newer.newest();
+        match &self.older {
+            None => newer,
+            Some(older) => merge(newer, older.newest(), Direction::Forward, usize::MAX),
+        }
+    }
+
+    /// Whether no commit set a row.
+    pub(super) fn is_empty(&self) -> bool {
+        self.newer.is_empty() && self.older.as_ref().is_none_or(|l| l.is_empty())
+    }
+}
+
+impl Layer {
+    /// The rows of a checkpoint's layer, for redb: the newest value of each, in key order.
+    pub(super) fn rows(&self) -> Vec<Row> {
+        self.newest()
+    }
+}
+
+/// Two layers' rows in `direction`'s order, the newer layer's value where both have a row, up to
+/// the `limit`-th that holds a record.
+fn merge<K: Ord>(
+    newer: Vec<(K, Value)>,
+    older: Vec<(K, Value)>,
+    direction: Direction,
+    limit: usize,
+) -> Vec<(K, Value)> {
+    let mut out = Vec::with_capacity(newer.len() + older.len());
+    let mut newer = newer.into_iter().peekable();
+    let mut older = older.into_iter().peekable();
+    let mut records = 0;
+    while records < limit {
+        let take_newer = match (newer.peek(), older.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some((a, _)), Some((b, _))) => match direction {
+                Direction::Forward => a <= b,
+                Direction::Reverse => a >= b,
+            },
+        };
+        let row = if take_newer {
+            let Some(row) = newer.next() else { break };
+            if older.peek().is_some_and(|(k, _)| *k == row.0) {
+                older.next();
+            }
+            row
+        } else {
+            let Some(row) = older.next() else { break };
+            row
+        };
+        records += usize::from(row.1.is_some());
+        out.push(row);
+    }
+    out
+}
+
+/// Rows of commits, each with every value a commit gave it.
+#[derive(Default)]
+pub(super) struct Layer {
+    rows: RwLock<BTreeMap<RowKey, Versions>>,
+}
+
+impl Layer {
+    /// Commit `seq` (the newest, or the same as the newest) set the row to `value`.
+    fn set(&self, seq: u64, partition: &[u8], sort: &[u8], value: Value) {
         let mut rows = self.rows.write().unwrap_or_else(PoisonError::into_inner);
         let versions = rows.entry((partition.to_vec(), sort.to_vec())).or_default();
         match versions.last_mut() {
@@ -48,7 +153,7 @@ impl Overlay {
     }
 
     /// Takes back every row commit `seq` set: it was not journaled, and nobody saw it.
-    pub(super) fn retract(&self, seq: u64) {
+    fn retract(&self, seq: u64) {
         let mut rows = self.rows.write().unwrap_or_else(PoisonError::into_inner);
         rows.retain(|_, versions| {
             versions.retain(|(s, _)| *s < seq);
@@ -56,9 +161,8 @@ impl Overlay {
         });
     }
 
-    /// The newest value of every row, in key order: what redb must take once the checkpoint is
-    /// done.
-    pub(super) fn newest(&self) -> Vec<(RowKey, Value)> {
+    /// The newest value of every row, in key order.
+    fn newest(&self) -> Vec<Row> {
         let rows = self.rows.read().unwrap_or_else(PoisonError::into_inner);
         rows.iter()
             .filter_map(|(key, versions)| versions.last().map(|(_, v)| (key.clone(), v.clone())))
@@ -66,7 +170,7 @@ impl Overlay {
     }
 
     /// Whether no commit set a row.
-    pub(super) fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.rows
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -96,65 +200,149 @@ impl View {
 
     /// `Some(value)` where the view decides the row (`Some(None)`: removed), `None` where the
     /// snapshot does.
-    fn get(&self, partition: &[u8], sort: &[u8]) -> Option<Value> {
-        let rows = self
-            .overlay
-            .rows
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        rows.get(&(partition.to_vec(), sort.to_vec()))
-            .and_then(|versions| self.pick(versions))
+    pub(super) fn get(&self, partition: &[u8], sort: &[u8]) -> Option<Value> {
+        let key = (partition.to_vec(), sort.to_vec());
+        let in_layer = |layer: &Layer| {
+            let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
+            rows.get(&key).and_then(|versions| self.pick(versions))
+        };
+        in_layer(&self.overlay.newer).or_else(|| self.overlay.older.as_deref().and_then(in_layer))
     }
 
-    /// The rows the view decides in `partition` within `range`, in `direction`.
+    /// The rows the view decides in `partition` within `range`, in `direction`, up to the
+    /// `limit`-th that holds a record (the rows a merged scan of `limit` can reach: each of
+    /// them comes out before any later row). Reads only the rows in the range, so that the
+    /// newest entry of a log the overlay holds thousands of is one step away.
     fn range(
         &self,
         partition: &[u8],
         range: &SortRange,
         direction: Direction,
+        limit: usize,
     ) -> Vec<(Vec<u8>, Value)> {
-        let rows = self
-            .overlay
-            .rows
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let from = (partition.to_vec(), Vec::new());
-        let mut out: Vec<(Vec<u8>, Value)> = rows
-            .range(from..)
-            .take_while(|((p, _), _)| p.as_slice() == partition)
-            .filter(|((_, s), _)| range.contains(s))
-            .filter_map(|((_, s), versions)| self.pick(versions).map(|v| (s.clone(), v)))
-            .collect();
-        if direction == Direction::Reverse {
-            out.reverse();
+        let newer = self.layer_range(&self.overlay.newer, partition, range, direction, limit);
+        match &self.overlay.older {
+            None => newer,
+            Some(older) => {
+                // Each of the newer layer's rows hides at most one of the older's.
+                let wanted = limit.saturating_add(newer.len());
+                let older = self.layer_range(older, partition, range, direction, wanted);
+                merge(newer, older, direction, limit)
+            }
+        }
+    }
+
+    /// [`View::range`] in one layer.
+    fn layer_range(
+        &self,
+        layer: &Layer,
+        partition: &[u8],
+        range: &SortRange,
+        direction: Direction,
+        limit: usize,
+    ) -> Vec<(Vec<u8>, Value)> {
+        let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
+        let at = |sort: &Vec<u8>| (partition.to_vec(), sort.clone());
+        let start = match &range.start {
+            Bound::Included(s) => Bound::Included(at(s)),
+            Bound::Excluded(s) => Bound::Excluded(at(s)),
+            Bound::Unbounded => Bound::Included((partition.to_vec(), Vec::new())),
+        };
+        let end = match &range.end {
+            Bound::Included(e) => Bound::Included(at(e)),
+            Bound::Excluded(e) => Bound::Excluded(at(e)),
+            // The first partition after this one: the partition with a zero byte appended.
+            Bound::Unbounded => Bound::Excluded(([partition, &[0]].concat(), Vec::new())),
+        };
+        let within = rows.range((start, end));
+        let picked =
+            |((_, s), versions): (&RowKey, &Versions)| self.pick(versions).map(|v| (s.clone(), v));
+        let mut out = Vec::new();
+        let mut records = 0;
+        let mut keep = |row: (Vec<u8>, Value)| {
+            records += usize::from(row.1.is_some());
+            out.push(row);
+            records < limit
+        };
+        match direction {
+            Direction::Forward => {
+                for row in within.filter_map(picked) {
+                    if !keep(row) {
+                        break;
+                    }
+                }
+            }
+            Direction::Reverse => {
+                for row in within.rev().filter_map(picked) {
+                    if !keep(row) {
+                        break;
+                    }
+                }
+            }
         }
         out
     }
 
-    /// Every row the view decides after `after`, in key order.
-    fn rows_after(&self, after: Option<&Key>) -> Vec<(Key, Value)> {
-        let rows = self
-            .overlay
-            .rows
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+    /// The rows the view decides after `after`, in key order, up to the `limit`-th that holds a
+    /// record (as in [`View::range`]).
+    fn rows_after(&self, after: Option<&Key>, limit: usize) -> Vec<(Key, Value)> {
+        let newer = self.layer_rows_after(&self.overlay.newer, after, limit);
+        match &self.overlay.older {
+            None => newer,
+            Some(older) => {
+                let wanted = limit.saturating_add(newer.len());
+                let older = self.layer_rows_after(older, after, wanted);
+                merge(newer, older, Direction::Forward, limit)
+            }
+        }
+    }
+
+    /// [`View::rows_after`] in one layer.
+    fn layer_rows_after(
+        &self,
+        layer: &Layer,
+        after: Option<&Key>,
+        limit: usize,
+    ) -> Vec<(Key, Value)> {
+        let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
         let start = match after {
             Some(k) => Bound::Excluded((k.partition.clone(), k.sort.clone())),
             None => Bound::Unbounded,
         };
-        rows.range((start, Bound::Unbounded))
-            .filter_map(|((p, s), versions)| {
-                self.pick(versions).map(|v| {
-                    (
-                        Key {
-                            partition: p.clone(),
-                            sort: s.clone(),
-                        },
-                        v,
-                    )
-                })
-            })
-            .collect()
+        let mut out = Vec::new();
+        let mut records = 0;
+        for ((p, s), versions) in rows.range((start, Bound::Unbounded)) {
+            if records == limit {
+                break;
+            }
+            if let Some(v) = self.pick(versions) {
+                records += usize::from(v.is_some());
+                let key = Key {
+                    partition: p.clone(),
+                    sort: s.clone(),
+                };
+                out.push((key, v));
+            }
+        }
+        out
+    }
+
+    /// The partitions after `after` in which the overlay holds a row (one step per partition,
+    /// not per row).
+    fn partitions_after(&self, after: Option<&[u8]>) -> BTreeSet<Vec<u8>> {
+        let mut out = BTreeSet::new();
+        for layer in std::iter::once(&self.overlay.newer).chain(&self.overlay.older) {
+            let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
+            // The first row of the first partition after `p`: that partition with a zero byte
+            // added.
+            let past = |p: &[u8]| Bound::Included(([p, &[0]].concat(), Vec::new()));
+            let mut start = after.map_or(Bound::Unbounded, past);
+            while let Some(((p, _), _)) = rows.range((start, Bound::Unbounded)).next() {
+                start = past(p);
+                out.insert(p.clone());
+            }
+        }
+        out
     }
 }
 
@@ -195,7 +383,7 @@ impl<R: Reader> Reader for Merged<'_, R> {
         if limit == 0 || range.is_empty() {
             return Ok(());
         }
-        let mine = self.view.range(partition, range, direction);
+        let mine = self.view.range(partition, range, direction, limit);
         if mine.is_empty() {
             return self
                 .base
@@ -262,7 +450,7 @@ impl<R: Reader> Reader for Merged<'_, R> {
         after: Option<&Key>,
         limit: usize,
     ) -> Result<Vec<(Key, Record)>, StorageError> {
-        let mine = self.view.rows_after(after);
+        let mine = self.view.rows_after(after, limit);
         // Each of the overlay's rows hides at most one of the snapshot's.
         let theirs = self
             .base
@@ -299,13 +487,7 @@ impl<R: Reader> Reader for Merged<'_, R> {
 
     fn partitions(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<Vec<u8>>, StorageError> {
         // The partitions after `after` that the overlay touches.
-        let touched: BTreeSet<Vec<u8>> = self
-            .view
-            .rows_after(None)
-            .into_iter()
-            .map(|(k, _)| k.partition)
-            .filter(|p| after.is_none_or(|a| p.as_slice() > a))
-            .collect();
+        let touched = self.view.partitions_after(after);
         // Each touched partition may be emptied: read that many more of the snapshot's.
         let wanted = limit.saturating_add(touched.len());
         let theirs = self.base.partitions(after, wanted)?;
@@ -409,6 +591,8 @@ mod tests {
         Vec<((u8, u8), u8)>,
         Vec<((u8, u8), u64, Option<u8>)>,
         (u64, u64),
+        // Commits up to this one in the older layer (a checkpoint running), the rest in the newer.
+        Option<u64>,
     );
 
     fn case() -> impl Strategy<Value = Case> {
@@ -421,13 +605,14 @@ mod tests {
                 0..24,
             ),
             (0u64..8, 0u64..9),
+            prop::option::of(0u64..9),
         )
     }
 
     /// The base rows in a memory backend, the overlay, and what the merge must read: the base
     /// with every row the view decides replaced (or removed).
     fn build(
-        (base, overlay, (after, upto)): &Case,
+        (base, overlay, (after, upto), rotate): &Case,
     ) -> (InMemoryBackend, View, BTreeMap<Key, Record>) {
         let backend = InMemoryBackend::new();
         let mut model = BTreeMap::new();
@@ -446,11 +631,16 @@ mod tests {
         for op in ops {
             backend.write(WriteBatch { ops: vec![op] }).unwrap();
         }
-        let rows = Arc::new(Overlay::default());
+        let mut rows = Overlay::default();
         let mut sorted = overlay.clone();
         sorted.sort_by_key(|(_, seq, _)| *seq);
         let mut decided: BTreeMap<Key, Option<Record>> = BTreeMap::new();
+        let mut rotated = false;
         for (k, seq, value) in &sorted {
+            if rotate.is_some_and(|r| *seq > r) && !rotated {
+                rows = rows.rotated().0;
+                rotated = true;
+            }
             let k2 = key(*k);
             let bytes = value.map(|n| Arc::from(encode_record(&record(n)).as_slice()));
             rows.set(*seq, &k2.partition, &k2.sort, bytes);
@@ -464,12 +654,47 @@ mod tests {
                 None => model.remove(&k),
             };
         }
+        if rotate.is_some() && !rotated {
+            rows = rows.rotated().0;
+        }
         let view = View {
-            overlay: rows,
+            overlay: Arc::new(rows),
             after: *after,
             upto: *upto,
         };
         (backend, view, model)
+    }
+
+    #[test]
+    fn a_row_the_newer_layer_removes_does_not_cut_a_scan_short() {
+        // The older layer (a running checkpoint's) holds two rows; the newer removes the first.
+        // A scan of one must read past the removal into the older layer's second row.
+        let case: Case = (
+            vec![],
+            vec![
+                ((0, 1), 1, Some(1)),
+                ((0, 2), 2, Some(2)),
+                ((0, 1), 3, None),
+            ],
+            (0, 8),
+            Some(2),
+        );
+        let (backend, view, _) = build(&case);
+        let base = backend.reader().unwrap();
+        let merged = Merged {
+            base: &base,
+            view: &view,
+        };
+        let all = SortRange {
+            start: Bound::Unbounded,
+            end: Bound::Unbounded,
+        };
+        let first = merged
+            .scan(&key((0, 0)).partition, &all, Direction::Forward, 1)
+            .unwrap();
+        assert_eq!(first, vec![(key((0, 2)).sort, record(2))]);
+        let rows = merged.scan_all(None, 1).unwrap();
+        assert_eq!(rows, vec![(key((0, 2)), record(2))]);
     }
 
     #[test]
@@ -478,6 +703,7 @@ mod tests {
             vec![((0, 1), 1), ((1, 1), 2)],
             vec![((0, 1), 1, None)],
             (0, 1),
+            None,
         );
         let (backend, view, _) = build(&case);
         let base = backend.reader().unwrap();

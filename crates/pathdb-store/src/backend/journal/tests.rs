@@ -133,24 +133,6 @@ fn a_torn_or_corrupt_record_ends_the_replay() {
 }
 
 #[test]
-fn a_retracted_record_is_not_replayed_and_its_place_is_reused() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let mut journal = fresh(&db, 1, 0);
-    commit(&mut journal, vec![set(b"p", b"kept", b"")]);
-    commit(&mut journal, vec![set(b"p", b"failed", b"")]);
-    journal.retract();
-    assert_eq!(journal.last(), 1);
-    assert_eq!(replayed(&db, 1, 0).len(), 1);
-    commit(&mut journal, vec![set(b"p", b"next", b"")]);
-    assert_eq!(journal.last(), 2);
-    drop(journal);
-    let replay = replayed(&db, 1, 0);
-    assert_eq!(replay.len(), 2);
-    assert_eq!(changes(&replay[1]).unwrap(), vec![set(b"p", b"next", b"")]);
-}
-
-#[test]
 fn malformed_payloads_are_refused() {
     assert_eq!(changes(&[]).unwrap(), vec![]);
     assert!(changes(&[SET, 1, 0, 0, 0]).is_none());
