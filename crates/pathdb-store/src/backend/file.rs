@@ -43,7 +43,7 @@ use super::file_format::{
 use super::file_read::{FileReader, TableReader, storage};
 use super::file_record::{decode_version, encode_record};
 use super::journal::{self, Change, Journal};
-use super::overlay::{Merged, Overlay, Row, View};
+use super::overlay::{Layer, Merged, Overlay, Row, View};
 use super::reserved::Margin;
 use super::tap::CommitTap;
 use super::{
@@ -53,6 +53,7 @@ use super::{
 use crate::model::error::StorageError;
 use crate::model::error::StorageErrorKind;
 use redb::{ReadableDatabase, ReadableTable};
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
@@ -132,6 +133,8 @@ struct Writable {
     recovered: Condvar,
     /// The snapshot readers share until the next commit (see [`Writable::snapshot`]).
     latest: Mutex<Latest>,
+    /// The checkpoint thread's queue, once the committer has started it.
+    checkpoints: Mutex<Option<mpsc::Sender<Task>>>,
 }
 
 /// The shared snapshot: opening a read transaction and its table costs more than the B-tree
@@ -182,6 +185,7 @@ impl FileBackend {
             health: Mutex::new(Health::default()),
             recovered: Condvar::new(),
             latest: Mutex::new(Latest::default()),
+            checkpoints: Mutex::new(None),
         });
         let (queue, jobs) = mpsc::channel::<Job>();
         let committer_file = Arc::clone(&writable);
@@ -528,10 +532,12 @@ impl Behind {
     }
 }
 
-/// A checkpoint running on a thread of its own: the overlay's rows of the journal's other file,
-/// put into redb in one durable commit.
+/// A checkpoint running on the checkpoint thread: the overlay's rows of the journal's other
+/// file, put into redb in one durable commit.
 struct Running {
-    thread: JoinHandle<Result<(), StorageError>>,
+    result: mpsc::Receiver<Result<(), StorageError>>,
+    /// The result, once [`Running::is_done`] has seen it.
+    outcome: OnceCell<Result<(), StorageError>>,
     /// The last commit the checkpoint holds.
     covers: u64,
     started: Instant,
@@ -539,8 +545,75 @@ struct Running {
 
 impl Running {
     fn is_done(&self) -> bool {
-        self.thread.is_finished()
+        if self.outcome.get().is_some() {
+            return true;
+        }
+        let outcome = match self.result.try_recv() {
+            Ok(outcome) => outcome,
+            Err(mpsc::TryRecvError::Empty) => return false,
+            Err(mpsc::TryRecvError::Disconnected) => Err(stopped()),
+        };
+        let _ = self.outcome.set(outcome);
+        true
     }
+
+    /// Waits for the checkpoint's result.
+    fn wait(self) -> Result<(), StorageError> {
+        match self.outcome.into_inner() {
+            Some(outcome) => outcome,
+            None => self.result.recv().unwrap_or_else(|_| Err(stopped())),
+        }
+    }
+}
+
+fn stopped() -> StorageError {
+    StorageError::msg("the checkpoint thread stopped")
+}
+
+/// A checkpoint for the checkpoint thread to make.
+struct Task {
+    db: Arc<redb::Database>,
+    layer: Arc<Layer>,
+    covers: u64,
+    result: mpsc::SyncSender<Result<(), StorageError>>,
+}
+
+/// Starts the thread that makes checkpoints, one after another. One thread for the life of the
+/// file rather than one per checkpoint: a new thread's allocator starts from fresh pages, and
+/// the kernel zeroing them cost 2.5 us of a put's CPU (docs/benchmarks.md).
+fn checkpoint_thread() -> Result<mpsc::Sender<Task>, StorageError> {
+    let (tasks, queue) = mpsc::channel::<Task>();
+    std::thread::Builder::new()
+        .name("pathdb-checkpoint".into())
+        .spawn(move || {
+            for task in queue {
+                let outcome = put_layer(&task.db, &task.layer, task.covers);
+                // The handle goes before the answer: a reopen after it must find the file free.
+                let Task {
+                    db, layer, result, ..
+                } = task;
+                drop((db, layer));
+                let _ = result.send(outcome);
+            }
+        })
+        .map_err(|e| StorageError::new("cannot start the checkpoint thread", e))?;
+    Ok(tasks)
+}
+
+/// A checkpoint: the rows of `layer` into redb, in one durable commit that holds every commit
+/// up to `covers`.
+fn put_layer(db: &redb::Database, layer: &Layer, covers: u64) -> Result<(), StorageError> {
+    let rows = layer.rows();
+    let mut txn = begin_write(db)?;
+    {
+        let mut table = txn
+            .open_table(DATA)
+            .map_err(|e| storage("open data table")(e.into()))?;
+        put_rows(&mut table, rows)?;
+    }
+    number(&mut txn, covers, redb::Durability::Immediate)?;
+    txn.set_quick_repair(true);
+    txn.commit().map_err(|e| storage("checkpoint")(e.into()))
 }
 
 /// The same failure for each of a group's `size` batches.
@@ -581,25 +654,30 @@ fn start_checkpoint(
         let published = slot.as_ref().map_or(covers, |(_, published)| *published);
         *slot = Some((overlay, published));
     });
-    let db = Arc::clone(db);
-    let thread = std::thread::Builder::new()
-        .name("pathdb-checkpoint".into())
-        .spawn(move || {
-            let rows = layer.rows();
-            let mut txn = begin_write(&db)?;
-            {
-                let mut table = txn
-                    .open_table(DATA)
-                    .map_err(|e| storage("open data table")(e.into()))?;
-                put_rows(&mut table, rows)?;
-            }
-            number(&mut txn, covers, redb::Durability::Immediate)?;
-            txn.set_quick_repair(true);
-            txn.commit().map_err(|e| storage("checkpoint")(e.into()))
-        })
-        .map_err(|e| StorageError::new("cannot start a checkpoint thread", e))?;
+    let (answer, result) = mpsc::sync_channel(1);
+    let task = Task {
+        db: Arc::clone(db),
+        layer,
+        covers,
+        result: answer,
+    };
+    let mut thread = file
+        .checkpoints
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    // A thread that stopped (it panicked) is started again.
+    let unsent = match thread.as_ref() {
+        Some(queue) => queue.send(task).err().map(|mpsc::SendError(task)| task),
+        None => Some(task),
+    };
+    if let Some(task) = unsent {
+        let fresh = checkpoint_thread()?;
+        fresh.send(task).map_err(|_| stopped())?;
+        *thread = Some(fresh);
+    }
     Ok(Some(Running {
-        thread,
+        result,
+        outcome: OnceCell::new(),
         covers,
         started: Instant::now(),
     }))
@@ -627,14 +705,8 @@ fn finish_checkpoint(
     running: Running,
     behind: &mut Option<Behind>,
 ) -> Result<(), StorageError> {
-    let Running {
-        thread,
-        covers,
-        started,
-    } = running;
-    thread
-        .join()
-        .unwrap_or_else(|_| Err(StorageError::msg("the checkpoint thread panicked")))?;
+    let (covers, started) = (running.covers, running.started);
+    running.wait()?;
     metrics::histogram!("pathdb_checkpoint_seconds").record(started.elapsed());
     journal.checkpointed(covers);
     let db = file
@@ -663,7 +735,7 @@ fn finish_checkpoint(
 /// still need it to see the commits it holds (the reopen drops it with the handle).
 fn abandon(running: Option<Running>) {
     if let Some(running) = running {
-        let _ = running.thread.join();
+        let _ = running.wait();
     }
 }
 
