@@ -8,8 +8,8 @@ The second form splits the server's CPU time per put (measured from /proc by the
 the share of perf's samples in each thread and part.
 
 FILE is one callgrind output per thread (valgrind --separate-threads=yes). Each thread is named
-by what it runs: the commit thread runs the store's commit loop, a checkpoint thread the
-checkpoint it starts, an HTTP worker runs hyper; the rest (the sweeper, the archive, idle runtime threads) are "other". Inside them, a part's
+by what it runs: the commit thread runs the store's commit loop, the checkpoint thread puts the
+overlay's rows into redb, an HTTP worker runs hyper; the rest (the sweeper, the archive, idle runtime threads) are "other". Inside them, a part's
 instructions are the inclusive cost of the functions that begin it (callgrind_annotate
 --inclusive=yes), divided by PUTS. Prints a Markdown table, instructions per put.
 """
@@ -24,12 +24,11 @@ PARTS = [
     ("HTTP workers", "planning the write (read, validate, plan the batch)", r"pathdb_store::write::commit::Db<B>::plan"),
     ("HTTP workers", "of which the change log entry", r"pathdb_store::write::stages::changelog::log_changes"),
     ("HTTP workers", "the body read and parsed", r"pathdb_server::calls::body_value"),
-    ("commit thread", "applying the batches (redb reads and inserts)", r"pathdb_store::backend::file::apply"),
-    ("commit thread", "the redb commit (pages, checksums, freed-page lists)", r"redb::transactions::WriteTransaction::commit(_with)?$"),
+    ("commit thread", "applying the batches (checked and written into the overlay)", r"pathdb_store::backend::file::apply"),
     ("commit thread", "the journal (encode and append; fdatasync is a system call)", r"pathdb_store::backend::journal::Journal::"),
-    ("commit thread", "checkpoints (durable redb commits: the dirty pages written)", r"pathdb_store::backend::file_format::(commit_durably|checkpoint)"),
-    ("commit thread", "the commits made beside a checkpoint, into redb", r"pathdb_store::backend::file::finish_checkpoint"),
-    ("checkpoint thread", "checkpoints (durable redb commits: the dirty pages written)", r"redb::transactions::WriteTransaction::commit(_with)?$"),
+    ("commit thread", "a group too large for the journal, into redb", r"pathdb_store::backend::file::commit_direct"),
+    ("checkpoint thread", "the overlay's rows into redb (inserts)", r"pathdb_store::backend::file::put_rows"),
+    ("checkpoint thread", "the durable redb commit (pages written, checksums, freed-page lists)", r"redb::transactions::WriteTransaction::commit(_with)?$"),
 ]
 
 
@@ -66,9 +65,9 @@ def kind(functions):
         return "commit thread"
     if "hyper::" in names:
         return "HTTP workers"
-    # Since checkpoints run beside the committer (crates/pathdb-store/src/backend/overlay.rs),
-    # each on a thread of its own, whose closure callgrind names only by its file.
-    if "redb::transactions::WriteTransaction::commit" in names:
+    # Checkpoints run on a thread of their own beside the committer
+    # (crates/pathdb-store/src/backend/overlay.rs).
+    if "pathdb_store::backend::file::put_layer" in names:
         return "checkpoint thread"
     return "other"
 
@@ -89,16 +88,12 @@ def folded(us_per_put, path):
                 thread = "commit thread"
             elif "hyper::" in stack or frames[0].startswith("tokio"):
                 thread = "HTTP workers"
-            elif frames[0].startswith("pathdb-checkpo") or "WriteTransaction::commit" in stack:
+            elif frames[0].startswith("pathdb-checkpo") or "file::put_layer" in stack:
                 thread = "checkpoint thread"
             else:
                 thread = "other"
             threads[thread] = threads.get(thread, 0) + n
-            checkpoint = "file_format::commit_durably" in stack or "file_format::checkpoint" in stack
             for t, part, pattern in patterns:
-                # A checkpoint's redb commit is the checkpoint's, not a commit's.
-                if checkpoint and part.startswith("the redb commit"):
-                    continue
                 if t == thread and any(pattern.search(fr) for fr in frames):
                     parts[(t, part)] = parts.get((t, part), 0) + n
     print(f"{us_per_put:.1f} us of server CPU per put, {total:,} samples\n")
