@@ -67,7 +67,7 @@ def kind(functions):
         return "HTTP workers"
     # Checkpoints run on a thread of their own beside the committer
     # (crates/pathdb-store/src/backend/overlay.rs).
-    if "pathdb_store::backend::file::put_layer" in names:
+    if "pathdb_store::backend::file::put_layer" in names or "backend::file::put_rows" in names:
         return "checkpoint thread"
     return "other"
 
@@ -88,7 +88,7 @@ def folded(us_per_put, path):
                 thread = "commit thread"
             elif "hyper::" in stack or frames[0].startswith("tokio"):
                 thread = "HTTP workers"
-            elif frames[0].startswith("pathdb-checkpo") or "file::put_layer" in stack:
+            elif frames[0].startswith("pathdb-checkpo") or "file::put_rows" in stack:
                 thread = "checkpoint thread"
             else:
                 thread = "other"

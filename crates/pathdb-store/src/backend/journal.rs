@@ -4,10 +4,9 @@
 //! A durable redb commit writes every page the commit touched, plus quick-repair's allocator
 //! state, and flushes twice: about 250 KB and 1-2.5 ms per group of small puts on this project's
 //! machine, where an `fdatasync` of a few KB takes 0.1 ms (issue 23). So the committer writes a
-//! small group's changes here, as the table rows they set and remove, syncs, and only then
-//! commits to redb without a flush. redb keeps those pages in memory, and every so often a
-//! durable redb commit, a *checkpoint*, makes them durable in the file; the journal then starts
-//! again from its beginning.
+//! small group's changes here, as the table rows they set and remove, and syncs; the rows wait
+//! in an overlay ([`super::overlay`]) until a durable redb commit, a *checkpoint*, puts a whole
+//! journal file's worth into the file; that journal file then starts again from its beginning.
 //!
 //! Every commit has a sequence number, which the redb transaction also stores (`META`
 //! `journal`). Opening the file replays the journal's records that follow the number of redb's
