@@ -5,7 +5,7 @@
 //! and nothing else. [`ROUNDS_ENV`] sets the number of rounds (default 20).
 
 use pathdb_keys::KeyPath;
-use pathdb_store::backend::{FileBackend, FileOptions};
+use pathdb_store::backend::{Durability, FileBackend, FileOptions};
 use pathdb_store::{
     Condition, Item, Json, ListEntry, ListRequest, PutOptions, Store, StoreOptions, Transaction,
 };
@@ -359,13 +359,22 @@ fn a_closed_database_is_one_file() {
 }
 
 /// A commit too large for the journal (over 1 MiB: an import's batch) is a durable redb commit
-/// of its own. The journaled commits before it are in the overlay, not yet in redb: it is
-/// checked against them and lands after them, and the file then holds both.
+/// of its own, at either durability. The journaled commits before it are in the overlay, not
+/// yet in redb: it is checked against them and lands after them, and the file then holds both.
 #[test]
 fn a_commit_too_large_for_the_journal_lands_after_the_journaled_ones() {
+    for durability in [Durability::Immediate, Durability::Relaxed] {
+        large_commit_after_journaled_ones(FileOptions {
+            durability,
+            ..FileOptions::default()
+        });
+    }
+}
+
+fn large_commit_after_journaled_ones(file: FileOptions) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("big.redb");
-    let store = Store::open(&db, FileOptions::default(), options()).unwrap();
+    let store = Store::open(&db, file, options()).unwrap();
     for seq in 0..5 {
         store
             .put(&single(2, seq), value(seq), PutOptions::default())

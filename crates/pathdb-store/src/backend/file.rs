@@ -68,7 +68,9 @@ pub enum Durability {
     Immediate,
     /// No fsync: commits are written to the journal but not flushed. A crash of the process
     /// loses nothing and never tears a batch, but a power loss may lose the most recent
-    /// acknowledged writes (they are durable after the next checkpoint).
+    /// acknowledged writes (they are durable after the next checkpoint). A commit too large for
+    /// the journal (over 1 MiB, an import's batch) is a durable commit of the file either way:
+    /// redb, not the journal, is where it is written once.
     Relaxed,
 }
 
@@ -257,22 +259,23 @@ impl Drop for FileBackend {
 
 fn committer_loop(
     file: &Writable,
-    mut journal: Journal,
+    journal: Journal,
     jobs: &mpsc::Receiver<Job>,
     options: &FileOptions,
 ) {
-    let mut last_recovery = Instant::now();
-    // A checkpoint running beside the committer, if one is.
-    let mut running: Option<Running> = None;
-    // The commits journaled that redb does not hold yet; `None` until the handle is sound.
-    let mut behind: Option<Behind> = None;
+    let mut state = State {
+        journal,
+        running: None,
+        behind: None,
+        last_recovery: Instant::now(),
+    };
     loop {
-        let wait = if running.is_some() {
+        let wait = if state.running.is_some() {
             // Poll: the checkpoint's rows leave the overlay as soon as it is done.
             Some(CHECKPOINT_POLL)
         } else if file.fault().is_some() {
             Some(RECOVERY_INTERVAL)
-        } else if journal.len() > 0 {
+        } else if state.journal.len() > 0 {
             Some(CHECKPOINT_IDLE)
         } else {
             None
@@ -288,43 +291,24 @@ fn committer_loop(
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             },
         };
-        if running.as_ref().is_some_and(Running::is_done)
-            && let Some(done) = running.take()
-            && let Err(e) = finish_checkpoint(file, &mut journal, done, &mut behind)
+        if state.running.as_ref().is_some_and(Running::is_done)
+            && let Err(e) = state.finish_checkpoint(file)
         {
-            fail(
-                file,
-                &mut journal,
-                &mut running,
-                &mut behind,
-                &mut last_recovery,
-                e,
-            );
+            state.fail(file, e);
         }
-        if file.fault().is_some() && (first.is_none() || last_recovery.elapsed() >= RECOVERY_GAP) {
-            abandon(running.take());
-            behind = None;
-            file.recover(&mut journal);
-            last_recovery = Instant::now();
+        if file.fault().is_some()
+            && (first.is_none() || state.last_recovery.elapsed() >= RECOVERY_GAP)
+        {
+            state.recover(file);
         }
         let Some(first) = first else {
             // Writes paused: put what the journal holds into the file.
-            if running.is_none()
+            if state.running.is_none()
                 && file.fault().is_none()
-                && journal.len() > 0
+                && state.journal.len() > 0
                 && let Some(db) = file.current()
             {
-                match start_checkpoint(file, &db, &mut journal, &mut behind) {
-                    Ok(started) => running = started,
-                    Err(e) => fail(
-                        file,
-                        &mut journal,
-                        &mut running,
-                        &mut behind,
-                        &mut last_recovery,
-                        e,
-                    ),
-                }
+                state.checkpoint(file, db);
             }
             continue;
         };
@@ -342,16 +326,7 @@ fn committer_loop(
             (None, Some(_)) if let Err(e) = file.room() => all_failed(group.len(), &e),
             (None, Some(db)) => {
                 let mut refused = false;
-                let results = commit(
-                    file,
-                    &db,
-                    &mut journal,
-                    &mut group,
-                    options,
-                    &mut running,
-                    &mut behind,
-                    &mut refused,
-                );
+                let results = state.commit(file, &db, &mut group, options, &mut refused);
                 // Before any writer is answered: a reader opened after an acknowledgement
                 // must see the write.
                 file.invalidate_snapshot();
@@ -363,33 +338,14 @@ fn committer_loop(
                     })
                     .filter(|_| !refused);
                 if let Some(e) = failed {
+                    // The handle goes first: the reopen waits for every holder to let go.
                     drop(db);
-                    fail(
-                        file,
-                        &mut journal,
-                        &mut running,
-                        &mut behind,
-                        &mut last_recovery,
-                        e,
-                    );
-                } else if running.is_none()
-                    && (journal.len() >= options.checkpoint_bytes()
-                        || journal.age() >= CHECKPOINT_EVERY)
+                    state.fail(file, e);
+                } else if state.running.is_none()
+                    && (state.journal.len() >= options.checkpoint_bytes()
+                        || state.journal.age() >= CHECKPOINT_EVERY)
                 {
-                    match start_checkpoint(file, &db, &mut journal, &mut behind) {
-                        Ok(started) => running = started,
-                        Err(e) => {
-                            drop(db);
-                            fail(
-                                file,
-                                &mut journal,
-                                &mut running,
-                                &mut behind,
-                                &mut last_recovery,
-                                e,
-                            );
-                        }
-                    }
+                    state.checkpoint(file, db);
                 }
                 results
             }
@@ -412,90 +368,115 @@ fn committer_loop(
             }
         }
     }
-    if let Some(done) = running.take()
-        && let Err(e) = finish_checkpoint(file, &mut journal, done, &mut behind)
+    if state.running.is_some()
+        && let Err(e) = state.finish_checkpoint(file)
     {
         file.set_fault(e);
     }
     // Leave the file closed cleanly if space came back, so that read-only opens accept it.
     if file.fault().is_some() {
-        behind = None;
-        file.recover(&mut journal);
+        state.behind = None;
+        file.recover(&mut state.journal);
     }
-    close(file, journal, behind.as_ref());
+    close(file, state.journal, state.behind.as_ref());
 }
 
-/// Reopens the file after a failure: its replay puts every journaled commit into redb, so
-/// the overlay starts over.
-fn fail(
-    file: &Writable,
-    journal: &mut Journal,
-    running: &mut Option<Running>,
-    behind: &mut Option<Behind>,
-    last_recovery: &mut Instant,
-    e: StorageError,
-) {
-    file.set_fault(e);
-    abandon(running.take());
-    behind.take();
-    file.recover(journal);
-    *last_recovery = Instant::now();
+/// What the committer keeps from one group to the next.
+struct State {
+    journal: Journal,
+    /// A checkpoint running beside the committer, if one is.
+    running: Option<Running>,
+    /// The commits journaled that redb does not hold yet; `None` until the handle is sound.
+    behind: Option<Behind>,
+    last_recovery: Instant,
 }
 
-/// Commits a group: through the journal into the overlay ([`commit_beside`]), or, for a group
-/// too large for the journal, durably into redb itself ([`commit_direct`]).
-#[allow(clippy::too_many_arguments)]
-fn commit(
-    file: &Writable,
-    db: &Arc<redb::Database>,
-    journal: &mut Journal,
-    group: &mut [Job],
-    options: &FileOptions,
-    running: &mut Option<Running>,
-    behind: &mut Option<Behind>,
-    refused: &mut bool,
-) -> Vec<Result<(), WriteError>> {
-    let size = group.len();
-    let fail_all = |e: StorageError| all_failed(size, &e);
-    if journal.len() >= options.checkpoint_bytes() {
-        // The journal's file is full, and so the overlay: the checkpoint of the other file must
-        // be done before this one's can begin.
-        if let Some(done) = running.take()
-            && let Err(e) = finish_checkpoint(file, journal, done, behind)
+impl State {
+    /// Reopens the file after a failure `e`.
+    fn fail(&mut self, file: &Writable, e: StorageError) {
+        file.set_fault(e);
+        self.recover(file);
+    }
+
+    /// Reopens the file: its replay puts every journaled commit into redb, so the overlay
+    /// starts over.
+    fn recover(&mut self, file: &Writable) {
+        abandon(self.running.take());
+        self.behind = None;
+        file.recover(&mut self.journal);
+        self.last_recovery = Instant::now();
+    }
+
+    /// Starts a checkpoint beside the committer; a failure is a fault like a failed commit's.
+    /// Takes the handle, which must be let go before a reopen.
+    fn checkpoint(&mut self, file: &Writable, db: Arc<redb::Database>) {
+        let started = start_checkpoint(file, &db, &mut self.journal, &mut self.behind);
+        drop(db);
+        match started {
+            Ok(started) => self.running = started,
+            Err(e) => self.fail(file, e),
+        }
+    }
+
+    /// Waits for the running checkpoint, if one is, and drops the layer it put into redb.
+    fn finish_checkpoint(&mut self, file: &Writable) -> Result<(), StorageError> {
+        match self.running.take() {
+            Some(done) => finish_checkpoint(file, &mut self.journal, done, &mut self.behind),
+            None => Ok(()),
+        }
+    }
+
+    /// Commits a group: through the journal into the overlay ([`commit_beside`]), or, for a
+    /// group too large for the journal, durably into redb itself ([`commit_direct`]).
+    fn commit(
+        &mut self,
+        file: &Writable,
+        db: &Arc<redb::Database>,
+        group: &mut [Job],
+        options: &FileOptions,
+        refused: &mut bool,
+    ) -> Vec<Result<(), WriteError>> {
+        let size = group.len();
+        let fail_all = |e: StorageError| all_failed(size, &e);
+        if self.journal.len() >= options.checkpoint_bytes() {
+            // The journal's file is full, and so the overlay: the checkpoint of the other file
+            // must be done before this one's can begin.
+            if let Err(e) = self.finish_checkpoint(file) {
+                return fail_all(e);
+            }
+            match start_checkpoint(file, db, &mut self.journal, &mut self.behind) {
+                Ok(started) => self.running = started,
+                Err(e) => return fail_all(e),
+            }
+        }
+        let current = match &mut self.behind {
+            Some(current) => current,
+            None => match Behind::new(file, db, &mut self.journal) {
+                Ok(fresh) => self.behind.insert(fresh),
+                Err(e) => return fail_all(e),
+            },
+        };
+        let durability = options.durability;
+        if let Some(results) =
+            commit_beside(file, current, &mut self.journal, group, durability, refused)
         {
+            return results;
+        }
+        // Too large for the journal: into redb, after the overlay's rows.
+        if let Err(e) = self.finish_checkpoint(file) {
             return fail_all(e);
         }
-        match start_checkpoint(file, db, journal, behind) {
-            Ok(started) => *running = started,
-            Err(e) => return fail_all(e),
+        let Some(current) = self.behind.as_ref() else {
+            return fail_all(StorageError::msg("the database is being reopened"));
+        };
+        let (results, committed) =
+            commit_direct(file, db, &mut self.journal, group, current, refused);
+        if committed {
+            // redb holds the overlay's rows now: start a new one.
+            self.behind = None;
         }
+        results
     }
-    let current = match behind {
-        Some(current) => current,
-        None => match Behind::new(file, db, journal) {
-            Ok(fresh) => behind.insert(fresh),
-            Err(e) => return fail_all(e),
-        },
-    };
-    if let Some(results) = commit_beside(file, current, journal, group, options.durability, refused)
-    {
-        return results;
-    }
-    // Too large for the journal: into redb, after the overlay's rows.
-    if let Some(done) = running.take()
-        && let Err(e) = finish_checkpoint(file, journal, done, behind)
-    {
-        return fail_all(e);
-    }
-    let Some(current) = behind.as_ref() else {
-        return fail_all(StorageError::msg("the database is being reopened"));
-    };
-    let (results, committed) = commit_direct(file, db, journal, group, current, refused);
-    if committed {
-        // redb holds the overlay's rows now: start a new one.
-        *behind = None;
-    }
-    results
 }
 
 /// The commits journaled and answered that redb does not hold yet: an overlay over a snapshot
@@ -621,12 +602,6 @@ fn all_failed(size: usize, e: &StorageError) -> Vec<Result<(), WriteError>> {
     (0..size)
         .map(|_| Err(WriteError::Storage(e.clone())))
         .collect()
-}
-
-/// Whether a commit's record of `record` bytes goes to the journal: a large one (an import) is
-/// made durable in the file itself, where it is written once instead of twice.
-fn fits_journal(record: usize, durability: Durability) -> bool {
-    durability == Durability::Relaxed || record <= JOURNAL_RECORD_MAX
 }
 
 /// Starts a checkpoint beside the committer: appends turn to the journal's other file, and a
@@ -774,7 +749,7 @@ fn commit_beside(
     if journal.record_is_empty() {
         return Some(results);
     }
-    if !fits_journal(journal.record_len(), durability) {
+    if journal.record_len() > JOURNAL_RECORD_MAX {
         behind.overlay.retract(seq);
         return None;
     }
@@ -1335,11 +1310,15 @@ impl Backend for FileBackend {
         }
         match &self.db {
             Engine::ReadWrite(file) => {
+                // The overlay before the handle, as readers take them: a reopen in between
+                // replays every commit the overlay holds into the new handle, while the other
+                // order could pair the old handle with no overlay.
+                let overlay = file.overlay();
                 let db = file.current().ok_or_else(|| {
                     file.fault()
                         .unwrap_or_else(|| StorageError::msg("the database is being reopened"))
                 })?;
-                read(db.as_ref(), file.overlay())
+                read(db.as_ref(), overlay)
             }
             Engine::ReadOnly(db) => read(db, None),
         }
