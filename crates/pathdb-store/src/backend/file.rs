@@ -504,7 +504,7 @@ impl Behind {
         let holds = journal.last();
         let (base, _) = snapshot(db, None)?;
         let overlay = Arc::new(Overlay::default());
-        file.update_latest(|slot| *slot = Some((Arc::clone(&overlay), holds)));
+        file.pair_with(Arc::clone(&overlay), holds);
         Ok(Behind {
             overlay,
             base,
@@ -584,7 +584,7 @@ fn checkpoint_thread() -> Result<mpsc::Sender<Task>, StorageError> {
 /// A checkpoint: the rows of `layer` into redb, in one durable commit that holds every commit
 /// up to `covers`.
 fn put_layer(db: &redb::Database, layer: &Layer, covers: u64) -> Result<(), StorageError> {
-    let rows = layer.rows();
+    let rows = layer.newest();
     let mut txn = begin_write(db)?;
     {
         let mut table = txn
@@ -624,11 +624,7 @@ fn start_checkpoint(
     let covers = journal.rotate();
     let (overlay, layer) = current.overlay.rotated();
     current.overlay = Arc::new(overlay);
-    let overlay = Arc::clone(&current.overlay);
-    file.update_latest(|slot| {
-        let published = slot.as_ref().map_or(covers, |(_, published)| *published);
-        *slot = Some((overlay, published));
-    });
+    file.pair_with(Arc::clone(&current.overlay), covers);
     let (answer, result) = mpsc::sync_channel(1);
     let task = Task {
         db: Arc::clone(db),
@@ -693,10 +689,7 @@ fn finish_checkpoint(
     // A snapshot taken now holds every commit up to `covers`.
     let (base, _) = snapshot(db.as_ref(), None)?;
     let overlay = Arc::new(current.overlay.settled());
-    file.update_latest(|slot| {
-        let published = slot.as_ref().map_or(covers, |(_, published)| *published);
-        *slot = Some((Arc::clone(&overlay), published));
-    });
+    file.pair_with(Arc::clone(&overlay), covers);
     *current = Behind {
         overlay,
         base,
@@ -970,6 +963,15 @@ impl Writable {
         };
         // Dropped outside the lock: ending a read transaction takes redb's own locks.
         drop(stale);
+    }
+
+    /// Readers pair their snapshots with `overlay` from now on, which holds the commits after
+    /// `holds`; they see those published so far.
+    fn pair_with(&self, overlay: Arc<Overlay>, holds: u64) {
+        self.update_latest(|slot| {
+            let published = slot.as_ref().map_or(holds, |(_, published)| *published);
+            *slot = Some((overlay, published.max(holds)));
+        });
     }
 
     /// Readers see the overlay's commits up to `seq` (its writers are about to be answered).

@@ -9,7 +9,7 @@
 //! wait (the tail of a put, docs/benchmarks.md). Instead, when a journal file is full, a
 //! checkpoint on a thread of its own puts the overlay's rows of that file into redb in one
 //! durable commit, while the committer goes on into the other file; once it is done the
-//! committer starts an overlay of the commits made meanwhile, and drops the rest.
+//! overlay drops that file's layer ([`Overlay`]).
 //!
 //! A reader pairs the overlay with its snapshot by commit number: it takes the rows numbered
 //! after the last commit its snapshot holds (`META`'s `journal`, read in the snapshot's own
@@ -89,13 +89,6 @@ impl Overlay {
     }
 }
 
-impl Layer {
-    /// The rows of a checkpoint's layer, for redb: the newest value of each, in key order.
-    pub(super) fn rows(&self) -> Vec<Row> {
-        self.newest()
-    }
-}
-
 /// Two layers' rows in `direction`'s order, the newer layer's value where both have a row, up to
 /// the `limit`-th that holds a record.
 fn merge<K: Ord>(
@@ -161,8 +154,9 @@ impl Layer {
         });
     }
 
-    /// The newest value of every row, in key order.
-    fn newest(&self) -> Vec<Row> {
+    /// The newest value of every row, in key order: what redb takes in the checkpoint of this
+    /// layer.
+    pub(super) fn newest(&self) -> Vec<Row> {
         let rows = self.rows.read().unwrap_or_else(PoisonError::into_inner);
         rows.iter()
             .filter_map(|(key, versions)| versions.last().map(|(_, v)| (key.clone(), v.clone())))
