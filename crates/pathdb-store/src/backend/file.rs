@@ -40,9 +40,10 @@ use super::file_format::{
     RECOVERY_INTERVAL, REOPEN_WAIT, begin_write, check_format_read_only, check_journal_read_only,
     checkpoint, commit_durably, init, meta_value, number, open_error, open_writable, replay,
 };
-use super::file_read::{FileReader, TableReader, storage};
+use super::file_read::{DataTable, FileReader, TableReader, storage};
 use super::file_record::{decode_version, encode_record};
 use super::journal::{self, Change, Journal};
+use super::log_ends::LogEnds;
 use super::overlay::{Layer, Merged, Overlay, Row, View};
 use super::reserved::Margin;
 use super::tap::CommitTap;
@@ -150,6 +151,10 @@ struct Latest {
     /// While a checkpoint runs beside the committer: the commits made meanwhile, and the last
     /// of them that writers were answered for (readers see up to it).
     overlay: Option<(Arc<Overlay>, u64)>,
+    /// The committer's snapshot of redb under that overlay, and the last commit it holds: a
+    /// reader pairs it with the overlay instead of opening a snapshot of its own, since redb
+    /// changes only at checkpoints. `None` while redb may hold commits the overlay lacks.
+    base: Option<(Arc<DataTable>, u64)>,
 }
 
 #[derive(Default)]
@@ -472,8 +477,10 @@ impl State {
         let (results, committed) =
             commit_direct(file, db, &mut self.journal, group, current, refused);
         if committed {
-            // redb holds the overlay's rows now: start a new one.
+            // redb holds the overlay's rows now, and the group's: start a new overlay, and let
+            // no reader pair the old snapshot with the old one, which lacks the group.
             self.behind = None;
+            file.unpair_base();
         }
         results
     }
@@ -486,9 +493,19 @@ struct Behind {
     /// redb as of commit `holds`.
     base: FileReader,
     holds: u64,
+    /// Where the logs end, through the overlay over redb: it outlives checkpoints, which only
+    /// move rows from the one to the other.
+    log_ends: LogEnds,
 }
 
 impl Behind {
+    /// Takes back the rows commit `seq` wrote, which will not be journaled: where the logs end
+    /// is found again.
+    fn retract(&mut self, seq: u64) {
+        self.overlay.retract(seq);
+        self.log_ends.clear();
+    }
+
     /// An empty overlay over redb as it is, which then holds every journaled commit; readers
     /// pair their snapshots with it from now on.
     fn new(
@@ -503,13 +520,14 @@ impl Behind {
         }
         let holds = journal.last();
         let (base, _) = snapshot(db, None)?;
-        let overlay = Arc::new(Overlay::default());
-        file.pair_with(Arc::clone(&overlay), holds);
-        Ok(Behind {
-            overlay,
+        let behind = Behind {
+            overlay: Arc::new(Overlay::default()),
             base,
             holds,
-        })
+            log_ends: LogEnds::default(),
+        };
+        file.pair_with(&behind, holds);
+        Ok(behind)
     }
 }
 
@@ -624,7 +642,7 @@ fn start_checkpoint(
     let covers = journal.rotate();
     let (overlay, layer) = current.overlay.rotated();
     current.overlay = Arc::new(overlay);
-    file.pair_with(Arc::clone(&current.overlay), covers);
+    file.pair_with(current, covers);
     let (answer, result) = mpsc::sync_channel(1);
     let task = Task {
         db: Arc::clone(db),
@@ -688,13 +706,13 @@ fn finish_checkpoint(
     };
     // A snapshot taken now holds every commit up to `covers`.
     let (base, _) = snapshot(db.as_ref(), None)?;
-    let overlay = Arc::new(current.overlay.settled());
-    file.pair_with(Arc::clone(&overlay), covers);
     *current = Behind {
-        overlay,
+        overlay: Arc::new(current.overlay.settled()),
         base,
         holds: covers,
+        log_ends: std::mem::take(&mut current.log_ends),
     };
+    file.pair_with(current, covers);
     Ok(())
 }
 
@@ -713,7 +731,7 @@ fn abandon(running: Option<Running>) {
 /// it was kept).
 fn commit_beside(
     file: &Writable,
-    behind: &Behind,
+    behind: &mut Behind,
     journal: &mut Journal,
     group: &mut [Job],
     durability: Durability,
@@ -730,12 +748,14 @@ fn commit_beside(
             upto: u64::MAX,
         },
         seq,
+        log_ends: &mut behind.log_ends,
     };
     journal.begin();
-    let results = match apply_group(&mut rows, group, journal) {
+    let applied = apply_group(&mut rows, group, journal);
+    let results = match applied {
         Ok(results) => results,
         Err(e) => {
-            behind.overlay.retract(seq);
+            behind.retract(seq);
             return Some(fail_all(e));
         }
     };
@@ -743,16 +763,16 @@ fn commit_beside(
         return Some(results);
     }
     if journal.record_len() > JOURNAL_RECORD_MAX {
-        behind.overlay.retract(seq);
+        behind.retract(seq);
         return None;
     }
     if let Err(e) = file.room() {
-        behind.overlay.retract(seq);
+        behind.retract(seq);
         *refused = true;
         return Some(fail_all(e));
     }
     if let Err(e) = journal.append(durability == Durability::Immediate) {
-        behind.overlay.retract(seq);
+        behind.retract(seq);
         return Some(fail_all(StorageError::io("write the journal", &e)));
     }
     file.publish(seq);
@@ -905,7 +925,10 @@ impl Writable {
             db.take();
         }
         // The replay below puts whatever an overlay held into redb.
-        self.update_latest(|overlay| *overlay = None);
+        self.update_latest(|latest| {
+            latest.overlay = None;
+            latest.base.take()
+        });
         let deadline = Instant::now() + REOPEN_WAIT;
         let db = loop {
             match open_writable(&self.path, self.cache_size) {
@@ -931,12 +954,25 @@ impl Writable {
     /// every write acknowledged before it was made, since the committer drops the shared
     /// snapshot before it answers the writers of a commit ([`Writable::invalidate_snapshot`]).
     /// A snapshot opened while a commit landed is not shared (its generation is old): it may
-    /// predate the commit.
+    /// predate the commit. While the committer's snapshot of redb is paired with its overlay
+    /// ([`Writable::pair_with`]), a new snapshot is that pair: no redb transaction is opened.
     fn snapshot(&self) -> Result<FileReader, StorageError> {
         let (generation, overlay) = {
-            let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(shared) = &latest.snapshot {
                 return Ok(shared.clone());
+            }
+            if let (Some((overlay, upto)), Some((table, holds))) = (&latest.overlay, &latest.base) {
+                let paired = FileReader {
+                    table: Arc::clone(table),
+                    overlay: (holds < upto).then(|| View {
+                        overlay: Arc::clone(overlay),
+                        after: *holds,
+                        upto: *upto,
+                    }),
+                };
+                latest.snapshot = Some(paired.clone());
+                return Ok(paired);
             }
             (latest.generation, latest.overlay.clone())
         };
@@ -953,31 +989,40 @@ impl Writable {
         self.update_latest(|_| {});
     }
 
-    /// Changes what readers pair their snapshots with, and makes the shared one stale.
-    fn update_latest(&self, change: impl FnOnce(&mut Option<(Arc<Overlay>, u64)>)) {
+    /// Changes what readers pair their snapshots with, and makes the shared one stale. What
+    /// `change` returns is dropped after the lock is let go: ending a read transaction takes
+    /// redb's own locks.
+    fn update_latest<T>(&self, change: impl FnOnce(&mut Latest) -> T) {
         let stale = {
             let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
-            change(&mut latest.overlay);
+            let replaced = change(&mut latest);
             latest.generation += 1;
-            latest.snapshot.take()
+            (latest.snapshot.take(), replaced)
         };
-        // Dropped outside the lock: ending a read transaction takes redb's own locks.
         drop(stale);
     }
 
-    /// Readers pair their snapshots with `overlay` from now on, which holds the commits after
-    /// `holds`; they see those published so far.
-    fn pair_with(&self, overlay: Arc<Overlay>, holds: u64) {
-        self.update_latest(|slot| {
-            let published = slot.as_ref().map_or(holds, |(_, published)| *published);
-            *slot = Some((overlay, published.max(holds)));
+    /// Readers pair the committer's snapshot of redb with its overlay from now on; they see
+    /// the overlay's commits published so far, and at least those up to `published`.
+    fn pair_with(&self, behind: &Behind, published: u64) {
+        let table = Arc::clone(&behind.base.table);
+        self.update_latest(|latest| {
+            let seen = latest.overlay.as_ref().map_or(0, |&(_, seen)| seen);
+            latest.overlay = Some((Arc::clone(&behind.overlay), seen.max(published)));
+            latest.base.replace((table, behind.holds))
         });
+    }
+
+    /// redb holds commits that the overlay readers pair with lacks (a group committed into it
+    /// directly): readers open snapshots of their own until the next [`Self::pair_with`].
+    fn unpair_base(&self) {
+        self.update_latest(|latest| latest.base.take());
     }
 
     /// Readers see the overlay's commits up to `seq` (its writers are about to be answered).
     fn publish(&self, seq: u64) {
-        self.update_latest(|overlay| {
-            if let Some((_, published)) = overlay {
+        self.update_latest(|latest| {
+            if let Some((_, published)) = &mut latest.overlay {
                 *published = seq;
             }
         });
@@ -1089,8 +1134,15 @@ fn probe(db: &redb::Database, journal: &mut Journal) -> Result<(), StorageError>
 trait Rows {
     /// The version of the record under `key`, if any.
     fn version(&self, key: &super::Key) -> Result<Option<u64>, StorageError>;
-    /// The number of the newest entry of the log whose entries lie in `first..=last`; 0: none.
-    fn log_end(&self, partition: &[u8], first: &[u8], last: &[u8]) -> Result<u64, StorageError>;
+    /// The number of the newest entry of the log at `prefix`, whose entries lie in
+    /// `first..=last` ([`super::log_bounds`]); 0: none.
+    fn log_end(
+        &mut self,
+        partition: &[u8],
+        prefix: &[u8],
+        first: &[u8],
+        last: &[u8],
+    ) -> Result<u64, StorageError>;
     fn set(&mut self, partition: &[u8], sort: &[u8], value: &[u8]) -> Result<(), StorageError>;
     fn remove(&mut self, partition: &[u8], sort: &[u8]) -> Result<(), StorageError>;
     /// Plans a batch again on what these rows hold now.
@@ -1105,7 +1157,13 @@ impl Rows for redb::Table<'_, (&'static [u8], &'static [u8]), &'static [u8]> {
             .transpose()
     }
 
-    fn log_end(&self, partition: &[u8], first: &[u8], last: &[u8]) -> Result<u64, StorageError> {
+    fn log_end(
+        &mut self,
+        partition: &[u8],
+        _prefix: &[u8],
+        first: &[u8],
+        last: &[u8],
+    ) -> Result<u64, StorageError> {
         match self
             .range((partition, first)..=(partition, last))
             .map_err(|e| storage("read")(e.into()))?
@@ -1142,6 +1200,8 @@ struct Beside<'a> {
     base: &'a FileReader,
     view: View,
     seq: u64,
+    /// Kept up to date with every row written or removed.
+    log_ends: &'a mut LogEnds,
 }
 
 impl Beside<'_> {
@@ -1169,8 +1229,17 @@ impl Rows for Beside<'_> {
         }
     }
 
-    fn log_end(&self, partition: &[u8], first: &[u8], last: &[u8]) -> Result<u64, StorageError> {
-        let mut end = 0;
+    fn log_end(
+        &mut self,
+        partition: &[u8],
+        prefix: &[u8],
+        first: &[u8],
+        last: &[u8],
+    ) -> Result<u64, StorageError> {
+        if let Some(end) = self.log_ends.get(partition, prefix) {
+            return Ok(end);
+        }
+        let mut found = None;
         let range = super::SortRange {
             start: std::ops::Bound::Included(first.to_vec()),
             end: std::ops::Bound::Included(last.to_vec()),
@@ -1181,14 +1250,16 @@ impl Rows for Beside<'_> {
             super::Direction::Reverse,
             1,
             &mut |sort, _| {
-                end = super::log_number(sort).unwrap_or(0);
+                found = Some(sort.to_vec());
                 std::ops::ControlFlow::Break(())
             },
         )?;
-        Ok(end)
+        self.log_ends.learn(partition, prefix, found.as_deref());
+        Ok(self.log_ends.get(partition, prefix).unwrap_or(0))
     }
 
     fn set(&mut self, partition: &[u8], sort: &[u8], value: &[u8]) -> Result<(), StorageError> {
+        self.log_ends.set(partition, sort);
         self.view
             .overlay
             .set(self.seq, partition, sort, Some(Arc::from(value)));
@@ -1196,6 +1267,7 @@ impl Rows for Beside<'_> {
     }
 
     fn remove(&mut self, partition: &[u8], sort: &[u8]) -> Result<(), StorageError> {
+        self.log_ends.remove(partition, sort);
         self.view.overlay.set(self.seq, partition, sort, None);
         Ok(())
     }
@@ -1241,7 +1313,7 @@ fn apply(
             WriteOp::Append { log, record } => {
                 let (first, last) = super::log_bounds(&log.sort);
                 let p = log.partition.as_slice();
-                let n = rows.log_end(p, &first, &last)?;
+                let n = rows.log_end(p, &log.sort, &first, &last)?;
                 let sort = super::log_entry(&log.sort, n + 1);
                 let value = encode_record(record);
                 rows.set(p, &sort, &value)?;

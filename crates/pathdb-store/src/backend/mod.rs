@@ -3,7 +3,8 @@
 //! semantics, page tokens, TTL, limits) lives above it in [`crate::store::Store`], written once:
 //! a backend never knows items, paths or JSON. `mod.rs` holds the traits; `memory.rs` the
 //! reference backend; `file.rs`, `file_format.rs`, `file_read.rs`, `file_record.rs`,
-//! `journal.rs` and `overlay.rs` (the commits redb does not hold yet) the embedded one.
+//! `journal.rs`, `overlay.rs` (the commits redb does not hold yet) and `log_ends.rs` (where the
+//! committer's logs end) the embedded one.
 //!
 //! The shape is what both an embedded B-tree and DynamoDB offer without faking: a key is a
 //! partition key plus a sort key (DynamoDB's PK/SK; one redb tuple key), range scans stay inside
@@ -18,6 +19,7 @@ mod reserved;
 mod memory;
 mod file_record;
 mod overlay;
+mod log_ends;
 mod file_read;
 mod file_format;
 mod file;
