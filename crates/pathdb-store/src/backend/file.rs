@@ -602,13 +602,15 @@ fn checkpoint_thread() -> Result<mpsc::Sender<Task>, StorageError> {
 /// A checkpoint: the rows of `layer` into redb, in one durable commit that holds every commit
 /// up to `covers`.
 fn put_layer(db: &redb::Database, layer: &Layer, covers: u64) -> Result<(), StorageError> {
-    let rows = layer.newest();
     let mut txn = begin_write(db)?;
     {
         let mut table = txn
             .open_table(DATA)
             .map_err(|e| storage("open data table")(e.into()))?;
-        put_rows(&mut table, rows)?;
+        // Read in place: nothing writes a checkpoint's layer, and readers only read it.
+        layer.try_each_newest(|partition, sort, value| {
+            put_row(&mut table, partition, sort, value)
+        })?;
     }
     number(&mut txn, covers, redb::Durability::Immediate)?;
     txn.set_quick_repair(true);
@@ -678,12 +680,22 @@ fn put_rows(
     rows: Vec<Row>,
 ) -> Result<(), StorageError> {
     for ((partition, sort), value) in rows {
-        match value {
-            Some(value) => table.set(&partition, &sort, &value)?,
-            None => Rows::remove(table, &partition, &sort)?,
-        }
+        put_row(table, &partition, &sort, &value)?;
     }
     Ok(())
+}
+
+/// Writes one row of the overlay into redb's data table (`None`: removes it).
+fn put_row(
+    table: &mut redb::Table<'_, (&'static [u8], &'static [u8]), &'static [u8]>,
+    partition: &[u8],
+    sort: &[u8],
+    value: &Option<Arc<[u8]>>,
+) -> Result<(), StorageError> {
+    match value {
+        Some(value) => table.set(partition, sort, value),
+        None => Rows::remove(table, partition, sort),
+    }
 }
 
 /// Waits for a running checkpoint; then the overlay drops the layer it put into redb (readers

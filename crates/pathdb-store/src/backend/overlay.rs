@@ -32,6 +32,9 @@ type RowKey = (Vec<u8>, Vec<u8>);
 pub(super) type Row = (RowKey, Value);
 /// Every value commits gave a row, oldest first, each with its commit's number.
 type Versions = Vec<(u64, Value)>;
+/// A layer's rows: by partition, then by sort key. Two levels, so that a row is found with the
+/// caller's slices (no key is copied to look one up) and a partition's rows are one map.
+type Partitions = BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, Versions>>;
 
 /// The rows redb lacks: the commits since the last checkpoint began (`newer`), and, while one
 /// runs, those it puts into redb (`older`). A checkpoint's layer is not written to once it
@@ -130,14 +133,23 @@ fn merge<K: Ord>(
 /// Rows of commits, each with every value a commit gave it.
 #[derive(Default)]
 pub(super) struct Layer {
-    rows: RwLock<BTreeMap<RowKey, Versions>>,
+    /// No partition is left without rows.
+    rows: RwLock<Partitions>,
 }
 
 impl Layer {
     /// Commit `seq` (the newest, or the same as the newest) set the row to `value`.
     fn set(&self, seq: u64, partition: &[u8], sort: &[u8], value: Value) {
         let mut rows = self.rows.write().unwrap_or_else(PoisonError::into_inner);
-        let versions = rows.entry((partition.to_vec(), sort.to_vec())).or_default();
+        // Keys are copied only for a row the layer does not hold yet.
+        let sorts = match rows.get_mut(partition) {
+            Some(sorts) => sorts,
+            None => rows.entry(partition.to_vec()).or_default(),
+        };
+        let versions = match sorts.get_mut(sort) {
+            Some(versions) => versions,
+            None => sorts.entry(sort.to_vec()).or_default(),
+        };
         match versions.last_mut() {
             // A later batch of the same commit: only the commit's last value is ever read.
             Some((last, old)) if *last == seq => *old = value,
@@ -148,19 +160,40 @@ impl Layer {
     /// Takes back every row commit `seq` set: it was not journaled, and nobody saw it.
     fn retract(&self, seq: u64) {
         let mut rows = self.rows.write().unwrap_or_else(PoisonError::into_inner);
-        rows.retain(|_, versions| {
-            versions.retain(|(s, _)| *s < seq);
-            !versions.is_empty()
+        rows.retain(|_, sorts| {
+            sorts.retain(|_, versions| {
+                versions.retain(|(s, _)| *s < seq);
+                !versions.is_empty()
+            });
+            !sorts.is_empty()
         });
     }
 
-    /// The newest value of every row, in key order: what redb takes in the checkpoint of this
-    /// layer.
-    pub(super) fn newest(&self) -> Vec<Row> {
+    /// The newest value of every row, in key order.
+    fn newest(&self) -> Vec<Row> {
+        let mut out = Vec::new();
+        let Ok(()) = self.try_each_newest(|partition, sort, value| {
+            out.push(((partition.to_vec(), sort.to_vec()), value.clone()));
+            Ok::<_, std::convert::Infallible>(())
+        });
+        out
+    }
+
+    /// Runs `each` on the newest value of every row, in key order, with the layer's own keys
+    /// (a checkpoint puts them into redb without copying them); stops at its first error.
+    pub(super) fn try_each_newest<E>(
+        &self,
+        mut each: impl FnMut(&[u8], &[u8], &Value) -> Result<(), E>,
+    ) -> Result<(), E> {
         let rows = self.rows.read().unwrap_or_else(PoisonError::into_inner);
-        rows.iter()
-            .filter_map(|(key, versions)| versions.last().map(|(_, v)| (key.clone(), v.clone())))
-            .collect()
+        for (partition, sorts) in rows.iter() {
+            for (sort, versions) in sorts {
+                if let Some((_, value)) = versions.last() {
+                    each(partition, sort, value)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Whether no commit set a row.
@@ -195,10 +228,10 @@ impl View {
     /// `Some(value)` where the view decides the row (`Some(None)`: removed), `None` where the
     /// snapshot does.
     pub(super) fn get(&self, partition: &[u8], sort: &[u8]) -> Option<Value> {
-        let key = (partition.to_vec(), sort.to_vec());
         let in_layer = |layer: &Layer| {
             let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
-            rows.get(&key).and_then(|versions| self.pick(versions))
+            let versions = rows.get(partition)?.get(sort)?;
+            self.pick(versions)
         };
         in_layer(&self.overlay.newer).or_else(|| self.overlay.older.as_deref().and_then(in_layer))
     }
@@ -236,21 +269,15 @@ impl View {
         limit: usize,
     ) -> Vec<(Vec<u8>, Value)> {
         let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
-        let at = |sort: &Vec<u8>| (partition.to_vec(), sort.clone());
-        let start = match &range.start {
-            Bound::Included(s) => Bound::Included(at(s)),
-            Bound::Excluded(s) => Bound::Excluded(at(s)),
-            Bound::Unbounded => Bound::Included((partition.to_vec(), Vec::new())),
+        let Some(sorts) = rows.get(partition) else {
+            return Vec::new();
         };
-        let end = match &range.end {
-            Bound::Included(e) => Bound::Included(at(e)),
-            Bound::Excluded(e) => Bound::Excluded(at(e)),
-            // The first partition after this one: the partition with a zero byte appended.
-            Bound::Unbounded => Bound::Excluded(([partition, &[0]].concat(), Vec::new())),
-        };
-        let within = rows.range((start, end));
+        let within = sorts.range::<[u8], _>((
+            range.start.as_ref().map(Vec::as_slice),
+            range.end.as_ref().map(Vec::as_slice),
+        ));
         let picked =
-            |((_, s), versions): (&RowKey, &Versions)| self.pick(versions).map(|v| (s.clone(), v));
+            |(s, versions): (&Vec<u8>, &Versions)| self.pick(versions).map(|v| (s.clone(), v));
         let mut out = Vec::new();
         let mut records = 0;
         let mut keep = |row: (Vec<u8>, Value)| {
@@ -299,23 +326,29 @@ impl View {
         limit: usize,
     ) -> Vec<(Key, Value)> {
         let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
-        let start = match after {
-            Some(k) => Bound::Excluded((k.partition.clone(), k.sort.clone())),
-            None => Bound::Unbounded,
-        };
+        let first = after.map_or(Bound::Unbounded, |k| {
+            Bound::Included(k.partition.as_slice())
+        });
         let mut out = Vec::new();
         let mut records = 0;
-        for ((p, s), versions) in rows.range((start, Bound::Unbounded)) {
-            if records == limit {
-                break;
-            }
-            if let Some(v) = self.pick(versions) {
-                records += usize::from(v.is_some());
-                let key = Key {
-                    partition: p.clone(),
-                    sort: s.clone(),
-                };
-                out.push((key, v));
+        'partitions: for (p, sorts) in rows.range::<[u8], _>((first, Bound::Unbounded)) {
+            // Within `after`'s own partition, only the rows past it.
+            let start = match after {
+                Some(k) if k.partition == *p => Bound::Excluded(k.sort.as_slice()),
+                _ => Bound::Unbounded,
+            };
+            for (s, versions) in sorts.range::<[u8], _>((start, Bound::Unbounded)) {
+                if records == limit {
+                    break 'partitions;
+                }
+                if let Some(v) = self.pick(versions) {
+                    records += usize::from(v.is_some());
+                    let key = Key {
+                        partition: p.clone(),
+                        sort: s.clone(),
+                    };
+                    out.push((key, v));
+                }
             }
         }
         out
@@ -327,14 +360,11 @@ impl View {
         let mut out = BTreeSet::new();
         for layer in std::iter::once(&self.overlay.newer).chain(&self.overlay.older) {
             let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
-            // The first row of the first partition after `p`: that partition with a zero byte
-            // added.
-            let past = |p: &[u8]| Bound::Included(([p, &[0]].concat(), Vec::new()));
-            let mut start = after.map_or(Bound::Unbounded, past);
-            while let Some(((p, _), _)) = rows.range((start, Bound::Unbounded)).next() {
-                start = past(p);
-                out.insert(p.clone());
-            }
+            let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+            out.extend(
+                rows.range::<[u8], _>((start, Bound::Unbounded))
+                    .map(|(p, _)| p.clone()),
+            );
         }
         out
     }
