@@ -35,15 +35,18 @@ const FLOOR_SCAN: usize = 64;
 /// The stage's state over one plan: the generator, and the paths earlier creates made (for
 /// [`Parent::Created`]).
 pub(crate) struct Ids {
-    generator: Generator,
+    /// `None` for a plan without creates (most of them): nothing to generate, and the paths the
+    /// plan names need not be copied and hashed.
+    generator: Option<Generator>,
     created: Vec<Option<KeyPath>>,
 }
 
 impl Ids {
     /// For the operations of one plan: generated paths avoid the paths they name.
     pub(crate) fn new(ops: &[TxOp]) -> Ids {
+        let creates = ops.iter().any(|op| matches!(op, TxOp::Create { .. }));
         Ids {
-            generator: Generator::new(ops.iter().filter_map(TxOp::path)),
+            generator: creates.then(|| Generator::new(ops.iter().filter_map(TxOp::path))),
             created: vec![None; ops.len()],
         }
     }
@@ -77,9 +80,11 @@ impl Ids {
             }
             Parent::Created(earlier) => self.created.get(*earlier).cloned().flatten(),
         };
-        let path = self
+        let generator = self
             .generator
-            .generate(ctx.reader, parent.as_ref(), namespace, *id)?;
+            .as_mut()
+            .ok_or_else(|| StorageError::msg("a create in a plan without creates"))?;
+        let path = generator.generate(ctx.reader, parent.as_ref(), namespace, *id)?;
         check_item_size(&path, value)?;
         self.created[index] = Some(path.clone());
         Ok((path, true))
@@ -91,7 +96,10 @@ impl Ids {
         ctx: &Context<'_, R>,
         plan: &mut Plan,
     ) -> Result<(), Error> {
-        for op in self.generator.sequence_writes(ctx.now) {
+        let Some(generator) = self.generator else {
+            return Ok(());
+        };
+        for op in generator.sequence_writes(ctx.now) {
             // A sequence belongs to a create, so a plan that advanced one owns writes already.
             let owner = plan
                 .owners
