@@ -11,11 +11,14 @@
 //! durable commit, while the committer goes on into the other file; once it is done the
 //! overlay drops that file's layer ([`Overlay`]).
 //!
-//! A reader pairs the overlay with its snapshot by commit number: it takes the rows numbered
-//! after the last commit its snapshot holds (`META`'s `journal`, read in the snapshot's own
-//! transaction) and up to the last commit published when it was made. So a snapshot opened
-//! before the rows reached redb sees them here, one opened after sees them in redb and nothing
-//! here, and a reader never sees a commit made after it, wherever it reads.
+//! A reader pairs the overlay with a snapshot by commit number: it takes the rows numbered
+//! after the last commit the snapshot holds and up to the last commit published when the reader
+//! was made. The snapshot is the committer's own (redb changes only at checkpoints, and the
+//! committer hands readers its snapshot with the overlay over it); after a group went into redb
+//! directly, until the next overlay, a reader opens one and reads that number (`META`'s
+//! `journal`) in the snapshot's own transaction. So a snapshot from before the rows reached
+//! redb sees them here, one from after sees them in redb and nothing here, and a reader never
+//! sees a commit made after it, wherever it reads.
 
 use super::file_record::view_record;
 use super::{Direction, Key, Reader, Record, RecordView, SortRange};
