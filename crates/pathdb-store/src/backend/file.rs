@@ -1146,15 +1146,9 @@ fn probe(db: &redb::Database, journal: &mut Journal) -> Result<(), StorageError>
 trait Rows {
     /// The version of the record under `key`, if any.
     fn version(&self, key: &super::Key) -> Result<Option<u64>, StorageError>;
-    /// The number of the newest entry of the log at `prefix`, whose entries lie in
-    /// `first..=last` ([`super::log_bounds`]); 0: none.
-    fn log_end(
-        &mut self,
-        partition: &[u8],
-        prefix: &[u8],
-        first: &[u8],
-        last: &[u8],
-    ) -> Result<u64, StorageError>;
+    /// The number of the newest entry of the log at `prefix` (its entries lie within
+    /// [`super::log_bounds`]); 0: none.
+    fn log_end(&mut self, partition: &[u8], prefix: &[u8]) -> Result<u64, StorageError>;
     fn set(&mut self, partition: &[u8], sort: &[u8], value: &[u8]) -> Result<(), StorageError>;
     fn remove(&mut self, partition: &[u8], sort: &[u8]) -> Result<(), StorageError>;
     /// Plans a batch again on what these rows hold now.
@@ -1169,15 +1163,10 @@ impl Rows for redb::Table<'_, (&'static [u8], &'static [u8]), &'static [u8]> {
             .transpose()
     }
 
-    fn log_end(
-        &mut self,
-        partition: &[u8],
-        _prefix: &[u8],
-        first: &[u8],
-        last: &[u8],
-    ) -> Result<u64, StorageError> {
+    fn log_end(&mut self, partition: &[u8], prefix: &[u8]) -> Result<u64, StorageError> {
+        let (first, last) = super::log_bounds(prefix);
         match self
-            .range((partition, first)..=(partition, last))
+            .range((partition, first.as_slice())..=(partition, last.as_slice()))
             .map_err(|e| storage("read")(e.into()))?
             .next_back()
         {
@@ -1241,20 +1230,15 @@ impl Rows for Beside<'_> {
         }
     }
 
-    fn log_end(
-        &mut self,
-        partition: &[u8],
-        prefix: &[u8],
-        first: &[u8],
-        last: &[u8],
-    ) -> Result<u64, StorageError> {
+    fn log_end(&mut self, partition: &[u8], prefix: &[u8]) -> Result<u64, StorageError> {
         if let Some(end) = self.log_ends.get(partition, prefix) {
             return Ok(end);
         }
         let mut found = None;
+        let (first, last) = super::log_bounds(prefix);
         let range = super::SortRange {
-            start: std::ops::Bound::Included(first.to_vec()),
-            end: std::ops::Bound::Included(last.to_vec()),
+            start: std::ops::Bound::Included(first),
+            end: std::ops::Bound::Included(last),
         };
         self.reader().scan_each(
             partition,
@@ -1323,9 +1307,8 @@ fn apply(
             }
             WriteOp::Check { .. } => {}
             WriteOp::Append { log, record } => {
-                let (first, last) = super::log_bounds(&log.sort);
                 let p = log.partition.as_slice();
-                let n = rows.log_end(p, &log.sort, &first, &last)?;
+                let n = rows.log_end(p, &log.sort)?;
                 let sort = super::log_entry(&log.sort, n + 1);
                 let value = encode_record(record);
                 rows.set(p, &sort, &value)?;
