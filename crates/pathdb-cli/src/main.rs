@@ -13,8 +13,9 @@ use std::process::ExitCode;
 /// memory a server takes as it runs (redb's cache filling, the allocator's fresh pages) comes
 /// in 2 MiB pages the kernel zeroes on first touch: under durable puts that zeroing alone was
 /// 6.5% of the server's CPU, most of it on the checkpoint thread, and puts cost about a tenth
-/// more CPU with a worse p99 (docs/benchmarks.md, "Huge pages"). Redis turns them off for
-/// itself the same way. A kernel without the option (before 3.15) refuses it: nothing changes.
+/// more CPU with a worse p99 (docs/benchmarks.md, "Where logs end, one snapshot for readers, a
+/// two-level overlay, no huge pages"). Redis turns them off for itself the same way. A kernel
+/// without the option (before 3.15) refuses it: nothing changes.
 fn without_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE takes integers and changes only the process's paging policy,
