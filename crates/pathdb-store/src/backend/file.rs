@@ -380,8 +380,7 @@ fn committer_loop(
     }
     // Leave the file closed cleanly if space came back, so that read-only opens accept it.
     if file.fault().is_some() {
-        state.behind = None;
-        file.recover(&mut state.journal);
+        state.recover(file);
     }
     close(file, state.journal, state.behind.as_ref());
 }
@@ -977,11 +976,7 @@ impl Writable {
             if let (Some((overlay, upto)), Some((table, holds))) = (&latest.overlay, &latest.base) {
                 let paired = FileReader {
                     table: Arc::clone(table),
-                    overlay: (holds < upto).then(|| View {
-                        overlay: Arc::clone(overlay),
-                        after: *holds,
-                        upto: *upto,
-                    }),
+                    overlay: View::over(Arc::clone(overlay), *holds, *upto),
                 };
                 latest.snapshot = Some(paired.clone());
                 return Ok(paired);
@@ -1110,15 +1105,10 @@ fn snapshot(
         .get(JOURNALED)
         .map_err(|e| storage("read meta")(e.into()))?
         .map_or(0, |g| g.value());
-    let view = (holds < upto).then_some(View {
-        overlay,
-        after: holds,
-        upto,
-    });
     Ok((
         FileReader {
             table: Arc::new(table),
-            overlay: view,
+            overlay: View::over(overlay, holds, upto),
         },
         Some(holds.max(upto)),
     ))
@@ -1250,8 +1240,7 @@ impl Rows for Beside<'_> {
                 std::ops::ControlFlow::Break(())
             },
         )?;
-        self.log_ends.learn(partition, prefix, found.as_deref());
-        Ok(self.log_ends.get(partition, prefix).unwrap_or(0))
+        Ok(self.log_ends.learn(partition, prefix, found.as_deref()))
     }
 
     fn set(&mut self, partition: &[u8], sort: &[u8], value: &[u8]) -> Result<(), StorageError> {

@@ -27,27 +27,44 @@ struct Log {
     last: Option<Vec<u8>>,
 }
 
+impl Log {
+    /// The number of the newest entry: its last row's last 8 bytes, as a scan reads it.
+    fn end(&self) -> u64 {
+        self.last
+            .as_deref()
+            .and_then(super::log_number)
+            .unwrap_or(0)
+    }
+}
+
 impl LogEnds {
     /// The number of the newest entry of the log at `prefix` (0: none), if known.
     pub(super) fn get(&self, partition: &[u8], prefix: &[u8]) -> Option<u64> {
         let logs = self.partitions.get(partition)?;
-        let log = logs.iter().find(|log| log.prefix == prefix)?;
-        Some(log.last.as_deref().and_then(super::log_number).unwrap_or(0))
+        logs.iter().find(|log| log.prefix == prefix).map(Log::end)
     }
 
-    /// Remembers the log's last row, found by a scan.
-    pub(super) fn learn(&mut self, partition: &[u8], prefix: &[u8], last: Option<&[u8]>) {
+    /// Remembers the log's last row, found by a scan, and returns the log's end.
+    pub(super) fn learn(&mut self, partition: &[u8], prefix: &[u8], last: Option<&[u8]>) -> u64 {
         if self.partitions.len() >= MAX_PARTITIONS && !self.partitions.contains_key(partition) {
             self.partitions.clear();
         }
         let logs = self.partitions.entry(partition.to_vec()).or_default();
         let last = last.map(<[u8]>::to_vec);
         match logs.iter_mut().find(|log| log.prefix == prefix) {
-            Some(log) => log.last = last,
-            None => logs.push(Log {
-                prefix: prefix.to_vec(),
-                last,
-            }),
+            Some(log) => {
+                log.last = last;
+                log.end()
+            }
+            None => {
+                let log = Log {
+                    prefix: prefix.to_vec(),
+                    last,
+                };
+                let end = log.end();
+                logs.push(log);
+                end
+            }
         }
     }
 
@@ -96,13 +113,13 @@ mod tests {
         let mut ends = LogEnds::default();
         assert_eq!(ends.get(b"p", b"log"), None);
         let entry = |n: u64| [b"log".as_slice(), &n.to_be_bytes()].concat();
-        ends.learn(b"p", b"log", Some(&entry(4)));
+        assert_eq!(ends.learn(b"p", b"log", Some(&entry(4))), 4);
         ends.learn(
             b"p",
             b"other",
             Some(&[b"other".as_slice(), &9u64.to_be_bytes()].concat()),
         );
-        ends.learn(b"p", b"empty", None);
+        assert_eq!(ends.learn(b"p", b"empty", None), 0);
         assert_eq!(ends.get(b"p", b"empty"), Some(0));
         assert_eq!(ends.get(b"p", b"log"), Some(4));
 

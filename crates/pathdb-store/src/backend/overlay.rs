@@ -219,6 +219,16 @@ pub(super) struct View {
 }
 
 impl View {
+    /// What a reader sees of `overlay` over a snapshot holding the commits up to `holds`, when
+    /// it sees those up to `upto`; `None` when the snapshot holds every one.
+    pub(super) fn over(overlay: Arc<Overlay>, holds: u64, upto: u64) -> Option<View> {
+        (holds < upto).then_some(View {
+            overlay,
+            after: holds,
+            upto,
+        })
+    }
+
     /// The row's newest value this view sees, if a commit it sees set it.
     fn pick(&self, versions: &[(u64, Value)]) -> Option<Value> {
         versions
