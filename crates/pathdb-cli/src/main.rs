@@ -25,11 +25,10 @@ fn without_huge_pages() {
     }
 }
 
-/// mimalloc rather than the system's allocator: a server allocates and frees a few dozen small
-/// blocks per request, from several threads; glibc's malloc and free were a tenth of a get's
-/// instructions (docs/benchmarks.md, "Gets against the ceiling").
+/// mimalloc rather than the system's allocator (pathdb-server's `allocator` says why, and why not
+/// through the `mimalloc` crate).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: pathdb_server::allocator::Allocator = pathdb_server::allocator::Allocator;
 
 fn main() -> ExitCode {
     without_huge_pages();

@@ -28,7 +28,7 @@ const DEFAULT_BODY: &str = concat!(
 
 /// The `pathdb` binary's allocator, so that the two differ only in what PathDB does per request.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: pathdb_server::allocator::Allocator = pathdb_server::allocator::Allocator;
 
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);

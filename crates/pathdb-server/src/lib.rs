@@ -8,6 +8,7 @@
 
 #![deny(missing_docs)]
 
+pub mod allocator;
 pub mod auth;
 mod backups;
 pub use backups::schedule_backups;
