@@ -46,14 +46,21 @@ impl<S: Send + Sync> FromRequestParts<S> for Preconditions {
         parts: &mut Parts,
         _: &S,
     ) -> Result<Self, std::convert::Infallible> {
+        Ok(Preconditions::of(&parts.headers))
+    }
+}
+
+impl Preconditions {
+    /// The `If-Match` and `If-None-Match` lines of `headers`.
+    pub(crate) fn of(headers: &HeaderMap) -> Preconditions {
         // Empty (and unallocated) for a request without preconditions.
-        let mut headers = HeaderMap::new();
+        let mut kept = HeaderMap::new();
         for name in [header::IF_MATCH, header::IF_NONE_MATCH] {
-            for value in parts.headers.get_all(&name) {
-                headers.append(name.clone(), value.clone());
+            for value in headers.get_all(&name) {
+                kept.append(name.clone(), value.clone());
             }
         }
-        Ok(Preconditions(headers))
+        Preconditions(kept)
     }
 }
 

@@ -156,7 +156,7 @@ impl<A: Check, B: Check> Check for (A, B) {
 }
 
 /// Runs `check` around an answer made at once, as a [`Checked`] service runs it around its
-/// service: for requests answered without the router (item_gets.rs).
+/// service: for requests answered without the router (unrouted.rs).
 pub(crate) fn answer_now<C: Check>(
     check: &C,
     mut request: Request,
@@ -171,7 +171,7 @@ pub(crate) fn answer_now<C: Check>(
 /// The checks of the API's routes (`/v1/...` and `/metrics`), outermost first: the request
 /// metrics ([`TrackRequests`]), then the bearer token ([`RequireToken`]). One list, run by the
 /// router's routes (one route layer, see `crate::app`) and by the gets of one item answered
-/// before the router (item_gets.rs: [`unrouted`] gives them, [`answer_now`] runs them): a check
+/// before the router (unrouted.rs: [`unrouted`] gives them, [`answer_now`] runs them): a check
 /// added here applies to both, and [`unrouted`] must say how it runs without the router.
 /// (Checks that only some routes take, such as a media type, are layered on those routes.)
 pub(crate) type ApiChecks = (TrackRequests, RequireToken);
@@ -182,7 +182,7 @@ pub(crate) fn api_checks(auth: Auth) -> ApiChecks {
 }
 
 /// The same [`ApiChecks`] for requests of the route `template` answered without the router
-/// (item_gets.rs): counted under `template` (no router match says it), and the token's
+/// (unrouted.rs): counted under `template` (no router match says it), and the token's
 /// [`auth::Access`] kept in the check's memo, which [`answer_now`] hands to the answer, rather
 /// than in the request's extensions (whose first insert allocates: an eighth of what the
 /// checks cost a get).
@@ -202,6 +202,12 @@ pub(crate) fn unrouted((_, token): &ApiChecks, template: &'static str) -> ApiChe
 /// store read the check may not do).
 pub(crate) fn access_in((_, token): &<ApiChecks as Check>::Memo) -> Option<&auth::Access> {
     token.as_ref()?.as_ref()
+}
+
+/// The access [`unrouted`] checks left in the memo, taken out of it (the token check's
+/// [`Check::after`] has no use for it).
+pub(crate) fn take_access((_, token): &mut <ApiChecks as Check>::Memo) -> Option<auth::Access> {
+    token.take().flatten()
 }
 
 /// The token check's [`Auth`] in a list of [`ApiChecks`].
@@ -483,7 +489,7 @@ impl Check for RequireMedia {
 #[derive(Clone, Copy)]
 pub(crate) struct TrackRequests {
     /// The route template of requests answered without the router, which sets no
-    /// [`MatchedPath`] (item_gets.rs); `None` on the router's routes.
+    /// [`MatchedPath`] (unrouted.rs); `None` on the router's routes.
     unrouted: Option<&'static str>,
 }
 
@@ -580,11 +586,19 @@ where
                 .uri()
                 .query()
                 .is_some_and(|q| q.split('&').any(|pair| pair == "recursive=true"));
-        TimeoutFuture {
-            inner: self.inner.call(request),
-            deadline: (!unlimited).then(|| tokio::time::Instant::now() + self.limit),
-            timer: None,
-        }
+        let limit = (!unlimited).then_some(self.limit);
+        within(limit, self.inner.call(request))
+    }
+}
+
+/// `future`, answered with the 408 of [`TimeoutLayer`] when it takes longer than `limit` from
+/// now (`None`: no limit). The timeout of the route layer, and of the puts answered without the
+/// router (unrouted/put.rs).
+pub(crate) fn within<F>(limit: Option<std::time::Duration>, future: F) -> TimeoutFuture<F> {
+    TimeoutFuture {
+        inner: future,
+        deadline: limit.map(|limit| tokio::time::Instant::now() + limit),
+        timer: None,
     }
 }
 

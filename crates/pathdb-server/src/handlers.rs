@@ -196,10 +196,24 @@ pub async fn put_item<B: Backend>(
     speaks: Speaks,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
+    put_extracted(state, access, path, q, headers, speaks, &body).await
+}
+
+/// What [`put_item`] does once its extractors have run: also the plain puts answered before the
+/// router (unrouted/put.rs), which extract the same things without it.
+pub(crate) async fn put_extracted<B: Backend>(
+    state: AppState<B>,
+    access: Access,
+    path: KeyPath,
+    q: PutQuery,
+    headers: axum::http::HeaderMap,
+    speaks: Speaks,
+    body: &[u8],
+) -> Result<Response, ApiError> {
     // A put at an alias path is refused by the store (`path_is_alias`): it never reaches an item.
     access.need(Op::Write, &path)?;
     let precondition = precondition::write_precondition(&headers)?;
-    let value = body_value(&body)?;
+    let value = body_value(body)?;
     let options = PutOptions {
         schema_version: speaks.for_path(&path),
         ..put_options(None, q.history, q.ttl_seconds)

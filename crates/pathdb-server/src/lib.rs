@@ -23,7 +23,6 @@ mod extract;
 mod gate;
 mod handlers;
 mod import;
-mod item_gets;
 pub mod jwt;
 mod media;
 mod namespaces;
@@ -34,6 +33,7 @@ mod slots;
 mod telemetry;
 mod timeouts;
 pub mod ui;
+mod unrouted;
 mod wire;
 
 pub use auth::{Access, Auth, ConfiguredToken, REVALIDATE, Scope};
@@ -217,16 +217,16 @@ pub fn app<B: Backend>(
     // Roles and issued tokens are read from this app's store.
     let auth = auth.with_source(std::sync::Arc::new(state.store.clone()));
     let api_checks = gate::api_checks(auth.clone());
-    // For the gets answered before the router (item_gets.rs): the same checks.
-    let gets_state = state.clone();
-    let gets_checks = gate::unrouted(&api_checks, item_gets::ITEMS_ROUTE);
+    // For the gets and puts answered before the router (unrouted.rs): the same checks.
+    let unrouted_state = state.clone();
+    let unrouted_checks = gate::unrouted(&api_checks, unrouted::ITEMS_ROUTE);
     let guarded = ServiceBuilder::new()
         .layer(CheckLayer(api_checks))
         .layer(gate::LookupLayer(auth.clone()));
     let json = || CheckLayer(RequireMedia(media::JSON));
     let items = Router::new()
         .route(
-            item_gets::ITEMS_ROUTE,
+            unrouted::ITEMS_ROUTE,
             get(handlers::get_item::<B>)
                 .put(handlers::put_item::<B>.layer(json()))
                 .post(changes::create_item::<B>.layer(json()))
@@ -368,23 +368,23 @@ pub fn app<B: Backend>(
         .method_not_allowed_fallback(method_not_allowed);
     // What every request passes, outermost first: a request id and the request log (5xx
     // answers, and every request at debug level), the header-size, Host and Origin checks and
-    // `Connection: close` after a refusal (`gate::Edge`), then CORS; then the gets of one item
-    // that need no router (item_gets.rs) are answered, and the rest routed. The checks wrap the
+    // `Connection: close` after a refusal (`gate::Edge`), then CORS; then the gets and puts of
+    // one item that need no router (unrouted.rs) are answered, and the rest routed. The checks wrap the
     // router once ([`App`]), rather than as a `Router::layer`, which would wrap every route (and
     // the fallbacks) on its own, boxing once per layer per request.
     let edge = ServiceBuilder::new()
         .layer(RequestIdLayer)
         .layer(CheckLayer(Edge { policy }))
         .layer(gate::CorsLayer(origins.cors_layer()));
-    App(edge.service(item_gets::ItemGets {
+    App(edge.service(unrouted::Unrouted {
         routes,
-        state: gets_state,
-        checks: gets_checks,
+        state: unrouted_state,
+        checks: unrouted_checks,
     }))
 }
 
 /// The checks every request passes around the gets of one item and the router (see [`app`]).
-type Stack<B> = gate::RequestIds<gate::Checked<gate::Cors<item_gets::ItemGets<B>>, Edge>>;
+type Stack<B> = gate::RequestIds<gate::Checked<gate::Cors<unrouted::Unrouted<B>>, Edge>>;
 
 /// PathDB's HTTP application ([`app`]): a tower service that takes requests with any body
 /// (hyper's, or axum's in tests driven with `tower::ServiceExt::oneshot`). Cloning it is cheap.

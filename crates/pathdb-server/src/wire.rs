@@ -402,8 +402,8 @@ pub struct CopiedOut {
     pub copied: u64,
 }
 
-/// Options of `PUT /v1/items/{path}`.
-#[derive(Deserialize, IntoParams)]
+/// Options of `PUT /v1/items/{path}` (the default: none given).
+#[derive(Deserialize, IntoParams, Default)]
 #[into_params(parameter_in = Query)]
 // Unknown parameters are refused (400), not ignored: a misspelt option must not look applied.
 #[serde(deny_unknown_fields)]

@@ -210,11 +210,14 @@ fn only_plain_gets_of_an_item_are_answered_here() {
             .body(Body::empty())
             .unwrap()
     };
-    let here = |method: &str, uri: &str| answered_here(&request(method, uri)).map(str::to_owned);
-    assert_eq!(here("GET", "/v1/items/a-1/b-2"), Some("a-1/b-2".to_owned()));
-    assert_eq!(here("GET", "/v1/items/a-1?"), Some("a-1".to_owned()));
+    let here = |method: &str, uri: &str| plain(&request(method, uri));
+    assert_eq!(here("GET", "/v1/items/a-1/b-2"), Some(Plain::Get));
+    assert_eq!(here("GET", "/v1/items/a-1?"), Some(Plain::Get));
+    assert_eq!(here("PUT", "/v1/items/a-1"), Some(Plain::Put));
     assert_eq!(here("HEAD", "/v1/items/a-1"), None);
-    assert_eq!(here("PUT", "/v1/items/a-1"), None);
+    assert_eq!(here("POST", "/v1/items/a-1"), None);
+    assert_eq!(here("PATCH", "/v1/items/a-1"), None);
+    assert_eq!(here("DELETE", "/v1/items/a-1"), None);
     assert_eq!(here("GET", "/v1/items/a-1?version=1"), None);
     assert_eq!(here("GET", "/v1/items/a%2D1"), None);
     assert_eq!(here("GET", "/v1/items/"), None);
