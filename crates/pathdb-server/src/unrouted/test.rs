@@ -46,15 +46,28 @@ async fn answer(
     uri: &str,
     headers: &[(&str, &str)],
 ) -> (StatusCode, Vec<(String, String)>, String) {
-    let mut request = Request::get(uri).header("host", "127.0.0.1:7070");
+    let (status, headers, body) = answer_to(app, "GET", uri, headers, b"").await;
+    (status, headers, String::from_utf8(body).unwrap())
+}
+
+/// What `app` answers to `method` `uri` with `headers` and `body`, as [`answer`] keeps it (the
+/// body's bytes). Also the puts' test (put/test.rs).
+pub(super) async fn answer_to(
+    app: &crate::App<pathdb_store::backend::FileBackend>,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (StatusCode, Vec<(String, String)>, Vec<u8>) {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("host", "127.0.0.1:7070");
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    let response = app
-        .clone()
-        .oneshot(request.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
+    let request = request.body(Body::from(body.to_vec())).unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
     let status = response.status();
     let kept = |headers: &HeaderMap| {
         headers
@@ -66,10 +79,10 @@ async fn answer(
             .collect::<Vec<_>>()
     };
     let headers = kept(response.headers());
-    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+    let body = axum::body::to_bytes(response.into_body(), 1 << 21)
         .await
         .unwrap();
-    (status, headers, String::from_utf8(body.to_vec()).unwrap())
+    (status, headers, body.to_vec())
 }
 
 /// A get: the path after `/v1/items/`, request headers, the status expected.

@@ -1,12 +1,12 @@
 use crate::auth::Scope;
+use crate::unrouted::test::answer_to;
 use crate::{AppState, Auth, router};
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use pathdb_store::Store;
 use pathdb_store::backend::{Backend, FileBackend, FileOptions};
 use std::collections::HashMap;
-use tower::ServiceExt;
 
 type App = crate::App<FileBackend>;
 
@@ -40,9 +40,8 @@ fn app(dir: &tempfile::TempDir, tokens: bool) -> App {
     router(AppState::new(store), auth)
 }
 
-/// Status, headers but those that differ per request or per store clock (the request id, the
-/// date, `Content-Length`, which the router adds and hyper adds on the wire), and the body, with
-/// an item's times (which differ between two stores) taken out.
+/// Status, headers but those that differ per request (see `answer_to`), and the body, with an
+/// item's times (which differ between two stores) taken out.
 type Answer = (StatusCode, Vec<(String, String)>, String);
 
 async fn answer(
@@ -52,29 +51,7 @@ async fn answer(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Answer {
-    let mut request = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("host", "127.0.0.1:7070");
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let request = request.body(Body::from(body.to_vec())).unwrap();
-    let response = app.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let kept = |headers: &HeaderMap| {
-        headers
-            .iter()
-            .filter(|(name, _)| {
-                !["x-request-id", "date", "content-length"].contains(&name.as_str())
-            })
-            .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
-            .collect::<Vec<_>>()
-    };
-    let headers = kept(response.headers());
-    let body = axum::body::to_bytes(response.into_body(), 1 << 21)
-        .await
-        .unwrap();
+    let (status, headers, body) = answer_to(app, method, uri, headers, body).await;
     let body = match serde_json::from_slice::<serde_json::Value>(&body) {
         Ok(serde_json::Value::Object(mut item)) => {
             item.remove("created_at");
