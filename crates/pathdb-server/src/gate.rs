@@ -423,23 +423,48 @@ where
                 let resolved =
                     tokio::task::spawn_blocking(move || auth.resolve(authorization.as_ref(), true))
                         .await;
-                match resolved {
-                    Ok(Resolution::Granted(access)) => {
-                        let early = access.refuse_early(request.method(), request.uri().path());
-                        if let Some(refusal) = early {
-                            return Ok(refusal.into_response());
-                        }
+                match resolved.map(|resolution| who(resolution, &request)) {
+                    Ok(Who::Known(access)) => {
                         request.extensions_mut().insert(access);
                         inner.oneshot(request).await
                     }
-                    Ok(Resolution::Refused(refusal)) => Ok(refusal.into_response()),
-                    Ok(Resolution::Pending) | Err(_) => {
-                        Ok(crate::calls::task_failed().into_response())
-                    }
+                    Ok(Who::Refused(refusal)) => Ok(refusal),
+                    Err(_) => Ok(crate::calls::task_failed().into_response()),
                 }
             }),
         }
     }
+}
+
+/// Who a request is once its token is resolved, or the answer that refuses it.
+pub(crate) enum Who {
+    Known(auth::Access),
+    Refused(Response),
+}
+
+/// What [`Lookups`] makes of the resolution of a token [`RequireToken`] left pending: the access,
+/// unless its method and route alone refuse it ([`auth::Access::refuse_early`], as the check
+/// does for tokens it resolves itself), or the refusal.
+pub(crate) fn who(resolution: Resolution, request: &Request) -> Who {
+    match resolution {
+        Resolution::Granted(access) => {
+            match access.refuse_early(request.method(), request.uri().path()) {
+                Some(refusal) => Who::Refused(refusal.into_response()),
+                None => Who::Known(access),
+            }
+        }
+        Resolution::Refused(refusal) => Who::Refused(refusal.into_response()),
+        Resolution::Pending => Who::Refused(crate::calls::task_failed().into_response()),
+    }
+}
+
+/// [`who`], resolving the pending token of a request of [`unrouted`] checks right away: on a
+/// backend whose reads never block, what [`Lookups`] does on the blocking pool. (On such a
+/// backend the check finds issued tokens and roles itself; only what it could not resolve
+/// comes here, as it would to the route's lookup layer.)
+pub(crate) fn who_now((_, token): &ApiChecks, request: &Request) -> Who {
+    let authorization = request.headers().get(header::AUTHORIZATION);
+    who(token.auth.resolve(authorization, true), request)
 }
 
 pin_project! {

@@ -18,11 +18,11 @@
 //! query, a percent-encoded path, `HEAD`, a JWT to verify, a backend that blocks), goes to the
 //! router.
 
-use crate::auth::{Access, Refusal, Resolution};
+use crate::auth::Access;
 use crate::calls::point_read_here;
 use crate::error::ApiError;
 use crate::extract::key_path_in_url;
-use crate::gate::{self, ApiChecks};
+use crate::gate::{self, ApiChecks, Who};
 use crate::{AppState, handlers};
 use axum::Router;
 use axum::extract::Request;
@@ -128,25 +128,27 @@ impl<B: Backend> Unrouted<B> {
     /// refusal is counted too), then the path, the read and the answer.
     fn get(&self, request: Request) -> Response {
         gate::answer_now(&self.checks, request, |request, memo| {
-            self.read(&request, gate::access_in(memo))
+            // A token the check left pending is resolved first, as the route's lookup layer
+            // resolves it before the extractors.
+            let pending;
+            let access = match gate::access_in(memo) {
+                Some(access) => access,
+                None => match gate::who_now(&self.checks, &request) {
+                    Who::Known(access) => {
+                        pending = access;
+                        &pending
+                    }
+                    Who::Refused(refusal) => return refusal,
+                },
+            };
+            self.read(&request, access)
                 .unwrap_or_else(IntoResponse::into_response)
         })
     }
 
-    fn read(&self, request: &Request, access: Option<&Access>) -> Result<Response, ApiError> {
+    fn read(&self, request: &Request, access: &Access) -> Result<Response, ApiError> {
         let rest = request.uri().path().strip_prefix(ITEMS_PREFIX);
         let path = key_path_in_url(rest.unwrap_or_default())?;
-        let resolved;
-        let access = match access {
-            Some(access) => access,
-            None => match self.access(request) {
-                Ok(access) => {
-                    resolved = access;
-                    &resolved
-                }
-                Err(refusal) => return Ok(refusal.into_response()),
-            },
-        };
         access.need(pathdb_store::Op::Read, &path)?;
         let speaks = crate::extract::Speaks::of(request.headers())?;
         let (item, path) = point_read_here(&self.state.store, "get", |store| {
@@ -155,19 +157,6 @@ impl<B: Backend> Unrouted<B> {
         // `If-None-Match` is read from the request's own headers, as the route's extractor
         // copies it from them.
         handlers::answer_item(access, item, &path, None, request.headers())
-    }
-}
-
-impl<B: Backend> Unrouted<B> {
-    /// Who the request is when the token check left it pending: resolved right here (this
-    /// backend's reads never block).
-    fn access(&self, request: &Request) -> Result<Access, Refusal> {
-        let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
-        match gate::token_auth(&self.checks).resolve(authorization, true) {
-            Resolution::Granted(access) => Ok(access),
-            Resolution::Refused(refusal) => Err(refusal),
-            Resolution::Pending => Err(Refusal::Unavailable("the token was not resolved".into())),
-        }
     }
 }
 

@@ -8,14 +8,13 @@
 //! and to the answer-for-answer test beside this file.
 
 use super::ITEMS_PREFIX;
-use crate::auth::{Access, Resolution};
+use crate::auth::Access;
 use crate::error::ApiError;
 use crate::extract::{Preconditions, Speaks, key_path_in_url};
-use crate::gate::{self, ApiChecks, Check, RequireMedia};
+use crate::gate::{self, ApiChecks, Check, RequireMedia, Who};
 use crate::wire::PutQuery;
 use crate::{AppState, MAX_BODY_BYTES, REQUEST_TIMEOUT, handlers, media};
 use axum::extract::{DefaultBodyLimit, FromRequest, Request};
-use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use pathdb_store::backend::Backend;
 
@@ -30,7 +29,7 @@ pub(super) async fn put<B: Backend>(
     let who = match (refusal, gate::take_access(&mut memo)) {
         (Some(refusal), _) => Who::Refused(refusal),
         (None, Some(access)) => Who::Known(access),
-        (None, None) => lookup(&checks, &request),
+        (None, None) => gate::who_now(&checks, &request),
     };
     let mut response = match who {
         Who::Known(access) => {
@@ -45,29 +44,6 @@ pub(super) async fn put<B: Backend>(
     };
     ApiChecks::after(memo, &mut response);
     response
-}
-
-/// Who a request is, or the answer that refuses it.
-enum Who {
-    Known(Access),
-    Refused(Response),
-}
-
-/// Who the request is when the token check left it pending, as the route's lookup layer
-/// (`gate::Lookups`) resolves it, here without the blocking pool (this backend's reads never
-/// block).
-fn lookup(checks: &ApiChecks, request: &Request) -> Who {
-    let authorization = request.headers().get(header::AUTHORIZATION);
-    match gate::token_auth(checks).resolve(authorization, true) {
-        Resolution::Granted(access) => {
-            match access.refuse_early(request.method(), request.uri().path()) {
-                Some(refusal) => Who::Refused(refusal.into_response()),
-                None => Who::Known(access),
-            }
-        }
-        Resolution::Refused(refusal) => Who::Refused(refusal.into_response()),
-        Resolution::Pending => Who::Refused(crate::calls::task_failed().into_response()),
-    }
 }
 
 /// The body limit, the media type, the extractors and the handler.

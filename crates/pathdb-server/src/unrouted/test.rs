@@ -236,3 +236,89 @@ fn only_plain_gets_of_an_item_are_answered_here() {
     assert_eq!(here("GET", "/v1/items/"), None);
     assert_eq!(here("GET", "/v1/list/a-1"), None);
 }
+
+/// A request with an issued token: method, path, the token's role, headers, body, the status
+/// expected.
+type TokenCase<'a> = (
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a [(&'a str, &'a str)],
+    &'a [u8],
+    u16,
+);
+
+/// Issued tokens (found in the store by the token check itself on this backend, whose reads
+/// never block) and their roles' rules, on gets and puts: each case runs twice with two fresh
+/// tokens of the same role, once here and once (with a `-` of the path percent-encoded) through
+/// the router, and the answers are compared whole. Only requests that change nothing, so that
+/// both find the store alike.
+#[tokio::test]
+async fn issued_tokens_are_resolved_as_the_route_resolves_them() {
+    use pathdb_store::{NewToken, Op, Role, Rule};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path().join("db"),
+        FileOptions::default(),
+        Default::default(),
+    )
+    .unwrap();
+    let role = |allow: Vec<Op>| Role {
+        rules: vec![Rule {
+            path: "/user-{user}/**".into(),
+            allow,
+        }],
+        description: None,
+    };
+    store
+        .put_role("owner", &role(vec![Op::Read, Op::Write]), None)
+        .unwrap();
+    store
+        .put_role("viewer", &role(vec![Op::Read]), None)
+        .unwrap();
+    let tokens = store.clone();
+    // A token of `role`, or (`revoked`) an owner's revoked before its first use.
+    let issue = move |role: &str| {
+        let revoked = role == "revoked";
+        let token = NewToken {
+            role: if revoked { "owner" } else { role }.into(),
+            vars: serde_json::json!({"user": 7}).as_object().unwrap().clone(),
+            expires_at: None,
+            description: None,
+        };
+        let (info, secret) = tokens.create_token(&token).unwrap();
+        if revoked {
+            assert!(tokens.revoke_token(&info.id).unwrap());
+        }
+        format!("Bearer {secret}")
+    };
+    // A configured token turns tokens on (without any, the server is local-only and open).
+    let configured = HashMap::from([("writer".to_owned(), Scope::ReadWrite)]);
+    let app = router(AppState::new(store), Auth::new(configured));
+    let json = ("content-type", "application/json");
+    let cases: &[TokenCase] = &[
+        ("PUT", "user-8/post-1", "owner", &[json], b"1", 403),
+        ("PUT", "user-7/-1", "owner", &[json], b"1", 400),
+        ("PUT", "user-7/post-1", "owner", &[], b"1", 415),
+        ("PUT", "user-7/post-1", "owner", &[json], b"{", 400),
+        ("PUT", "user-7/post-1", "viewer", &[json], b"1", 403),
+        ("PUT", "user-7/-1", "viewer", &[], b"{", 403),
+        ("PUT", "user-7/-1", "revoked", &[], b"{", 401),
+        ("GET", "user-7/post-1", "viewer", &[], b"", 404),
+        ("GET", "user-8/post-1", "viewer", &[], b"", 403),
+        ("GET", "user-7/-1", "viewer", &[], b"", 400),
+        ("GET", "user-7/-1", "revoked", &[], b"", 401),
+    ];
+    for (method, path, role, headers, body, status) in cases {
+        let mut answers = Vec::new();
+        for uri in [path.to_string(), path.replacen('-', "%2D", 1)] {
+            let token = issue(role);
+            let mut all = headers.to_vec();
+            all.push(("authorization", &token));
+            let uri = format!("/v1/items/{uri}");
+            answers.push(answer_to(&app, method, &uri, &all, body).await);
+        }
+        assert_eq!(answers[0], answers[1], "{method} {path} as {role}");
+        assert_eq!(answers[0].0.as_u16(), *status, "{method} {path} as {role}");
+    }
+}
