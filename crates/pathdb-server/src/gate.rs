@@ -156,7 +156,7 @@ impl<A: Check, B: Check> Check for (A, B) {
 }
 
 /// Runs `check` around an answer made at once, as a [`Checked`] service runs it around its
-/// service: for requests answered without the router (unrouted.rs).
+/// service: for the gets answered without the router (unrouted.rs).
 pub(crate) fn answer_now<C: Check>(
     check: &C,
     mut request: Request,
@@ -170,9 +170,10 @@ pub(crate) fn answer_now<C: Check>(
 
 /// The checks of the API's routes (`/v1/...` and `/metrics`), outermost first: the request
 /// metrics ([`TrackRequests`]), then the bearer token ([`RequireToken`]). One list, run by the
-/// router's routes (one route layer, see `crate::app`) and by the gets of one item answered
-/// before the router (unrouted.rs: [`unrouted`] gives them, [`answer_now`] runs them): a check
-/// added here applies to both, and [`unrouted`] must say how it runs without the router.
+/// router's routes (one route layer, see `crate::app`) and by the gets and puts of one item
+/// answered before the router (unrouted.rs: [`unrouted`] gives them; [`answer_now`] runs them
+/// around a get, unrouted/put.rs around a put): a check added here applies to all of them, and
+/// [`unrouted`] must say how it runs without the router.
 /// (Checks that only some routes take, such as a media type, are layered on those routes.)
 pub(crate) type ApiChecks = (TrackRequests, RequireToken);
 
