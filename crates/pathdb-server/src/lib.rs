@@ -369,9 +369,9 @@ pub fn app<B: Backend>(
     // What every request passes, outermost first: a request id and the request log (5xx
     // answers, and every request at debug level), the header-size, Host and Origin checks and
     // `Connection: close` after a refusal (`gate::Edge`), then CORS; then the gets and puts of
-    // one item that need no router (unrouted.rs) are answered, and the rest routed. The checks wrap the
-    // router once ([`App`]), rather than as a `Router::layer`, which would wrap every route (and
-    // the fallbacks) on its own, boxing once per layer per request.
+    // one item that need no router (unrouted.rs) are answered, and the rest routed. The checks
+    // wrap the router once ([`App`]), rather than as a `Router::layer`, which would wrap every
+    // route (and the fallbacks) on its own, boxing once per layer per request.
     let edge = ServiceBuilder::new()
         .layer(RequestIdLayer)
         .layer(CheckLayer(Edge { policy }))
@@ -383,7 +383,8 @@ pub fn app<B: Backend>(
     }))
 }
 
-/// The checks every request passes around the gets of one item and the router (see [`app`]).
+/// The checks every request passes around the gets and puts of one item and the router (see
+/// [`app`]).
 type Stack<B> = gate::RequestIds<gate::Checked<gate::Cors<unrouted::Unrouted<B>>, Edge>>;
 
 /// PathDB's HTTP application ([`app`]): a tower service that takes requests with any body

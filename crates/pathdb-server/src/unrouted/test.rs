@@ -9,8 +9,9 @@ use pathdb_store::backend::FileOptions;
 use std::collections::HashMap;
 use tower::ServiceExt;
 
-/// A store with one item (`/user-7/post-1`, version 2) and an app over it, with tokens.
-fn app(dir: &tempfile::TempDir) -> crate::App<pathdb_store::backend::FileBackend> {
+/// A store with one item (`/user-7/post-1`, version 2) and an app over it, with tokens (a
+/// reader and a writer). Also the puts' test (put/test.rs).
+pub(super) fn app(dir: &tempfile::TempDir) -> crate::App<pathdb_store::backend::FileBackend> {
     let tokens = HashMap::from([
         ("reader".to_owned(), Scope::Read),
         ("writer".to_owned(), Scope::ReadWrite),
@@ -19,7 +20,10 @@ fn app(dir: &tempfile::TempDir) -> crate::App<pathdb_store::backend::FileBackend
 }
 
 /// [`app`] with `auth`.
-fn app_with(dir: &tempfile::TempDir, auth: Auth) -> crate::App<pathdb_store::backend::FileBackend> {
+pub(super) fn app_with(
+    dir: &tempfile::TempDir,
+    auth: Auth,
+) -> crate::App<pathdb_store::backend::FileBackend> {
     let store = Store::open(
         dir.path().join("db"),
         FileOptions::default(),
@@ -34,7 +38,9 @@ fn app_with(dir: &tempfile::TempDir, auth: Auth) -> crate::App<pathdb_store::bac
             .put(&path, value.unwrap(), Default::default())
             .unwrap();
     }
-    assert!(store.backend().fast_point_reads(), "gets are answered here");
+    let backend = store.backend();
+    assert!(backend.fast_point_reads(), "gets are answered here");
+    assert!(backend.queues_writes(), "puts are answered here");
     router(AppState::new(store), auth)
 }
 

@@ -1,43 +1,20 @@
-use crate::auth::Scope;
-use crate::unrouted::test::answer_to;
-use crate::{AppState, Auth, router};
+use crate::Auth;
+use crate::unrouted::test::{answer_to, app as app_with_tokens, app_with};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::StatusCode;
-use pathdb_store::Store;
-use pathdb_store::backend::{Backend, FileBackend, FileOptions};
-use std::collections::HashMap;
+use pathdb_store::backend::FileBackend;
 
 type App = crate::App<FileBackend>;
 
-/// An app over a fresh store holding `/user-7/post-1` at version 2, with tokens, or without
-/// (local-only mode).
+/// The gets' test app (a fresh store holding `/user-7/post-1` at version 2), with its tokens, or
+/// without any (local-only mode).
 fn app(dir: &tempfile::TempDir, tokens: bool) -> App {
-    let store = Store::open(
-        dir.path().join("db"),
-        FileOptions::default(),
-        Default::default(),
-    )
-    .unwrap();
-    let backend = store.backend();
-    assert!(
-        backend.fast_point_reads() && backend.queues_writes(),
-        "puts are answered before the router"
-    );
-    let path: pathdb_keys::KeyPath = "/user-7/post-1".parse().unwrap();
-    for n in [1, 2] {
-        let value = pathdb_store::Json::parse(&format!(r#"{{"n":{n}}}"#)).unwrap();
-        store.put(&path, value, Default::default()).unwrap();
-    }
-    let auth = if tokens {
-        Auth::new(HashMap::from([
-            ("reader".to_owned(), Scope::Read),
-            ("writer".to_owned(), Scope::ReadWrite),
-        ]))
+    if tokens {
+        app_with_tokens(dir)
     } else {
-        Auth::default()
-    };
-    router(AppState::new(store), auth)
+        app_with(dir, Auth::default())
+    }
 }
 
 /// Status, headers but those that differ per request (see `answer_to`), and the body, with an
