@@ -18,7 +18,9 @@ const MAX_PARTITIONS: usize = 65_536;
 /// bytes, as [`super::log_bounds`] has them, and its end is the number of its last row.
 #[derive(Default)]
 pub(super) struct LogEnds {
-    partitions: HashMap<Vec<u8>, Vec<Log>>,
+    /// Seeded per map, as std's default is (partitions are users' keys); SipHash was a tenth of
+    /// the commit thread's instructions here.
+    partitions: HashMap<Vec<u8>, Vec<Log>, foldhash::fast::RandomState>,
 }
 
 struct Log {

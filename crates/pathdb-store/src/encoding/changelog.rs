@@ -50,8 +50,11 @@ const MAX_SCHEDULED_GROUPS: usize = 100_000;
 /// time plus the retention.
 #[derive(Default)]
 pub(crate) struct TrimSchedule {
-    due: Mutex<HashMap<Vec<u8>, i64>>,
+    /// Read on every commit: foldhash, seeded per map as std's default is.
+    due: Mutex<Due>,
 }
+
+type Due = HashMap<Vec<u8>, i64, foldhash::fast::RandomState>;
 
 impl TrimSchedule {
     /// From when (microseconds) the log of `partition` may hold an expired entry; `None`:
@@ -74,7 +77,7 @@ impl TrimSchedule {
         self.lock().remove(partition);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, i64>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Due> {
         // Held for single map operations that cannot panic half-way.
         self.due.lock().unwrap_or_else(PoisonError::into_inner)
     }
