@@ -110,29 +110,44 @@ impl Json {
     }
 }
 
-/// Drops whitespace outside strings from valid JSON text. Byte by byte, copying the runs between
-/// dropped bytes: the bytes that matter here (whitespace, `"`, `\\`) are ASCII, which never
-/// occurs inside a multi-byte UTF-8 character, so every cut is at a character boundary. (Char by
-/// char, pushing each, cost about 40 instructions a byte, most of a put's body parse.)
+/// Drops whitespace outside strings from valid JSON text, copying the runs between dropped
+/// bytes. A string is skipped whole, from one `"` or `\\` to the next with `memchr`: in the
+/// values clients send most bytes are inside strings, and a byte at a time they cost about 10
+/// instructions each (a fifth of a put's body parse). The bytes that matter (whitespace, `"`,
+/// `\\`) are ASCII, which never occurs inside a multi-byte UTF-8 character, so every cut is at a
+/// character boundary.
 fn minify(text: &str) -> String {
+    let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let (mut in_string, mut escaped) = (false, false);
     // The start of the bytes not copied yet.
     let mut run = 0;
-    for (i, &b) in text.as_bytes().iter().enumerate() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                // Past the closing quote; an escape's next byte is never one. Text that is not
+                // JSON may have none: then the rest is the string.
+                i += 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', &bytes[i..]) {
+                        Some(at) if bytes[i + at] == b'\\' => i = (i + at + 2).min(bytes.len()),
+                        Some(at) => {
+                            i += at + 1;
+                            break;
+                        }
+                        None => {
+                            i = bytes.len();
+                            break;
+                        }
+                    }
+                }
             }
-        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-            out.push_str(&text[run..i]);
-            run = i + 1;
-        } else if b == b'"' {
-            in_string = true;
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                out.push_str(&text[run..i]);
+                i += 1;
+                run = i;
+            }
+            _ => i += 1,
         }
     }
     out.push_str(&text[run..]);

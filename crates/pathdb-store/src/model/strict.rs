@@ -73,7 +73,7 @@ impl<'de> Visitor<'de> for Strict<'_> {
         loop {
             self.pointer.truncate(base);
             self.pointer.push('/');
-            self.pointer.push_str(&index.to_string());
+            self.pointer.push_str(itoa::Buffer::new().format(index));
             let more = seq.next_element_seed(Strict {
                 pointer: self.pointer,
             })?;
@@ -109,8 +109,7 @@ impl<'de> Visitor<'de> for Strict<'_> {
             }
             self.pointer.truncate(base);
             self.pointer.push('/');
-            self.pointer
-                .push_str(&name.replace('~', "~0").replace('/', "~1"));
+            push_escaped(self.pointer, &name);
             if many.is_none() {
                 names.push(name);
                 if names.len() > 16 {
@@ -123,6 +122,22 @@ impl<'de> Visitor<'de> for Strict<'_> {
         }
         self.pointer.truncate(base);
         Ok(())
+    }
+}
+
+/// Appends a member name as a JSON pointer's reference token (RFC 6901: `~` as `~0`, `/` as
+/// `~1`), copying it whole when it has neither (every name of every value is pushed).
+fn push_escaped(pointer: &mut String, name: &str) {
+    if !name.contains(['~', '/']) {
+        pointer.push_str(name);
+        return;
+    }
+    for c in name.chars() {
+        match c {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            c => pointer.push(c),
+        }
     }
 }
 
@@ -214,6 +229,9 @@ mod tests {
             (r#"{"x":{"b":1,"c":2,"b":3}}"#, "\"b\"", "/x"),
             (r#"[0,{"x":[{"k":1,"k":1}]}]"#, "\"k\"", "/1/x/0"),
             (r#"{"a":1,"\u0061":2}"#, "\"a\"", "top-level"),
+            // The pointer escapes `~` and `/` in names (RFC 6901), and only those.
+            (r#"{"a/b~c":{"é~":{"k":1,"k":2}}}"#, "\"k\"", "/a~1b~0c/é~0"),
+            (r#"{"plain é":[{"k":1,"k":2}]}"#, "\"k\"", "/plain é/0"),
         ] {
             let e = check(text).unwrap_err().to_string();
             assert!(e.contains(name) && e.contains(at), "{text}: {e}");
