@@ -48,8 +48,8 @@ use super::overlay::{Layer, Merged, Overlay, Row, View};
 use super::reserved::Margin;
 use super::tap::CommitTap;
 use super::{
-    Backend, BackupPoint, PendingWrite, Reader, Replan, WriteBatch, WriteCompleter, WriteError,
-    WriteOp,
+    Backend, BackupPoint, Expect, PendingWrite, Reader, Replan, WriteBatch, WriteCompleter,
+    WriteError, WriteOp,
 };
 use crate::model::error::StorageError;
 use crate::model::error::StorageErrorKind;
@@ -97,6 +97,9 @@ impl FileOptions {
 
 struct Job {
     batch: WriteBatch,
+    /// The snapshot of redb the batch was planned on, when every expectation in it is that
+    /// snapshot's read ([`Backend::write_queued_planned_on`]).
+    planned_on: Option<Arc<DataTable>>,
     /// Plans the batch again if it loses a race to a batch before it in the group.
     replan: Option<Replan>,
     reply: Reply,
@@ -1134,8 +1137,14 @@ fn probe(db: &redb::Database, journal: &mut Journal) -> Result<(), StorageError>
 /// Where a group's batches are applied: the overlay over a snapshot of redb ([`Beside`]), or,
 /// for a group too large for the journal, redb's write transaction.
 trait Rows {
-    /// The version of the record under `key`, if any.
-    fn version(&self, key: &super::Key) -> Result<Option<u64>, StorageError>;
+    /// Whether `expect` holds for the record under `key`, for a batch planned on the snapshot
+    /// `planned_on` (see [`Job::planned_on`]).
+    fn holds(
+        &self,
+        key: &super::Key,
+        expect: Expect,
+        planned_on: Option<&Arc<DataTable>>,
+    ) -> Result<bool, StorageError>;
     /// The number of the newest entry of the log at `prefix` (its entries lie within
     /// [`super::log_bounds`]); 0: none.
     fn log_end(&mut self, partition: &[u8], prefix: &[u8]) -> Result<u64, StorageError>;
@@ -1145,12 +1154,28 @@ trait Rows {
     fn replan(&self, replan: &mut Replan) -> Option<WriteBatch>;
 }
 
+/// The version of the record under `key` in `table`, if any: from the record's head, with no
+/// copy of the value.
+fn stored_version(
+    table: &impl ReadableTable<(&'static [u8], &'static [u8]), &'static [u8]>,
+    key: &super::Key,
+) -> Result<Option<u64>, StorageError> {
+    table
+        .get((key.partition.as_slice(), key.sort.as_slice()))
+        .map_err(|e| storage("read")(e.into()))?
+        .map(|g| decode_version(g.value()))
+        .transpose()
+}
+
 impl Rows for redb::Table<'_, (&'static [u8], &'static [u8]), &'static [u8]> {
-    fn version(&self, key: &super::Key) -> Result<Option<u64>, StorageError> {
-        self.get((key.partition.as_slice(), key.sort.as_slice()))
-            .map_err(|e| storage("read")(e.into()))?
-            .map(|g| decode_version(g.value()))
-            .transpose()
+    /// A direct commit's rows: the table is the state itself, read every time.
+    fn holds(
+        &self,
+        key: &super::Key,
+        expect: Expect,
+        _: Option<&Arc<DataTable>>,
+    ) -> Result<bool, StorageError> {
+        Ok(expect.holds(stored_version(self, key)?))
     }
 
     fn log_end(&mut self, partition: &[u8], prefix: &[u8]) -> Result<u64, StorageError> {
@@ -1205,19 +1230,27 @@ impl Beside<'_> {
 }
 
 impl Rows for Beside<'_> {
-    fn version(&self, key: &super::Key) -> Result<Option<u64>, StorageError> {
-        // The version alone, from the record's head: no copy of the value.
-        match self.view.get(&key.partition, &key.sort) {
-            Some(Some(bytes)) => decode_version(&bytes).map(Some),
-            Some(None) => Ok(None),
-            None => self
-                .base
-                .table
-                .get((key.partition.as_slice(), key.sort.as_slice()))
-                .map_err(|e| storage("read")(e.into()))?
-                .map(|g| decode_version(g.value()))
-                .transpose(),
-        }
+    /// A key the overlay lacks is as redb's snapshot has it. When that snapshot is the one the
+    /// batch was planned on, the plan read the key there and expected what it read: it holds,
+    /// and the key is not looked up in redb again (a fifth of the commit thread's instructions
+    /// under a put load, docs/benchmarks.md). The snapshot only changes when a checkpoint or a
+    /// direct commit has put rows into redb, which makes a new one; and the overlay only loses
+    /// rows then, or rows of a commit that failed before any reader saw it.
+    fn holds(
+        &self,
+        key: &super::Key,
+        expect: Expect,
+        planned_on: Option<&Arc<DataTable>>,
+    ) -> Result<bool, StorageError> {
+        let current = match self.view.get(&key.partition, &key.sort) {
+            Some(Some(bytes)) => Some(decode_version(&bytes)?),
+            Some(None) => None,
+            None if planned_on.is_some_and(|t| Arc::ptr_eq(t, &self.base.table)) => {
+                return Ok(true);
+            }
+            None => stored_version(&*self.base.table, key)?,
+        };
+        Ok(expect.holds(current))
     }
 
     fn log_end(&mut self, partition: &[u8], prefix: &[u8]) -> Result<u64, StorageError> {
@@ -1267,14 +1300,14 @@ impl Rows for Beside<'_> {
 fn apply(
     rows: &mut impl Rows,
     batch: &WriteBatch,
+    planned_on: Option<&Arc<DataTable>>,
     journal: &mut Journal,
 ) -> Result<Result<(), WriteError>, StorageError> {
     for (index, op) in batch.ops.iter().enumerate() {
-        if let Some(expect) = op.expect() {
-            let current = rows.version(op.key())?;
-            if !expect.holds(current) {
-                return Ok(Err(WriteError::ConditionFailed { index }));
-            }
+        if let Some(expect) = op.expect()
+            && !rows.holds(op.key(), expect, planned_on)?
+        {
+            return Ok(Err(WriteError::ConditionFailed { index }));
         }
     }
     for op in &batch.ops {
@@ -1322,13 +1355,14 @@ fn apply_group(
 ) -> Result<Vec<Result<(), WriteError>>, StorageError> {
     let mut results = Vec::with_capacity(group.len());
     for job in group.iter_mut() {
-        let mut result = apply(rows, &job.batch, journal)?;
+        let mut result = apply(rows, &job.batch, job.planned_on.as_ref(), journal)?;
         if let (Err(WriteError::ConditionFailed { .. }), Some(replan)) =
             (&result, job.replan.as_mut())
             && let Some(batch) = rows.replan(replan)
         {
             metrics::counter!("pathdb_commit_replans").increment(1);
-            result = apply(rows, &batch, journal)?;
+            // Planned on this group's state, not on a snapshot.
+            result = apply(rows, &batch, None, journal)?;
         }
         results.push(result);
     }
@@ -1414,37 +1448,62 @@ impl Backend for FileBackend {
     }
 
     fn write_queued(&self, batch: WriteBatch) -> Result<PendingWrite, WriteBatch> {
-        if batch.ops.is_empty() {
-            return Ok(PendingWrite::ready(Ok(())));
-        }
-        let (pending, completer) = PendingWrite::new();
-        Ok(match self.enqueue(batch, None, Reply::Queued(completer)) {
-            Ok(()) => pending,
-            Err(e) => PendingWrite::ready(Err(e.into())),
-        })
+        self.queue_write(batch, None)
+    }
+
+    /// The committer checks an expectation without reading redb again where the batch's
+    /// snapshot is still its own (see [`Job::planned_on`]).
+    fn write_queued_planned_on(
+        &self,
+        batch: WriteBatch,
+        planned_on: &FileReader,
+    ) -> Result<PendingWrite, WriteBatch> {
+        self.queue_write(batch, Some(Arc::clone(&planned_on.table)))
     }
 }
 
 impl FileBackend {
+    /// [`Backend::write_queued`], for a batch planned on `planned_on` if that is known.
+    fn queue_write(
+        &self,
+        batch: WriteBatch,
+        planned_on: Option<Arc<DataTable>>,
+    ) -> Result<PendingWrite, WriteBatch> {
+        if batch.ops.is_empty() {
+            return Ok(PendingWrite::ready(Ok(())));
+        }
+        let (pending, completer) = PendingWrite::new();
+        let job = Job {
+            batch,
+            planned_on,
+            replan: None,
+            reply: Reply::Queued(completer),
+        };
+        Ok(match self.enqueue(job) {
+            Ok(()) => pending,
+            Err(e) => PendingWrite::ready(Err(e.into())),
+        })
+    }
+
     /// Hands a batch to the committer thread and waits for its commit.
     fn write_blocking(&self, batch: WriteBatch, replan: Option<Replan>) -> Result<(), WriteError> {
         if batch.ops.is_empty() {
             return Ok(());
         }
         let (reply, answer) = mpsc::sync_channel(1);
-        self.enqueue(batch, replan, Reply::Blocking(reply))?;
+        self.enqueue(Job {
+            batch,
+            planned_on: None,
+            replan,
+            reply: Reply::Blocking(reply),
+        })?;
         answer
             .recv()
             .map_err(|_| StorageError::msg("commit thread stopped"))?
     }
 
-    /// Hands a non-empty batch to the committer thread.
-    fn enqueue(
-        &self,
-        batch: WriteBatch,
-        replan: Option<Replan>,
-        reply: Reply,
-    ) -> Result<(), StorageError> {
+    /// Hands a job with a non-empty batch to the committer thread.
+    fn enqueue(&self, job: Job) -> Result<(), StorageError> {
         if self.is_read_only() {
             return Err(StorageError::msg("the database is open read-only")
                 .with_kind(StorageErrorKind::ReadOnly));
@@ -1454,14 +1513,7 @@ impl FileBackend {
             .lock()
             .map_err(|_| StorageError::msg("commit queue poisoned"))?
             .as_ref()
-            .map(|q| {
-                q.send(Job {
-                    batch,
-                    replan,
-                    reply,
-                })
-                .is_ok()
-            })
+            .map(|q| q.send(job).is_ok())
             .unwrap_or(false);
         if sent {
             Ok(())
@@ -1470,3 +1522,6 @@ impl FileBackend {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -351,6 +351,22 @@ pub trait Backend: Send + Sync + 'static {
         Err(batch)
     }
 
+    /// [`Backend::write_queued`] for a batch planned on `planned_on` alone: each of its
+    /// expectations is what `planned_on` read at its key. A backend may then take an
+    /// expectation as holding, without reading its key again, where it can tell that no commit
+    /// has written the key since that reader's snapshot. The default ignores the reader.
+    ///
+    /// # Errors
+    /// As [`Backend::write_queued`].
+    fn write_queued_planned_on(
+        &self,
+        batch: WriteBatch,
+        planned_on: &Self::Reader<'_>,
+    ) -> Result<PendingWrite, WriteBatch> {
+        let _ = planned_on;
+        self.write_queued(batch)
+    }
+
     /// The most operations one [`Backend::write`] takes (DynamoDB's TransactWriteItems: 100).
     /// Bulk writers (import) size their batches by it.
     fn max_batch_ops(&self) -> usize {

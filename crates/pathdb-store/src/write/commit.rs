@@ -355,14 +355,22 @@ pub(crate) async fn execute_queued<B: Backend>(db: &Db<B>, ops: &[TxOp]) -> Resu
     check_ops(ops, db.now())?;
     // The same loop as `execute`: only the wait for the commit differs.
     loop {
-        let Plan {
-            batch,
-            results,
-            found,
-            ..
-        } = db.plan(ops)?;
-        let groups = ChangedGroups::of(&batch);
-        let written = match db.backend.write_queued(batch) {
+        // The reader is let go before the commit is awaited: it pins a snapshot.
+        let (queued, results, found, groups) = {
+            let reader = db.backend.reader()?;
+            let Plan {
+                batch,
+                results,
+                found,
+                ..
+            } = db.plan_on(&reader, ops)?;
+            let groups = ChangedGroups::of(&batch);
+            // Every expectation of the plan is a read of `reader`: the backend may spare
+            // reading again a key nothing wrote since.
+            let queued = db.backend.write_queued_planned_on(batch, &reader);
+            (queued, results, found, groups)
+        };
+        let written = match queued {
             Ok(pending) => pending.await,
             Err(batch) => db.backend.write(batch),
         };
