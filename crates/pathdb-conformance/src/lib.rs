@@ -26,8 +26,8 @@
 //!   [`dead_entries_between_pages`] (`listing`);
 //! - [`groups_in_key_order`] (`groups`);
 //! - [`racing_must_not_exist`], [`racing_if_version_counter`], [`racing_unconditional_puts`],
-//!   [`racing_transfers`], [`racing_deletes_and_updates`], [`reads_follow_acknowledged_writes`]
-//!   (`concurrency`);
+//!   [`racing_queued_puts`], [`racing_transfers`], [`racing_deletes_and_updates`],
+//!   [`reads_follow_acknowledged_writes`] (`concurrency`);
 //! - [`transaction_results`], [`failed_transactions_leave_nothing`], [`history_retention`],
 //!   [`ttl_expiry`], [`scan_and_import`], [`versions_never_reused`],
 //!   [`import_never_goes_backwards`], [`import_keeps_history_consistent`] (`lifecycle`);
@@ -93,8 +93,9 @@ pub use changes::{
     generated_ids, groups_without_a_change_log,
 };
 pub use concurrency::{
-    racing_deletes_and_updates, racing_if_version_counter, racing_must_not_exist, racing_transfers,
-    racing_unconditional_puts, reads_follow_acknowledged_writes,
+    racing_deletes_and_updates, racing_if_version_counter, racing_must_not_exist,
+    racing_queued_puts, racing_transfers, racing_unconditional_puts,
+    reads_follow_acknowledged_writes,
 };
 pub use faults::{
     FaultRates, FaultReport, FaultWorkload, Faulty, FaultyReader, Injected, fault_injection,
@@ -156,6 +157,7 @@ macro_rules! conformance_tests {
             racing_must_not_exist,
             racing_if_version_counter,
             racing_unconditional_puts,
+            racing_queued_puts,
             reads_follow_acknowledged_writes,
             racing_transfers,
             racing_deletes_and_updates,
@@ -479,6 +481,26 @@ impl Drop for ArchiveGuard {
 pub(crate) const T0: Timestamp = Timestamp(1_700_000_000_000_000);
 
 /// A clock at [`T0`] and options that use it, with no background sweeper.
+/// Polls a future to completion on this thread, parking it while the future waits (the store
+/// and its tests have no async runtime; a queued write wakes the thread when it commits).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut context) {
+            return out;
+        }
+        std::thread::park();
+    }
+}
+
 pub(crate) fn manual_options() -> (Arc<ManualClock>, StoreOptions) {
     let clock = Arc::new(ManualClock::new(T0));
     let options = StoreOptions {

@@ -23,20 +23,4 @@ mod upgrade;
 mod wrappers;
 
 /// Polls a future to completion on this thread (the store crate has no async runtime).
-pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: std::sync::Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
-    let mut context = std::task::Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut context) {
-            return out;
-        }
-        std::thread::park();
-    }
-}
+pub use pathdb_conformance::block_on;
