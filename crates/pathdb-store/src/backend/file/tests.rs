@@ -31,25 +31,6 @@ fn put(key: &Key, version: u64, expect: Expect) -> WriteBatch {
     }
 }
 
-/// Polls a future to completion on this thread.
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = std::task::Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut context) {
-            return out;
-        }
-        std::thread::park();
-    }
-}
-
 /// `batch`, queued as planned on `reader`.
 fn queued(
     backend: &FileBackend,
@@ -57,7 +38,7 @@ fn queued(
     reader: &super::FileReader,
 ) -> Result<(), WriteError> {
     match backend.write_queued_planned_on(batch, reader) {
-        Ok(pending) => block_on(pending),
+        Ok(pending) => pathdb_conformance::block_on(pending),
         Err(_) => panic!("the file backend queues writes"),
     }
 }
