@@ -31,9 +31,20 @@ pub(crate) fn declared_as(request: &Request, accepted: &[&str]) -> bool {
 
 /// [`declared_as`] for a request's headers.
 pub(crate) fn headers_declare(headers: &axum::http::HeaderMap, accepted: &[&str]) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return false;
+    };
+    // The common case, the type alone (`application/json`), without parsing a `Mime` (about
+    // 400 instructions of every put).
+    if accepted
+        .iter()
+        .any(|a| value.as_bytes().eq_ignore_ascii_case(a.as_bytes()))
+    {
+        return true;
+    }
+    value
+        .to_str()
+        .ok()
         .and_then(|v| v.parse::<mime::Mime>().ok())
         .is_some_and(|m| {
             accepted
