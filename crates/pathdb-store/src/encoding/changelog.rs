@@ -582,11 +582,11 @@ impl EntryWriter {
             Change::Put(item) => {
                 out.extend_from_slice(br#"{"op":"put","path":"#);
                 string(out, &item.path.to_string());
-                number(out, "version", item.version);
-                number(out, "created_at", item.created_at.0);
-                number(out, "modified_at", item.modified_at.0);
+                number(out, r#","version":"#, item.version);
+                number(out, r#","created_at":"#, item.created_at.0);
+                number(out, r#","modified_at":"#, item.modified_at.0);
                 if let Some(at) = item.expires_at {
-                    number(out, "expires_at", at.0);
+                    number(out, r#","expires_at":"#, at.0);
                 }
                 if let Some(alias) = &item.alias {
                     out.extend_from_slice(br#","alias":"#);
@@ -602,7 +602,7 @@ impl EntryWriter {
             } => {
                 out.extend_from_slice(br#"{"op":"delete","path":"#);
                 string(out, &path.to_string());
-                number(out, "version", *version);
+                number(out, r#","version":"#, *version);
                 if let Some(alias) = alias {
                     out.extend_from_slice(br#","alias":"#);
                     string(out, &alias.to_string());
@@ -613,15 +613,15 @@ impl EntryWriter {
             Some(was) if fits => {
                 out.extend_from_slice(br#","was":{"version":"#);
                 out.extend_from_slice(itoa::Buffer::new().format(was.version).as_bytes());
-                number(out, "created_at", was.created_at.0);
-                number(out, "modified_at", was.modified_at.0);
+                number(out, r#","created_at":"#, was.created_at.0);
+                number(out, r#","modified_at":"#, was.modified_at.0);
                 if let Some(at) = was.expires_at {
-                    number(out, "expires_at", at.0);
+                    number(out, r#","expires_at":"#, at.0);
                 }
                 out.extend_from_slice(br#","value":"#);
                 out.extend_from_slice(was.value.as_str().as_bytes());
                 if was.schema_version != 0 {
-                    number(out, "sv", was.schema_version);
+                    number(out, r#","sv":"#, was.schema_version);
                 }
                 out.push(b'}');
             }
@@ -631,7 +631,7 @@ impl EntryWriter {
         if let Change::Put(item) = change
             && item.schema_version != 0
         {
-            number(out, "sv", item.schema_version);
+            number(out, r#","sv":"#, item.schema_version);
         }
         out.push(b'}');
     }
@@ -647,11 +647,9 @@ impl EntryWriter {
     }
 }
 
-/// `,"name":n`.
-fn number(out: &mut Vec<u8>, name: &str, n: impl itoa::Integer) {
-    out.extend_from_slice(b",\"");
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b"\":");
+/// `,"name":n`, from `member` (`,"name":`) written whole: each write into the entry is a call.
+fn number(out: &mut Vec<u8>, member: &str, n: impl itoa::Integer) {
+    out.extend_from_slice(member.as_bytes());
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 

@@ -57,7 +57,7 @@ impl ChangedGroups {
 /// One lock's share of the groups.
 #[derive(Default)]
 struct Shard {
-    events: HashMap<Vec<u8>, Event>,
+    events: HashMap<Vec<u8>, Event, foldhash::fast::RandomState>,
     /// How many events the last sweep left.
     swept_to: usize,
 }
@@ -66,14 +66,15 @@ struct Shard {
 pub(crate) struct Waiters {
     shards: [Mutex<Shard>; SHARDS],
     /// Picks a group's shard (keyed per process, so that no one can aim many groups at one).
-    hasher: std::collections::hash_map::RandomState,
+    /// foldhash, as the events' maps: every commit that logs hashes its groups here twice.
+    hasher: foldhash::fast::RandomState,
 }
 
 impl Waiters {
     pub(crate) fn new() -> Waiters {
         Waiters {
             shards: std::array::from_fn(|_| Mutex::new(Shard::default())),
-            hasher: std::collections::hash_map::RandomState::new(),
+            hasher: foldhash::fast::RandomState::default(),
         }
     }
 

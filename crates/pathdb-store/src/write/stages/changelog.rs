@@ -163,7 +163,51 @@ fn trim_expired<R: Reader + ?Sized>(
 
 fn change_size(change: &Change) -> usize {
     match change {
-        Change::Put(item) => item.value.as_str().len() + 128 + 2 * item.path.encode().len(),
-        Change::Delete { path, .. } => 64 + 2 * path.encode().len(),
+        Change::Put(item) => item.value.as_str().len() + 128 + 2 * encoded_len(&item.path),
+        Change::Delete { path, .. } => 64 + 2 * encoded_len(path),
+    }
+}
+
+/// The length of `path`'s binary key, counted as the encoder writes it, without a buffer.
+fn encoded_len(path: &KeyPath) -> usize {
+    struct Count(usize);
+    impl pathdb_keys::Sink for Count {
+        fn put(&mut self, _: u8) {
+            self.0 += 1;
+        }
+        fn put_slice(&mut self, bytes: &[u8]) {
+            self.0 += bytes.len();
+        }
+        fn written(&self) -> usize {
+            self.0
+        }
+    }
+    let mut count = Count(0);
+    path.encode_into(&mut count);
+    count.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encoded_len;
+    use pathdb_keys::KeyPath;
+
+    /// The count is the encoding's length for every kind of segment, on each of the encoder's
+    /// paths (short integer and string paths, long ones, UUIDs, bytes, descending ids).
+    #[test]
+    fn the_count_is_the_encodings_length() {
+        let long = format!("/a-{}/b-1/c-2/d-3/e-4/f-5", "s".repeat(40));
+        for text in [
+            "/a-1",
+            "/user-7/post-1234",
+            "/bench-1/item-1",
+            "/user-4c9d36e5-6b19-4e6a-828c-226ed667458a/post-1234/comment-1678901234/react-42",
+            "/t-~AAEC/u-!5/v-!abc/w-%31x",
+            "/a-1/b-2/c-3/d-4/e-5/f-6/g-7/h-8/i-9",
+            long.as_str(),
+        ] {
+            let path: KeyPath = text.parse().expect("a path");
+            assert_eq!(encoded_len(&path), path.encode().len(), "{text}");
+        }
     }
 }
