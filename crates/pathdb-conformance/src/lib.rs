@@ -480,7 +480,6 @@ impl Drop for ArchiveGuard {
 /// The time every workload's [`ManualClock`] starts at.
 pub(crate) const T0: Timestamp = Timestamp(1_700_000_000_000_000);
 
-/// A clock at [`T0`] and options that use it, with no background sweeper.
 /// Polls a future to completion on this thread, parking it while the future waits (the store
 /// and its tests have no async runtime; a queued write wakes the thread when it commits).
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
@@ -501,6 +500,7 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     }
 }
 
+/// A clock at [`T0`] and options that use it, with no background sweeper.
 pub(crate) fn manual_options() -> (Arc<ManualClock>, StoreOptions) {
     let clock = Arc::new(ManualClock::new(T0));
     let options = StoreOptions {

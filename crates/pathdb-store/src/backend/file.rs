@@ -57,7 +57,7 @@ use redb::{ReadableDatabase, ReadableTable};
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -98,8 +98,10 @@ impl FileOptions {
 struct Job {
     batch: WriteBatch,
     /// The snapshot of redb the batch was planned on, when every expectation in it is that
-    /// snapshot's read ([`Backend::write_queued_planned_on`]).
-    planned_on: Option<Arc<DataTable>>,
+    /// snapshot's read ([`Backend::write_queued_planned_on`]). Weak: a queued job must not keep
+    /// a snapshot, and with it the redb handle, open (a reopen after a failure waits for every
+    /// holder); it only keeps the allocation, so the address is not another snapshot's.
+    planned_on: Option<Weak<DataTable>>,
     /// Plans the batch again if it loses a race to a batch before it in the group.
     replan: Option<Replan>,
     reply: Reply,
@@ -1143,7 +1145,7 @@ trait Rows {
         &self,
         key: &super::Key,
         expect: Expect,
-        planned_on: Option<&Arc<DataTable>>,
+        planned_on: Option<&Weak<DataTable>>,
     ) -> Result<bool, StorageError>;
     /// The number of the newest entry of the log at `prefix` (its entries lie within
     /// [`super::log_bounds`]); 0: none.
@@ -1173,7 +1175,7 @@ impl Rows for redb::Table<'_, (&'static [u8], &'static [u8]), &'static [u8]> {
         &self,
         key: &super::Key,
         expect: Expect,
-        _: Option<&Arc<DataTable>>,
+        _: Option<&Weak<DataTable>>,
     ) -> Result<bool, StorageError> {
         Ok(expect.holds(stored_version(self, key)?))
     }
@@ -1240,12 +1242,14 @@ impl Rows for Beside<'_> {
         &self,
         key: &super::Key,
         expect: Expect,
-        planned_on: Option<&Arc<DataTable>>,
+        planned_on: Option<&Weak<DataTable>>,
     ) -> Result<bool, StorageError> {
         let current = match self.view.get(&key.partition, &key.sort) {
             Some(Some(bytes)) => Some(decode_version(&bytes)?),
             Some(None) => None,
-            None if planned_on.is_some_and(|t| Arc::ptr_eq(t, &self.base.table)) => {
+            None if planned_on
+                .is_some_and(|t| std::ptr::eq(t.as_ptr(), Arc::as_ptr(&self.base.table))) =>
+            {
                 return Ok(true);
             }
             None => stored_version(&*self.base.table, key)?,
@@ -1300,7 +1304,7 @@ impl Rows for Beside<'_> {
 fn apply(
     rows: &mut impl Rows,
     batch: &WriteBatch,
-    planned_on: Option<&Arc<DataTable>>,
+    planned_on: Option<&Weak<DataTable>>,
     journal: &mut Journal,
 ) -> Result<Result<(), WriteError>, StorageError> {
     for (index, op) in batch.ops.iter().enumerate() {
@@ -1458,7 +1462,7 @@ impl Backend for FileBackend {
         batch: WriteBatch,
         planned_on: &FileReader,
     ) -> Result<PendingWrite, WriteBatch> {
-        self.queue_write(batch, Some(Arc::clone(&planned_on.table)))
+        self.queue_write(batch, Some(Arc::downgrade(&planned_on.table)))
     }
 }
 
@@ -1467,7 +1471,7 @@ impl FileBackend {
     fn queue_write(
         &self,
         batch: WriteBatch,
-        planned_on: Option<Arc<DataTable>>,
+        planned_on: Option<Weak<DataTable>>,
     ) -> Result<PendingWrite, WriteBatch> {
         if batch.ops.is_empty() {
             return Ok(PendingWrite::ready(Ok(())));

@@ -18,8 +18,9 @@ const MAX_PARTITIONS: usize = 65_536;
 /// bytes, as [`super::log_bounds`] has them, and its end is the number of its last row.
 #[derive(Default)]
 pub(super) struct LogEnds {
-    /// Seeded per map, as std's default is (partitions are users' keys); SipHash was a tenth of
-    /// the commit thread's instructions here.
+    /// foldhash, seeded at random per map: partitions are users' keys, and foldhash claims
+    /// only minimal resistance to chosen collisions, but a flood of them would cost this cache
+    /// time, not correctness; SipHash was a tenth of the commit thread's instructions here.
     partitions: HashMap<Vec<u8>, Vec<Log>, foldhash::fast::RandomState>,
 }
 

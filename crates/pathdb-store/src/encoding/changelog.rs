@@ -50,7 +50,7 @@ const MAX_SCHEDULED_GROUPS: usize = 100_000;
 /// time plus the retention.
 #[derive(Default)]
 pub(crate) struct TrimSchedule {
-    /// Read on every commit: foldhash, seeded per map as std's default is.
+    /// Read on every commit: foldhash, seeded at random per map (see backend/log_ends.rs).
     due: Mutex<Due>,
 }
 

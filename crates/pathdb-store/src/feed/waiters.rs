@@ -66,7 +66,8 @@ struct Shard {
 pub(crate) struct Waiters {
     shards: [Mutex<Shard>; SHARDS],
     /// Picks a group's shard (keyed per process, so that no one can aim many groups at one).
-    /// foldhash, as the events' maps: every commit that logs hashes its groups here twice.
+    /// foldhash, as the events' maps, seeded at random: every commit that logs hashes its
+    /// groups here twice.
     hasher: foldhash::fast::RandomState,
 }
 
