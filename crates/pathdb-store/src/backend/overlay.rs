@@ -20,9 +20,12 @@
 //! redb sees them here, one from after sees them in redb and nothing here, and a reader never
 //! sees a commit made after it, wherever it reads.
 
+mod key;
+
 use super::file_record::view_record;
 use super::{Direction, Key, Reader, Record, RecordView, SortRange};
 use crate::model::error::StorageError;
+use key::{Bytes, Slice};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Bound, ControlFlow};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -37,7 +40,7 @@ pub(super) type Row = (RowKey, Value);
 type Versions = Vec<(u64, Value)>;
 /// A layer's rows: by partition, then by sort key. Two levels, so that a row is found with the
 /// caller's slices (no key is copied to look one up) and a partition's rows are one map.
-type Partitions = BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, Versions>>;
+type Partitions = BTreeMap<Bytes, BTreeMap<Bytes, Versions>>;
 
 /// The rows redb lacks: the commits since the last checkpoint began (`newer`), and, while one
 /// runs, those it puts into redb (`older`). A checkpoint's layer is not written to once it
@@ -144,15 +147,14 @@ impl Layer {
     /// Commit `seq` (the newest, or the same as the newest) set the row to `value`.
     fn set(&self, seq: u64, partition: &[u8], sort: &[u8], value: Value) {
         let mut rows = self.rows.write().unwrap_or_else(PoisonError::into_inner);
-        // Keys are copied only for a row the layer does not hold yet.
-        let sorts = match rows.get_mut(partition) {
+        // A partition's key is copied only for one the layer does not hold yet. A row's is
+        // copied every time, and the row found in one search: most rows a commit sets are new
+        // to the layer (every change log entry), and a search costs more than the copy.
+        let sorts = match rows.get_mut(Slice::new(partition)) {
             Some(sorts) => sorts,
-            None => rows.entry(partition.to_vec()).or_default(),
+            None => rows.entry(Bytes(partition.to_vec())).or_default(),
         };
-        let versions = match sorts.get_mut(sort) {
-            Some(versions) => versions,
-            None => sorts.entry(sort.to_vec()).or_default(),
-        };
+        let versions = sorts.entry(Bytes(sort.to_vec())).or_default();
         match versions.last_mut() {
             // A later batch of the same commit: only the commit's last value is ever read.
             Some((last, old)) if *last == seq => *old = value,
@@ -192,7 +194,7 @@ impl Layer {
         for (partition, sorts) in rows.iter() {
             for (sort, versions) in sorts {
                 if let Some((_, value)) = versions.last() {
-                    each(partition, sort, value)?;
+                    each(&partition.0, &sort.0, value)?;
                 }
             }
         }
@@ -243,7 +245,7 @@ impl View {
     pub(super) fn get(&self, partition: &[u8], sort: &[u8]) -> Option<Value> {
         let in_layer = |layer: &Layer| {
             let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
-            let versions = rows.get(partition)?.get(sort)?;
+            let versions = rows.get(Slice::new(partition))?.get(Slice::new(sort))?;
             self.pick(versions)
         };
         in_layer(&self.overlay.newer).or_else(|| self.overlay.older.as_deref().and_then(in_layer))
@@ -282,15 +284,15 @@ impl View {
         limit: usize,
     ) -> Vec<(Vec<u8>, Value)> {
         let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
-        let Some(sorts) = rows.get(partition) else {
+        let Some(sorts) = rows.get(Slice::new(partition)) else {
             return Vec::new();
         };
-        let within = sorts.range::<[u8], _>((
-            range.start.as_ref().map(Vec::as_slice),
-            range.end.as_ref().map(Vec::as_slice),
+        let within = sorts.range::<Slice, _>((
+            range.start.as_ref().map(|s| Slice::new(s)),
+            range.end.as_ref().map(|s| Slice::new(s)),
         ));
         let picked =
-            |(s, versions): (&Vec<u8>, &Versions)| self.pick(versions).map(|v| (s.clone(), v));
+            |(s, versions): (&Bytes, &Versions)| self.pick(versions).map(|v| (s.0.clone(), v));
         let mut out = Vec::new();
         let mut records = 0;
         let mut keep = |row: (Vec<u8>, Value)| {
@@ -340,25 +342,25 @@ impl View {
     ) -> Vec<(Key, Value)> {
         let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
         let first = after.map_or(Bound::Unbounded, |k| {
-            Bound::Included(k.partition.as_slice())
+            Bound::Included(Slice::new(&k.partition))
         });
         let mut out = Vec::new();
         let mut records = 0;
-        'partitions: for (p, sorts) in rows.range::<[u8], _>((first, Bound::Unbounded)) {
+        'partitions: for (p, sorts) in rows.range::<Slice, _>((first, Bound::Unbounded)) {
             // Within `after`'s own partition, only the rows past it.
             let start = match after {
-                Some(k) if k.partition == *p => Bound::Excluded(k.sort.as_slice()),
+                Some(k) if k.partition == p.0 => Bound::Excluded(Slice::new(&k.sort)),
                 _ => Bound::Unbounded,
             };
-            for (s, versions) in sorts.range::<[u8], _>((start, Bound::Unbounded)) {
+            for (s, versions) in sorts.range::<Slice, _>((start, Bound::Unbounded)) {
                 if records == limit {
                     break 'partitions;
                 }
                 if let Some(v) = self.pick(versions) {
                     records += usize::from(v.is_some());
                     let key = Key {
-                        partition: p.clone(),
-                        sort: s.clone(),
+                        partition: p.0.clone(),
+                        sort: s.0.clone(),
                     };
                     out.push((key, v));
                 }
@@ -373,10 +375,10 @@ impl View {
         let mut out = BTreeSet::new();
         for layer in std::iter::once(&self.overlay.newer).chain(&self.overlay.older) {
             let rows = layer.rows.read().unwrap_or_else(PoisonError::into_inner);
-            let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+            let start = after.map_or(Bound::Unbounded, |p| Bound::Excluded(Slice::new(p)));
             out.extend(
-                rows.range::<[u8], _>((start, Bound::Unbounded))
-                    .map(|(p, _)| p.clone()),
+                rows.range::<Slice, _>((start, Bound::Unbounded))
+                    .map(|(p, _)| p.0.clone()),
             );
         }
         out
