@@ -6,7 +6,7 @@ use crate::id::{is_forbidden_control, validate_string};
 use crate::{Element, Id, Int, KeyPath, Namespace, ParseError, Rule, namespace};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use std::fmt::{self, Write as _};
+use std::fmt;
 use uuid::Uuid;
 
 fn err(offset: usize, rule: Rule) -> ParseError {
@@ -196,7 +196,7 @@ fn unescape(raw: &str, at: usize) -> Result<String, ParseError> {
 // Formatting
 
 /// Writes the canonical text form.
-pub(crate) fn format_elements(elements: &[Element], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+pub(crate) fn format_elements(elements: &[Element], f: &mut impl fmt::Write) -> fmt::Result {
     for e in elements {
         f.write_char('/')?;
         f.write_str(e.namespace().as_str())?;
@@ -248,6 +248,18 @@ fn escape(s: &str, f: &mut impl fmt::Write) -> fmt::Result {
 impl fmt::Display for KeyPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         format_elements(self.elements(), f)
+    }
+}
+
+impl KeyPath {
+    /// Writes the canonical text form (what `Display` writes) into `out`, straight, not
+    /// through a `Formatter` (whose every write is a call through its writer): for code that
+    /// writes paths on every request, as an item's answer and a put's change log entry do.
+    ///
+    /// # Errors
+    /// Only those of `out` (writing into a `String` never fails).
+    pub fn write_text(&self, out: &mut impl fmt::Write) -> fmt::Result {
+        format_elements(self.elements(), out)
     }
 }
 

@@ -40,6 +40,9 @@ proptest! {
     #[test]
     fn text_round_trip(p in path()) {
         let text = p.to_string();
+        let mut written = String::from("before:");
+        p.write_text(&mut written).expect("a String takes any text");
+        prop_assert_eq!(written.strip_prefix("before:"), Some(text.as_str()));
         let parsed: KeyPath = text.parse().expect("own text parses");
         prop_assert_eq!(&parsed, &p);
         prop_assert_eq!(parsed.to_string(), text);

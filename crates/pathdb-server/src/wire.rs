@@ -72,7 +72,7 @@ pub(crate) fn item_json(item: &Item) -> Vec<u8> {
     // serde_json's string writer, as `ItemOut`'s `String` is.
     out.push(b'"');
     let text = out.len();
-    let _ = std::fmt::Write::write_fmt(&mut Utf8(&mut out), format_args!("{}", item.path));
+    let _ = item.path.write_text(&mut Utf8(&mut out));
     if out[text..]
         .iter()
         .any(|&b| b < 0x20 || b == b'"' || b == b'\\')

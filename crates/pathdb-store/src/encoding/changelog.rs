@@ -556,13 +556,19 @@ pub(crate) fn logged(change: &Change) -> Result<Logged<'_>, Error> {
 pub(crate) struct EntryWriter {
     out: Vec<u8>,
     empty: bool,
+    /// A path's text, written here and then into `out`: one buffer for every path of the entry.
+    text: String,
 }
 
 impl EntryWriter {
     pub(crate) fn new() -> Self {
         let mut out = Vec::with_capacity(512);
         out.extend_from_slice(br#"{"changes":["#);
-        EntryWriter { out, empty: true }
+        EntryWriter {
+            out,
+            empty: true,
+            text: String::new(),
+        }
     }
 
     /// Whether no change was pushed yet.
@@ -577,11 +583,11 @@ impl EntryWriter {
             self.out.push(b',');
         }
         self.empty = false;
-        let out = &mut self.out;
+        let (out, text) = (&mut self.out, &mut self.text);
         match change {
             Change::Put(item) => {
                 out.extend_from_slice(br#"{"op":"put","path":"#);
-                string(out, &item.path.to_string());
+                path_string(out, text, &item.path);
                 number(out, r#","version":"#, item.version);
                 number(out, r#","created_at":"#, item.created_at.0);
                 number(out, r#","modified_at":"#, item.modified_at.0);
@@ -590,7 +596,7 @@ impl EntryWriter {
                 }
                 if let Some(alias) = &item.alias {
                     out.extend_from_slice(br#","alias":"#);
-                    string(out, &alias.to_string());
+                    path_string(out, text, alias);
                 }
                 out.extend_from_slice(br#","value":"#);
                 out.extend_from_slice(item.value.as_str().as_bytes());
@@ -601,11 +607,11 @@ impl EntryWriter {
                 alias,
             } => {
                 out.extend_from_slice(br#"{"op":"delete","path":"#);
-                string(out, &path.to_string());
+                path_string(out, text, path);
                 number(out, r#","version":"#, *version);
                 if let Some(alias) = alias {
                     out.extend_from_slice(br#","alias":"#);
-                    string(out, &alias.to_string());
+                    path_string(out, text, alias);
                 }
             }
         }
@@ -653,10 +659,25 @@ fn number(out: &mut Vec<u8>, member: &str, n: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
-/// A JSON string, escaped as serde_json escapes it.
+/// `path`'s text as a JSON string, written through `scratch`.
+fn path_string(out: &mut Vec<u8>, scratch: &mut String, path: &KeyPath) {
+    scratch.clear();
+    // Writing into a `String` cannot fail.
+    let _ = path.write_text(scratch);
+    string(out, scratch);
+}
+
+/// A JSON string, escaped as serde_json escapes it: only `"`, `\` and control characters, so
+/// text without them (nearly every path) goes in between quotes as it is.
 fn string(out: &mut Vec<u8>, text: &str) {
-    // Writing a string to a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, text);
+    if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        // Writing a string to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, text);
+    } else {
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    }
 }
 
 pub(crate) fn unlogged(logged: &Logged<'_>) -> Result<Change, Error> {
@@ -898,13 +919,16 @@ mod tests {
                 0u64..1000,
                 "[a-z]{1,6}",
                 prop::option::of("[a-z\\\\\"é ]{0,6}"),
+                any::<bool>(),
             )
-                .prop_map(|(n, kind, text)| {
+                .prop_map(|(n, kind, text, quoted)| {
                     let text = match text {
                         // A string id, quoted: its characters need escaping in JSON.
-                        Some(text) => {
+                        Some(text) if quoted => {
                             format!("/n-{n}/{kind}-{}", serde_json::to_string(&text).unwrap())
                         }
+                        // As it is: a `\\` or a `\"` alone.
+                        Some(text) => format!("/n-{n}/{kind}-s{text}"),
                         None => format!("/n-{n}/{kind}-{n}"),
                     };
                     text.parse().unwrap()
