@@ -77,6 +77,12 @@ pub(crate) fn check_key(path: &KeyPath) -> Result<(), Error> {
 /// The item's key, after checking the size limits on it (each key encoded once).
 pub(crate) fn checked_item_key(path: &KeyPath) -> Result<crate::backend::Key, Error> {
     let key = layout::item_key(path);
+    check_key_sizes(path, &key)?;
+    Ok(key)
+}
+
+/// The key size limits, on `key`, the key of `path` encoded already.
+pub(crate) fn check_key_sizes(path: &KeyPath, key: &crate::backend::Key) -> Result<(), Error> {
     if key.partition.len() > MAX_GROUP_BYTES {
         return Err(Error::KeyTooLarge {
             path: path.clone(),
@@ -93,12 +99,28 @@ pub(crate) fn checked_item_key(path: &KeyPath) -> Result<crate::backend::Key, Er
             max: MAX_SORT_KEY_BYTES,
         });
     }
-    Ok(key)
+    Ok(())
 }
 
 pub(crate) fn check_item_size(path: &KeyPath, value: &Json) -> Result<(), Error> {
-    let size =
-        value.as_str().len() + path.partition_key().len() + path.sort_key().len() + ITEM_OVERHEAD;
+    check_value_size(
+        path,
+        value,
+        path.partition_key().len() + path.sort_key().len(),
+    )
+}
+
+/// [`check_item_size`] for the item at `path`, whose key is `key` (encoded already).
+pub(crate) fn check_item_size_at(
+    path: &KeyPath,
+    key: &crate::backend::Key,
+    value: &Json,
+) -> Result<(), Error> {
+    check_value_size(path, value, key.partition.len() + key.sort.len())
+}
+
+fn check_value_size(path: &KeyPath, value: &Json, key_bytes: usize) -> Result<(), Error> {
+    let size = value.as_str().len() + key_bytes + ITEM_OVERHEAD;
     if size > MAX_ITEM_BYTES {
         return Err(Error::ItemTooLarge {
             path: path.clone(),

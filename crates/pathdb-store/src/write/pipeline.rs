@@ -2,7 +2,7 @@
 //! checks before it reads.
 
 use crate::backend::{Reader, WriteOp};
-use crate::encoding::limits::{check_expiry, check_item_size, check_key};
+use crate::encoding::limits::{check_expiry, check_item_size_at, check_key, checked_item_key};
 use crate::model::error::Error;
 use crate::write::ops::{Parent, TxOp};
 use crate::write::plan::{Context, Plan};
@@ -68,7 +68,8 @@ pub(crate) fn backoff(attempt: u32) {
 /// The limits every write checks before reading anything.
 pub(crate) fn check_ops(ops: &[TxOp], now: i64) -> Result<(), Error> {
     for (index, op) in ops.iter().enumerate() {
-        if let Some(path) = op.path() {
+        // A put's key is encoded once for both of its limits.
+        if let Some(path) = op.path().filter(|_| !matches!(op, TxOp::Put { .. })) {
             check_key(path)?;
         }
         match op {
@@ -77,7 +78,8 @@ pub(crate) fn check_ops(ops: &[TxOp], now: i64) -> Result<(), Error> {
                 value,
                 options,
             } => {
-                check_item_size(path, value)?;
+                let key = checked_item_key(path)?;
+                check_item_size_at(path, &key, value)?;
                 check_expiry(path, options.expires, now)?;
             }
             TxOp::Create {

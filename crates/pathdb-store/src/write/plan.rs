@@ -107,8 +107,9 @@ pub(crate) struct Plan {
     pub(crate) found: Vec<bool>,
     /// The changes the batch makes, in operation order, for the change log.
     pub(crate) changes: Vec<PlannedChange>,
-    /// The alias keys the alias stage read, and what the batch does to them.
-    pub(crate) aliases: std::collections::HashMap<Key, AliasSlot>,
+    /// The alias keys the alias stage read, and what the batch does to them. Hashed with
+    /// foldhash (seeded per map): each alias a put gains is looked up here several times.
+    pub(crate) aliases: std::collections::HashMap<Key, AliasSlot, foldhash::fast::RandomState>,
 }
 
 /// An alias key as the alias stage (stages/aliases.rs) read it and as the plan leaves it.

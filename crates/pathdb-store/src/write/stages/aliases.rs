@@ -304,7 +304,7 @@ fn take<R: Reader + ?Sized>(
     before: Side<'_>,
 ) -> Result<(), Error> {
     // An alias path is a key like an item's: the same limits (every backend takes it).
-    crate::encoding::limits::check_key(alias)?;
+    crate::encoding::limits::check_key_sizes(alias, &key)?;
     // An item this plan writes at the alias path (the item's own path, or another operation's)
     // holds it, though the store does not have it yet.
     let slot = &plan.aliases[&key];
