@@ -179,12 +179,13 @@ impl FileBackend {
         let path = path.as_ref();
         let (db, margin) = open_writable(path, options.cache_size)?;
         let id = init(&db)?;
-        let mut journal = Journal::open(path, id).map_err(|e| {
-            StorageError::io(
-                format!("cannot open {}", journal::path_for(path).display()),
-                &e,
-            )
-        })?;
+        let mut journal = Journal::open(path, id, options.durability == Durability::Immediate)
+            .map_err(|e| {
+                StorageError::io(
+                    format!("cannot open {}", journal::path_for(path).display()),
+                    &e,
+                )
+            })?;
         let (applied, replayed) = replay(&db, &mut journal, None)?;
         if let Some(tap) = options.tap.clone() {
             journal.attach(tap, applied, &replayed);

@@ -18,15 +18,21 @@ fn commit(journal: &mut Journal, changes: Vec<Change<'_>>) {
 }
 
 fn replayed(db: &Path, id: u64, applied: u64) -> Vec<Vec<u8>> {
-    Journal::open(db, id)
+    Journal::open(db, id, true)
         .unwrap()
         .pending(applied, None)
         .unwrap()
 }
 
-/// A journal ready for appends after commit `applied`.
+/// A journal ready for appends after commit `applied`, written directly where it can be.
 fn fresh(db: &Path, id: u64, applied: u64) -> Journal {
-    let mut journal = Journal::open(db, id).unwrap();
+    fresh_in(db, id, applied, true)
+}
+
+/// [`fresh`], written directly (where it can be) or through the page cache: the tests that cut
+/// a file's last byte to tear its last record want it to end where the record does.
+fn fresh_in(db: &Path, id: u64, applied: u64, direct: bool) -> Journal {
+    let mut journal = Journal::open(db, id, direct).unwrap();
     assert!(journal.pending(applied, None).unwrap().is_empty());
     journal
 }
@@ -99,7 +105,7 @@ fn a_replay_stops_at_the_commits_this_process_counted() {
         commit(&mut journal, vec![set(b"p", &[n], b"")]);
     }
     // Say the third one's writers were told it failed, and cutting it off failed too.
-    let mut reopened = Journal::open(&db, 1).unwrap();
+    let mut reopened = Journal::open(&db, 1, true).unwrap();
     assert_eq!(reopened.pending(0, Some(2)).unwrap().len(), 2);
     assert_eq!(reopened.last(), 2);
     drop(reopened);
@@ -110,7 +116,7 @@ fn a_replay_stops_at_the_commits_this_process_counted() {
 fn a_torn_or_corrupt_record_ends_the_replay() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    let mut journal = fresh(&db, 1, 0);
+    let mut journal = fresh_in(&db, 1, 0, false);
     for n in 0..3u8 {
         commit(&mut journal, vec![set(b"p", &[n], b"value")]);
     }
@@ -204,7 +210,7 @@ fn a_replay_goes_on_from_one_file_into_the_other() {
 fn a_torn_first_record_in_the_other_file_ends_the_replay() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    let mut journal = fresh(&db, 1, 0);
+    let mut journal = fresh_in(&db, 1, 0, false);
     commit(&mut journal, vec![set(b"p", b"1", b"")]);
     journal.rotate();
     commit(&mut journal, vec![set(b"p", b"2", b"value")]);
@@ -212,7 +218,7 @@ fn a_torn_first_record_in_the_other_file_ends_the_replay() {
     let second = paths_for(&db)[1].clone();
     let bytes = std::fs::read(&second).unwrap();
     std::fs::write(&second, &bytes[..bytes.len() - 1]).unwrap();
-    let mut reopened = Journal::open(&db, 1).unwrap();
+    let mut reopened = Journal::open(&db, 1, true).unwrap();
     assert_eq!(reopened.pending(0, None).unwrap().len(), 1);
     assert_eq!(reopened.last(), 1);
     // The torn record was cut off, and appends go on after commit 1, in its file.
@@ -229,4 +235,91 @@ fn a_torn_first_record_in_the_other_file_ends_the_replay() {
         changes(&replay[1]).unwrap(),
         vec![set(b"p", b"2", b"again")]
     );
+}
+
+/// Records of `sizes` bytes of value each, in order, each under its index.
+fn commit_sizes(journal: &mut Journal, sizes: &[usize]) {
+    for (n, size) in sizes.iter().enumerate() {
+        let value = vec![b'v' ^ n as u8; *size];
+        commit(journal, vec![set(b"p", &[n as u8], &value)]);
+    }
+}
+
+fn assert_replays(db: &Path, sizes: &[usize]) {
+    assert_replays_after(db, 0, sizes);
+}
+
+#[test]
+fn direct_writes_replay_whole_across_blocks_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut journal = fresh(&db, 1, 0);
+    let direct = journal.sides[0].direct.is_some();
+    // A record of 40 bytes around its value: the first ends exactly at the first block's end
+    // (nothing of that block is kept), the third spans two blocks, the others share one.
+    let first = [BLOCK - FILE_HEADER as usize - 40, 10, BLOCK + 100, 7];
+    commit_sizes(&mut journal, &first);
+    drop(journal);
+    let len = std::fs::metadata(path_for(&db)).unwrap().len();
+    if direct {
+        // Whole blocks, zeros after the last record.
+        assert_eq!(len % BLOCK as u64, 0);
+        let bytes = std::fs::read(path_for(&db)).unwrap();
+        let end = FILE_HEADER as usize + first.iter().map(|s| s + 40).sum::<usize>();
+        assert!(bytes[end..].iter().all(|&b| b == 0));
+    }
+    assert_replays(&db, &first);
+
+    // Reopened, appends go on from the block the last record ended in.
+    let mut journal = Journal::open(&db, 1, true).unwrap();
+    assert_eq!(journal.pending(0, None).unwrap().len(), first.len());
+    let more = [3, BLOCK * 2, 0];
+    commit_sizes(&mut journal, &more);
+    // Still written directly: no write was refused (a misaligned one is, with EINVAL).
+    assert_eq!(journal.sides[journal.active].direct.is_some(), direct);
+    drop(journal);
+    let replay = replayed(&db, 1, 0);
+    assert_eq!(replay.len(), first.len() + more.len());
+    let last = changes(&replay[first.len() + 1]).unwrap();
+    assert_eq!(last, vec![set(b"p", &[1], &vec![b'v' ^ 1; BLOCK * 2])]);
+
+    // Started over: the next record goes after the header, over the old ones.
+    let mut journal = Journal::open(&db, 1, true).unwrap();
+    assert_eq!(journal.pending(0, None).unwrap().len(), 7);
+    journal.restart();
+    commit_sizes(&mut journal, &[5]);
+    assert_eq!(journal.sides[journal.active].direct.is_some(), direct);
+    drop(journal);
+    assert_replays_after(&db, 7, &[5]);
+}
+
+/// The records after commit `applied` hold values of `sizes`.
+fn assert_replays_after(db: &Path, applied: u64, sizes: &[usize]) {
+    let replay = replayed(db, 1, applied);
+    assert_eq!(replay.len(), sizes.len());
+    for (n, (payload, size)) in replay.iter().zip(sizes).enumerate() {
+        let value = vec![b'v' ^ n as u8; *size];
+        assert_eq!(
+            changes(payload).unwrap(),
+            vec![set(b"p", &[n as u8], &value)],
+            "{n}"
+        );
+    }
+}
+
+#[test]
+fn records_written_through_the_page_cache_replay_as_direct_ones_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut journal = fresh_in(&db, 1, 0, false);
+    assert!(journal.sides[0].direct.is_none());
+    let sizes = [10, BLOCK + 3, 0];
+    commit_sizes(&mut journal, &sizes);
+    drop(journal);
+    let record_bytes: usize = sizes.iter().map(|s| s + 40).sum();
+    assert_eq!(
+        std::fs::metadata(path_for(&db)).unwrap().len(),
+        FILE_HEADER + record_bytes as u64
+    );
+    assert_replays(&db, &sizes);
 }
