@@ -78,8 +78,8 @@ struct Side {
     /// The number of the newest record the file holds since it was last started over; 0: none.
     newest: u64,
     /// Written directly (`O_DIRECT`): the file's bytes from the start of the block `end` is in,
-    /// up to `end`, which an append writes again before its record. `None`: written through
-    /// the page cache.
+    /// up to `end`, which an append writes again before its record (so that every direct write
+    /// starts at a block). `None`: written through the page cache.
     direct: Option<Vec<u8>>,
 }
 
@@ -413,7 +413,7 @@ impl Side {
             file.sync_data()?;
             sync_directory(&path)?;
         }
-        let (file, direct) = match direct.then(|| open_direct(&path)) {
+        let (file, direct) = match direct.then(|| open_direct(&path, &file)) {
             Some(Ok(direct)) => (direct, Some(file_header(id).to_vec())),
             // Not on this system or file system: through the page cache.
             _ => (file, None),
@@ -445,31 +445,15 @@ impl Side {
         let padded = len.div_ceil(BLOCK) * BLOCK;
         // The start of the block `end` is in, and as many whole blocks as the record reaches.
         let start = self.end - tail.len() as u64;
-        debug_assert_eq!(start % BLOCK as u64, 0, "a direct write starts at a block");
-        blocks.resize(padded + BLOCK, 0);
-        let at = blocks.as_ptr().align_offset(BLOCK);
-        let Some(buffer) = blocks.get_mut(at..at + padded) else {
-            return Err(io::Error::other("no block-aligned buffer"));
-        };
+        let buffer = aligned(blocks, padded)?;
         buffer[..tail.len()].copy_from_slice(tail);
         buffer[tail.len()..len].copy_from_slice(record);
         buffer[len..].fill(0);
-        match write_at(&self.file, buffer, start) {
-            Ok(()) => {
-                // What the block the record ends in holds up to the new end.
-                tail.clear();
-                tail.extend_from_slice(&buffer[len - len % BLOCK..len]);
-                Ok(())
-            }
-            // A file system that opens files for direct writes but refuses them: through the
-            // page cache from now on.
-            Err(e) if e.raw_os_error() == Some(EINVAL) => {
-                self.file = OpenOptions::new().read(true).write(true).open(&self.path)?;
-                self.direct = None;
-                write_at(&self.file, record, self.end)
-            }
-            Err(e) => Err(e),
-        }
+        write_at(&self.file, buffer, start)?;
+        // What the block the record ends in holds up to the new end.
+        tail.clear();
+        tail.extend_from_slice(&buffer[len - len % BLOCK..len]);
+        Ok(())
     }
 
     /// Cuts the file at `at` (best effort: the disk may be failing). Shortening a file takes no
@@ -606,26 +590,43 @@ fn file_header(id: u64) -> [u8; FILE_HEADER as usize] {
     header
 }
 
-/// The journal file at `path` (which exists), opened for direct writes.
+/// The journal file at `path` (open as `file`), opened for direct writes if they work there:
+/// some file systems open a file `O_DIRECT` and then refuse the writes. Its first block is
+/// written back directly, as it is (zeros past the file's end), before any append counts on it.
 #[cfg(target_os = "linux")]
-fn open_direct(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    OpenOptions::new()
+fn open_direct(path: &Path, file: &File) -> io::Result<File> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let direct = OpenOptions::new()
         .read(true)
         .write(true)
         .custom_flags(libc::O_DIRECT)
-        .open(path)
+        .open(path)?;
+    let mut blocks = Vec::new();
+    let first = aligned(&mut blocks, BLOCK)?;
+    let mut read = 0;
+    while read < BLOCK {
+        match file.read_at(&mut first[read..], read as u64)? {
+            0 => break,
+            n => read += n,
+        }
+    }
+    first[read..].fill(0);
+    write_at(&direct, first, 0)?;
+    Ok(direct)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn open_direct(_path: &Path) -> io::Result<File> {
+fn open_direct(_path: &Path, _file: &File) -> io::Result<File> {
     Err(io::ErrorKind::Unsupported.into())
 }
 
-#[cfg(target_os = "linux")]
-const EINVAL: i32 = libc::EINVAL;
-#[cfg(not(target_os = "linux"))]
-const EINVAL: i32 = 22;
+/// `len` bytes of `room` that start at a block's address (a direct write's buffer).
+fn aligned(room: &mut Vec<u8>, len: usize) -> io::Result<&mut [u8]> {
+    room.resize(len + BLOCK, 0);
+    let at = room.as_ptr().align_offset(BLOCK);
+    room.get_mut(at..at + len)
+        .ok_or_else(|| io::Error::other("no block-aligned buffer"))
+}
 
 /// Whether a journal file's bytes start with the header of database `id`'s journal.
 fn belongs(bytes: &[u8], id: u64) -> bool {
