@@ -27,7 +27,7 @@ PARTS = [
     ("commit thread", "applying the batches (checked and written into the overlay)", r"pathdb_store::backend::file::apply"),
     ("commit thread", "the journal (encode and append; fdatasync is a system call)", r"pathdb_store::backend::journal::Journal::"),
     ("commit thread", "a group too large for the journal, into redb", r"pathdb_store::backend::file::commit_direct"),
-    ("checkpoint thread", "the overlay's rows into redb (inserts)", r"pathdb_store::backend::overlay::Layer::try_each_newest"),
+    ("checkpoint thread", "the overlay's rows into redb (inserts)", r"pathdb_store::backend::file::put::put_sorted"),
     ("checkpoint thread", "the durable redb commit (pages written, checksums, freed-page lists)", r"redb::transactions::WriteTransaction::commit(_with)?$"),
 ]
 
@@ -66,8 +66,8 @@ def kind(functions):
     if "hyper::" in names:
         return "HTTP workers"
     # Checkpoints run on a thread of their own beside the committer
-    # (crates/pathdb-store/src/backend/overlay.rs).
-    if "pathdb_store::backend::file::put_layer" in names or "Layer::try_each_newest" in names:
+    # (crates/pathdb-store/src/backend/file/put.rs).
+    if "pathdb_store::backend::file::put_layer" in names or "put::put_sorted" in names:
         return "checkpoint thread"
     return "other"
 
@@ -88,7 +88,7 @@ def folded(us_per_put, path):
                 thread = "commit thread"
             elif "hyper::" in stack or frames[0].startswith("tokio"):
                 thread = "HTTP workers"
-            elif frames[0].startswith("pathdb-checkpo") or "Layer::try_each_newest" in stack:
+            elif frames[0].startswith("pathdb-checkpo") or "put::put_sorted" in stack:
                 thread = "checkpoint thread"
             else:
                 thread = "other"

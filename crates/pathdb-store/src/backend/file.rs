@@ -613,9 +613,7 @@ fn put_layer(db: &redb::Database, layer: &Layer, covers: u64) -> Result<(), Stor
             .open_table(DATA)
             .map_err(|e| storage("open data table")(e.into()))?;
         // Read in place: nothing writes a checkpoint's layer, and readers only read it.
-        layer.try_each_newest(|partition, sort, value| {
-            put_row(&mut table, partition, sort, value)
-        })?;
+        layer.read_newest(|rows| put::put_sorted(&mut table, rows))?;
     }
     number(&mut txn, covers, redb::Durability::Immediate)?;
     txn.set_quick_repair(true);
@@ -684,23 +682,10 @@ fn put_rows(
     table: &mut redb::Table<'_, (&'static [u8], &'static [u8]), &'static [u8]>,
     rows: Vec<Row>,
 ) -> Result<(), StorageError> {
-    for ((partition, sort), value) in rows {
-        put_row(table, &partition, &sort, &value)?;
-    }
-    Ok(())
-}
-
-/// Writes one row of the overlay into redb's data table (`None`: removes it).
-fn put_row(
-    table: &mut redb::Table<'_, (&'static [u8], &'static [u8]), &'static [u8]>,
-    partition: &[u8],
-    sort: &[u8],
-    value: &Option<Arc<[u8]>>,
-) -> Result<(), StorageError> {
-    match value {
-        Some(value) => table.set(partition, sort, value),
-        None => Rows::remove(table, partition, sort),
-    }
+    let rows = rows
+        .iter()
+        .map(|((partition, sort), value)| (partition.as_slice(), sort.as_slice(), value));
+    put::put_sorted(table, rows)
 }
 
 /// Waits for a running checkpoint; then the overlay drops the layer it put into redb (readers
@@ -1528,5 +1513,6 @@ impl FileBackend {
     }
 }
 
+mod put;
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,8 @@ type Value = Option<Arc<[u8]>>;
 type RowKey = (Vec<u8>, Vec<u8>);
 /// A row and its newest value, as redb takes it.
 pub(super) type Row = (RowKey, Value);
+/// A row's partition, sort key and newest value, borrowed from the layer.
+pub(super) type NewestRow<'r> = (&'r [u8], &'r [u8], &'r Value);
 /// Every value commits gave a row, oldest first, each with its commit's number.
 type Versions = Vec<(u64, Value)>;
 /// A layer's rows: by partition, then by sort key. Two levels, so that a row is found with the
@@ -176,29 +178,28 @@ impl Layer {
 
     /// The newest value of every row, in key order.
     fn newest(&self) -> Vec<Row> {
-        let mut out = Vec::new();
-        let Ok(()) = self.try_each_newest(|partition, sort, value| {
-            out.push(((partition.to_vec(), sort.to_vec()), value.clone()));
-            Ok::<_, std::convert::Infallible>(())
-        });
-        out
+        self.read_newest(|rows| {
+            rows.map(|(partition, sort, value)| {
+                ((partition.to_vec(), sort.to_vec()), value.clone())
+            })
+            .collect()
+        })
     }
 
-    /// Runs `each` on the newest value of every row, in key order, with the layer's own keys
-    /// (a checkpoint puts them into redb without copying them); stops at its first error.
-    pub(super) fn try_each_newest<E>(
+    /// Runs `read` over the newest value of every row, in key order, with the layer's own keys
+    /// (a checkpoint puts them into redb without copying them).
+    pub(super) fn read_newest<T>(
         &self,
-        mut each: impl FnMut(&[u8], &[u8], &Value) -> Result<(), E>,
-    ) -> Result<(), E> {
+        read: impl FnOnce(&mut dyn Iterator<Item = NewestRow<'_>>) -> T,
+    ) -> T {
         let rows = self.rows.read().unwrap_or_else(PoisonError::into_inner);
-        for (partition, sorts) in rows.iter() {
-            for (sort, versions) in sorts {
-                if let Some((_, value)) = versions.last() {
-                    each(&partition.0, &sort.0, value)?;
-                }
-            }
-        }
-        Ok(())
+        let mut newest = rows.iter().flat_map(|(partition, sorts)| {
+            sorts.iter().filter_map(move |(sort, versions)| {
+                let (_, value) = versions.last()?;
+                Some((partition.0.as_slice(), sort.0.as_slice(), value))
+            })
+        });
+        read(&mut newest)
     }
 
     /// Whether no commit set a row.
