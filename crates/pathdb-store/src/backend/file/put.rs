@@ -11,7 +11,7 @@
 //! after it, and the rows that follow go in through it while they fall into that gap. Any other
 //! row (an overwrite, a removal) goes in with one `insert` or `remove`, as before.
 
-use super::storage;
+use super::{Rows, storage};
 use crate::backend::overlay::NewestRow;
 use crate::model::error::StorageError;
 use std::cmp::Ordering;
@@ -32,9 +32,7 @@ pub(in crate::backend) fn put_sorted<'r>(
     let mut rows = rows.peekable();
     while let Some((partition, sort, value)) = rows.next() {
         let Some(value) = value else {
-            table
-                .remove((partition, sort))
-                .map_err(|e| storage("delete")(e.into()))?;
+            Rows::remove(table, partition, sort)?;
             continue;
         };
         let replaced = table
