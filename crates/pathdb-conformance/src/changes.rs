@@ -7,7 +7,7 @@ use pathdb_keys::KeyPath;
 use pathdb_store::backend::Backend;
 use pathdb_store::{
     Change, ChangeToken, Error, Expiry, IdKind, Item, Json, ListRequest, Parent, PutOptions, Store,
-    Transaction, TxResult,
+    StoreOptions, Transaction, TxResult,
 };
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Barrier;
@@ -982,5 +982,172 @@ fn assert_no_change_log_kept<T: std::fmt::Debug>(result: Result<T, Error>) {
     match result {
         Err(Error::InvalidRequest(message)) if message.contains("cannot be undone") => {}
         other => panic!("expected the log to stay off, got {other:?}"),
+    }
+}
+
+/// The change log's two forms (docs/changes.md, "How the log is stored"): a store asked for
+/// JSON entries writes JSON, a database no store opened before is marked for compact ones, and
+/// one feed reads a log written in both, in order, with the before images a filtered feed
+/// decides on from either form. Where the data outlives a store, the forms alternate over
+/// reopens within one log: a database once written in JSON stays so until asked, and a marked
+/// one stays compact until asked for JSON.
+pub fn change_log_in_both_forms<H: Harness>(harness: &H) {
+    let (_, options) = manual_options();
+    let with = |form: Option<bool>| StoreOptions {
+        compact_change_log: form,
+        ..options.clone()
+    };
+    let group = path("/logform-1");
+    // A fresh database, each way: compact unless asked for JSON.
+    for (form, compact) in [(Some(false), false), (None, true), (Some(true), true)] {
+        let store = harness.open(with(form));
+        let start = store.changes_token(&group).expect("a token");
+        let mut expected = Expected::default();
+        log_form_round(&store, 0, &mut expected);
+        let (json, compact_entries) = log_forms(&store, &group);
+        assert_eq!(
+            (json > 0, compact_entries > 0),
+            (!compact, compact),
+            "{form:?}"
+        );
+        expected.read_back(&store, &group, &start);
+    }
+    // One log over reopens: JSON, JSON (not new: stays), compact (asked), compact (marked),
+    // JSON (asked).
+    let mut store = harness.open(with(Some(false)));
+    let start = store.changes_token(&group).expect("a token");
+    let mut expected = Expected::default();
+    log_form_round(&store, 0, &mut expected);
+    let mut seen = (true, false);
+    for (round, (form, compact)) in [
+        (None, false),
+        (Some(true), true),
+        (None, true),
+        (Some(false), false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        store = match harness.reopen(store, with(form)) {
+            Some(store) => store,
+            None => return,
+        };
+        let before = log_forms(&store, &group);
+        log_form_round(&store, round + 1, &mut expected);
+        let after = log_forms(&store, &group);
+        let wrote = (after.0 > before.0, after.1 > before.1);
+        assert_eq!(wrote, (!compact, compact), "round {round}: {form:?}");
+        seen = (seen.0 || wrote.0, seen.1 || wrote.1);
+        expected.read_back(&store, &group, &start);
+    }
+    assert_eq!(seen, (true, true), "one log holds both forms");
+}
+
+/// Entries of `group`'s change log in each form: (JSON, compact). The log's rows sort last in
+/// their group (`[0xff, 0xff]` and the entry's number, encoding/layout.rs).
+fn log_forms<B: Backend>(store: &Store<B>, group: &KeyPath) -> (usize, usize) {
+    use pathdb_store::backend::{Direction, Reader, SortRange};
+    use std::ops::Bound;
+    let log = SortRange {
+        start: Bound::Included(vec![0xff, 0xff]),
+        end: Bound::Unbounded,
+    };
+    let rows = store
+        .backend()
+        .reader()
+        .expect("reader")
+        .scan(&group.partition_key(), &log, Direction::Forward, 10_000)
+        .expect("scan");
+    let json = rows
+        .iter()
+        .filter(|(_, r)| r.value.starts_with(b"{\"changes\""))
+        .count();
+    let compact = rows
+        .iter()
+        .filter(|(_, r)| r.value.first() == Some(&1))
+        .count();
+    assert_eq!(
+        json + compact,
+        rows.len(),
+        "every entry is in one of the forms"
+    );
+    (json, compact)
+}
+
+/// The changes a feed of the log should deliver: every change, and those a filter of open items
+/// (`value.s == "open"`) should.
+#[derive(Default)]
+struct Expected {
+    all: Vec<(KeyPath, u64, bool)>,
+    open: Vec<(KeyPath, u64, bool, bool)>,
+}
+
+impl Expected {
+    /// Reads the whole feed from `start`, unfiltered and filtered, and compares.
+    fn read_back<B: Backend>(&self, store: &Store<B>, group: &KeyPath, start: &ChangeToken) {
+        let filter = pathdb_store::Filter::compile("value.s == \"open\"").expect("compiles");
+        let read = |filter: Option<&pathdb_store::Filter>| {
+            let mut out = Vec::new();
+            let mut token = *start;
+            loop {
+                let page = store
+                    .changes_filtered(group, Some(&token), 3, filter.map(|f| (f, None)))
+                    .expect("a page");
+                if page.next_token == token {
+                    return out;
+                }
+                token = page.next_token;
+                out.extend(page.changes.into_iter().map(|c| match c.change {
+                    Change::Put(item) => (item.path, item.version, true, c.left),
+                    Change::Delete { path, version, .. } => (path, version, false, c.left),
+                }));
+            }
+        };
+        let all: Vec<_> = read(None)
+            .into_iter()
+            .map(|(p, v, put, _)| (p, v, put))
+            .collect();
+        assert_eq!(all, self.all, "every change, in order");
+        assert_eq!(
+            read(Some(&filter)),
+            self.open,
+            "the filtered feed, from the images"
+        );
+    }
+}
+
+/// Writes round `n` into `/logform-1`: an item that leaves the filter by a put, one that leaves
+/// it by a delete, and one that never matches (skipped only if its images are read).
+fn log_form_round<B: Backend>(store: &Store<B>, n: usize, expected: &mut Expected) {
+    let put = |at: &str, s: &str| {
+        let item = store
+            .put(
+                &path(at),
+                Json::parse(&format!(r#"{{"s":"{s}","n":{n}}}"#)).expect("json"),
+                PutOptions::default(),
+            )
+            .expect("put");
+        (item.path, item.version)
+    };
+    let (a, b, c) = (
+        format!("/logform-1/a-{n}"),
+        format!("/logform-1/b-{n}"),
+        format!("/logform-1/c-{n}"),
+    );
+    let (p, v) = put(&a, "open");
+    expected.all.push((p.clone(), v, true));
+    expected.open.push((p, v, true, false));
+    let (p, v) = put(&a, "shut");
+    expected.all.push((p.clone(), v, true));
+    expected.open.push((p, v, false, true));
+    let (p, v) = put(&b, "open");
+    expected.all.push((p.clone(), v, true));
+    expected.open.push((p.clone(), v, true, false));
+    store.delete(&p, None).expect("delete");
+    expected.all.push((p.clone(), v, false));
+    expected.open.push((p, v, false, true));
+    for _ in 0..2 {
+        let (p, v) = put(&c, "shut");
+        expected.all.push((p, v, true));
     }
 }

@@ -33,7 +33,8 @@
 //!   [`import_never_goes_backwards`], [`import_keeps_history_consistent`] (`lifecycle`);
 //! - [`change_feed_completeness`], [`change_feed_with_concurrent_writers`],
 //!   [`change_feed_order_and_resume`], [`change_feed_tokens_expire_and_survive_restarts`],
-//!   [`generated_ids`], [`groups_without_a_change_log`] (`changes`);
+//!   [`generated_ids`], [`groups_without_a_change_log`], [`change_log_in_both_forms`]
+//!   (`changes`);
 //! - [`emptyish_values_round_trip`], [`altered_tokens_are_refused`] (`values`);
 //! - [`subtree_delete`], [`subtree_move`], [`subtree_copy`], [`subtree_errors`],
 //!   [`large_move_resumes`] (`tree`);
@@ -90,7 +91,7 @@ pub use basic::{bad_input, conditions, put_get_delete};
 pub use changes::{
     change_feed_completeness, change_feed_order_and_resume,
     change_feed_tokens_expire_and_survive_restarts, change_feed_with_concurrent_writers,
-    generated_ids, groups_without_a_change_log,
+    change_log_in_both_forms, generated_ids, groups_without_a_change_log,
 };
 pub use concurrency::{
     racing_deletes_and_updates, racing_if_version_counter, racing_must_not_exist,
@@ -175,6 +176,7 @@ macro_rules! conformance_tests {
             change_feed_tokens_expire_and_survive_restarts,
             generated_ids,
             groups_without_a_change_log,
+            change_log_in_both_forms,
             emptyish_values_round_trip,
             altered_tokens_are_refused,
             subtree_delete,

@@ -49,12 +49,13 @@ pub use aliases::builds::{AliasBuild, AliasConflict, AliasState, MAX_CONFLICTS};
 pub use aliases::template::{MAX_ALIASES, Template};
 pub use encoding::changelog::{
     Change, ChangeEntry, ChangePage, ChangeToken, DEFAULT_CHANGES_LIMIT, MAX_CHANGES_LIMIT,
-    MAX_CHANGES_WAIT, join_log_entries,
+    MAX_CHANGES_WAIT,
 };
 pub use encoding::limits::{
     MAX_GET_MANY, MAX_GROUP_BYTES, MAX_ITEM_BYTES, MAX_SORT_KEY_BYTES, MAX_TRANSACTION_OPS,
     MAX_VERSION,
 };
+pub use encoding::log_entry::{decode_log_entry, join_log_entries};
 pub use filter::{
     Fields, Filter, MAX_FIELDS, MAX_FILTER_BYTES, MAX_FILTER_DEPTH, Readable, Subject,
 };

@@ -298,8 +298,9 @@ fn the_background_sweeper_removes_expired_items() {
         .unwrap();
     assert_eq!(
         raw_len(&store),
-        7,
-        "the token key, the upgrade mark, two items, one expiry entry, two change log entries"
+        8,
+        "the token key, the upgrade mark, the compact log's mark, two items, one expiry entry, \
+         two change log entries"
     );
     let token = store.changes_token(&path("/s-1")).unwrap();
     clock.advance(Duration::from_secs(10));
@@ -318,7 +319,7 @@ fn the_background_sweeper_removes_expired_items() {
         "the sweeper logs the expiry"
     );
     // The expiry entry is gone and the item replaced by its tombstone; the expiry is logged.
-    assert_eq!(raw_len(&store), 7);
+    assert_eq!(raw_len(&store), 8);
     assert!(store.get(&path("/s-1/b-1")).unwrap().is_some());
     let again = store
         .put(&path("/s-1/a-1"), value(2), PutOptions::default())

@@ -44,6 +44,12 @@ pub struct ServeArgs {
     /// token_expired (docs/changes.md).
     #[arg(long, value_name = "DAYS", default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..=3650))]
     change_retention_days: u64,
+    /// The form the change log's entries are written in (docs/changes.md, "How the log is
+    /// stored"). `compact` marks the database for it, for good: builds older than the compact
+    /// form cannot read its feeds. `json` while such builds share the database (a DynamoDB
+    /// table). By default, compact where the database is marked; a new database is.
+    #[arg(long, value_enum, value_name = "FORM")]
+    change_log_form: Option<ChangeLogForm>,
     /// Open connections at most; more wait in the listen backlog until one closes. At start the
     /// server raises its open-file limit to the hard limit; the default is that limit less a
     /// quarter kept for the database and other files (64 to 4,096 of them), at most 16,384, and
@@ -246,6 +252,15 @@ fn limits(args: &ServeArgs, file_limit: Option<u64>) -> Limits {
     }
 }
 
+/// The form of the change log's entries (`--change-log-form`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeLogForm {
+    /// Paths as binary keys, numbers as binary: about half the bytes of JSON.
+    Compact,
+    /// JSON, which every build reads.
+    Json,
+}
+
 /// The storage engine behind the server.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendKind {
@@ -325,6 +340,9 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
     };
     let options = pathdb_store::StoreOptions {
         change_retention: std::time::Duration::from_secs(args.change_retention_days * 24 * 3600),
+        compact_change_log: args
+            .change_log_form
+            .map(|form| form == ChangeLogForm::Compact),
         ..Default::default()
     };
     match args.backend {

@@ -51,6 +51,7 @@ const ACCESS_TOKEN: u8 = 0x09;
 const RETIRED_TOKEN_KEYS: u8 = 0x0a;
 const DEFINITION_VERSION: u8 = 0x0b;
 const REWRITE: u8 = 0x0c;
+const COMPACT_LOG: u8 = 0x0d;
 const REVISION: u8 = 0xff;
 const SEQUENCE: [u8; 2] = [0xff, 0xfe];
 const CHANGE_LOG: [u8; 2] = [0xff, 0xff];
@@ -190,6 +191,14 @@ pub(crate) fn used_paths_recorded_key() -> Key {
     Key {
         partition: SYSTEM_PARTITION.to_vec(),
         sort: vec![USED_PATHS_RECORDED],
+    }
+}
+
+/// The mark that the database's change log may hold compact entries (jobs/open.rs).
+pub(crate) fn compact_log_key() -> Key {
+    Key {
+        partition: SYSTEM_PARTITION.to_vec(),
+        sort: vec![COMPACT_LOG],
     }
 }
 

@@ -9,10 +9,10 @@
 
 use crate::backend::{Direction, Reader};
 use crate::encoding::changelog::{
-    Before, Change, ChangeEntry, ChangePage, ChangeToken, Entry, MAX_CHANGES_LIMIT, corrupt,
-    unlogged,
+    Before, Change, ChangeEntry, ChangePage, ChangeToken, MAX_CHANGES_LIMIT,
 };
 use crate::encoding::layout;
+use crate::encoding::log_entry::read_entry;
 use crate::encoding::token::TokenKey;
 use crate::filter::{Filter, Readable};
 use crate::model::error::Error;
@@ -172,7 +172,7 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
                 }
             }
             entries_read += 1;
-            let entry: Entry<'_> = serde_json::from_slice(&record.value).map_err(corrupt)?;
+            let entry = read_entry(&record.value, filter.is_some())?;
             let total = entry.changes.len();
             let skip = if n == since.entry {
                 since.offset as usize
@@ -185,8 +185,7 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
                     "the token points past the end of its change log entry".into(),
                 ));
             }
-            for (i, logged) in entry.changes.iter().enumerate().skip(skip) {
-                let change = unlogged(logged)?;
+            for (i, (change, was)) in entry.changes.into_iter().enumerate().skip(skip) {
                 if !prefix.covers(change.key()) {
                     continue;
                 }
@@ -202,7 +201,7 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
                                 path: prefix.clone(),
                             });
                         }
-                        match matters(filter, migrations, change, logged.before(entry.images)?) {
+                        match matters(filter, migrations, change, was) {
                             Some(delivered) => delivered,
                             None => continue,
                         }

@@ -1,9 +1,11 @@
 //! What opening a store does before it serves: the one-time upgrade of an older database
-//! (jobs/upgrade.rs), the key that seals its tokens (made once, by the first store that opens
-//! the database), the namespace definitions, and the upkeep threads.
+//! (jobs/upgrade.rs), the form its change log is written in, the key that seals its tokens (made
+//! once, by the first store that opens the database), the namespace definitions, and the upkeep
+//! threads.
 
 use crate::backend::{Backend, Expect, Reader, Record, WriteBatch, WriteOp};
 use crate::encoding::layout;
+use crate::encoding::record::index_record;
 use crate::encoding::token::{FALLBACK_KEY, KEY_BYTES, TokenKey};
 use crate::jobs::background::{self, Threads};
 use crate::jobs::upgrade::record_used_paths;
@@ -23,15 +25,53 @@ pub(crate) fn open<B: Backend>(
     options: StoreOptions,
 ) -> Result<(Arc<Db<B>>, Threads), Error> {
     record_used_paths(&backend)?;
+    // Before the token key: a database without one is new.
+    let compact_log = compact_log(&backend, options.compact_change_log)?;
     let reader = backend.reader()?;
     let refresh = backend.shared().then_some(options.definitions_refresh);
     let namespaces = Namespaces::load(&reader, options.default_history_retention, refresh)?;
     drop(reader);
     let tokens = token_key(&backend)?;
     let sweep = options.sweep_interval;
-    let db = Arc::new(Db::new(backend, options, namespaces, tokens));
+    let db = Arc::new(Db::new(backend, options, namespaces, tokens, compact_log));
     let threads = background::start(&db, sweep);
     Ok((db, threads))
+}
+
+/// Whether this store writes the change log of the database behind `backend` in the compact
+/// form (encoding/compact_log.rs), which builds before it cannot read: where `asked` says so
+/// (`Some(true)` also marks the database), or, unless `asked` is `Some(false)`, where the
+/// database is marked. A database no store has opened yet (it has no token key) is marked now:
+/// no older build has written it.
+///
+/// # Errors
+/// Storage failures.
+fn compact_log<B: Backend>(backend: &B, asked: Option<bool>) -> Result<bool, Error> {
+    if asked == Some(false) {
+        return Ok(false);
+    }
+    let reader = backend.reader()?;
+    if reader.get(&layout::compact_log_key())?.is_some() {
+        return Ok(true);
+    }
+    let new = reader.get(&layout::token_key())?.is_none();
+    drop(reader);
+    if backend.read_only() || !(new || asked == Some(true)) {
+        return Ok(false);
+    }
+    let mark = WriteOp::Put {
+        key: layout::compact_log_key(),
+        // A mark: its presence is all it says.
+        record: index_record(0),
+        expect: None,
+    };
+    match send(backend, None, WriteBatch { ops: vec![mark] })? {
+        Sent::Committed => Ok(true),
+        Sent::Changed { .. } => Err(StorageError::msg(
+            "an unconditional write of the compact change log mark failed its condition",
+        )
+        .into()),
+    }
 }
 
 /// The key of the database behind `backend`, made (once, whichever store is first) if it has

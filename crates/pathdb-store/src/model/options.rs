@@ -72,6 +72,13 @@ pub struct StoreOptions {
     /// file, where a read costs less than remembering), so on DynamoDB and on the in-memory
     /// reference.
     pub known_records: Option<usize>,
+    /// Which form the change log's entries are written in (docs/changes.md, "How the log is
+    /// stored"). `None`: the compact form where the database is marked for it, and a database
+    /// no store has opened before is marked; JSON otherwise. `Some(true)`: marks the database
+    /// (for good: builds before the compact form cannot read its feeds) and writes compact
+    /// entries. `Some(false)`: JSON entries, which every build reads, while builds before the
+    /// compact form share the database.
+    pub compact_change_log: Option<bool>,
 }
 
 /// [`StoreOptions::known_records`] where point reads are requests: 32 MiB.
@@ -92,6 +99,7 @@ impl Default for StoreOptions {
             change_retention: DEFAULT_CHANGE_RETENTION,
             definitions_refresh: DEFAULT_DEFINITIONS_REFRESH,
             known_records: None,
+            compact_change_log: None,
         }
     }
 }
@@ -104,6 +112,7 @@ impl std::fmt::Debug for StoreOptions {
             .field("change_retention", &self.change_retention)
             .field("definitions_refresh", &self.definitions_refresh)
             .field("known_records", &self.known_records)
+            .field("compact_change_log", &self.compact_change_log)
             .finish_non_exhaustive()
     }
 }

@@ -89,6 +89,8 @@ pub(crate) struct Db<B> {
     trims: TrimSchedule,
     /// The records writes in groups without a change log are planned on (write/known.rs).
     pub(crate) known: Known,
+    /// This database is marked for compact change log entries (jobs/open.rs).
+    compact_log: bool,
 }
 
 impl<B: Backend> Db<B> {
@@ -98,6 +100,7 @@ impl<B: Backend> Db<B> {
         options: StoreOptions,
         namespaces: Namespaces,
         tokens: TokenKey,
+        compact_log: bool,
     ) -> Db<B> {
         let known = Known::new(
             options
@@ -117,6 +120,7 @@ impl<B: Backend> Db<B> {
             tokens,
             plans: AtomicU64::new(0),
             trims: TrimSchedule::default(),
+            compact_log,
         }
     }
 
@@ -134,6 +138,7 @@ impl<B: Backend> Db<B> {
             plans: &self.plans,
             trims: &self.trims,
             tokens: &self.tokens,
+            compact_log: self.compact_log,
         }
     }
 

@@ -28,6 +28,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) trims: &'a TrimSchedule,
     /// The database's key for tokens (a listing check reads a change token).
     pub(crate) tokens: &'a TokenKey,
+    /// Change log entries are written in the compact form (jobs/open.rs).
+    pub(crate) compact_log: bool,
 }
 
 impl<'a> Settings<'a> {
@@ -46,6 +48,7 @@ impl<'a> Settings<'a> {
             commit: self.plans.fetch_add(1, Ordering::Relaxed),
             trims: self.trims,
             tokens: self.tokens,
+            compact_log: self.compact_log,
         }
     }
 }
@@ -70,6 +73,8 @@ pub(crate) struct Context<'a, R: ?Sized> {
     pub(crate) trims: &'a TrimSchedule,
     /// The database's key for tokens.
     pub(crate) tokens: &'a TokenKey,
+    /// Change log entries are written in the compact form (jobs/open.rs).
+    pub(crate) compact_log: bool,
 }
 
 impl<R: Reader + ?Sized> Context<'_, R> {

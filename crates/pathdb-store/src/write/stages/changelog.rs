@@ -6,8 +6,9 @@
 //! batch commits ([`WriteOp::Append`]), so concurrent writers never conflict over the log.
 
 use crate::backend::{Direction, Key, Reader, Record, WriteBatch, WriteOp};
-use crate::encoding::changelog::{Change, ENTRY_BUDGET, EntryWriter};
+use crate::encoding::changelog::{Change, ENTRY_BUDGET};
 use crate::encoding::layout;
+use crate::encoding::log_entry::EntryWriter;
 use crate::model::error::Error;
 use crate::namespaces::definitions::group_logged;
 use crate::write::plan::{Context, Plan, PlannedChange};
@@ -72,7 +73,7 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
         };
         let owner = list[0].change.key().clone();
         let mut entries: Vec<Vec<u8>> = Vec::new();
-        let mut entry = EntryWriter::new();
+        let mut entry = EntryWriter::new(ctx.compact_log);
         let mut size = 0;
         for planned in list {
             // The before image goes in the change's own record when both fit one entry (an
@@ -85,7 +86,8 @@ pub(crate) fn log_changes<R: Reader + ?Sized>(
             let fits = change + image <= ENTRY_BUDGET;
             let bytes = change + if fits { image } else { 0 };
             if !entry.is_empty() && size + bytes > ENTRY_BUDGET {
-                entries.push(std::mem::replace(&mut entry, EntryWriter::new()).finish(false));
+                let next = EntryWriter::new(ctx.compact_log);
+                entries.push(std::mem::replace(&mut entry, next).finish(false));
                 size = 0;
             }
             size += bytes;
