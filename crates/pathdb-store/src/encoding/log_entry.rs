@@ -396,15 +396,18 @@ mod tests {
         ]
     }
 
+    /// What a writer is given: changes, each with its before image (if the item was live) and
+    /// whether that fits.
+    fn pushes() -> impl Strategy<Value = Vec<(Change, Option<Item>, bool)>> {
+        prop::collection::vec((change(), prop::option::of(item()), any::<bool>()), 1..4)
+    }
+
     proptest! {
         /// The writer writes the bytes serde_json writes for the same entry, so that every
         /// reader (this server's, an older one's) reads what it always read.
         #[test]
         fn writes_what_serde_json_writes(
-            changes in prop::collection::vec(
-                (change(), prop::option::of(item()), any::<bool>()),
-                1..4,
-            ),
+            changes in pushes(),
             end in any::<bool>(),
         ) {
             let mut writer = EntryWriter::new(false);
@@ -432,10 +435,7 @@ mod tests {
         /// and the compact one joins with others as the JSON one does.
         #[test]
         fn both_forms_read_back_the_same(
-            changes in prop::collection::vec(
-                (change(), prop::option::of(item()), any::<bool>()),
-                1..4,
-            ),
+            changes in pushes(),
             end in any::<bool>(),
         ) {
             let write = |compact: bool| {
