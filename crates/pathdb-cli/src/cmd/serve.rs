@@ -44,8 +44,8 @@ pub struct ServeArgs {
     /// token_expired (docs/changes.md).
     #[arg(long, value_name = "DAYS", default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..=3650))]
     change_retention_days: u64,
-    /// The form the change log's entries are written in (docs/changes.md, "How the log is
-    /// stored"). `compact` marks the database for it, for good: builds older than the compact
+    /// The form the change log's entries are written in (docs/changes.md, "Two forms of an
+    /// entry"). `compact` marks the database for it, for good: builds older than the compact
     /// form cannot read its feeds. `json` while such builds share the database (a DynamoDB
     /// table). By default, compact where the database is marked; a new database is.
     #[arg(long, value_enum, value_name = "FORM")]

@@ -1,20 +1,20 @@
 //! The change log's compact entry: the same changes as the JSON entry (encoding/changelog.rs),
 //! in about half the bytes, which is most of what a put's log costs (docs/benchmarks.md, "The
 //! change log's compact entry"). Paths are their binary keys, numbers are varints or fixed
-//! little-endian words, and a value is its JSON text behind its length (docs/changes.md, "How
-//! the log is stored").
+//! little-endian words, and a value is its JSON text behind its length (docs/changes.md, "Two
+//! forms of an entry").
 //!
 //! ```text
 //! entry   = FORM flags change*            flags: bit 0 the commit ends here, bit 1 images
 //! change  = tag path version [put] [alias] [was]
 //! put     = created modified [expires] [sv] value
 //! was     = version created modified [expires] [sv] value
-//! path    = varint length, then the key path's binary form (keypath-format.md)
+//! path    = varint length, then the key path's binary form (docs/key-format.md)
 //! value   = varint length, then JSON text
 //! ```
 //!
-//! `tag` says which optional parts follow ([`tag`]). A database writes this form only once it
-//! is marked for it (jobs/open.rs): builds before it read only JSON entries. Readers take both.
+//! `tag` says which optional parts follow ([`tag`]). A store writes this form only to a database
+//! marked for it (jobs/open.rs), since builds before it read only JSON entries. Readers take both.
 
 use crate::encoding::changelog::{Before, Change, ReadEntry, corrupt};
 use crate::encoding::record::to_item;

@@ -72,8 +72,8 @@ pub struct StoreOptions {
     /// file, where a read costs less than remembering), so on DynamoDB and on the in-memory
     /// reference.
     pub known_records: Option<usize>,
-    /// Which form the change log's entries are written in (docs/changes.md, "How the log is
-    /// stored"). `None`: the compact form where the database is marked for it, and a database
+    /// Which form the change log's entries are written in (docs/changes.md, "Two forms of an
+    /// entry"). `None`: the compact form where the database is marked for it, and a database
     /// no store has opened before is marked; JSON otherwise. `Some(true)`: marks the database
     /// (for good: builds before the compact form cannot read its feeds) and writes compact
     /// entries. `Some(false)`: JSON entries, which every build reads, while builds before the
