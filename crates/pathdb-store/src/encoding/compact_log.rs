@@ -158,12 +158,16 @@ fn varint(out: &mut Vec<u8>, mut n: u64) {
     out.push(n as u8);
 }
 
-/// Reads a compact entry (`bytes` starts with [`FORM`]). Before images are read only when
-/// `images` asks for them; otherwise each is [`Before::Unknown`].
+/// Reads a compact entry (`bytes` starts with [`FORM`]). A change's before image is made into
+/// an item only where `images` (the change's index, the change) asks for it; otherwise it is
+/// [`Before::Unknown`].
 ///
 /// # Errors
 /// Bytes this module would not write: a corrupt change log entry.
-pub(crate) fn read(bytes: &[u8], images: bool) -> Result<ReadEntry, Error> {
+pub(crate) fn read(
+    bytes: &[u8],
+    images: &dyn Fn(usize, &Change) -> bool,
+) -> Result<ReadEntry, Error> {
     let mut input = Input { bytes, at: HEADER };
     let flags = match bytes {
         [FORM, flags, ..] if flags & !(END | IMAGES) == 0 => *flags,
@@ -201,13 +205,6 @@ pub(crate) fn read(bytes: &[u8], images: bool) -> Result<ReadEntry, Error> {
         } else {
             None
         };
-        let before = match was {
-            _ if !images || !logged_images || bits & tag::WAS_UNKNOWN != 0 => Before::Unknown,
-            None => Before::Absent,
-            Some((version, body)) => {
-                Before::Item(body.into_item(path.clone(), version, alias.clone())?)
-            }
-        };
         let change = match put {
             Some(body) => Change::Put(body.into_item(path, version, alias)?),
             None => Change::Delete {
@@ -215,6 +212,18 @@ pub(crate) fn read(bytes: &[u8], images: bool) -> Result<ReadEntry, Error> {
                 version,
                 alias,
             },
+        };
+        let before = match was {
+            _ if !logged_images || bits & tag::WAS_UNKNOWN != 0 => Before::Unknown,
+            _ if !images(changes.len(), &change) => Before::Unknown,
+            None => Before::Absent,
+            Some((version, body)) => {
+                let alias = match &change {
+                    Change::Put(item) => item.alias.clone(),
+                    Change::Delete { alias, .. } => alias.clone(),
+                };
+                Before::Item(body.into_item(change.path().clone(), version, alias)?)
+            }
         };
         changes.push((change, before));
     }
@@ -227,7 +236,9 @@ pub(crate) fn read(bytes: &[u8], images: bool) -> Result<ReadEntry, Error> {
 /// Whether `bytes` are a compact entry that ends its commit, and whether it logs images.
 pub(crate) fn flags(bytes: &[u8]) -> Option<(bool, bool)> {
     match bytes {
-        [FORM, flags, ..] => Some((flags & END != 0, flags & IMAGES != 0)),
+        [FORM, flags, ..] if flags & !(END | IMAGES) == 0 => {
+            Some((flags & END != 0, flags & IMAGES != 0))
+        }
         _ => None,
     }
 }

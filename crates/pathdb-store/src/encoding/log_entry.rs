@@ -89,20 +89,35 @@ fn join_json(records: &[&Record]) -> Option<Vec<u8>> {
 /// # Errors
 /// Bytes the store would not write: a corrupt change log entry.
 pub(crate) fn read_entry(bytes: &[u8], images: bool) -> Result<ReadEntry, Error> {
-    if compact_log::flags(bytes).is_some() {
+    read_entry_with(bytes, &|_, _| images)
+}
+
+/// [`read_entry`], with the before images made into items only where `images` (the change's
+/// index in the entry, the change) asks for them: a filtered feed needs those of the changes it
+/// decides on, not of those it skips.
+///
+/// # Errors
+/// Bytes the store would not write: a corrupt change log entry.
+pub(crate) fn read_entry_with(
+    bytes: &[u8],
+    images: &dyn Fn(usize, &Change) -> bool,
+) -> Result<ReadEntry, Error> {
+    if bytes.first() == Some(&compact_log::FORM) {
         return compact_log::read(bytes, images);
     }
     let entry: Entry<'_> = serde_json::from_slice(bytes).map_err(corrupt)?;
     let changes = entry
         .changes
         .iter()
-        .map(|logged| {
-            let before = if images {
+        .enumerate()
+        .map(|(i, logged)| {
+            let change = unlogged(logged)?;
+            let before = if images(i, &change) {
                 logged.before(entry.images)?
             } else {
                 Before::Unknown
             };
-            Ok((unlogged(logged)?, before))
+            Ok((change, before))
         })
         .collect::<Result<_, Error>>()?;
     Ok(ReadEntry {

@@ -12,7 +12,7 @@ use crate::encoding::changelog::{
     Before, Change, ChangeEntry, ChangePage, ChangeToken, MAX_CHANGES_LIMIT,
 };
 use crate::encoding::layout;
-use crate::encoding::log_entry::read_entry;
+use crate::encoding::log_entry::read_entry_with;
 use crate::encoding::token::TokenKey;
 use crate::filter::{Filter, Readable};
 use crate::model::error::Error;
@@ -172,13 +172,17 @@ pub(crate) fn read_to<R: Reader + ?Sized>(
                 }
             }
             entries_read += 1;
-            let entry = read_entry(&record.value, filter.is_some())?;
-            let total = entry.changes.len();
             let skip = if n == since.entry {
                 since.offset as usize
             } else {
                 0
             };
+            // A filter decides on the images of the changes it delivers from, no others.
+            let images = |i: usize, change: &Change| {
+                filter.is_some() && i >= skip && prefix.covers(change.key())
+            };
+            let entry = read_entry_with(&record.value, &images)?;
+            let total = entry.changes.len();
             if skip > 0 && skip >= total {
                 // Never issued: a position inside an entry is before its last change.
                 return Err(Error::InvalidChangeToken(

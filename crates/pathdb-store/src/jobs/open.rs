@@ -25,47 +25,39 @@ pub(crate) fn open<B: Backend>(
     options: StoreOptions,
 ) -> Result<(Arc<Db<B>>, Threads), Error> {
     record_used_paths(&backend)?;
-    // Before the token key: a database without one is new.
-    let compact_log = compact_log(&backend, options.compact_change_log)?;
+    let asked = options.compact_change_log;
+    let marked = compact_log_marked(&backend, asked)?;
     let reader = backend.reader()?;
     let refresh = backend.shared().then_some(options.definitions_refresh);
     let namespaces = Namespaces::load(&reader, options.default_history_retention, refresh)?;
     drop(reader);
-    let tokens = token_key(&backend)?;
+    // A database no store has opened yet is marked with its token key, in the same write: only
+    // the store that makes the key decides, so stores racing to open a new database agree.
+    let (tokens, made_marked) = token_key(&backend, asked != Some(false))?;
+    let compact_log = asked.unwrap_or(marked || made_marked);
     let sweep = options.sweep_interval;
     let db = Arc::new(Db::new(backend, options, namespaces, tokens, compact_log));
     let threads = background::start(&db, sweep);
     Ok((db, threads))
 }
 
-/// Whether this store writes the change log of the database behind `backend` in the compact
-/// form (encoding/compact_log.rs), which builds before it cannot read: where `asked` says so
-/// (`Some(true)` also marks the database), or, unless `asked` is `Some(false)`, where the
-/// database is marked. A database no store has opened yet (it has no token key) is marked now:
-/// no older build has written it.
+/// Whether the database behind `backend` is marked for compact change log entries
+/// (encoding/compact_log.rs), which builds before them cannot read; `asked` `Some(true)` marks
+/// it now. (A database no store has opened yet is marked with its token key: [`token_key`].)
 ///
 /// # Errors
 /// Storage failures.
-fn compact_log<B: Backend>(backend: &B, asked: Option<bool>) -> Result<bool, Error> {
-    if asked == Some(false) {
-        return Ok(false);
+fn compact_log_marked<B: Backend>(backend: &B, asked: Option<bool>) -> Result<bool, Error> {
+    if asked != Some(true) || backend.read_only() {
+        return Ok(backend.reader()?.get(&layout::compact_log_key())?.is_some());
     }
-    let reader = backend.reader()?;
-    if reader.get(&layout::compact_log_key())?.is_some() {
-        return Ok(true);
-    }
-    let new = reader.get(&layout::token_key())?.is_none();
-    drop(reader);
-    if backend.read_only() || !(new || asked == Some(true)) {
-        return Ok(false);
-    }
-    let mark = WriteOp::Put {
-        key: layout::compact_log_key(),
-        // A mark: its presence is all it says.
-        record: index_record(0),
-        expect: None,
-    };
-    match send(backend, None, WriteBatch { ops: vec![mark] })? {
+    match send(
+        backend,
+        None,
+        WriteBatch {
+            ops: vec![compact_log_mark()],
+        },
+    )? {
         Sent::Committed => Ok(true),
         Sent::Changed { .. } => Err(StorageError::msg(
             "an unconditional write of the compact change log mark failed its condition",
@@ -74,12 +66,23 @@ fn compact_log<B: Backend>(backend: &B, asked: Option<bool>) -> Result<bool, Err
     }
 }
 
+/// The write of the mark that the database's change log is written compact.
+fn compact_log_mark() -> WriteOp {
+    WriteOp::Put {
+        key: layout::compact_log_key(),
+        // A mark: its presence is all it says.
+        record: index_record(0),
+        expect: None,
+    }
+}
+
 /// The key of the database behind `backend`, made (once, whichever store is first) if it has
-/// none yet.
+/// none yet, and whether this store made it with the compact change log's mark (`mark`): a
+/// database without a key is new, and no build before the compact form has written it.
 ///
 /// # Errors
 /// Storage failures; random bytes cannot be had.
-fn token_key<B: Backend>(backend: &B) -> Result<TokenKey, Error> {
+fn token_key<B: Backend>(backend: &B, mark: bool) -> Result<(TokenKey, bool), Error> {
     let key = layout::token_key();
     for _ in 0..3 {
         if let Some(record) = backend.reader()?.get(&key)? {
@@ -87,10 +90,11 @@ fn token_key<B: Backend>(backend: &B) -> Result<TokenKey, Error> {
                 return Err(StorageError::msg("corrupt token key").into());
             }
             let retired = backend.reader()?.get(&layout::retired_token_keys())?;
-            return Ok(TokenKey::with_retired(
+            let tokens = TokenKey::with_retired(
                 &record.value,
                 retired.as_ref().map_or(&[][..], |r| &r.value),
-            ));
+            );
+            return Ok((tokens, false));
         }
         let mut bytes = [0u8; KEY_BYTES];
         getrandom::fill(&mut bytes)
@@ -107,11 +111,15 @@ fn token_key<B: Backend>(backend: &B) -> Result<TokenKey, Error> {
             // Another store may be making it at the same moment: one key wins.
             expect: Some(Expect::Absent),
         };
-        match send(backend, None, WriteBatch { ops: vec![put] }) {
-            Ok(Sent::Committed) => return Ok(TokenKey::new(&bytes)),
+        let mut ops = vec![put];
+        if mark {
+            ops.push(compact_log_mark());
+        }
+        match send(backend, None, WriteBatch { ops }) {
+            Ok(Sent::Committed) => return Ok((TokenKey::new(&bytes), mark)),
             // Another store made it first: read theirs.
             Ok(Sent::Changed { .. }) => continue,
-            Err(Error::ReadOnly) => return Ok(TokenKey::new(&FALLBACK_KEY)),
+            Err(Error::ReadOnly) => return Ok((TokenKey::new(&FALLBACK_KEY), false)),
             Err(e) => return Err(e),
         }
     }

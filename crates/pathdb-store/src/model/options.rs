@@ -77,7 +77,8 @@ pub struct StoreOptions {
     /// no store has opened before is marked; JSON otherwise. `Some(true)`: marks the database
     /// (for good: builds before the compact form cannot read its feeds) and writes compact
     /// entries. `Some(false)`: JSON entries, which every build reads, while builds before the
-    /// compact form share the database.
+    /// compact form share the database (compact entries already written stay until the
+    /// retention removes them).
     pub compact_change_log: Option<bool>,
 }
 
