@@ -5,10 +5,9 @@
 
 use crate::backend::{Backend, Expect, Reader, Record, WriteBatch, WriteOp};
 use crate::encoding::layout;
-use crate::encoding::record::index_record;
 use crate::encoding::token::{FALLBACK_KEY, KEY_BYTES, TokenKey};
 use crate::jobs::background::{self, Threads};
-use crate::jobs::upgrade::record_used_paths;
+use crate::jobs::upgrade::{mark_write, put_mark, record_used_paths};
 use crate::model::error::{Error, StorageError};
 use crate::model::options::StoreOptions;
 use crate::namespaces::definitions::Namespaces;
@@ -33,7 +32,7 @@ pub(crate) fn open<B: Backend>(
     drop(reader);
     // A database no store has opened yet is marked with its token key, in the same write: only
     // the store that makes the key decides, so stores racing to open a new database agree.
-    let (tokens, made_marked) = token_key(&backend, asked != Some(false))?;
+    let (tokens, made_marked) = token_key(&backend, asked != Some(false) && !marked)?;
     let compact_log = asked.unwrap_or(marked || made_marked);
     let sweep = options.sweep_interval;
     let db = Arc::new(Db::new(backend, options, namespaces, tokens, compact_log));
@@ -51,29 +50,8 @@ fn compact_log_marked<B: Backend>(backend: &B, asked: Option<bool>) -> Result<bo
     if asked != Some(true) || backend.read_only() {
         return Ok(backend.reader()?.get(&layout::compact_log_key())?.is_some());
     }
-    match send(
-        backend,
-        None,
-        WriteBatch {
-            ops: vec![compact_log_mark()],
-        },
-    )? {
-        Sent::Committed => Ok(true),
-        Sent::Changed { .. } => Err(StorageError::msg(
-            "an unconditional write of the compact change log mark failed its condition",
-        )
-        .into()),
-    }
-}
-
-/// The write of the mark that the database's change log is written compact.
-fn compact_log_mark() -> WriteOp {
-    WriteOp::Put {
-        key: layout::compact_log_key(),
-        // A mark: its presence is all it says.
-        record: index_record(0),
-        expect: None,
-    }
+    put_mark(backend, layout::compact_log_key(), "compact change log")?;
+    Ok(true)
 }
 
 /// The key of the database behind `backend`, made (once, whichever store is first) if it has
@@ -113,7 +91,7 @@ fn token_key<B: Backend>(backend: &B, mark: bool) -> Result<(TokenKey, bool), Er
         };
         let mut ops = vec![put];
         if mark {
-            ops.push(compact_log_mark());
+            ops.push(mark_write(layout::compact_log_key()));
         }
         match send(backend, None, WriteBatch { ops }) {
             Ok(Sent::Committed) => return Ok((TokenKey::new(&bytes), mark)),

@@ -48,17 +48,35 @@ pub(crate) fn record_used_paths<B: Backend>(backend: &B) -> Result<(), Error> {
     for chunk in missing.chunks(WRITE_BATCH) {
         write_absent(backend, chunk.to_vec())?;
     }
-    let mark = WriteOp::Put {
-        key: mark,
-        // A mark: its presence is all it says, as an expiry index entry's.
+    put_mark(backend, mark, "upgrade")
+}
+
+/// The write of the mark at `key`: a record whose presence is all it says, as an expiry index
+/// entry's.
+pub(crate) fn mark_write(key: Key) -> WriteOp {
+    WriteOp::Put {
+        key,
         record: index_record(0),
         expect: None,
-    };
-    match send(backend, None, WriteBatch { ops: vec![mark] })? {
+    }
+}
+
+/// Writes the mark at `key` (`what` names it in the error).
+///
+/// # Errors
+/// The backend failed.
+pub(crate) fn put_mark<B: Backend>(backend: &B, key: Key, what: &str) -> Result<(), Error> {
+    match send(
+        backend,
+        None,
+        WriteBatch {
+            ops: vec![mark_write(key)],
+        },
+    )? {
         Sent::Committed => Ok(()),
-        Sent::Changed { .. } => Err(StorageError::msg(
-            "an unconditional write of the upgrade mark failed its condition",
-        )
+        Sent::Changed { .. } => Err(StorageError::msg(format!(
+            "an unconditional write of the {what} mark failed its condition"
+        ))
         .into()),
     }
 }
