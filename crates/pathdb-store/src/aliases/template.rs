@@ -117,6 +117,15 @@ impl Template {
         &self.text
     }
 
+    /// The top-level members of an item's value this template reads (`address` for
+    /// `{address.city}`): [`read_members`] builds only those.
+    pub(crate) fn members_read(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|part| match part {
+            Part::Filled(_, Source::Member { names, .. }) => names.first().map(String::as_str),
+            _ => None,
+        })
+    }
+
     /// The alias this template gives the item at `path` whose value is `value`; `Ok(None)`
     /// when a member it needs is missing or `null` (a sparse alias), the path has no element it
     /// names, or a filled id is not a valid id.
@@ -260,6 +269,93 @@ fn parse_source(inner: &str) -> Result<Source, String> {
     Ok(Source::Member { names, descending })
 }
 
+/// The value of JSON text as templates reading only the top-level members `wanted` see it: an
+/// object of those members, or `null` when the text is not an object (a template finds no member
+/// in either). Every other member is skipped without being built: rendering aliases from a
+/// 100-byte value should not copy its long strings.
+pub(crate) fn read_members(text: &str, wanted: &[&str]) -> Value {
+    if wanted.is_empty() {
+        return Value::Null;
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::Deserializer::deserialize_any(&mut de, Members { wanted }).unwrap_or(Value::Null)
+}
+
+/// [`read_members`]' visitor: an object keeps the wanted members; anything else is `null`.
+struct Members<'w> {
+    wanted: &'w [&'w str],
+}
+
+impl<'de> serde::de::Visitor<'de> for Members<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(name) = map.next_key_seed(Wanted(self.wanted))? {
+            match name {
+                Some(name) => {
+                    out.insert(name.to_owned(), map.next_value()?);
+                }
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Value::Object(out))
+    }
+
+    // Not an object: no member to find. (The text was checked when it was stored.)
+    fn visit_bool<E>(self, _: bool) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Value::Null)
+    }
+}
+
+/// A member name, as the wanted one it equals (`None`: not wanted), without copying it.
+struct Wanted<'w>(&'w [&'w str]);
+
+impl<'de, 'w> serde::de::DeserializeSeed<'de> for Wanted<'w> {
+    type Value = Option<&'w str>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de, 'w> serde::de::Visitor<'de> for Wanted<'w> {
+    type Value = Option<&'w str>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E>(self, name: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().copied().find(|w| *w == name))
+    }
+}
+
 /// The member of `value` at `names` (`None`: missing).
 fn member<'v>(value: &'v Value, names: &[String]) -> Option<&'v Value> {
     names
@@ -361,5 +457,54 @@ mod tests {
         assert!(!t.could_make(&path("/state-open/order-4")));
         assert!(t.may_lie_under(&path("/status-open")));
         assert!(!t.may_lie_under(&path("/user-1")));
+    }
+
+    #[test]
+    fn read_members_keeps_what_templates_read() {
+        let p = path("/user-1");
+        let text = r#"{"payload": "xxxxxxxx", "email": "ada@example.org", "address": {"city": "Oslo"}, "n": 7}"#;
+        let value: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            read_members(text, &["email", "address"]),
+            json!({"email": "ada@example.org", "address": {"city": "Oslo"}})
+        );
+        let t = Template::parse("/city-{address.city}/top-{!n}/user-{@user}").unwrap();
+        let wanted: Vec<&str> = t.members_read().collect();
+        assert_eq!(wanted, ["address", "n"]);
+        assert_eq!(
+            t.render(&p, &read_members(text, &wanted)).unwrap(),
+            t.render(&p, &value).unwrap()
+        );
+        for not_an_object in ["[1, {\"email\": 1}]", "\"email\"", "12", "null", "true"] {
+            assert_eq!(read_members(not_an_object, &["email"]), Value::Null);
+        }
+        assert_eq!(read_members(text, &[]), Value::Null);
+    }
+
+    proptest::proptest! {
+        /// A template renders the same alias (or refuses the same member) from the members it
+        /// reads as from the whole value.
+        #[test]
+        fn renders_the_same_from_the_members_it_reads(
+            members in proptest::collection::btree_map(
+                "[ab]|[a-z\"]{1,3}",
+                crate::model::item::minify_tests::json(),
+                0..5,
+            ),
+            top in crate::model::item::minify_tests::json(),
+            whole in proptest::bool::ANY,
+        ) {
+            let value = if whole { top } else { Value::Object(members.into_iter().collect()) };
+            let text = serde_json::to_string(&value).unwrap();
+            let p = path("/user-1");
+            for t in ["/x-{a}/user-{@user}", "/x-{!b}", "/x-{a.b}/y-{b}", "/x-{b.a.b}"] {
+                let t = Template::parse(t).unwrap();
+                let wanted: Vec<&str> = t.members_read().collect();
+                proptest::prop_assert_eq!(
+                    t.render(&p, &read_members(&text, &wanted)),
+                    t.render(&p, &value)
+                );
+            }
+        }
     }
 }

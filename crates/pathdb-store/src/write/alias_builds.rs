@@ -220,7 +220,12 @@ fn build_ops<R: Reader + ?Sized>(
             return Ok(false);
         }
         checked += 1;
-        let value = newest_value(definitions, &path, &record.value);
+        let value = newest_value(
+            definitions,
+            &path,
+            &record.value,
+            std::slice::from_ref(template),
+        );
         // A member of the wrong type, or an alias path over the key limits, gives no alias
         // here; the item's next write is refused until it is fixed (docs/aliases.md).
         if let Ok(Some(alias)) = template.render(&path, &value)

@@ -12,7 +12,7 @@
 //! Within one plan, a key is written once: a later operation that takes an alias an earlier one
 //! freed (a move, a transaction that hands an email on) replaces that write.
 
-use crate::aliases::template::Template;
+use crate::aliases::template::{Template, read_members};
 use crate::backend::{Expect, Key, Reader, Record, WriteOp};
 use crate::encoding::alias::parse_alias;
 use crate::encoding::changelog::Change;
@@ -191,7 +191,7 @@ fn aliases_of<'t>(
         return Ok(Vec::new());
     }
     // Stored values are valid JSON text.
-    let value = newest_value(definitions, path, &record.value);
+    let value = newest_value(definitions, path, &record.value, templates);
     let mut out: Vec<(&Template, KeyPath)> = Vec::new();
     for template in templates {
         if let Some(alias) = template.render(path, &value).map_err(|u| (template, u))?
@@ -371,19 +371,26 @@ fn place(plan: &mut Plan, key: Key, alias: &KeyPath, write: WriteOp, holder: Opt
     }
 }
 
-/// A stored item value, as templates read it: in its namespace's newest version
-/// (docs/migrations.md); `null` for bytes that are not (never written by this store).
+/// A stored item value, as `templates` read it: in its namespace's newest version
+/// (docs/migrations.md), and only the top-level members they name
+/// ([`read_members`]); `null` for bytes that are not (never written by this store).
 pub(crate) fn newest_value(
     definitions: &Definitions,
     path: &KeyPath,
     stored: &[u8],
+    templates: &[Template],
 ) -> serde_json::Value {
+    let wanted: Vec<&str> = templates.iter().flat_map(Template::members_read).collect();
+    if wanted.is_empty() {
+        // Templates that fill ids only from the path read nothing of the value.
+        return serde_json::Value::Null;
+    }
     let Some((stamp, json)) = split(stored) else {
         return serde_json::Value::Null;
     };
     let text = std::str::from_utf8(json).unwrap_or("null");
     match newest_text(definitions, path, text, stamp) {
-        Ok(Some(newest)) => newest.to_value(),
-        _ => serde_json::from_str(text).unwrap_or_default(),
+        Ok(Some(newest)) => read_members(newest.as_str(), &wanted),
+        _ => read_members(text, &wanted),
     }
 }
