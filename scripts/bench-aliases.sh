@@ -8,7 +8,9 @@
 # - gets: the same items on the aliased server, read by path and through the alias
 #   (`--get-prefix /by-1`);
 # - puts of new items (a key space of 10^8: nearly every put creates an item, and with it two
-#   aliases) on each server;
+#   aliases) on each server; each round picks its items from a seed of its own (`--seed`: the
+#   same for both servers), so a later round creates items instead of replacing the earlier
+#   rounds' (before the seed, rounds after the first mostly replaced them);
 # - puts that replace the items with the same members (the aliases stay) on each server.
 #
 # Prints requests/s, p50 and p99 per run, then the ratios of the sums (time per request: the
@@ -90,8 +92,8 @@ for round in $(seq 1 "$rounds"); do
   done
   for name in "${new[@]}"; do
     case $name in
-      new-put-plain) run "$round" "$name" "$plain_url" --mix put=100 --keys 100000000 ;;
-      *) run "$round" "$name" "$aliased_url" --mix put=100 --keys 100000000 ;;
+      new-put-plain) run "$round" "$name" "$plain_url" --mix put=100 --keys 100000000 --seed "$round" ;;
+      *) run "$round" "$name" "$aliased_url" --mix put=100 --keys 100000000 --seed "$round" ;;
     esac
   done
   for name in "${same[@]}"; do

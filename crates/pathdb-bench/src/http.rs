@@ -89,6 +89,11 @@ pub struct HttpArgs {
     /// namespace schema of 10 members (docs/benchmarks.md) (--target pathdb).
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(2..))]
     members: u16,
+    /// Where the workers' random picks start: runs with the same seed pick the same items in
+    /// the same order. Give each run of a series its own seed when its puts should create new
+    /// items (with a large --keys and --no-preload) rather than replace the last run's.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// Skip the preload (the items are already there from an earlier run).
     #[arg(long)]
     no_preload: bool,
@@ -220,6 +225,12 @@ impl Op {
 struct Rng(u64);
 
 impl Rng {
+    /// Worker `w`'s generator in a run given `seed` (`--seed`; 0 is the sequence every run used
+    /// before the option).
+    fn of_worker(seed: u64, w: usize) -> Rng {
+        Rng((0x5EED_0000_u64 + w as u64).wrapping_add(seed << 32))
+    }
+
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -666,9 +677,9 @@ async fn load(
     for w in 0..args.concurrency {
         let (client, api, value) = (client.clone(), api.clone(), value.clone());
         let (mix, keys, groups) = (args.mix, args.keys, args.groups);
-        let seed = 0x5EED_0000_u64 + w as u64;
+        let rng = Rng::of_worker(args.seed, w);
         workers.push(tokio::spawn(async move {
-            worker(&client, &api, &value, mix, keys, groups, seed, deadline).await
+            worker(&client, &api, &value, mix, keys, groups, rng, deadline).await
         }));
     }
     let mut stats = Stats::new();
@@ -739,10 +750,9 @@ async fn worker(
     mix: Mix,
     keys: u64,
     groups: u64,
-    seed: u64,
+    mut rng: Rng,
     deadline: Instant,
 ) -> Stats {
-    let mut rng = Rng(seed);
     let mut stats = Stats::new();
     while Instant::now() < deadline {
         let op = mix.pick(rng.next());
@@ -940,6 +950,29 @@ impl Report<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn each_seed_picks_other_items() {
+        let picks = |seed: u64, w: usize| -> Vec<u64> {
+            let mut rng = super::Rng::of_worker(seed, w);
+            (0..1000).map(|_| rng.next() % 100_000_000).collect()
+        };
+        // Seed 0 keeps the sequence runs had before the option.
+        let mut before = super::Rng(0x5EED_0000 + 3);
+        assert_eq!(
+            picks(0, 3)[..2],
+            [before.next() % 100_000_000, before.next() % 100_000_000]
+        );
+        assert_eq!(picks(1, 3), picks(1, 3));
+        // Across seeds and workers, 4,000 picks from 10^8 hardly ever meet.
+        let mut all: Vec<u64> = [(1, 0), (1, 1), (2, 0), (2, 1)]
+            .into_iter()
+            .flat_map(|(seed, w)| picks(seed, w))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        assert!(all.len() > 3_990, "{} distinct picks", all.len());
+    }
+
     use super::*;
 
     #[test]
