@@ -14,8 +14,11 @@
 #
 # BIN defaults to target/release/pathdb. Needs wrk, and valgrind (callgrind) or perf and
 # inferno-flamegraph (flame: `cargo install inferno`). Environment: DURATION (seconds of
-# measured load, default 30; callgrind 10), CONNECTIONS (default 32; callgrind 2). Writes into
-# target/profile-put/.
+# measured load, default 30; callgrind 10), CONNECTIONS (default 32; callgrind 2); NEW=1 for
+# puts of new items instead (`pathdb bench http --no-preload --mix put=100 --keys 100000000`,
+# the warm-up and the measured run from seeds of their own, as bench-aliases.sh puts them;
+# cpu and callgrind); ALIASES=1 to give the `item` namespace bench-aliases.sh's two alias
+# templates before the preload. Writes into target/profile-put/.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,11 +56,27 @@ wait_ready() {
 "${serve[@]}" >"$out/preload.log" 2>&1 &
 preload=$!
 wait_ready
+if [[ ${ALIASES:-0} == 1 ]]; then
+  curl -sf -X PUT "$url/v1/namespaces/item" -H 'content-type: application/json' \
+    -d '{"aliases": [{"path": "/by-1/bench-{@bench}/item-{@item}"}, {"path": "/top-1/n-{!n}/bench-{@bench}/item-{@item}"}]}' >/dev/null
+fi
 "$bin" bench http --url "$url" --duration 0.01 >/dev/null
 kill "$preload"
 wait "$preload" 2>/dev/null || true
 
+seed=0
 put_load() { # seconds connections threads
+  if [[ ${NEW:-0} == 1 ]]; then
+    # Each run from a seed of its own: a run picking the last one's items would replace them.
+    seed=$((seed + 1))
+    "$bin" --json bench http --url "$url" --no-preload --mix put=100 --keys 100000000 \
+      --seed "$seed" --concurrency "$2" --duration "$1" |
+      python3 -c 'import json, sys
+r = json.load(sys.stdin); l = r["latency_ms"]
+print(r["requests"], "requests in %.1f s" % r["duration_s"])
+print("    50%", "%.2fms" % l["p50"]); print("    99%", "%.2fms" % l["p99"])'
+    return
+  fi
   WRK_KEYS=10000 wrk -t"$3" -c"$2" -d"$1"s --latency -s "$root/scripts/wrk/pathdb-put.lua" "$url"
 }
 
