@@ -950,14 +950,16 @@ impl Report<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn each_seed_picks_other_items() {
         let picks = |seed: u64, w: usize| -> Vec<u64> {
-            let mut rng = super::Rng::of_worker(seed, w);
+            let mut rng = Rng::of_worker(seed, w);
             (0..1000).map(|_| rng.next() % 100_000_000).collect()
         };
         // Seed 0 keeps the sequence runs had before the option.
-        let mut before = super::Rng(0x5EED_0000 + 3);
+        let mut before = Rng(0x5EED_0000 + 3);
         assert_eq!(
             picks(0, 3)[..2],
             [before.next() % 100_000_000, before.next() % 100_000_000]
@@ -972,8 +974,6 @@ mod tests {
         all.dedup();
         assert!(all.len() > 3_990, "{} distinct picks", all.len());
     }
-
-    use super::*;
 
     #[test]
     fn mix_parses_and_picks_by_weight() {
