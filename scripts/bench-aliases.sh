@@ -51,8 +51,7 @@ serve() {
 }
 serve plain; plain_url=$url
 serve aliased; aliased_url=$url
-curl -sf -X PUT "$aliased_url/v1/namespaces/item" -H 'content-type: application/json' \
-  -d '{"aliases": [{"path": "/by-1/bench-{@bench}/item-{@item}"}, {"path": "/top-1/n-{!n}/bench-{@bench}/item-{@item}"}]}' >/dev/null
+define_bench_aliases "$aliased_url"
 # The preload (10,000 items) on both; then the aliases answer.
 for url in "$plain_url" "$aliased_url"; do
   "$pathdb" bench http --url "$url" --duration 0.01 >/dev/null

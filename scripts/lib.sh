@@ -4,7 +4,8 @@
 #   . scripts/lib.sh
 #
 # Defines: step, python_venv, make_work_dir, start_pathdb_serve, stop_pathdb_serve,
-# kill_pathdb_serve, parse_wrk (also for the benchmark scripts, bench-http.sh and bench-peers.sh).
+# kill_pathdb_serve, parse_wrk (also for the benchmark scripts, bench-http.sh and bench-peers.sh),
+# define_bench_aliases.
 
 step() {
     printf '\n==> %s\n' "$*"
@@ -141,3 +142,11 @@ print(total, "%.0f" % rps, "%.2f" % pct["50"], "%.2f" % pct["99"], errors)'
 # A process's CPU time so far (user + system), in clock ticks (10 ms): the benchmarks' CPU
 # per request is the difference over a run divided by its requests.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# define_bench_aliases URL: gives the `item` namespace of the server at URL the two alias
+# templates the alias benchmarks measure (bench-aliases.sh, profile-put.sh ALIASES=1), so that
+# every item `pathdb bench http` writes gets two aliases.
+define_bench_aliases() {
+    curl -sf -X PUT "$1/v1/namespaces/item" -H 'content-type: application/json' \
+        -d '{"aliases": [{"path": "/by-1/bench-{@bench}/item-{@item}"}, {"path": "/top-1/n-{!n}/bench-{@bench}/item-{@item}"}]}' >/dev/null
+}

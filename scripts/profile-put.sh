@@ -57,8 +57,8 @@ wait_ready() {
 preload=$!
 wait_ready
 if [[ ${ALIASES:-0} == 1 ]]; then
-  curl -sf -X PUT "$url/v1/namespaces/item" -H 'content-type: application/json' \
-    -d '{"aliases": [{"path": "/by-1/bench-{@bench}/item-{@item}"}, {"path": "/top-1/n-{!n}/bench-{@bench}/item-{@item}"}]}' >/dev/null
+  . "$root/scripts/lib.sh"
+  define_bench_aliases "$url"
 fi
 "$bin" bench http --url "$url" --duration 0.01 >/dev/null
 kill "$preload"
