@@ -38,14 +38,15 @@ use super::file_format::{
     CHECKPOINT_EVERY, CHECKPOINT_IDLE, CHECKPOINT_POLL, DATA, JOURNAL_CAPACITY, JOURNAL_ID,
     JOURNAL_RECORD_MAX, JOURNALED, MAX_GROUP, META, PROBE, PROBE_BYTES, RECOVERY_GAP,
     RECOVERY_INTERVAL, REOPEN_WAIT, begin_write, check_format_read_only, check_journal_read_only,
-    checkpoint, commit_durably, init, meta_value, number, open_error, open_writable, replay,
+    checkpoint, commit_durably, init, journal_capacity, meta_value, number, open_error,
+    open_writable, replay,
 };
 use super::file_read::{DataTable, FileReader, TableReader, storage};
 use super::file_record::{decode_version, encode_record};
 use super::journal::{self, Change, Journal};
 use super::log_ends::LogEnds;
 use super::overlay::{Layer, Merged, Overlay, Row, View};
-use super::reserved::Margin;
+use super::reserved::{Margin, margin_for};
 use super::tap::CommitTap;
 use super::{
     Backend, BackupPoint, Expect, PendingWrite, Reader, Replan, WriteBatch, WriteCompleter,
@@ -85,7 +86,9 @@ pub struct FileOptions {
     /// Receives every commit (the continuous archive); see [`CommitTap`].
     pub tap: Option<Arc<dyn CommitTap>>,
     /// How many bytes of commits the journal takes before a checkpoint puts them into the
-    /// file; `None` keeps the default, 4 MiB. Smaller: shorter checkpoints, more of them.
+    /// file; `None` sizes it to the disk when the file opens: 16 MiB where the file system has
+    /// 1 GiB free, 4 MiB otherwise. Smaller: shorter checkpoints, more of them. The journal's
+    /// two files and the space kept past the file for checkpoints take four times this.
     pub checkpoint_bytes: Option<u64>,
 }
 
@@ -136,6 +139,8 @@ struct Writable {
     db: RwLock<Option<Arc<redb::Database>>>,
     /// The space the file keeps past its end for checkpoints (see [`super::reserved`]).
     margin: Mutex<Arc<Margin>>,
+    /// How large that space is: [`margin_for`] the journal's capacity.
+    margin_bytes: u64,
     health: Mutex<Health>,
     /// Signalled when a recovery ends, for readers waiting on it.
     recovered: Condvar,
@@ -177,7 +182,12 @@ impl FileBackend {
     /// The file cannot be opened (in use by another process, not a PathDB file, I/O).
     pub fn open(path: impl AsRef<Path>, options: FileOptions) -> Result<FileBackend, StorageError> {
         let path = path.as_ref();
-        let (db, margin) = open_writable(path, options.cache_size)?;
+        let mut options = options;
+        let checkpoint_bytes = *options
+            .checkpoint_bytes
+            .get_or_insert_with(|| journal_capacity(path));
+        let margin_bytes = margin_for(checkpoint_bytes);
+        let (db, margin) = open_writable(path, options.cache_size, margin_bytes)?;
         let id = init(&db)?;
         let mut journal = Journal::open(path, id, options.durability == Durability::Immediate)
             .map_err(|e| {
@@ -193,6 +203,7 @@ impl FileBackend {
         let writable = Arc::new(Writable {
             path: path.to_owned(),
             cache_size: options.cache_size,
+            margin_bytes,
             db: RwLock::new(Some(Arc::new(db))),
             margin: Mutex::new(margin),
             health: Mutex::new(Health::default()),
@@ -933,7 +944,7 @@ impl Writable {
         });
         let deadline = Instant::now() + REOPEN_WAIT;
         let db = loop {
-            match open_writable(&self.path, self.cache_size) {
+            match open_writable(&self.path, self.cache_size, self.margin_bytes) {
                 Ok((db, margin)) => {
                     *self.margin.lock().unwrap_or_else(PoisonError::into_inner) = margin;
                     break Arc::new(db);

@@ -10,6 +10,7 @@ use super::file_format::{DATA, begin_write, init, number, open_writable};
 use super::file_read::storage;
 use super::file_record::{decode_record, encode_record};
 use super::journal::{self, Change};
+use super::reserved::MARGIN;
 use super::{Key, Record};
 use crate::model::error::StorageError;
 use redb::ReadableDatabase;
@@ -50,7 +51,7 @@ impl FileLoader {
             .create_new(true)
             .open(path)
             .map_err(|e| StorageError::io(format!("cannot create {}", path.display()), &e))?;
-        let (db, _) = open_writable(path, None)?;
+        let (db, _) = open_writable(path, None, MARGIN)?;
         init(&db)?;
         Ok(FileLoader {
             db: Some(db),

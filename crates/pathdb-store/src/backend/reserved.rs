@@ -18,6 +18,12 @@
 //! change), which redb's growth uses first. When the margin cannot be kept whole, the
 //! [`Margin`] says so, and the committer refuses writes as "disk full" until it can: what is
 //! left of the margin is for the checkpoints and the clean close.
+//!
+//! A checkpoint's pages are also written paced: after every [`PACE`] bytes redb writes, the
+//! file's dirty pages are written back and waited for (`sync_file_range`). Otherwise they all
+//! go to the disk at the checkpoint's `fdatasync`, and the journal's flushes, on the same disk,
+//! wait behind them: with a 16 MiB journal, every writer stalled 8-23 ms at each checkpoint
+//! (docs/benchmarks.md, issue 52). Paced, a flush waits behind a MiB at most.
 
 use redb::StorageBackend;
 use redb::backends::FileBackend;
@@ -25,17 +31,28 @@ use std::fs::File;
 use std::io;
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// Space kept allocated past the end of the file: more than a checkpoint of a full journal
-/// (4 MiB of records) grows the file by, and than the commit that closes it does.
+/// The least space kept allocated past the end of the file: more than a checkpoint of a full
+/// 4 MiB journal grows the file by, and than the commit that closes it does.
 pub(super) const MARGIN: u64 = 8 << 20;
+
+/// The space kept past the end of the file for checkpoints of a journal of `checkpoint_bytes`:
+/// twice what they hold, as [`MARGIN`] is for 4 MiB.
+pub(super) fn margin_for(checkpoint_bytes: u64) -> u64 {
+    checkpoint_bytes.saturating_mul(2).max(MARGIN)
+}
+
+/// How many bytes redb writes between two waits for their write-back.
+const PACE: u64 = 1 << 20;
 
 /// A [`FileBackend`] whose growth is reserved on the disk before redb uses it.
 #[derive(Debug)]
 pub(super) struct Reserved {
     inner: FileBackend,
     margin: Arc<Margin>,
+    /// Bytes written since the last wait for write-back ([`PACE`]).
+    unpaced: AtomicU64,
 }
 
 /// The space kept past the end of the file, and whether it is whole; shared with the committer.
@@ -44,15 +61,20 @@ pub(super) struct Margin {
     /// The same open file, for `fallocate` and the growth's `posix_fallocate`.
     #[cfg_attr(not(unix), allow(dead_code))]
     file: File,
+    /// How many bytes to keep past the end.
+    bytes: u64,
     short: AtomicBool,
 }
 
 impl Margin {
-    /// Keeps [`MARGIN`] allocated past `len`, and says whether it could.
+    /// Keeps the margin's bytes allocated past `len`, and says whether it could.
     #[cfg(target_os = "linux")]
     fn keep(&self, len: u64) -> bool {
         use std::os::fd::AsRawFd;
-        let whole = match (libc::off_t::try_from(len), libc::off_t::try_from(MARGIN)) {
+        let whole = match (
+            libc::off_t::try_from(len),
+            libc::off_t::try_from(self.bytes),
+        ) {
             // SAFETY: the descriptor is open for as long as `self.file` lives; fallocate reads
             // nothing from memory.
             (Ok(offset), Ok(extra)) => match unsafe {
@@ -101,8 +123,8 @@ impl Margin {
 
 impl Reserved {
     /// Opens (creating if needed) the file at `path`, as redb's `Builder::create` does, and
-    /// keeps the margin past its end if the disk has room for it.
-    pub(super) fn open(path: &std::path::Path) -> io::Result<Reserved> {
+    /// keeps `margin` bytes past its end if the disk has room for them.
+    pub(super) fn open(path: &std::path::Path, margin: u64) -> io::Result<Reserved> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -113,10 +135,15 @@ impl Reserved {
         let inner = FileBackend::new(file.try_clone()?).map_err(io::Error::other)?;
         let margin = Arc::new(Margin {
             file,
+            bytes: margin,
             short: AtomicBool::new(false),
         });
         margin.keep(len);
-        Ok(Reserved { inner, margin })
+        Ok(Reserved {
+            inner,
+            margin,
+            unpaced: AtomicU64::new(0),
+        })
     }
 
     /// The margin, for the committer to check before it takes a write.
@@ -151,6 +178,38 @@ impl Reserved {
     fn reserve(&self, _len: u64) -> io::Result<()> {
         Ok(())
     }
+
+    /// After `written` more bytes: once [`PACE`] have gathered, writes the file's dirty pages
+    /// back and waits for them. An error is the write's: the write-back's error is reported
+    /// once, here, and the commit's `fdatasync` would not see it again.
+    #[cfg(target_os = "linux")]
+    fn pace(&self, written: usize) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let written = u64::try_from(written).unwrap_or(u64::MAX);
+        if self.unpaced.fetch_add(written, Ordering::Relaxed) + written < PACE {
+            return Ok(());
+        }
+        self.unpaced.store(0, Ordering::Relaxed);
+        let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+            | libc::SYNC_FILE_RANGE_WRITE
+            | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+        // SAFETY: the descriptor is open for as long as `self.margin.file` lives; the call reads
+        // nothing from memory. Offset 0 and length 0: the whole file.
+        if unsafe { libc::sync_file_range(self.margin.file.as_raw_fd(), 0, 0, flags) } == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            // Not supported there: the commit's fdatasync writes everything, as unpaced.
+            Some(libc::ENOSYS | libc::EINVAL | libc::ESPIPE | libc::EOPNOTSUPP) => Ok(()),
+            _ => Err(e),
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn pace(&self, _written: usize) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 impl StorageBackend for Reserved {
@@ -174,7 +233,8 @@ impl StorageBackend for Reserved {
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.inner.write(offset, data)
+        self.inner.write(offset, data)?;
+        self.pace(data.len())
     }
 
     fn close(&self) -> io::Result<()> {

@@ -1,6 +1,7 @@
 //! The committer's check of a queued batch planned on a snapshot
 //! ([`Backend::write_queued_planned_on`]): an expectation is taken as holding only while the
-//! snapshot is the committer's own and the overlay has no newer row for its key.
+//! snapshot is the committer's own and the overlay has no newer row for its key. And the
+//! journal's capacity, sized to the disk, with the room kept past the file to match.
 
 use super::{FileBackend, FileOptions};
 use crate::backend::{Backend, Expect, Key, Reader, Record, WriteBatch, WriteError, WriteOp};
@@ -107,4 +108,63 @@ fn a_batch_planned_on_a_snapshot_fails_on_what_changed_since() {
         other => panic!("a stale expectation was taken: {other:?}"),
     }
     assert_eq!(version(&backend.reader().expect("a reader"), &k), Some(3));
+}
+
+#[test]
+fn the_journal_is_sized_to_its_disk_and_the_margin_to_the_journal() {
+    use crate::backend::file_format::{
+        JOURNAL_CAPACITY, JOURNAL_CAPACITY_SMALL, ROOMY_DISK, capacity_for, journal_capacity,
+    };
+    use crate::backend::reserved::{MARGIN, margin_for};
+    assert_eq!(capacity_for(Some(ROOMY_DISK)), JOURNAL_CAPACITY);
+    assert_eq!(capacity_for(Some(u64::MAX)), JOURNAL_CAPACITY);
+    assert_eq!(capacity_for(Some(ROOMY_DISK - 1)), JOURNAL_CAPACITY_SMALL);
+    assert_eq!(capacity_for(Some(0)), JOURNAL_CAPACITY_SMALL);
+    assert_eq!(capacity_for(None), JOURNAL_CAPACITY_SMALL);
+    // A disk that cannot be asked is taken as small.
+    assert_eq!(
+        journal_capacity(std::path::Path::new("/no/such/directory/db")),
+        JOURNAL_CAPACITY_SMALL
+    );
+    // Twice the journal, never less than the margin a 4 MiB journal always had.
+    assert_eq!(margin_for(JOURNAL_CAPACITY_SMALL), MARGIN);
+    assert_eq!(margin_for(JOURNAL_CAPACITY), 2 * JOURNAL_CAPACITY);
+    assert_eq!(margin_for(1), MARGIN);
+    assert_eq!(margin_for(u64::MAX), u64::MAX);
+}
+
+#[test]
+fn a_checkpoint_of_several_mib_written_paced_reads_back_after_reopening() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("db");
+    // 48 values of 64 KiB: three journal files' worth, so that checkpoints of more than a
+    // pace's MiB each run beside the committer, and the close writes the rest.
+    let value = |n: usize| format!("{{\"n\":{n},\"pad\":\"{}\"}}", "x".repeat(64 << 10));
+    {
+        let backend = FileBackend::open(
+            &path,
+            FileOptions {
+                checkpoint_bytes: Some(1 << 20),
+                ..FileOptions::default()
+            },
+        )
+        .expect("open");
+        for n in 0..48 {
+            let mut batch = put(&key(&format!("k{n:02}")), 1, Expect::Absent);
+            if let WriteOp::Put { record, .. } = &mut batch.ops[0] {
+                record.value = value(n).into_bytes();
+            }
+            backend.write(batch).expect("put");
+        }
+    }
+    let backend = FileBackend::open_read_only(&path, FileOptions::default()).expect("reopen");
+    let reader = backend.reader().expect("a reader");
+    for n in 0..48 {
+        let record = reader.get(&key(&format!("k{n:02}"))).expect("read");
+        assert_eq!(
+            record.map(|r| r.value),
+            Some(value(n).into_bytes()),
+            "item {n} after the close"
+        );
+    }
 }
