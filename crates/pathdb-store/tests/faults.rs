@@ -51,7 +51,21 @@ fn value(n: usize) -> Json {
 /// cleanly (a read-only open accepts it).
 #[test]
 fn a_full_disk_is_named_and_recovered_from_without_a_restart() {
-    full_disk_recovery(FileOptions::default(), true);
+    full_disk_recovery(16, FileOptions::default(), true);
+}
+
+/// The same with the journal a roomy disk gets (16 MiB, and 32 MiB kept past the file), on a
+/// disk just large enough for it.
+#[test]
+fn a_full_disk_is_named_and_recovered_from_with_a_large_journal() {
+    full_disk_recovery(
+        96,
+        FileOptions {
+            checkpoint_bytes: Some(16 << 20),
+            ..FileOptions::default()
+        },
+        true,
+    );
 }
 
 /// The same with a checkpoint every 16 KB of journal: the disk fills while checkpoints run
@@ -62,6 +76,7 @@ fn a_full_disk_is_named_and_recovered_from_without_a_restart() {
 #[test]
 fn a_full_disk_is_recovered_from_while_checkpoints_run_beside_the_committer() {
     full_disk_recovery(
+        16,
         FileOptions {
             checkpoint_bytes: Some(16 << 10),
             ..FileOptions::default()
@@ -70,10 +85,11 @@ fn a_full_disk_is_recovered_from_while_checkpoints_run_beside_the_committer() {
     );
 }
 
-/// Fills the disk under a store and frees it again; `stays_full`: once a write failed for a
-/// full disk, the next ones fail too and the backend is not ready, until space is freed.
-fn full_disk_recovery(file: FileOptions, stays_full: bool) {
-    let Some(fs) = Tmpfs::mount_or_skip(16) else {
+/// Fills a disk of `megabytes` under a store and frees it again; `stays_full`: once a write
+/// failed for a full disk, the next ones fail too and the backend is not ready, until space is
+/// freed.
+fn full_disk_recovery(megabytes: u64, file: FileOptions, stays_full: bool) {
+    let Some(fs) = Tmpfs::mount_or_skip(megabytes) else {
         return;
     };
     let db: PathBuf = fs.path().join("full.pathdb");
