@@ -52,6 +52,7 @@ pub(super) struct Reserved {
     inner: FileBackend,
     margin: Arc<Margin>,
     /// Bytes written since the last wait for write-back ([`PACE`]).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     unpaced: AtomicU64,
 }
 
