@@ -21,10 +21,10 @@ pub(super) const JOURNAL_ID: &str = "journal_id";
 pub(super) const JOURNAL_RECORD_MAX: usize = 1 << 20;
 /// A journal this long is checkpointed, where the disk has room for it ([`journal_capacity`]).
 /// It bounds the replay after a crash and the rows the overlay holds between checkpoints. A
-/// larger checkpoint puts more rows into each page it rewrites: at 16 MiB instead of 4, a
-/// durable put costs 5-7 µs less CPU, and new items with aliases (random rows in large groups)
-/// are a quarter faster (docs/benchmarks.md, issue 52). Its pages reach the disk paced
-/// ([`super::reserved`]), so that no journal flush waits behind a whole checkpoint.
+/// larger checkpoint puts more rows into each page it rewrites: at 16 MiB instead of 4, with
+/// its pages reaching the disk paced ([`super::reserved`]), the p99 of a put under 32 writers
+/// fell from 17-20 to 12-15 ms, and new items with aliases (random rows in large groups) went
+/// about a tenth faster (docs/benchmarks.md, issue 52).
 pub(super) const JOURNAL_CAPACITY: u64 = 16 << 20;
 /// The journal's capacity on a disk with less than [`ROOMY_DISK`] free: its two files, and the
 /// room kept past redb's file for a checkpoint ([`super::reserved::margin_for`]), take four

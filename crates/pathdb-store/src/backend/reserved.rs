@@ -187,7 +187,8 @@ impl Reserved {
     fn pace(&self, written: usize) -> io::Result<()> {
         use std::os::fd::AsRawFd;
         let written = u64::try_from(written).unwrap_or(u64::MAX);
-        if self.unpaced.fetch_add(written, Ordering::Relaxed) + written < PACE {
+        let unpaced = self.unpaced.fetch_add(written, Ordering::Relaxed);
+        if unpaced.saturating_add(written) < PACE {
             return Ok(());
         }
         self.unpaced.store(0, Ordering::Relaxed);
