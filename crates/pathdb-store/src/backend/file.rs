@@ -869,6 +869,10 @@ fn close(file: &Writable, mut journal: Journal, behind: Option<&Behind>) {
     if let Err(e) = journal.remove() {
         tracing::warn!(error = %e, "closing: cannot remove the empty journal");
     }
+    file.margin
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .release_on_close();
 }
 
 impl Writable {

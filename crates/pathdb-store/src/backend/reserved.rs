@@ -17,7 +17,9 @@
 //! `fallocate` with `FALLOC_FL_KEEP_SIZE`: the blocks are the file's, its length does not
 //! change), which redb's growth uses first. When the margin cannot be kept whole, the
 //! [`Margin`] says so, and the committer refuses writes as "disk full" until it can: what is
-//! left of the margin is for the checkpoints and the clean close.
+//! left of the margin is for the checkpoints and the clean close. A file closed cleanly gives
+//! its margin back ([`Margin::release_on_close`]): a stopped database takes only its own
+//! length on the disk, and the next read-write open keeps the margin again.
 //!
 //! A checkpoint's pages are also written paced: after every [`PACE`] bytes redb writes, the
 //! file's dirty pages are written back and waited for (`sync_file_range`). Otherwise they all
@@ -65,6 +67,8 @@ pub(super) struct Margin {
     /// How many bytes to keep past the end.
     bytes: u64,
     short: AtomicBool,
+    /// Give the margin back when redb closes the file (see [`Margin::release_on_close`]).
+    release: AtomicBool,
 }
 
 impl Margin {
@@ -104,6 +108,26 @@ impl Margin {
         true
     }
 
+    /// Once redb closes the file, after its last write, gives the margin back. For the clean
+    /// close only: a handle closed to be reopened after a failed commit keeps it, since space
+    /// given back on a full disk may not be there to keep again.
+    pub(super) fn release_on_close(&self) {
+        self.release.store(true, Ordering::Release);
+    }
+
+    /// Gives the space kept past the end of the file back to the file system (best effort: the
+    /// file is whole either way). Truncating a file to its own length drops the blocks past it
+    /// (a hole punched there is ignored: ext4 punches nothing past the end).
+    #[cfg(target_os = "linux")]
+    fn release(&self) {
+        if let Ok(len) = self.file.metadata().map(|m| m.len()) {
+            let _ = self.file.set_len(len);
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn release(&self) {}
+
     /// Tries again to keep the margin whole (space may have been freed); `Err`: the disk is
     /// too full to keep it, and writes should wait.
     pub(super) fn check(&self) -> io::Result<()> {
@@ -138,6 +162,7 @@ impl Reserved {
             file,
             bytes: margin,
             short: AtomicBool::new(false),
+            release: AtomicBool::new(false),
         });
         margin.keep(len);
         Ok(Reserved {
@@ -240,7 +265,11 @@ impl StorageBackend for Reserved {
     }
 
     fn close(&self) -> io::Result<()> {
-        self.inner.close()
+        let closed = self.inner.close();
+        if self.margin.release.load(Ordering::Acquire) {
+            self.margin.release();
+        }
+        closed
     }
 
     fn try_lock_range(

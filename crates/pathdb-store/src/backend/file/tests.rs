@@ -168,3 +168,44 @@ fn a_checkpoint_of_several_mib_written_paced_reads_back_after_reopening() {
         );
     }
 }
+
+/// Bytes the file system has allocated to the file at `path`.
+#[cfg(target_os = "linux")]
+fn allocated(path: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).expect("the file").blocks() * 512
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_clean_close_gives_the_margin_back_and_the_next_open_keeps_it_again() {
+    use crate::backend::reserved::MARGIN;
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("db");
+    let len = |path: &std::path::Path| std::fs::metadata(path).expect("the file").len();
+    let open = || FileBackend::open(&path, FileOptions::default()).expect("open");
+    let k = key("k");
+    {
+        let backend = open();
+        backend.write(put(&k, 1, Expect::Absent)).expect("put k");
+        assert!(
+            allocated(&path) >= len(&path) + MARGIN,
+            "open: {} bytes allocated to a file of {}",
+            allocated(&path),
+            len(&path)
+        );
+    }
+    // A file system allocates in blocks: a block's worth more than the length is no margin.
+    assert!(
+        allocated(&path) < len(&path) + (64 << 10),
+        "closed: {} bytes allocated to a file of {}",
+        allocated(&path),
+        len(&path)
+    );
+    let read_only = FileBackend::open_read_only(&path, FileOptions::default()).expect("reopen");
+    assert_eq!(version(&read_only.reader().expect("a reader"), &k), Some(1));
+    drop(read_only);
+    let backend = open();
+    assert!(allocated(&path) >= len(&path) + MARGIN, "reopened");
+    assert_eq!(version(&backend.reader().expect("a reader"), &k), Some(1));
+}
