@@ -139,8 +139,6 @@ struct Writable {
     db: RwLock<Option<Arc<redb::Database>>>,
     /// The space the file keeps past its end for checkpoints (see [`super::reserved`]).
     margin: Mutex<Arc<Margin>>,
-    /// How large that space is: [`margin_for`] the journal's capacity.
-    margin_bytes: u64,
     health: Mutex<Health>,
     /// Signalled when a recovery ends, for readers waiting on it.
     recovered: Condvar,
@@ -186,8 +184,7 @@ impl FileBackend {
         let checkpoint_bytes = *options
             .checkpoint_bytes
             .get_or_insert_with(|| journal_capacity(path));
-        let margin_bytes = margin_for(checkpoint_bytes);
-        let (db, margin) = open_writable(path, options.cache_size, margin_bytes)?;
+        let (db, margin) = open_writable(path, options.cache_size, margin_for(checkpoint_bytes))?;
         let id = init(&db)?;
         let mut journal = Journal::open(path, id, options.durability == Durability::Immediate)
             .map_err(|e| {
@@ -203,7 +200,6 @@ impl FileBackend {
         let writable = Arc::new(Writable {
             path: path.to_owned(),
             cache_size: options.cache_size,
-            margin_bytes,
             db: RwLock::new(Some(Arc::new(db))),
             margin: Mutex::new(margin),
             health: Mutex::new(Health::default()),
@@ -947,8 +943,14 @@ impl Writable {
             latest.base.take()
         });
         let deadline = Instant::now() + REOPEN_WAIT;
+        // The same room as before: the journal's capacity has not changed.
+        let margin_bytes = self
+            .margin
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .bytes();
         let db = loop {
-            match open_writable(&self.path, self.cache_size, self.margin_bytes) {
+            match open_writable(&self.path, self.cache_size, margin_bytes) {
                 Ok((db, margin)) => {
                     *self.margin.lock().unwrap_or_else(PoisonError::into_inner) = margin;
                     break Arc::new(db);

@@ -108,6 +108,11 @@ impl Margin {
         true
     }
 
+    /// How many bytes it keeps past the end of the file.
+    pub(super) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     /// Once redb closes the file, after its last write, gives the margin back. For the clean
     /// close only: a handle closed to be reopened after a failed commit keeps it, since space
     /// given back on a full disk may not be there to keep again.
