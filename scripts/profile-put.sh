@@ -18,7 +18,8 @@
 # puts of new items instead (`pathdb bench http --no-preload --mix put=100 --keys 100000000`,
 # the warm-up and the measured run from seeds of their own, as bench-aliases.sh puts them;
 # cpu and callgrind); ALIASES=1 to give the `item` namespace bench-aliases.sh's two alias
-# templates before the preload. Writes into target/profile-put/.
+# templates before the preload; SERVE_ARGS: more arguments for the measured `pathdb serve`
+# (SERVE_ARGS="--http-threads 1"). Writes into target/profile-put/.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,7 +45,8 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 url=http://127.0.0.1:$port
 db=$out/db
 rm -rf "$db" "$db".*
-serve=("$bin" serve --db "$db" --addr "127.0.0.1:$port" --no-ui)
+read -ra serve_args <<<"${SERVE_ARGS:-}"
+serve=("$bin" serve --db "$db" --addr "127.0.0.1:$port" --no-ui "${serve_args[@]}")
 
 wait_ready() {
   for _ in $(seq 1 600); do curl -sf -o /dev/null "$url/healthz" && return 0; sleep 0.2; done

@@ -433,3 +433,48 @@ fn change_streams_beyond_the_cap_get_503_with_retry_after() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// The worker threads of the process `pid` (tokio names them `tokio-rt-worker`).
+#[cfg(target_os = "linux")]
+fn http_threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the server's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim() == "tokio-rt-worker")
+        .count()
+}
+
+/// `--http-threads N` runs the server's requests on N threads, and a put and get load on one
+/// thread is answered without errors; 0 is refused before anything starts.
+#[cfg(target_os = "linux")]
+#[test]
+fn http_threads_sets_the_request_threads() {
+    let (_dir, db) = db();
+    for threads in [1, 3] {
+        let served = serve(&db, &["--http-threads", &threads.to_string()]);
+        assert_eq!(http_threads_of(served.pid()), threads);
+        let report = crate::ok(&[
+            "bench",
+            "http",
+            "--url",
+            &served.url,
+            "--duration",
+            "0.5",
+            "--concurrency",
+            "4",
+            "--keys",
+            "50",
+            "--groups",
+            "2",
+            "--mix",
+            "put=50,get=50",
+        ]);
+        let errors = report
+            .lines()
+            .find_map(|l| l.strip_prefix("errors:"))
+            .map(str::trim);
+        assert_eq!(errors, Some("0"), "{report}");
+    }
+    let refused = crate::fails(&["serve", "--db", &db, "--http-threads", "0"]);
+    assert!(refused.contains("--http-threads"), "{refused}");
+}

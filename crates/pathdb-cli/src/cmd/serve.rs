@@ -77,6 +77,11 @@ pub struct ServeArgs {
     /// (embedded backend only).
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_CACHE_MIB, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     cache_size: u64,
+    /// Threads that serve HTTP requests. The embedded store commits and checkpoints on two
+    /// threads of its own, so on a small machine under writes fewer HTTP threads can leave
+    /// them a core (docs/benchmarks.md, "HTTP threads") [default: one per core].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    http_threads: Option<u64>,
 }
 
 /// Backups on a schedule and the continuous archive (docs/backups.md).
@@ -221,6 +226,8 @@ struct Limits {
     connections: ConnectionLimits,
     streams: usize,
     imports: u64,
+    /// Threads serving HTTP (`--http-threads`); `None`: one per core.
+    http_threads: Option<usize>,
     /// A `--max-connections` above what the file limit leaves room for, lowered.
     lowered_from: Option<usize>,
 }
@@ -248,6 +255,9 @@ fn limits(args: &ServeArgs, file_limit: Option<u64>) -> Limits {
         },
         streams,
         imports: args.max_imports,
+        http_threads: args
+            .http_threads
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         lowered_from: asked.filter(|n| *n > within),
     }
 }
@@ -329,6 +339,7 @@ pub fn run(args: ServeArgs, db: Option<PathBuf>) -> Result<()> {
         header_timeout_s = args.header_timeout,
         idle_timeout_s = args.idle_timeout,
         cache_mib = args.cache_size,
+        http_threads = limits.http_threads,
         file_limit,
         "limits"
     );
@@ -457,7 +468,13 @@ fn serve<B: pathdb_store::backend::Backend>(
     let data = data.to_owned();
     let (connections, streams) = (limits.connections, limits.streams);
     let imports = usize::try_from(limits.imports).unwrap_or(usize::MAX);
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    // As `Runtime::new` builds it, with the number of workers if one was asked for.
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    if let Some(threads) = limits.http_threads {
+        builder.worker_threads(threads);
+    }
+    let runtime = builder.build().context("starting the async runtime")?;
     runtime.block_on(async move {
         let listener = listen(addr).with_context(|| format!("binding {addr}"))?;
         let local = listener.local_addr()?;
