@@ -18,8 +18,8 @@
 # puts of new items instead (`pathdb bench http --no-preload --mix put=100 --keys 100000000`,
 # the warm-up and the measured run from seeds of their own, as bench-aliases.sh puts them;
 # cpu and callgrind); ALIASES=1 to give the `item` namespace bench-aliases.sh's two alias
-# templates before the preload; SERVE_ARGS: more arguments for the measured `pathdb serve`
-# (SERVE_ARGS="--http-threads 1"). Writes into target/profile-put/.
+# templates before the preload; SERVE_ARGS: more arguments for `pathdb serve`, the preload's
+# and the measured one's (SERVE_ARGS="--http-threads 1"). Writes into target/profile-put/.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
